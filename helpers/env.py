@@ -1,0 +1,65 @@
+"""The environment report: which GPU, driver, versions and allocator settings a result came from."""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+
+import torch
+
+ALLOC_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+
+
+def driver_version() -> str:
+    """The NVIDIA driver version from nvidia-smi or NVML; 'n/a' without an NVIDIA GPU."""
+    if not torch.cuda.is_available():
+        return "n/a"
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True)
+        return out.stdout.strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        pass
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else version
+    except Exception:  # noqa: BLE001 - NVML is optional
+        return "unknown"
+
+
+def environment() -> dict:
+    """Everything a figure's manifest entry names: GPU, driver, CUDA, versions and the date."""
+    import transformers
+
+    cuda = torch.cuda.is_available()
+    info = {
+        "gpu": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "gpu_memory_gib": round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1) if cuda else None,
+        "driver": driver_version(),
+        "cuda": torch.version.cuda or "n/a",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    for var in ALLOC_ENV_VARS:
+        info[var] = os.environ.get(var, "")
+    return info
+
+
+def print_report(info: dict, params=None) -> dict:
+    """Print an environment report (and the run's parameters) at the top of a notebook."""
+    width = max(len(k) for k in info)
+    for key, value in info.items():
+        print(f"{key:<{width}}  {value if value not in ('', None) else '-'}")
+    if params is not None:
+        print()
+        for key, value in params.items():
+            print(f"{key:<{width}}  {value!r}")
+    return info

@@ -1,0 +1,86 @@
+"""One look for every figure: same size, fonts, colours, and a footer naming the GPU,
+the versions, the preset and the batch size the numbers came from."""
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import matplotlib.pyplot as plt
+
+from . import results
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf"]
+STYLE = {
+    "figure.figsize": (8, 4.5),
+    "figure.dpi": 110,
+    "savefig.dpi": 150,
+    "savefig.bbox": "tight",
+    "font.size": 11,
+    "axes.titlesize": 13,
+    "axes.labelsize": 11,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.frameon": False,
+    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+}
+
+
+def apply_style() -> None:
+    matplotlib.rcParams.update(STYLE)
+
+
+apply_style()
+
+
+def subplots(ncols: int = 1, nrows: int = 1, **kwargs):
+    """``plt.subplots`` in the course's style, sized by the number of panels."""
+    width, height = STYLE["figure.figsize"]
+    kwargs.setdefault("figsize", (width * max(1.0, 0.6 * ncols), height * nrows))
+    return plt.subplots(nrows, ncols, **kwargs)
+
+
+def footer_text(params=None) -> str:
+    env = results._current.get("env", {})
+    parts = [env.get("gpu", "?"), f"torch {env.get('torch', '?')}",
+             f"transformers {env.get('transformers', '?')}"]
+    if params is not None:
+        parts.append(f"preset {params.get('preset')}")
+        if "batch_size" in params:
+            parts.append(f"batch {params['batch_size']}")
+    return " · ".join(parts)
+
+
+def save_figure(fig, name: str, csv: str | None = None, params=None, title: str = ""):
+    """Add the footer, write ``<name>.png`` into the run folder atomically and record it with
+    the CSV behind it (``csv`` is a table name given to ``results.save_table``)."""
+    fig.text(0.01, -0.02, footer_text(params), fontsize=8, color="#555555", ha="left", va="top")
+    path = results.run_dir() / f"{name}.png"
+    results.atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
+    results.record_figure(path, csv=f"data/{csv}.csv" if csv else None, title=title)
+    return path
+
+
+def label_bars(ax, bars, fmt="{:.2f}"):
+    """Write each bar's value on top of it (skipping NaN bars such as OOM points)."""
+    for bar in bars:
+        height = bar.get_height()
+        if not math.isnan(height):
+            ax.annotate(fmt.format(height), (bar.get_x() + bar.get_width() / 2, height),
+                        ha="center", va="bottom", fontsize=9, xytext=(0, 2),
+                        textcoords="offset points")
+
+
+def lines_by_method(ax, frame, x, y, scale=1.0, marker="o", methods=None):
+    """One line per ``method`` of ``y`` against ``x``; OOM points are marked with an ×."""
+    for method in methods or list(dict.fromkeys(frame["method"])):
+        part = frame[frame["method"] == method].sort_values(x)
+        ax.plot(part[x], part[y] * scale, marker=marker, label=method)
+        if "status" in part:
+            oom = part[part["status"] == "oom"]
+            for xv in oom[x]:
+                ax.annotate("OOM", (xv, 0), xycoords=("data", "axes fraction"), color="red",
+                            ha="center", va="bottom", fontsize=9)
+    ax.legend()

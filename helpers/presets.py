@@ -1,0 +1,180 @@
+"""Named presets and parameter validation.
+
+A notebook's ``parameters`` cell names a preset and may override single values; everything is
+checked here, before any GPU work, and a bad value fails with a message that says what is allowed.
+
+- ``full``: the measurements of the course, on a CUDA GPU (GPT-2 124M, batch 32).
+- ``workshop``: the same lessons, smaller, so a room can run every notebook in minutes.
+- ``smoke``: a tiny model and a handful of tokens, to check on a CPU that everything runs.
+"""
+from __future__ import annotations
+
+import torch
+
+from .model import MODEL_CONFIGS, model_config
+
+PRESET_NAMES = ("full", "workshop", "smoke")
+
+# Values every notebook shares.
+COMMON = {
+    "full": dict(model="gpt2", device="cuda", batch_size=32, seq_lens=[100, 200, 400],
+                 prompt_len=16, repeats=5, warmup=1, seed=0),
+    "workshop": dict(model="gpt2", device="cuda", batch_size=16, seq_lens=[50, 100, 200],
+                     prompt_len=16, repeats=3, warmup=1, seed=0),
+    "smoke": dict(model="tiny", device="auto", batch_size=2, seq_lens=[4, 8, 16],
+                  prompt_len=4, repeats=2, warmup=1, seed=0),
+}
+
+# Per-notebook additions and changes, keyed by the notebook's two-digit number.
+NOTEBOOK = {
+}
+
+
+class ParameterError(ValueError):
+    """A preset or parameter value that cannot be used, with what is allowed instead."""
+
+
+def _int(name, value, minimum):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ParameterError(f"{name} must be an integer >= {minimum}, got {value!r} "
+                             f"({type(value).__name__})")
+    if value < minimum:
+        raise ParameterError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _int_list(name, value, minimum):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ParameterError(f"{name} must be a non-empty list of integers >= {minimum}, got {value!r}")
+    return [_int(f"{name}[{i}]", v, minimum) for i, v in enumerate(value)]
+
+
+def positive_int(name, value):
+    return _int(name, value, 1)
+
+
+def nonnegative_int(name, value):
+    return _int(name, value, 0)
+
+
+def positive_int_list(name, value):
+    return _int_list(name, value, 1)
+
+
+def model_name(name, value):
+    if value not in MODEL_CONFIGS:
+        raise ParameterError(f"{name} must be one of {sorted(MODEL_CONFIGS)}, got {value!r}")
+    return value
+
+
+def device_name(name, value):
+    """'auto' (CUDA if present, else CPU), 'cpu', 'cuda' or 'cuda:N'; CUDA must exist."""
+    if value == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if not isinstance(value, str) or not (value == "cpu" or value == "cuda" or
+                                          (value.startswith("cuda:") and value[5:].isdigit())):
+        raise ParameterError(f"{name} must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {value!r}")
+    if value.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ParameterError(f"{name}={value!r} but this machine has no CUDA GPU that PyTorch "
+                                 f"can use (torch {torch.__version__}, "
+                                 f"built for CUDA {torch.version.cuda}). Use preset='smoke' "
+                                 "or device='cpu'.")
+        index = int(value[5:]) if ":" in value else 0
+        if index >= torch.cuda.device_count():
+            raise ParameterError(f"{name}={value!r} but only {torch.cuda.device_count()} "
+                                 "CUDA device(s) exist")
+    return value
+
+
+def boolean(name, value):
+    if not isinstance(value, bool):
+        raise ParameterError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def text(name, value):
+    if not isinstance(value, str):
+        raise ParameterError(f"{name} must be a string, got {value!r}")
+    return value
+
+
+# How each parameter is checked. A notebook adding a parameter adds its check here.
+SCHEMA = {
+    "model": model_name,
+    "device": device_name,
+    "batch_size": positive_int,
+    "seq_lens": positive_int_list,
+    "prompt_len": positive_int,
+    "repeats": positive_int,
+    "warmup": nonnegative_int,
+    "seed": nonnegative_int,
+}
+
+# Parameters that are lengths of generated tokens: prompt + each must fit the model's positions.
+LENGTH_KEYS = ("seq_lens",)
+
+
+class Params(dict):
+    """The resolved parameters of one notebook run; values read as attributes (``P.batch_size``)."""
+
+    def __getattr__(self, key):
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def _repr_markdown_(self):
+        rows = "\n".join(f"| `{k}` | `{v!r}` |" for k, v in self.items())
+        return f"| parameter | value |\n|---|---|\n{rows}"
+
+
+def default_preset() -> str:
+    return "full" if torch.cuda.is_available() else "smoke"
+
+
+def preset_values(notebook: str, preset: str) -> dict:
+    """The raw values of ``preset`` for ``notebook`` (common values, then the notebook's own)."""
+    if preset not in PRESET_NAMES:
+        raise ParameterError(f"unknown preset {preset!r}; choose one of {list(PRESET_NAMES)} "
+                             "or 'auto' (full on a CUDA GPU, smoke otherwise)")
+    values = dict(COMMON[preset])
+    values.update(NOTEBOOK.get(notebook, {}).get(preset, {}))
+    return values
+
+
+def resolve_params(notebook: str, preset: str = "auto", **overrides) -> Params:
+    """Validated parameters for ``notebook`` (e.g. ``"01"``) under ``preset``.
+
+    Overrides left at ``None`` keep the preset's value; any other value replaces it and is checked.
+    """
+    if preset == "auto":
+        preset = default_preset()
+        print(f"preset 'auto' -> {preset!r} "
+              f"({'a CUDA GPU is present' if preset == 'full' else 'no CUDA GPU: tiny model on CPU'})")
+    values = preset_values(notebook, preset)
+    for key, value in overrides.items():
+        if key not in values:
+            raise ParameterError(f"notebook {notebook} has no parameter {key!r}; "
+                                 f"its parameters are {sorted(values)}")
+        if value is not None:
+            values[key] = value
+    params = Params(preset=preset, notebook=notebook)
+    for key, value in values.items():
+        check = SCHEMA.get(key)
+        if check is None:
+            raise ParameterError(f"parameter {key!r} has no check in helpers.presets.SCHEMA")
+        params[key] = check(key, value)
+    if "model" in params:
+        n_positions = model_config(params.model).n_positions
+        prompt_len = params.get("prompt_len", 0)
+        for key in LENGTH_KEYS:
+            for length in (params[key] if key in params else []):
+                if prompt_len + length > n_positions:
+                    raise ParameterError(
+                        f"{key} contains {length}: with a prompt of {prompt_len} tokens that makes "
+                        f"{prompt_len + length} positions, beyond the {n_positions} that model "
+                        f"{params.model!r} has. Use lengths <= {n_positions - prompt_len}.")
+    return params

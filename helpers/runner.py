@@ -1,0 +1,310 @@
+"""Run the course's notebooks headless with papermill: ``./run_all.sh`` calls this.
+
+Each notebook runs in a fresh kernel with its preset injected, into ``runs/<preset>/``, and gets
+one status line. A failure does not stop the others; the summary names every failure with the
+failing cell's error and the executed notebook's path, and the exit status is non-zero. Only a
+full-preset run on a CUDA GPU in which a notebook succeeded copies its figures and tables into
+``figures/`` and its entries into ``figures/manifest.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from . import results
+from .presets import PRESET_NAMES
+
+NOTEBOOKS_DIR = results.repo_root() / "notebooks"
+# A notebook that finishes faster than this did not do its work (seconds, per preset).
+MIN_SECONDS = {"full": 5.0, "workshop": 2.0, "smoke": 0.5}
+STATUS_FILE = "status.json"
+
+
+class RunnerError(Exception):
+    """Bad command-line input: the message says what is allowed."""
+
+
+def notebooks(directory: Path = NOTEBOOKS_DIR) -> list[Path]:
+    """The numbered lesson notebooks, in order."""
+    return sorted(p for p in directory.glob("[0-9][0-9]_*.ipynb"))
+
+
+def title(path: Path) -> str:
+    """The notebook's first heading, as its one-line summary."""
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("# ").strip()
+    return path.stem
+
+
+def select(paths: list[Path], only: str | None) -> list[Path]:
+    """The notebooks named by ``--only NN[,NN]``; unknown numbers are an error."""
+    if not only:
+        return paths
+    by_number = {p.name[:2]: p for p in paths}
+    wanted = [n.strip().zfill(2) for n in only.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in by_number]
+    if unknown or not wanted:
+        raise RunnerError(f"--only {only!r}: unknown notebook number(s) {unknown or [only]}; "
+                          f"available: {','.join(sorted(by_number))}")
+    return [by_number[n] for n in sorted(set(wanted))]
+
+
+def choose_preset(requested: str | None, cuda: bool) -> str:
+    if requested is None:
+        if not cuda:
+            print("No CUDA GPU found (torch.cuda.is_available() is False): running the 'smoke' "
+                  "preset, a tiny model on the CPU that checks the notebooks run. It measures "
+                  "nothing about GPUs, and figures/ is left as it is.", flush=True)
+        return "full" if cuda else "smoke"
+    if requested not in PRESET_NAMES:
+        raise RunnerError(f"unknown preset {requested!r}; choose one of {list(PRESET_NAMES)}")
+    if requested != "smoke" and not cuda:
+        raise RunnerError(f"preset {requested!r} needs a CUDA GPU and PyTorch sees none; "
+                          "run './run_all.sh --smoke' on this machine")
+    return requested
+
+
+def load_status(run_root: Path) -> dict:
+    path = run_root / STATUS_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def save_status(run_root: Path, status: dict) -> None:
+    results.atomic_write_text(run_root / STATUS_FILE, json.dumps(status, indent=2))
+
+
+def clear_outputs(run_root: Path, stem: str) -> None:
+    """Remove what an earlier run of this notebook wrote, so stale files cannot pass as new."""
+    record = run_root / "outputs" / f"{stem}.json"
+    if record.exists():
+        for entry in json.loads(record.read_text()).get("files", []):
+            (run_root / entry["path"]).unlink(missing_ok=True)
+        record.unlink()
+
+
+def check_outputs(run_root: Path, stem: str, seconds: float, preset: str) -> str | None:
+    """Why a notebook that raised no error still failed, or None if its outputs look real."""
+    record = run_root / "outputs" / f"{stem}.json"
+    if not record.exists():
+        return "it never called helpers.results.start_notebook (no outputs record)"
+    files = json.loads(record.read_text()).get("files", [])
+    missing = [f["path"] for f in files if not (run_root / f["path"]).exists()]
+    if missing:
+        return f"files it recorded are missing: {missing}"
+    if f"data/{stem}.csv" not in {f["path"] for f in files}:
+        return f"it did not write its results table data/{stem}.csv"
+    if not any(f["kind"] == "figure" for f in files):
+        return "it wrote no figure"
+    if seconds < MIN_SECONDS[preset]:
+        return (f"it finished in {seconds:.2f}s, implausibly fast for preset {preset!r} "
+                f"(minimum {MIN_SECONDS[preset]}s): did it skip its work?")
+    return None
+
+
+def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]:
+    """Copy a successful full GPU run's figures and tables into ``figures/`` and replace the
+    notebook's entries in ``figures/manifest.json``. Refuses anything not measured on CUDA."""
+    figures = figures or results.figures_dir()
+    record = json.loads((run_root / "outputs" / f"{stem}.json").read_text())
+    env = record["env"]
+    if record.get("preset") != "full" or env.get("gpu", "cpu") == "cpu":
+        raise RuntimeError(f"refusing to promote {stem}: preset {record.get('preset')!r} "
+                           f"on {env.get('gpu')!r} is not a full run on a CUDA GPU")
+    manifest_path = figures / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest.setdefault("figures", {})
+    manifest.setdefault("tables", {})
+    for section in ("figures", "tables"):
+        for key in [k for k, v in manifest[section].items() if v.get("notebook") == f"{stem}.ipynb"]:
+            del manifest[section][key]
+    copied = []
+    for entry in record["files"]:
+        src, dst = run_root / entry["path"], figures / entry["path"]
+        results.atomic_write(dst, lambda tmp, src=src: shutil.copyfile(src, tmp))
+        copied.append(entry["path"])
+        meta = {"notebook": f"{stem}.ipynb", "preset": record["preset"], "gpu": env["gpu"],
+                "driver": env["driver"], "cuda": env["cuda"], "torch": env["torch"],
+                "transformers": env["transformers"], "date": env["date"]}
+        if entry["kind"] == "figure":
+            manifest["figures"][entry["path"]] = {**meta, "csv": entry.get("csv"),
+                                                  "title": entry.get("title", "")}
+        else:
+            manifest["tables"][entry["path"]] = {**meta, "rows": entry.get("rows")}
+    for section in ("figures", "tables"):
+        manifest[section] = dict(sorted(manifest[section].items()))
+    results.atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    return copied
+
+
+def _log_handler(log_path: Path, prefix: str, echo: bool):
+    class Handler(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.INFO)
+            self.file = open(log_path, "w")
+
+        def emit(self, record):
+            text = record.getMessage()
+            self.file.write(text + ("" if text.endswith("\n") else "\n"))
+            self.file.flush()
+            if echo:
+                for line in text.rstrip("\n").splitlines():
+                    print(f"  {prefix}| {line}", flush=True)
+
+        def close(self):
+            self.file.close()
+            super().close()
+
+    return Handler()
+
+
+def execute(path: Path, run_root: Path, preset: str, echo: bool = True, parameters=None) -> dict:
+    """Run one notebook with papermill; returns its status entry (never raises for a failure
+    inside the notebook)."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    stem = path.stem
+    output = run_root / path.name
+    clear_outputs(run_root, stem)
+    logger = logging.getLogger("papermill")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    handler = _log_handler(run_root / f"{stem}.log", stem[:2], echo)
+    logger.addHandler(handler)
+    old_env = os.environ.get(results.RUN_DIR_ENV)
+    os.environ[results.RUN_DIR_ENV] = str(run_root)
+    start = time.perf_counter()
+    entry = {"notebook": path.name, "executed": str(output)}
+    try:
+        papermill.execute_notebook(str(path), str(output), parameters={"preset": preset, **(parameters or {})},
+                                   kernel_name="python3", cwd=str(path.parent),
+                                   progress_bar=False, log_output=True)
+        seconds = time.perf_counter() - start
+        problem = check_outputs(run_root, stem, seconds, preset)
+        entry.update(status="failed" if problem else "ok", seconds=round(seconds, 1),
+                     error=f"no error raised, but {problem}" if problem else "")
+    except PapermillExecutionError as error:
+        entry.update(status="failed", seconds=round(time.perf_counter() - start, 1),
+                     error=f"cell {error.exec_count}: {error.ename}: {error.evalue}".strip())
+    except KeyboardInterrupt:
+        entry.update(status="interrupted", seconds=round(time.perf_counter() - start, 1),
+                     error="interrupted")
+        raise
+    except Exception as error:  # noqa: BLE001 - a dead kernel or a broken notebook file
+        entry.update(status="failed", seconds=round(time.perf_counter() - start, 1),
+                     error=f"{type(error).__name__}: {error}".splitlines()[0])
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+        if old_env is None:
+            os.environ.pop(results.RUN_DIR_ENV, None)
+        else:
+            os.environ[results.RUN_DIR_ENV] = old_env
+    return entry
+
+
+def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, echo: bool = True,
+        promote_figures: bool | None = None, parameters=None) -> dict:
+    """Run ``paths`` in order; returns the status of every notebook (also saved to
+    ``<run_root>/status.json``, which ``--resume`` reads)."""
+    import torch
+
+    run_root.mkdir(parents=True, exist_ok=True)
+    status = load_status(run_root) if resume else {}
+    if promote_figures is None:
+        promote_figures = preset == "full" and torch.cuda.is_available()
+    width = max((len(p.stem) for p in paths), default=0)
+    total = time.perf_counter()
+    try:
+        for path in paths:
+            stem = path.stem
+            if resume and status.get(stem, {}).get("status") == "ok":
+                print(f"  skip    {stem:<{width}}  (finished in an earlier run)", flush=True)
+                continue
+            status[stem] = {"notebook": path.name, "status": "running"}
+            save_status(run_root, status)
+            print(f"  run     {stem:<{width}}  preset {preset} ...", flush=True)
+            try:
+                entry = execute(path, run_root, preset, echo=echo, parameters=parameters)
+            except KeyboardInterrupt:
+                status[stem] = {"notebook": path.name, "status": "interrupted"}
+                save_status(run_root, status)
+                print(f"\nInterrupted during {stem}. Earlier results are intact; "
+                      "'./run_all.sh --resume' re-runs what did not finish.", flush=True)
+                raise
+            if entry["status"] == "ok" and promote_figures:
+                try:
+                    entry["promoted"] = promote(run_root, stem)
+                except Exception as error:  # noqa: BLE001 - report, never half-promote silently
+                    entry.update(status="failed", error=f"promotion to figures/ failed: {error}")
+            status[stem] = entry
+            save_status(run_root, status)
+            mark = "ok" if entry["status"] == "ok" else "FAILED"
+            print(f"  {mark:<6}  {stem:<{width}}  {entry['seconds']:7.1f} s", flush=True)
+    finally:
+        status["_total_seconds"] = round(time.perf_counter() - total, 1)
+        save_status(run_root, status)
+    return status
+
+
+def summary(status: dict) -> tuple[str, int]:
+    """A closing report and the exit code: non-zero when any notebook failed."""
+    entries = {k: v for k, v in status.items() if not k.startswith("_")}
+    failed = {k: v for k, v in entries.items() if v.get("status") != "ok"}
+    lines = [f"{len(entries) - len(failed)}/{len(entries)} notebooks ok in "
+             f"{status.get('_total_seconds', 0):.1f} s"]
+    for stem, entry in failed.items():
+        lines.append(f"  FAILED {stem}: {entry.get('error', entry.get('status'))}\n"
+                     f"         executed notebook: {entry.get('executed', '-')}")
+    return "\n".join(lines), (1 if failed else 0)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="run_all.sh", description="Run the course's notebooks headless (see ./run_all.sh --help).")
+    parser.add_argument("--preset", help=f"one of {', '.join(PRESET_NAMES)} "
+                                         "(default: full on a CUDA GPU, smoke otherwise)")
+    parser.add_argument("--smoke", action="store_true", help="same as --preset smoke")
+    parser.add_argument("--only", help="notebook numbers, e.g. 00,02")
+    parser.add_argument("--list", action="store_true", help="list the notebooks and exit")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip notebooks that finished in the last run of this preset")
+    parser.add_argument("--quiet", action="store_true", help="do not echo notebook output")
+    args = parser.parse_args(argv)
+    try:
+        paths = select(notebooks(), args.only)
+        if args.list:
+            for path in paths:
+                print(f"{path.stem[:2]}  {path.name:<34} {title(path)}")
+            return 0
+        if args.smoke and args.preset not in (None, "smoke"):
+            raise RunnerError("--smoke and --preset disagree; give one of them")
+        import torch
+
+        preset = choose_preset("smoke" if args.smoke else args.preset, torch.cuda.is_available())
+    except RunnerError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    run_root = results.repo_root() / "runs" / preset
+    print(f"Running {len(paths)} notebook(s), preset {preset!r}, into {run_root}", flush=True)
+    try:
+        status = run(paths, preset, run_root, resume=args.resume, echo=not args.quiet)
+    except KeyboardInterrupt:
+        return 130
+    text, code = summary(status)
+    print(text)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Reproduce the course: run every notebook headless and collect its tables and figures.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+usage() {
+  cat <<'USAGE'
+Usage: ./run_all.sh [options]
+
+Runs every notebook in notebooks/ in order with papermill, into runs/<preset>/, one status
+line per notebook. On a CUDA GPU the default preset is 'full' and successful notebooks update
+figures/; without one the 'smoke' preset runs (tiny model on the CPU) and figures/ is untouched.
+
+Options:
+  --test           run the test suite (unit tests and every notebook in the smoke preset)
+  --smoke          run the smoke preset (tiny model, CPU is fine)
+  --preset NAME    full | workshop | smoke
+  --only NN[,NN]   run only these notebooks, e.g. --only 00,01,02
+  --resume         skip notebooks that finished in the last run of this preset
+  --list           list the notebooks and exit
+  --quiet          do not echo the notebooks' output
+  --help           this text
+
+Environment: PYTHON picks the interpreter (default: .venv/bin/python if present, else python3).
+When the dependencies are not importable, a .venv is created and the project installed there.
+USAGE
+}
+
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+
+PY=${PYTHON:-}
+if [[ -z "$PY" ]]; then
+  if [[ -x .venv/bin/python ]]; then PY=.venv/bin/python; else PY=python3; fi
+fi
+if ! "$PY" -c "import helpers, torch, transformers, papermill, nbformat, matplotlib, pandas, nvtx, tqdm" 2>/dev/null; then
+  echo "Dependencies not importable with $PY: creating .venv and installing the project (once)."
+  [[ -x .venv/bin/python ]] || python3 -m venv .venv
+  PY=.venv/bin/python
+  "$PY" -m pip install --quiet --upgrade pip
+  "$PY" -m pip install --quiet -e ".[test]"
+fi
+
+if [[ "${1:-}" == "--test" ]]; then
+  shift
+  exec "$PY" -m pytest "$@"
+fi
+exec "$PY" -m helpers.runner "$@"
