@@ -53,14 +53,13 @@ def footer_text(params=None) -> str:
     return " · ".join(parts)
 
 
-def save_figure(fig, name: str, csv: str | None = None, params=None, title: str = ""):
+def save_figure(fig, name: str, csv: str | None = None, params=None, title: str = "") -> None:
     """Add the footer, write ``<name>.png`` into the run folder atomically and record it with
     the CSV behind it (``csv`` is a table name given to ``results.save_table``)."""
     fig.text(0.01, -0.02, footer_text(params), fontsize=8, color="#555555", ha="left", va="top")
     path = results.run_dir() / f"{name}.png"
     results.atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
     results.record_figure(path, csv=f"data/{csv}.csv" if csv else None, title=title)
-    return path
 
 
 def label_bars(ax, bars, fmt="{:.2f}"):

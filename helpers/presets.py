@@ -178,3 +178,16 @@ def resolve_params(notebook: str, preset: str = "auto", **overrides) -> Params:
                         f"{prompt_len + length} positions, beyond the {n_positions} that model "
                         f"{params.model!r} has. Use lengths <= {n_positions - prompt_len}.")
     return params
+
+
+def skip_unless_cuda(params, what: str) -> bool:
+    """True (after printing why and recording it) when ``params.device`` is not CUDA: GPU-only
+    cells start with ``if not skip_unless_cuda(P, "the profiler timeline"):`` so a CPU smoke
+    run skips them visibly instead of failing or pretending."""
+    if str(params.get("device", "cpu")).startswith("cuda"):
+        return False
+    from . import results
+
+    print(f"SKIPPED on {params.get('device')}: {what} (needs a CUDA GPU)")
+    results.record_skip(what)
+    return True

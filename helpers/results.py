@@ -64,7 +64,7 @@ def start_notebook(notebook: str, params, quiet: bool = False) -> dict:
     parameters and environment, and print both; later ``save_table``/``save_figure`` calls are
     recorded under it. Returns the environment report."""
     _current.clear()
-    _current.update(notebook=notebook, preset=params.get("preset"),
+    _current.update(notebook=notebook, preset=params.get("preset"), skipped=[],
                     params={k: v for k, v in params.items()}, env=environment(), files=[])
     _write_record()
     if not quiet:
@@ -85,6 +85,13 @@ def _record(kind: str, path: Path, **extra):
     _current["files"] = [f for f in _current["files"] if f["path"] != rel]
     _current["files"].append({"kind": kind, "path": rel, **extra})
     _write_record()
+
+
+def record_skip(what: str):
+    """Note a GPU-only step that this run skipped (shown in the outputs record)."""
+    if _current:
+        _current.setdefault("skipped", []).append(what)
+        _write_record()
 
 
 def table_frame(rows) -> pd.DataFrame:
