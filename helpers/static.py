@@ -1,0 +1,152 @@
+"""The static KV cache (notebook 04) and the compiled decode step (notebook 05).
+
+A ``StaticCache`` allocates every layer's keys and values once, at their final length, and
+writes each new position in place: no tensor changes shape or address during the loop, which
+is what ``torch.compile`` and CUDA graphs need. The price: attention runs over all
+``max_cache_len`` positions every step (masked), not only the filled ones.
+
+Public API (later notebooks import these; all follow the contract of helpers/generation.py):
+
+- ``make_static_cache(model, batch_size, max_cache_len, device, dtype)`` -> ``StaticCache``
+  with every layer allocated now (not lazily at the first update).
+- ``generate_static_cache(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
+  cache=None)``: the KV-cache loop on a static cache. Pass ``cache`` to reuse one across calls
+  (it is ``reset()``, never reallocated); its length must be >= prompt + ``max_new_tokens``.
+- ``compiled_step(model, mode="default")`` -> ``step(token_ids, cache) -> logits``: one decode
+  step (``token_ids`` of shape (batch, 1), logits of the last position, (batch, vocab)),
+  compiled once with static shapes and no graph breaks. ``mode="reduce-overhead"`` replays it as
+  a CUDA graph (CUDA only): the logits it returns live in the graph's output buffer and are
+  overwritten by the next call, so consume them (``next_token``) or ``.clone()`` them first.
+  Call it with the same cache object (``reset()`` between runs) so the graph is not re-recorded;
+  a cache of another length compiles a new graph.
+- ``generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
+  step=..., cache=None)``: the static-cache loop with the prefill eager and every decode step
+  through ``step``. Compile once (``step = compiled_step(model, mode)``) and reuse it.
+- ``compile_counters()``: graphs compiled, graph breaks and CUDA-graph skips so far in this
+  process; difference two readings to prove a loop compiled nothing after its warm-up.
+- ``attention_work(prompt_len, new_tokens, max_cache_len)``: attended against useful
+  (query, key) positions over one run, the waste of attending the whole static cache.
+"""
+from __future__ import annotations
+
+import torch
+from transformers import StaticCache
+
+from .generation import next_token
+
+COMPILE_MODES = ("default", "reduce-overhead")
+
+
+def make_static_cache(model, batch_size, max_cache_len, device, dtype=torch.float32):
+    """A StaticCache whose layers are allocated now, at full length: the memory is claimed
+    before the loop starts and the tensors never move."""
+    config = model.config
+    cache = StaticCache(config=config, max_cache_len=max_cache_len)
+    cache.early_initialization(batch_size, config.num_attention_heads,
+                               config.hidden_size // config.num_attention_heads, dtype, device)
+    return cache
+
+
+@torch.no_grad()
+def generate_static_cache(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
+                          cache=None):
+    """The KV-cache loop on a preallocated cache: each step writes one position in place."""
+    needed = input_ids.shape[1] + max_new_tokens
+    if cache is None:
+        cache = make_static_cache(model, input_ids.shape[0], needed, input_ids.device, model.dtype)
+    elif cache.get_max_length() < needed:
+        raise ValueError(f"the static cache holds {cache.get_max_length()} positions; this run "
+                         f"needs prompt + new tokens = {needed}")
+    cache.reset()  # zero in place: same tensors, same addresses
+    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+    logits = model(input_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
+    tokens = [input_ids]
+    for step in range(max_new_tokens):
+        token, finished = next_token(logits, finished, step, eos_token_id, stop_lengths)
+        tokens.append(token[:, None])
+        if finished.all() or step + 1 == max_new_tokens:
+            break
+        logits = model(token[:, None], past_key_values=cache, use_cache=True).logits[:, -1, :]
+    return torch.cat(tokens, dim=1)
+
+
+def compiled_step(model, mode="default"):
+    """One decode step ``step(token_ids, cache) -> logits``, compiled once: static shapes, one
+    graph. ``mode="reduce-overhead"`` replays it as a CUDA graph, whose returned logits are
+    overwritten by the next call (consume or clone them first)."""
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"compile mode must be one of {list(COMPILE_MODES)}, got {mode!r}")
+
+    def forward(token_ids, cache):
+        return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
+
+    compiled = torch.compile(forward, mode=mode, fullgraph=True, dynamic=False)
+
+    @torch.no_grad()
+    def step(token_ids, cache):
+        if mode == "reduce-overhead":
+            torch.compiler.cudagraph_mark_step_begin()  # the previous step's outputs are done
+        return compiled(token_ids, cache)
+
+    return step
+
+
+@torch.no_grad()
+def generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
+                             step=None, cache=None):
+    """The static-cache loop with an eager prefill and every decode step through ``step``
+    (from ``compiled_step``: compile once, reuse it for every call)."""
+    if step is None:
+        raise ValueError("pass step=compiled_step(model, mode): compile once, then reuse it")
+    needed = input_ids.shape[1] + max_new_tokens
+    if cache is None:
+        cache = make_static_cache(model, input_ids.shape[0], needed, input_ids.device, model.dtype)
+    elif cache.get_max_length() < needed:
+        raise ValueError(f"the static cache holds {cache.get_max_length()} positions; this run "
+                         f"needs prompt + new tokens = {needed}")
+    cache.reset()
+    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+    logits = model(input_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
+    tokens = [input_ids]
+    for i in range(max_new_tokens):
+        token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
+        tokens.append(token[:, None])
+        if finished.all() or i + 1 == max_new_tokens:
+            break
+        logits = step(token[:, None], cache)
+    return torch.cat(tokens, dim=1)
+
+
+def compile_counters() -> dict:
+    """What torch.compile has done in this process so far: graphs compiled (each compile or
+    recompile adds one), graph breaks, and CUDA graphs skipped (reduce-overhead falling back to
+    plain compiled code). Take a reading before and after a loop and subtract."""
+    from torch._dynamo.utils import counters
+
+    return {"graphs_compiled": int(counters["stats"]["unique_graphs"]),
+            "graph_breaks": int(sum(counters["graph_break"].values())),
+            "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"])}
+
+
+def counters_delta(before: dict, after: dict) -> dict:
+    """``after - before`` for every counter of ``compile_counters``."""
+    return {key: after[key] - before[key] for key in after}
+
+
+def attention_work(prompt_len, new_tokens, max_cache_len) -> dict:
+    """(query, key) pairs one run's attention computes, per layer and head, with a dynamic cache
+    (each query attends the filled positions) and with a static cache (each query attends all
+    ``max_cache_len`` positions, the unfilled ones masked), against the useful (causal) pairs.
+
+    The run is the loop above: a prefill of ``prompt_len`` queries, then ``new_tokens - 1``
+    decode steps of one query each (the last token needs no forward pass)."""
+    if max_cache_len < prompt_len + new_tokens - 1:
+        raise ValueError(f"max_cache_len={max_cache_len} cannot hold prompt {prompt_len} + "
+                         f"{new_tokens - 1} decoded positions")
+    decode = range(prompt_len + 1, prompt_len + new_tokens)  # keys filled at each decode step
+    useful = prompt_len * (prompt_len + 1) // 2 + sum(decode)
+    dynamic = prompt_len * prompt_len + sum(decode)  # the prefill computes its full square
+    static = (prompt_len + len(decode)) * max_cache_len
+    return {"useful_pairs": useful, "dynamic_pairs": dynamic, "static_pairs": static,
+            "static_over_useful": static / useful, "dynamic_over_useful": dynamic / useful,
+            "static_over_dynamic": static / dynamic}
