@@ -27,6 +27,22 @@ COMMON = {
 
 # Per-notebook additions and changes, keyed by the notebook's two-digit number.
 NOTEBOOK = {
+    "06": {
+        "full": dict(stop_low=20, stop_high=80, profile_steps=8, timeline_steps=3),
+        "workshop": dict(stop_low=10, stop_high=40, profile_steps=6, timeline_steps=3),
+        "smoke": dict(stop_low=2, stop_high=4, profile_steps=4, timeline_steps=2),
+    },
+    "07": {
+        "full": dict(seq_lens=[100], batch_sizes=[1, 2, 4, 8, 16, 32, 64, 128],
+                     regimes=["eager", "compiled"], stop_low=20, stop_high=80, profile_steps=8,
+                     timeline_steps=3, target_recovered_pct=90, target_gap_us=10),
+        "workshop": dict(seq_lens=[50], batch_sizes=[16], regimes=["eager", "compiled"],
+                         stop_low=10, stop_high=40, profile_steps=6, timeline_steps=3,
+                         target_recovered_pct=90, target_gap_us=10),
+        "smoke": dict(seq_lens=[8], batch_sizes=[1, 2], regimes=["eager"], stop_low=2,
+                      stop_high=5, profile_steps=4, timeline_steps=2, target_recovered_pct=90,
+                      target_gap_us=10),
+    },
 }
 
 
@@ -89,6 +105,25 @@ def device_name(name, value):
     return value
 
 
+def at_least_two(name, value):
+    return _int(name, value, 2)
+
+
+REGIMES = ("eager", "compiled")
+
+
+def regime_list(name, value):
+    """Decode regimes of notebook 07: 'eager' (the model's Python forward) and 'compiled'
+    (helpers.static.compiled_step replayed as a CUDA graph; CUDA only)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value or any(v not in REGIMES for v in value) \
+            or len(set(value)) != len(value):
+        raise ParameterError(f"{name} must be a non-empty list of distinct values from "
+                             f"{list(REGIMES)}, got {value!r}")
+    return list(value)
+
+
 def boolean(name, value):
     if not isinstance(value, bool):
         raise ParameterError(f"{name} must be True or False, got {value!r}")
@@ -111,6 +146,14 @@ SCHEMA = {
     "repeats": positive_int,
     "warmup": nonnegative_int,
     "seed": nonnegative_int,
+    "stop_low": positive_int,
+    "stop_high": positive_int,
+    "profile_steps": at_least_two,
+    "timeline_steps": positive_int,
+    "batch_sizes": positive_int_list,
+    "regimes": regime_list,
+    "target_recovered_pct": positive_int,
+    "target_gap_us": positive_int,
 }
 
 # Parameters that are lengths of generated tokens: prompt + each must fit the model's positions.
