@@ -27,6 +27,22 @@ COMMON = {
 
 # Per-notebook additions and changes, keyed by the notebook's two-digit number.
 NOTEBOOK = {
+    "03": {
+        "full": dict(allocator_confs=["default", "expandable_segments:True"], repeats=3),
+        "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
+                         seq_lens=[100, 200], repeats=2),
+        "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
+    },
+    "04": {
+        "full": dict(oversize_cache_len=1024),
+        "workshop": dict(oversize_cache_len=512, seq_lens=[100, 200], repeats=2),
+        "smoke": dict(oversize_cache_len=64),
+    },
+    "05": {
+        "full": dict(compile_modes=["default", "reduce-overhead"], tf32=False),
+        "workshop": dict(compile_modes=["reduce-overhead"], seq_lens=[100], repeats=2, tf32=False),
+        "smoke": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[8, 16], tf32=False),
+    },
     "06": {
         "full": dict(stop_low=20, stop_high=80, profile_steps=8, timeline_steps=3),
         "workshop": dict(stop_low=10, stop_high=40, profile_steps=6, timeline_steps=3),
@@ -136,6 +152,26 @@ def text(name, value):
     return value
 
 
+def allocator_conf_list(name, value):
+    """Allocator settings for notebook 03, each checked key by key (helpers.allocator)."""
+    from .allocator import validate_alloc_confs
+
+    return validate_alloc_confs(name, value)
+
+
+def compile_mode_list(name, value):
+    """torch.compile modes for notebook 05: a non-empty list from helpers.static.COMPILE_MODES."""
+    from .static import COMPILE_MODES
+
+    if isinstance(value, str):
+        value = [value]
+    if (not isinstance(value, (list, tuple)) or not value
+            or any(v not in COMPILE_MODES for v in value) or len(set(value)) != len(value)):
+        raise ParameterError(f"{name} must be a non-empty list of distinct modes from "
+                             f"{list(COMPILE_MODES)}, got {value!r}")
+    return list(value)
+
+
 # How each parameter is checked. A notebook adding a parameter adds its check here.
 SCHEMA = {
     "model": model_name,
@@ -154,6 +190,10 @@ SCHEMA = {
     "regimes": regime_list,
     "target_recovered_pct": positive_int,
     "target_gap_us": positive_int,
+    "allocator_confs": allocator_conf_list,
+    "oversize_cache_len": positive_int,
+    "compile_modes": compile_mode_list,
+    "tf32": boolean,
 }
 
 # Parameters that are lengths of generated tokens: prompt + each must fit the model's positions.

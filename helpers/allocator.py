@@ -1,0 +1,387 @@
+"""The CUDA caching allocator's settings (notebook 03): check a setting, run the KV-cache loop
+under it in a fresh process, and prove inside that process which setting took effect.
+
+PyTorch reads ``PYTORCH_ALLOC_CONF`` (older releases: ``PYTORCH_CUDA_ALLOC_CONF``) once, when
+CUDA starts; setting it later in a running kernel does nothing. So every setting runs in its own
+child process (``python -m helpers.allocator``) whose environment carries it from the start.
+The child reads the allocator back (the settings string torch parsed, the backend, and whether
+the segments it actually made are expandable) and the parent refuses a run whose effective
+setting differs from the requested one: a PyTorch that ignores the variable cannot pass silently.
+
+Public API:
+
+- ``parse_alloc_conf(conf)`` -> dict: checks a setting string such as
+  ``"expandable_segments:True,max_split_size_mb:128"`` before any GPU work; a bad key or value
+  fails with the allowed ones. ``"default"`` (or ``""``) means no setting.
+- ``alloc_env(conf)`` -> the environment for a child with exactly that setting.
+- ``run_in_subprocess(conf, spec)`` -> rows, the effective allocator, and the memory timeline.
+- ``allocator_in_effect(device)``: what this process's allocator really does (used in the child).
+- ``replay_trace(...)``: allocated and reserved bytes after every event of a memory history.
+"""
+from __future__ import annotations
+
+import bisect
+import difflib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ALLOC_ENV_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+DEFAULT = "default"
+CHILD_TIMEOUT_S = 900
+
+
+def _bool(value):
+    if value not in ("True", "False"):
+        raise ValueError
+    return value == "True"
+
+
+def _split_mb(value):
+    number = int(value)
+    if number <= 20:
+        raise ValueError
+    return number
+
+
+def _gc_threshold(value):
+    number = float(value)
+    if not 0.0 < number < 1.0:
+        raise ValueError
+    return number
+
+
+def _power_of_two(value):
+    number = int(value)
+    if number < 1 or number > 64 or number & (number - 1):
+        raise ValueError
+    return number
+
+
+def _backend(value):
+    if value not in ("native", "cudaMallocAsync"):
+        raise ValueError
+    return value
+
+
+# The keys this course accepts, with what each value may be.
+OPTIONS = {
+    "expandable_segments": ("True or False", _bool),
+    "max_split_size_mb": ("an integer > 20 (MiB)", _split_mb),
+    "garbage_collection_threshold": ("a number strictly between 0 and 1", _gc_threshold),
+    "roundup_power2_divisions": ("a power of two from 1 to 64", _power_of_two),
+    "backend": ("native or cudaMallocAsync", _backend),
+    "release_lock_on_cudamalloc": ("True or False", _bool),
+}
+
+
+def _error(message):
+    from .presets import ParameterError
+
+    return ParameterError(message)
+
+
+def parse_alloc_conf(conf) -> dict:
+    """The settings in ``conf`` ("key:value,key:value") as a dict, checked key by key; raises
+    ParameterError naming the allowed keys and values. ``"default"`` or ``""`` gives ``{}``."""
+    if not isinstance(conf, str):
+        raise _error(f"an allocator setting must be a string like 'expandable_segments:True', "
+                     f"got {conf!r}")
+    text = conf.strip()
+    if text in ("", DEFAULT):
+        return {}
+    allowed = ", ".join(f"{k} ({v[0]})" for k, v in OPTIONS.items())
+    settings = {}
+    for item in text.split(","):
+        key, sep, value = (part.strip() for part in item.partition(":"))
+        if not sep or not key or not value:
+            raise _error(f"allocator setting {conf!r}: {item.strip()!r} is not 'key:value'. "
+                         f"Write settings as 'key:value,key:value' with keys: {allowed}")
+        if key not in OPTIONS:
+            close = difflib.get_close_matches(key, OPTIONS, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise _error(f"allocator setting {conf!r}: unknown key {key!r}.{hint} "
+                         f"Allowed keys: {allowed}")
+        if key in settings:
+            raise _error(f"allocator setting {conf!r}: {key!r} is given twice")
+        what, check = OPTIONS[key]
+        try:
+            settings[key] = check(value)
+        except ValueError:
+            raise _error(f"allocator setting {conf!r}: {key} must be {what}, got {value!r}") from None
+    if settings.get("backend") == "cudaMallocAsync" and settings.get("expandable_segments"):
+        raise _error(f"allocator setting {conf!r}: expandable_segments works only with the "
+                     "native backend, not cudaMallocAsync")
+    return settings
+
+
+def canonical(conf) -> str:
+    """The setting string written back from its parsed form ('' for the default)."""
+    settings = parse_alloc_conf(conf)
+    return ",".join(f"{k}:{v}" for k, v in settings.items())
+
+
+def label(conf) -> str:
+    """A short name for tables and plots: 'default' or the canonical setting string."""
+    return canonical(conf) or DEFAULT
+
+
+def validate_alloc_confs(name, value) -> list:
+    """A preset's list of allocator settings: non-empty, each valid, no two the same."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise _error(f"{name} must be a non-empty list of allocator settings such as "
+                     f"['default', 'expandable_segments:True'], got {value!r}")
+    labels = [label(conf) for conf in value]
+    if len(set(labels)) != len(labels):
+        raise _error(f"{name} lists the same allocator setting twice: {labels}")
+    return labels
+
+
+def alloc_env(conf, base=None) -> dict:
+    """A copy of ``base`` (default: this process's environment) whose allocator variables
+    carry exactly ``conf``: both names are set (PyTorch 2.9+ reads PYTORCH_ALLOC_CONF, older
+    releases PYTORCH_CUDA_ALLOC_CONF), or both removed for the default."""
+    env = dict(os.environ if base is None else base)
+    for var in ALLOC_ENV_VARS:
+        env.pop(var, None)
+    text = canonical(conf)
+    if text:
+        for var in ALLOC_ENV_VARS:
+            env[var] = text
+    return env
+
+
+def allocator_in_effect(device="cuda") -> dict:
+    """What this process's allocator does, read back from torch: the settings string it parsed
+    (where this torch exposes it), its backend, and whether the segments it holds are
+    expandable, from ``torch.cuda.memory_snapshot()`` (needs at least one CUDA allocation)."""
+    import torch
+
+    getter = getattr(torch._C, "_accelerator_getAllocatorSettings", None)
+    settings = getter() if getter is not None else None
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
+    segments = [s for s in torch.cuda.memory_snapshot() if s.get("device", index) == index]
+    known = [s["is_expandable"] for s in segments if "is_expandable" in s]
+    return {"settings_string": settings,
+            "backend": torch.cuda.get_allocator_backend(),
+            "segments": len(segments),
+            "expandable_segments_seen": sum(bool(f) for f in known),
+            "expandable_in_effect": (any(known) if known else None),
+            "env": {var: os.environ.get(var, "") for var in ALLOC_ENV_VARS},
+            "torch": torch.__version__}
+
+
+def verify_in_effect(conf, effective: dict) -> None:
+    """Raise unless the child's allocator did what ``conf`` asked (expandable segments and
+    backend); a torch that ignored the variable, or cannot tell, fails here."""
+    wanted = parse_alloc_conf(conf)
+    expandable = wanted.get("expandable_segments", False)
+    seen = effective.get("expandable_in_effect")
+    if seen is None:
+        raise RuntimeError(f"cannot confirm the allocator setting {label(conf)!r}: torch "
+                           f"{effective.get('torch')} reported no segments or no 'is_expandable' "
+                           "field in torch.cuda.memory_snapshot()")
+    if seen != expandable:
+        raise RuntimeError(
+            f"asked for {label(conf)!r} (expandable_segments={expandable}) but the child's "
+            f"segments are {'expandable' if seen else 'not expandable'}: torch "
+            f"{effective.get('torch')} ignored {effective.get('env')}")
+    backend = wanted.get("backend", "native")
+    if effective.get("backend") != backend:
+        raise RuntimeError(f"asked for backend {backend!r} but the child's allocator backend is "
+                           f"{effective.get('backend')!r}")
+
+
+REPLAY = {"alloc": ("allocated", 1), "free_completed": ("allocated", -1),
+          "segment_alloc": ("reserved", 1), "segment_map": ("reserved", 1),
+          "segment_free": ("reserved", -1), "segment_unmap": ("reserved", -1)}
+
+
+def replay_trace(trace, allocated0, reserved0, step_times_us=None) -> list[dict]:
+    """Allocated and reserved bytes after every event of a memory-history trace (a list of
+    entries of ``torch.cuda.memory._snapshot()['device_traces'][i]``), starting from the
+    counters read when recording began. With ``step_times_us`` (the start of each forward pass,
+    microseconds since the epoch) each event also gets the step it happened in (-1: before the
+    first); events without ``time_us`` get None."""
+    allocated, reserved, events = allocated0, reserved0, []
+    for entry in trace:
+        kind = REPLAY.get(entry.get("action"))
+        if kind is None:
+            continue
+        if kind[0] == "allocated":
+            allocated += kind[1] * entry["size"]
+        else:
+            reserved += kind[1] * entry["size"]
+        step = None
+        if step_times_us is not None and entry.get("time_us") is not None:
+            step = bisect.bisect_right(step_times_us, entry["time_us"]) - 1
+        events.append({"action": entry["action"], "allocated": allocated, "reserved": reserved,
+                       "step": step})
+    return events
+
+
+def per_step_peaks(events, n_steps) -> list[dict]:
+    """The highest allocated and reserved bytes within each step, from ``replay_trace`` events
+    that carry a step; steps without events are left out."""
+    peaks = {}
+    for event in events:
+        step = event["step"]
+        if step is None or not 0 <= step < n_steps:
+            continue
+        best = peaks.setdefault(step, {"step": step, "allocated_peak": 0, "reserved_peak": 0})
+        best["allocated_peak"] = max(best["allocated_peak"], event["allocated"])
+        best["reserved_peak"] = max(best["reserved_peak"], event["reserved"])
+    return [peaks[s] for s in sorted(peaks)]
+
+
+def memory_timeline(model, prompt, new_tokens, eos_token_id, device) -> dict:
+    """Run the KV-cache loop once with the allocator's memory history recording. Returns the
+    allocated/reserved counters at the start of every forward pass (step 0 is the prefill) and
+    the per-step peaks replayed from the recorded trace."""
+    import torch
+
+    from .generation import generate_kv_cache
+    from .harness import release_memory
+
+    marks = []
+
+    def mark(module, args):
+        marks.append((time.time_ns() // 1000, torch.cuda.memory_allocated(device),
+                      torch.cuda.memory_reserved(device)))
+
+    release_memory(device)
+    handle = model.register_forward_pre_hook(mark)
+    torch.cuda.memory._record_memory_history(max_entries=5_000_000)
+    try:
+        allocated0 = torch.cuda.memory_allocated(device)
+        reserved0 = torch.cuda.memory_reserved(device)
+        generate_kv_cache(model, prompt, new_tokens, eos_token_id)
+        torch.cuda.synchronize(device)
+        snapshot = torch.cuda.memory._snapshot()
+        allocated_end = torch.cuda.memory_allocated(device)
+        reserved_end = torch.cuda.memory_reserved(device)
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+        handle.remove()
+    index = torch.device(device).index or 0
+    trace = snapshot["device_traces"][index]
+    step_times = [m[0] for m in marks]
+    events = replay_trace(trace, allocated0, reserved0, step_times)
+    timed = [e for e in events if e["step"] is not None]
+    aligned = len(timed) == len(events) and bool(events) and sum(e["step"] >= 0 for e in timed) > 0.9 * len(timed)
+    actions = {}
+    for entry in trace:
+        actions[entry.get("action")] = actions.get(entry.get("action"), 0) + 1
+    return {
+        "steps": [{"step": i, "allocated": m[1], "reserved": m[2]} for i, m in enumerate(marks)],
+        "peaks": per_step_peaks(events, len(marks)) if aligned else [],
+        "aligned_by_time": aligned,
+        "trace_events": len(trace), "actions": actions,
+        "replay_end": {"allocated": events[-1]["allocated"] if events else allocated0,
+                       "reserved": events[-1]["reserved"] if events else reserved0},
+        "counters_end": {"allocated": allocated_end, "reserved": reserved_end},
+    }
+
+
+def _child(spec: dict) -> dict:
+    """Inside the child: measure the KV-cache loop at every length, read the allocator back,
+    and record the memory history of one run."""
+    import torch
+
+    from .generation import generate_kv_cache
+    from .harness import bench_row
+    from .model import build_model, make_prompt
+
+    device = spec["device"]
+    model = build_model(spec["model"], device, seed=spec["seed"])
+    eos = model.config.eos_token_id
+    prompt = make_prompt(spec["batch_size"], spec["prompt_len"], model.config.vocab_size, eos,
+                         device, seed=spec["seed"])
+    rows = []
+    for seq_len in spec["seq_lens"]:
+        row, tokens = bench_row(spec["label"], lambda: generate_kv_cache(model, prompt, seq_len, eos),
+                                device=device, batch_size=spec["batch_size"], seq_len=seq_len,
+                                repeats=spec["repeats"], warmup=spec["warmup"],
+                                allocator=spec["label"])
+        if tokens is not None:
+            row["tokens_checksum"] = int(tokens.long().sum())
+        rows.append(row)
+        print(f"{spec['label']}: {seq_len} tokens, {row['median_s'] * 1e3:.1f} ms, "
+              f"frag {row['fragmentation_pct']:.1f}%", flush=True)
+    if torch.device(device).type == "cuda":
+        effective = allocator_in_effect(device)
+    else:  # no caching allocator to read back: the parent skips the check
+        effective = {"expandable_in_effect": None, "backend": None, "torch": torch.__version__,
+                     "env": {var: os.environ.get(var, "") for var in ALLOC_ENV_VARS}}
+    timeline = None
+    if spec.get("history_len"):
+        timeline = memory_timeline(model, prompt, spec["history_len"], eos, device)
+    return {"rows": rows, "effective": effective, "timeline": timeline}
+
+
+def run_in_subprocess(conf, spec: dict, timeout=CHILD_TIMEOUT_S, echo=True) -> dict:
+    """Run ``_child(spec)`` in a fresh Python process whose environment carries exactly the
+    allocator setting ``conf`` (checked first), echo its output, check that the setting took
+    effect, and return what it measured. ``spec`` holds model, device, batch_size, seq_lens,
+    prompt_len, repeats, warmup, seed and history_len (0: no memory history)."""
+    settings_label = label(conf)  # raises on a bad setting, before any process starts
+    root = Path(__file__).resolve().parent.parent
+    env = alloc_env(conf)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory(prefix="alloc_") as tmp:
+        spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "out.json"
+        spec_path.write_text(json.dumps({**spec, "label": settings_label}))
+        command = [sys.executable, "-m", "helpers.allocator", str(spec_path), str(out_path)]
+        process = subprocess.Popen(command, env=env, cwd=root, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+        lines = []
+
+        def pump():
+            for line in process.stdout:
+                lines.append(line.rstrip("\n"))
+                if echo:
+                    print(f"  [{settings_label}] {line}", end="", flush=True)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise RuntimeError(f"the {settings_label!r} child ran past {timeout} s") from None
+        finally:
+            reader.join(timeout=10)
+        if process.returncode != 0 or not out_path.exists():
+            tail = "\n".join(lines[-15:])
+            raise RuntimeError(f"the {settings_label!r} child failed (exit {process.returncode}):"
+                               f"\n{tail}")
+        result = json.loads(out_path.read_text())
+    if str(spec["device"]).startswith("cuda"):
+        verify_in_effect(conf, result["effective"])
+    for row in result["rows"]:
+        row["expandable_in_effect"] = result["effective"]["expandable_in_effect"]
+    return result
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: python -m helpers.allocator SPEC.json OUT.json", file=sys.stderr)
+        return 2
+    spec = json.loads(Path(argv[0]).read_text())
+    result = _child(spec)
+    Path(argv[1]).write_text(json.dumps(result, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
