@@ -83,3 +83,15 @@ def lines_by_method(ax, frame, x, y, scale=1.0, marker="o", methods=None):
                 ax.annotate("OOM", (xv, 0), xycoords=("data", "axes fraction"), color="red",
                             ha="center", va="bottom", fontsize=9)
     ax.legend()
+
+
+def plain_log_ticks(ax, axis="both"):
+    """Label log-scaled axes with plain numbers (100, 200, 400) instead of powers of ten."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    fmt = FuncFormatter(lambda v, _: f"{v:g}")
+    for which in ("x", "y") if axis == "both" else (axis,):
+        target = ax.xaxis if which == "x" else ax.yaxis
+        if target.get_scale() == "log":
+            target.set_major_formatter(fmt)
+            target.set_minor_formatter(NullFormatter())
