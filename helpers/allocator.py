@@ -259,7 +259,8 @@ def memory_timeline(model, prompt, new_tokens, eos_token_id, device) -> dict:
 
     release_memory(device)
     handle = model.register_forward_pre_hook(mark)
-    torch.cuda.memory._record_memory_history(max_entries=5_000_000)
+    torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
+                                           max_entries=5_000_000, device=device)
     try:
         allocated0 = torch.cuda.memory_allocated(device)
         reserved0 = torch.cuda.memory_reserved(device)

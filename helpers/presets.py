@@ -27,6 +27,11 @@ COMMON = {
 
 # Per-notebook additions and changes, keyed by the notebook's two-digit number.
 NOTEBOOK = {
+    "00": {
+        "full": dict(demo_len=512),
+        "workshop": dict(demo_len=256),
+        "smoke": dict(demo_len=8),
+    },
     "03": {
         "full": dict(allocator_confs=["default", "expandable_segments:True"], repeats=3),
         "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
@@ -34,12 +39,12 @@ NOTEBOOK = {
         "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
     },
     "04": {
-        "full": dict(oversize_cache_len=1024),
+        "full": dict(oversize_cache_len=1024, repeats=3),
         "workshop": dict(oversize_cache_len=512, seq_lens=[100, 200], repeats=2),
         "smoke": dict(oversize_cache_len=64),
     },
     "05": {
-        "full": dict(compile_modes=["default", "reduce-overhead"], tf32=False),
+        "full": dict(compile_modes=["default", "reduce-overhead"], tf32=False, repeats=3),
         "workshop": dict(compile_modes=["reduce-overhead"], seq_lens=[100], repeats=2, tf32=False),
         "smoke": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[8, 16], tf32=False),
     },
@@ -174,6 +179,7 @@ def compile_mode_list(name, value):
 
 # How each parameter is checked. A notebook adding a parameter adds its check here.
 SCHEMA = {
+    "demo_len": positive_int,
     "model": model_name,
     "device": device_name,
     "batch_size": positive_int,
@@ -197,7 +203,7 @@ SCHEMA = {
 }
 
 # Parameters that are lengths of generated tokens: prompt + each must fit the model's positions.
-LENGTH_KEYS = ("seq_lens",)
+LENGTH_KEYS = ("seq_lens", "demo_len")
 
 
 class Params(dict):
@@ -254,7 +260,8 @@ def resolve_params(notebook: str, preset: str = "auto", **overrides) -> Params:
         n_positions = model_config(params.model).n_positions
         prompt_len = params.get("prompt_len", 0)
         for key in LENGTH_KEYS:
-            for length in (params[key] if key in params else []):
+            values = params.get(key, [])
+            for length in (values if isinstance(values, list) else [values]):
                 if prompt_len + length > n_positions:
                     raise ParameterError(
                         f"{key} contains {length}: with a prompt of {prompt_len} tokens that makes "

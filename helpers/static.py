@@ -150,3 +150,16 @@ def attention_work(prompt_len, new_tokens, max_cache_len) -> dict:
     return {"useful_pairs": useful, "dynamic_pairs": dynamic, "static_pairs": static,
             "static_over_useful": static / useful, "dynamic_over_useful": dynamic / useful,
             "static_over_dynamic": static / dynamic}
+
+
+def check_cache_len(name, max_cache_len, prompt_len, seq_lens, n_positions) -> int:
+    """``max_cache_len`` if a static cache of that length holds the prompt plus every length in
+    ``seq_lens`` and fits the model's ``n_positions``; else ParameterError saying what fits."""
+    from .presets import ParameterError
+
+    need = prompt_len + max(seq_lens)
+    if not need <= max_cache_len <= n_positions:
+        raise ParameterError(f"{name}={max_cache_len}: a static cache must hold prompt + longest "
+                             f"run = {need} positions and fit the model's {n_positions}; use a "
+                             f"value from {need} to {n_positions}")
+    return max_cache_len

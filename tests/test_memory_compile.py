@@ -1,0 +1,273 @@
+"""Notebooks 03-05 on the CPU: allocator settings, the static cache, the compiled step, and
+their parameters. GPU-only paths (CUDA graphs, the allocator read-back) are checked for their
+refusals here and run on the GPU by the notebooks."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from helpers import allocator, static
+from helpers.generation import assert_same_tokens, generate_kv_cache, uniform_stop_lengths
+from helpers.presets import ParameterError, resolve_params
+
+
+# --- allocator settings (notebook 03) ---------------------------------------------------------
+
+@pytest.mark.parametrize("conf, expected", [
+    ("default", {}),
+    ("", {}),
+    ("expandable_segments:True", {"expandable_segments": True}),
+    (" expandable_segments : False ", {"expandable_segments": False}),
+    ("expandable_segments:True,max_split_size_mb:128",
+     {"expandable_segments": True, "max_split_size_mb": 128}),
+    ("garbage_collection_threshold:0.6,roundup_power2_divisions:4",
+     {"garbage_collection_threshold": 0.6, "roundup_power2_divisions": 4}),
+    ("backend:cudaMallocAsync", {"backend": "cudaMallocAsync"}),
+])
+def test_parse_alloc_conf_accepts(conf, expected):
+    assert allocator.parse_alloc_conf(conf) == expected
+
+
+@pytest.mark.parametrize("conf, message", [
+    ("expandable_segments:yes", "expandable_segments must be True or False, got 'yes'"),
+    ("expandable_segments:true", "must be True or False"),
+    ("expandible_segments:True", "Did you mean 'expandable_segments'"),
+    ("foo:1", "unknown key 'foo'"),
+    ("expandable_segments", "is not 'key:value'"),
+    ("expandable_segments:", "is not 'key:value'"),
+    ("max_split_size_mb:20", "max_split_size_mb must be an integer > 20"),
+    ("max_split_size_mb:lots", "max_split_size_mb must be an integer > 20"),
+    ("garbage_collection_threshold:1.5", "strictly between 0 and 1"),
+    ("roundup_power2_divisions:3", "a power of two"),
+    ("backend:magic", "native or cudaMallocAsync"),
+    ("expandable_segments:True,expandable_segments:False", "given twice"),
+    ("backend:cudaMallocAsync,expandable_segments:True", "only with the native backend"),
+    (42, "must be a string"),
+])
+def test_parse_alloc_conf_refuses_with_what_is_allowed(conf, message):
+    with pytest.raises(ParameterError, match=None) as info:
+        allocator.parse_alloc_conf(conf)
+    assert message in str(info.value)
+    if isinstance(conf, str) and "key" in message:
+        assert "expandable_segments (True or False)" in str(info.value)
+
+
+def test_labels_and_canonical_form():
+    assert allocator.label("default") == "default"
+    assert allocator.label(" expandable_segments : True ") == "expandable_segments:True"
+    assert allocator.validate_alloc_confs("x", ["default", "expandable_segments:True"]) == [
+        "default", "expandable_segments:True"]
+    with pytest.raises(ParameterError, match="twice"):
+        allocator.validate_alloc_confs("x", ["default", ""])
+    with pytest.raises(ParameterError, match="non-empty list"):
+        allocator.validate_alloc_confs("x", [])
+
+
+def test_alloc_env_sets_both_names_or_none():
+    base = {"PATH": "/bin", "PYTORCH_ALLOC_CONF": "stale", "PYTORCH_CUDA_ALLOC_CONF": "stale"}
+    env = allocator.alloc_env("expandable_segments:True", base)
+    assert env["PYTORCH_ALLOC_CONF"] == env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert env["PATH"] == "/bin" and base["PYTORCH_ALLOC_CONF"] == "stale"
+    env = allocator.alloc_env("default", base)
+    assert "PYTORCH_ALLOC_CONF" not in env and "PYTORCH_CUDA_ALLOC_CONF" not in env
+    with pytest.raises(ParameterError):
+        allocator.alloc_env("expandable_segments:maybe", base)
+
+
+def test_presets_validate_allocator_confs_before_gpu_work():
+    params = resolve_params("03", "smoke")
+    assert params.allocator_confs == ["default", "expandable_segments:True"]
+    with pytest.raises(ParameterError, match="unknown key"):
+        resolve_params("03", "smoke", allocator_confs=["default", "expandible_segments:True"])
+    with pytest.raises(ParameterError, match="must be True or False"):
+        resolve_params("03", "smoke", allocator_confs=["expandable_segments:1"])
+
+
+def test_child_process_reads_the_setting_from_its_environment():
+    """The variable reaches a fresh process before torch starts (what the GPU run relies on)."""
+    code = "import os, torch; print(os.environ.get('PYTORCH_ALLOC_CONF'))"
+    out = subprocess.run([sys.executable, "-c", code], env=allocator.alloc_env("expandable_segments:True"),
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "expandable_segments:True"
+
+
+def test_run_in_subprocess_on_cpu(tiny):
+    spec = dict(model="tiny", device="cpu", batch_size=2, seq_lens=[3, 5], prompt_len=4,
+                repeats=1, warmup=0, seed=0, history_len=0)
+    result = allocator.run_in_subprocess("expandable_segments:True", spec, echo=False)
+    assert [r["seq_len"] for r in result["rows"]] == [3, 5]
+    assert {r["method"] for r in result["rows"]} == {"expandable_segments:True"}
+    assert result["effective"]["env"]["PYTORCH_ALLOC_CONF"] == "expandable_segments:True"
+    model, _, eos = tiny
+    prompt = __import__("helpers.model", fromlist=["make_prompt"]).make_prompt(
+        2, 4, model.config.vocab_size, eos, "cpu", seed=0)
+    assert result["rows"][1]["tokens_checksum"] == int(generate_kv_cache(model, prompt, 5, eos).sum())
+
+
+def test_run_in_subprocess_refuses_bad_setting_before_starting():
+    with pytest.raises(ParameterError, match="unknown key"):
+        allocator.run_in_subprocess("expandible_segments:True", {"device": "cpu"})
+
+
+def test_run_in_subprocess_reports_a_failing_child():
+    spec = dict(model="no-such-model", device="cpu", batch_size=1, seq_lens=[2], prompt_len=2,
+                repeats=1, warmup=0, seed=0, history_len=0)
+    with pytest.raises(RuntimeError, match="child failed"):
+        allocator.run_in_subprocess("default", spec, echo=False)
+
+
+@pytest.mark.parametrize("conf, effective, message", [
+    ("expandable_segments:True", {"expandable_in_effect": False, "backend": "native"}, "ignored"),
+    ("default", {"expandable_in_effect": True, "backend": "native"}, "are expandable"),
+    ("expandable_segments:True", {"expandable_in_effect": None, "backend": "native"}, "cannot confirm"),
+    ("backend:cudaMallocAsync", {"expandable_in_effect": False, "backend": "native"}, "backend"),
+])
+def test_verify_in_effect_refuses_a_setting_that_did_not_take(conf, effective, message):
+    with pytest.raises(RuntimeError, match=message):
+        allocator.verify_in_effect(conf, {"torch": "x", "env": {}, **effective})
+
+
+def test_verify_in_effect_accepts_a_matching_setting():
+    allocator.verify_in_effect("expandable_segments:True",
+                               {"expandable_in_effect": True, "backend": "native"})
+    allocator.verify_in_effect("default", {"expandable_in_effect": False, "backend": "native"})
+
+
+def test_replay_trace_and_step_peaks():
+    trace = [
+        {"action": "segment_alloc", "size": 100, "time_us": 5},
+        {"action": "alloc", "size": 40, "time_us": 6},
+        {"action": "alloc", "size": 30, "time_us": 12},
+        {"action": "free_requested", "size": 40, "time_us": 13},
+        {"action": "free_completed", "size": 40, "time_us": 13},
+        {"action": "segment_map", "size": 50, "time_us": 21},
+        {"action": "segment_unmap", "size": 50, "time_us": 22},
+        {"action": "segment_free", "size": 100},
+    ]
+    events = allocator.replay_trace(trace, allocated0=10, reserved0=20, step_times_us=[4, 10, 20])
+    assert [(e["allocated"], e["reserved"]) for e in events] == [
+        (10, 120), (50, 120), (80, 120), (40, 120), (40, 170), (40, 120), (40, 20)]
+    assert [e["step"] for e in events] == [0, 0, 1, 1, 2, 2, None]
+    peaks = allocator.per_step_peaks(events, 3)
+    assert peaks == [{"step": 0, "allocated_peak": 50, "reserved_peak": 120},
+                     {"step": 1, "allocated_peak": 80, "reserved_peak": 120},
+                     {"step": 2, "allocated_peak": 40, "reserved_peak": 170}]
+
+
+# --- the static cache (notebook 04) ------------------------------------------------------------
+
+@pytest.mark.parametrize("new_tokens", [1, 2, 9])
+def test_static_cache_matches_kv_cache(tiny, new_tokens):
+    model, prompt, eos = tiny
+    assert_same_tokens(generate_kv_cache(model, prompt, new_tokens, eos),
+                       static.generate_static_cache(model, prompt, new_tokens, eos), "static")
+
+
+def test_static_cache_reused_oversized_and_with_stops(tiny):
+    model, prompt, eos = tiny
+    cache = static.make_static_cache(model, prompt.shape[0], 64, "cpu")
+    keys = cache.layers[0].keys
+    stops = uniform_stop_lengths(prompt.shape[0], 1, 7, seed=3)
+    for stop_lengths in (None, stops, None):
+        assert_same_tokens(generate_kv_cache(model, prompt, 8, eos, stop_lengths),
+                           static.generate_static_cache(model, prompt, 8, eos, stop_lengths, cache=cache))
+    assert cache.layers[0].keys is keys and keys.shape[2] == 64
+    out = static.generate_static_cache(model, prompt, 8, eos, stops, cache=cache)
+    assert out.shape[1] == prompt.shape[1] + int(stops.max())  # stops when every row finished
+
+
+def test_static_cache_too_small_is_refused(tiny):
+    model, prompt, eos = tiny
+    cache = static.make_static_cache(model, prompt.shape[0], prompt.shape[1] + 3, "cpu")
+    with pytest.raises(ValueError, match="needs prompt \\+ new tokens = 9"):
+        static.generate_static_cache(model, prompt, 5, eos, cache=cache)
+    with pytest.raises(ValueError, match="holds 7 positions"):
+        static.generate_static_compiled(model, prompt, 5, eos, step=lambda t, c: None, cache=cache)
+
+
+def test_attention_work_counts():
+    work = static.attention_work(prompt_len=2, new_tokens=3, max_cache_len=6)
+    # prefill: causal 1+2 = 3 useful, dynamic 4, static 2*6; decode: keys 3 and 4
+    assert work["useful_pairs"] == 3 + 3 + 4
+    assert work["dynamic_pairs"] == 4 + 3 + 4
+    assert work["static_pairs"] == (2 + 2) * 6
+    assert work["static_over_useful"] == pytest.approx(24 / 10)
+    with pytest.raises(ValueError, match="cannot hold"):
+        static.attention_work(prompt_len=4, new_tokens=10, max_cache_len=8)
+
+
+def test_check_cache_len_and_preset():
+    assert static.check_cache_len("n", 1024, 16, [100, 400], 1024) == 1024
+    with pytest.raises(ParameterError, match="use a value from 416 to 1024"):
+        static.check_cache_len("n", 300, 16, [100, 400], 1024)
+    with pytest.raises(ParameterError, match="use a value from 416 to 1024"):
+        static.check_cache_len("n", 2048, 16, [100, 400], 1024)
+    assert resolve_params("04", "smoke").oversize_cache_len == 64
+    with pytest.raises(ParameterError, match="oversize_cache_len must be >= 1"):
+        resolve_params("04", "smoke", oversize_cache_len=0)
+
+
+# --- the compiled step (notebook 05) -----------------------------------------------------------
+
+def test_compile_modes_validated():
+    assert resolve_params("05", "smoke").compile_modes == ["default", "reduce-overhead"]
+    with pytest.raises(ParameterError, match="compile_modes must be a non-empty list"):
+        resolve_params("05", "smoke", compile_modes=["max-autotune"])
+    with pytest.raises(ParameterError, match="distinct"):
+        resolve_params("05", "smoke", compile_modes=["default", "default"])
+    with pytest.raises(ParameterError, match="tf32 must be True or False"):
+        resolve_params("05", "smoke", tf32="yes")
+    with pytest.raises(ValueError, match="compile mode must be one of"):
+        static.compiled_step(torch.nn.Identity(), "max-autotune")
+
+
+def test_generate_static_compiled_needs_a_step(tiny):
+    model, prompt, eos = tiny
+    with pytest.raises(ValueError, match="pass step=compiled_step"):
+        static.generate_static_compiled(model, prompt, 3, eos)
+
+
+def test_generate_static_compiled_with_an_eager_step(tiny):
+    """The loop itself, with the uncompiled step, is the static-cache loop."""
+    model, prompt, eos = tiny
+
+    def eager_step(token_ids, cache):
+        return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
+
+    stops = uniform_stop_lengths(prompt.shape[0], 1, 6, seed=5)
+    for stop_lengths in (None, stops):
+        assert_same_tokens(generate_kv_cache(model, prompt, 6, eos, stop_lengths),
+                           static.generate_static_compiled(model, prompt, 6, eos, stop_lengths,
+                                                           step=eager_step))
+
+
+@pytest.mark.skipif(os.environ.get("COURSE_SKIP_COMPILE") == "1", reason="COURSE_SKIP_COMPILE=1")
+def test_compiled_step_default_mode_same_tokens_no_recompiles(tiny):
+    """torch.compile (default mode, inductor on the CPU): identical tokens, one graph per cache
+    length, nothing compiled on later calls, no graph breaks."""
+    model, prompt, eos = tiny
+    step = static.compiled_step(model, "default")
+    cache = static.make_static_cache(model, prompt.shape[0], prompt.shape[1] + 6, "cpu")
+    before = static.compile_counters()
+    out = static.generate_static_compiled(model, prompt, 6, eos, step=step, cache=cache)
+    first = static.counters_delta(before, static.compile_counters())
+    assert first["graphs_compiled"] == 1 and first["graph_breaks"] == 0
+    assert_same_tokens(generate_kv_cache(model, prompt, 6, eos), out, "compiled")
+    middle = static.compile_counters()
+    stops = uniform_stop_lengths(prompt.shape[0], 1, 6, seed=2)
+    assert_same_tokens(generate_kv_cache(model, prompt, 6, eos, stops),
+                       static.generate_static_compiled(model, prompt, 6, eos, stops, step=step,
+                                                       cache=cache))
+    other = static.make_static_cache(model, prompt.shape[0], prompt.shape[1] + 6, "cpu")
+    static.generate_static_compiled(model, prompt, 6, eos, step=step, cache=other)
+    assert static.counters_delta(middle, static.compile_counters())["graphs_compiled"] == 0
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU refusal")
+def test_reduce_overhead_is_skipped_visibly_on_cpu(capsys):
+    from helpers.presets import skip_unless_cuda
+
+    assert skip_unless_cuda(resolve_params("05", "smoke"), "CUDA graphs") is True
+    assert "SKIPPED on cpu: CUDA graphs" in capsys.readouterr().out
