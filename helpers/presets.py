@@ -64,6 +64,21 @@ NOTEBOOK = {
                       stop_high=5, profile_steps=4, timeline_steps=2, target_recovered_pct=90,
                       target_gap_us=10),
     },
+    "09": {
+        "full": dict(batch_sizes=[16, 64, 256], completion_lens=[128, 512, 2048], prompt_len=128,
+                     contention_s=0.05),
+        "workshop": dict(batch_sizes=[16, 128], completion_lens=[256, 1024], prompt_len=128,
+                         contention_s=0.05),
+        "smoke": dict(batch_sizes=[2, 8], completion_lens=[8, 32], prompt_len=8, contention_s=0.05),
+    },
+    "10": {
+        "full": dict(seq_lens=[100], graph_steps=[1, 4], target_floor_ratio=2.0,
+                     target_vs_naive=20.0, target_vs_generate=5.0),
+        "workshop": dict(seq_lens=[50], graph_steps=[1, 4], target_floor_ratio=2.0,
+                         target_vs_naive=20.0, target_vs_generate=5.0),
+        "smoke": dict(seq_lens=[8], graph_steps=[1, 3], target_floor_ratio=2.0,
+                      target_vs_naive=20.0, target_vs_generate=5.0),
+    },
 }
 
 
@@ -145,6 +160,12 @@ def regime_list(name, value):
     return list(value)
 
 
+def positive_number(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ParameterError(f"{name} must be a number > 0, got {value!r}")
+    return float(value)
+
+
 def boolean(name, value):
     if not isinstance(value, bool):
         raise ParameterError(f"{name} must be True or False, got {value!r}")
@@ -200,6 +221,12 @@ SCHEMA = {
     "oversize_cache_len": positive_int,
     "compile_modes": compile_mode_list,
     "tf32": boolean,
+    "completion_lens": positive_int_list,
+    "contention_s": positive_number,
+    "graph_steps": positive_int_list,
+    "target_floor_ratio": positive_number,
+    "target_vs_naive": positive_number,
+    "target_vs_generate": positive_number,
 }
 
 # Parameters that are lengths of generated tokens: prompt + each must fit the model's positions.

@@ -1,0 +1,136 @@
+"""Notebook 09: turning a generated batch into Python lists, row by row on the GPU or once on
+the host.
+
+RL trainers (GRPO, RLOO) post-process every generated batch: for each row, the prompt and the
+completion tokens that their masks keep, as lists. Done on CUDA tensors, every boolean index
+(``nonzero`` must learn how many elements survive) and every ``tolist()`` waits for the GPU: a
+few host-device syncs per row. Moving the four tensors to the CPU once costs a constant number
+of syncs (``helpers.profiling.find_syncs`` counts them). ``postprocess_per_row`` and ``postprocess_on_host`` are written out in notebook 09;
+a test keeps both copies identical. The rest is the notebook's plumbing: synthetic batches
+and timing under contention.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+
+from . import harness
+
+
+def postprocess_per_row(prompt_ids, prompt_mask, completion_ids, completion_mask):
+    """Each row's real prompt and completion tokens as lists, indexed row by row where the
+    tensors live: on a GPU every boolean index and every ``tolist()`` is a sync."""
+    prompts, completions = [], []
+    for row in range(prompt_ids.shape[0]):
+        prompts.append(prompt_ids[row][prompt_mask[row]].tolist())
+        completions.append(completion_ids[row][completion_mask[row]].tolist())
+    return prompts, completions
+
+
+def postprocess_on_host(prompt_ids, prompt_mask, completion_ids, completion_mask):
+    """The same lists after one move of the four tensors to the CPU: four syncs in all,
+    whatever the batch size; the per-row indexing then runs on host memory."""
+    tensors = [t.cpu() for t in (prompt_ids, prompt_mask, completion_ids, completion_mask)]
+    return postprocess_per_row(*tensors)
+
+
+def make_batch(batch_size, prompt_len, completion_len, vocab_size, device, seed=0):
+    """A generated batch as a trainer holds it: left-padded prompts and right-padded completions
+    of random real lengths, with boolean masks of the real tokens."""
+    gen = torch.Generator().manual_seed(seed)
+    prompt_ids = torch.randint(0, vocab_size, (batch_size, prompt_len), generator=gen)
+    completion_ids = torch.randint(0, vocab_size, (batch_size, completion_len), generator=gen)
+    prompt_real = torch.randint(1, prompt_len + 1, (batch_size, 1), generator=gen)
+    completion_real = torch.randint(1, completion_len + 1, (batch_size, 1), generator=gen)
+    prompt_mask = torch.arange(prompt_len) >= prompt_len - prompt_real
+    completion_mask = torch.arange(completion_len) < completion_real
+    return tuple(t.to(device) for t in (prompt_ids, prompt_mask, completion_ids, completion_mask))
+
+
+class SideLoad:
+    """A long GPU workload (matmuls) queued on a second stream: it keeps every SM busy while the
+    host code under test runs, as generation or training kernels of another stream would.
+    ``seconds`` is how much work one ``queue()`` adds; it doubles whenever a timed call outlived
+    the work queued for it."""
+
+    def __init__(self, device, seconds=0.05, size=4096):
+        self.device, self.seconds = torch.device(device), seconds
+        self.stream = torch.cuda.Stream(self.device)
+        gen = torch.Generator(device=self.device).manual_seed(0)
+        self.a = torch.randn(size, size, device=self.device, generator=gen)
+        self.b = torch.randn(size, size, device=self.device, generator=gen)
+        self.out = torch.empty_like(self.a)
+        self.done = torch.cuda.Event()
+        self.seconds_per_matmul = self._calibrate()
+
+    def _calibrate(self, n=20):
+        self.queue_matmuls(2)
+        torch.cuda.synchronize(self.device)
+        start = time.perf_counter()
+        self.queue_matmuls(n)
+        torch.cuda.synchronize(self.device)
+        return (time.perf_counter() - start) / n
+
+    def queue_matmuls(self, n):
+        with torch.cuda.stream(self.stream):
+            for _ in range(n):
+                torch.mm(self.a, self.b, out=self.out)
+            self.done.record(self.stream)
+
+    def queue(self):
+        """Queue about ``self.seconds`` of work on the side stream and return at once."""
+        self.queue_matmuls(max(1, math.ceil(self.seconds / self.seconds_per_matmul)))
+
+    def busy(self) -> bool:
+        """True while the queued work is still running."""
+        return not self.done.query()
+
+
+def time_under_contention(fn, load, *, repeats, warmup=1, max_tries=6):
+    """Run ``fn()`` (host code whose result is on the host when it returns) ``warmup`` +
+    ``repeats`` times, each while ``load`` keeps the GPU busy on another stream, and time it
+    with the host clock (a device-wide synchronize would wait for the load too). A call that
+    outlived the queued work is re-run with twice as much, so every timed call was contended.
+    Returns (list of seconds, last output)."""
+    times, out = [], None
+    for i in range(warmup + repeats):
+        for _ in range(max_tries):
+            load.queue()
+            start = time.perf_counter()
+            out = fn()
+            elapsed = time.perf_counter() - start
+            contended = load.busy()
+            torch.cuda.synchronize(load.device)
+            if contended:
+                break
+            load.seconds *= 2
+        else:
+            raise RuntimeError(f"the side load never outlasted one call ({load.seconds:.2f} s queued)")
+        if i >= warmup:
+            times.append(elapsed)
+    return times, out
+
+
+def bench_row_contended(method, fn, load, *, batch_size, seq_len, repeats, warmup=1, **extra):
+    """``harness.bench_row`` for a call timed under contention (``time_under_contention``):
+    the same shared columns, plus ``load_s``, the work queued per call."""
+    harness.release_memory(load.device)
+    times, out = time_under_contention(fn, load, repeats=repeats, warmup=warmup)
+    row = {"method": method, "batch_size": batch_size, "seq_len": seq_len, **extra,
+           "status": harness.OK, **harness.summarize(times), **harness.memory_stats(load.device),
+           "error": ""}
+    row["tokens_per_s"] = batch_size * seq_len / row["median_s"]
+    row["device_name"] = harness.device_label(load.device)
+    row["load_s"] = load.seconds
+    return row, out
+
+
+def speedups(frame, slow="per row", fast="on host", keys=("condition", "batch_size", "seq_len")):
+    """One row per point with both methods' median seconds and ``slow / fast``."""
+    keys = list(keys)
+    wide = frame.pivot_table(index=keys, columns="method", values="median_s").reset_index()
+    wide.columns.name = None
+    wide["speedup"] = wide[slow] / wide[fast]
+    return wide
