@@ -1,0 +1,156 @@
+"""The stop check of notebooks 06 and 07: every step, never, or one step late.
+
+``finished.all()`` in an ``if`` turns a GPU boolean into a Python bool: the CPU waits there until
+the GPU has finished the step, so the next step's kernels are launched only afterwards and the
+GPU idles in between. Notebook 06 measures that idle time; notebook 07 removes it by reading the
+stop flag one step late, after the next step is already queued:
+
+- ``generate_sync``: notebook 02's loop with a pluggable decode step; checks (and syncs) every step.
+- ``generate_no_check``: never checks; always runs ``max_new_tokens`` steps (the upper bound).
+- ``trim_finished``: cuts the no-check output to the sync loop's (drops columns after every row
+  has finished).
+- ``generate_interleaved``: two CUDA streams in ping-pong; the stop flag is copied without
+  blocking into pinned host memory and read one step late.
+- ``generate_event_check``: the same one-step-late read on a single stream with CUDA events.
+
+All follow the contract of helpers/generation.py and take an optional decode ``step``
+(``step(token_ids, cache) -> logits``, e.g. ``helpers.static.compiled_step``) with its ``cache``
+(reset before use); the default is the eager model on a ``DynamicCache``. On a CPU the streams,
+events and pinned memory fall away and the same logic runs synchronously, so the tests prove
+token identity there.
+Notebooks 06 and 07 write these functions out in full; a test keeps both copies identical.
+"""
+from __future__ import annotations
+
+import torch
+
+from .generation import generated_lengths, next_token
+
+
+def eager_step(model):
+    """Notebook 02's decode step as a callable: one token per row in, last-position logits out."""
+    def step(token_ids, cache):
+        return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
+    return step
+
+
+@torch.no_grad()
+def generate_sync(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
+                  step=None, cache=None):
+    """Notebook 02's loop with a pluggable decode step: the stop check syncs every step."""
+    step = step or eager_step(model)
+    if cache is not None:
+        cache.reset()  # a static cache is reused: same tensors, same addresses
+    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+    out = model(input_ids, past_key_values=cache, use_cache=True)
+    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    tokens = [input_ids]
+    for i in range(max_new_tokens):
+        token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
+        tokens.append(token[:, None])
+        if finished.all() or i + 1 == max_new_tokens:  # the CPU waits for the GPU here
+            break
+        logits = step(token[:, None], cache)
+    return torch.cat(tokens, dim=1)
+
+
+@torch.no_grad()
+def generate_no_check(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
+                      step=None, cache=None):
+    """No stop check: always ``max_new_tokens`` steps, finished rows padded with EOS; the CPU
+    never waits for the GPU inside the loop."""
+    step = step or eager_step(model)
+    if cache is not None:
+        cache.reset()
+    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+    out = model(input_ids, past_key_values=cache, use_cache=True)
+    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    tokens = [input_ids]
+    for i in range(max_new_tokens):
+        token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
+        tokens.append(token[:, None])
+        if i + 1 < max_new_tokens:
+            logits = step(token[:, None], cache)
+    return torch.cat(tokens, dim=1)
+
+
+def trim_finished(tokens, prompt_len, eos_token_id):
+    """Drop the columns after the step at which every row had finished: what the loop that
+    checks every step returns (it stops right there)."""
+    longest = int(generated_lengths(tokens, prompt_len, eos_token_id).max())
+    return tokens[:, :prompt_len + longest]
+
+
+@torch.no_grad()
+def generate_interleaved(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
+                         step=None, cache=None):
+    """Two CUDA streams in ping-pong: queue step i on one stream, then wait for step i-1 on the
+    other and read its stop flag, copied without blocking into pinned host memory. When that
+    flag says every row had finished, step i was one step too many: its token is dropped."""
+    step = step or eager_step(model)
+    if cache is not None:
+        cache.reset()
+    device = input_ids.device
+    cuda = device.type == "cuda"
+    streams = [torch.cuda.Stream(device) if cuda else None for _ in range(2)]
+    flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)  # host memory the GPU writes into
+    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=device)
+    out = model(input_ids, past_key_values=cache, use_cache=True)
+    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    tokens = [input_ids]
+    previous = torch.cuda.current_stream(device) if cuda else None  # where step i-1 was queued
+    for i in range(max_new_tokens):
+        slot = i % 2
+        with torch.cuda.stream(streams[slot]):  # a no-op when the stream is None (CPU)
+            if cuda:
+                streams[slot].wait_stream(previous)  # step i needs step i-1's token and cache
+            if i > 0:
+                logits = step(tokens[-1], cache)
+            token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
+            tokens.append(token[:, None])
+            flags[slot].copy_(finished.all(), non_blocking=True)
+        previous = streams[slot]
+        if i > 0:
+            if cuda:
+                streams[1 - slot].synchronize()  # waits for step i-1; step i stays queued
+            if flags[1 - slot]:  # every row had finished at step i-1
+                tokens.pop()  # step i's token (EOS everywhere) is one too many
+                break
+    if cuda:
+        torch.cuda.current_stream(device).wait_stream(previous)  # the caller sees every step
+    return torch.cat(tokens, dim=1)
+
+
+@torch.no_grad()
+def generate_event_check(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
+                         step=None, cache=None):
+    """The one-step-late check on a single stream: a CUDA event marks where step i-1's stop flag
+    has landed in pinned host memory, and the CPU waits on that event only after it has queued
+    step i, which the GPU then runs without a pause."""
+    step = step or eager_step(model)
+    if cache is not None:
+        cache.reset()
+    device = input_ids.device
+    cuda = device.type == "cuda"
+    events = [torch.cuda.Event() if cuda else None for _ in range(2)]
+    flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)
+    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=device)
+    out = model(input_ids, past_key_values=cache, use_cache=True)
+    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    tokens = [input_ids]
+    for i in range(max_new_tokens):
+        slot = i % 2
+        if i > 0:
+            logits = step(tokens[-1], cache)
+        token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
+        tokens.append(token[:, None])
+        flags[slot].copy_(finished.all(), non_blocking=True)
+        if cuda:
+            events[slot].record()
+        if i > 0:
+            if cuda:
+                events[1 - slot].synchronize()  # step i-1's flag is in host memory
+            if flags[1 - slot]:
+                tokens.pop()
+                break
+    return torch.cat(tokens, dim=1)

@@ -1,0 +1,261 @@
+"""Notebooks 06 and 07 on a CPU: the stop-check loops are token-identical to notebook 02's loop,
+stop on schedule, take at most one extra step, and the profiling analysis finds known gaps."""
+import ast
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+import pytest
+import torch
+
+matplotlib.use("Agg")
+
+from helpers import profiling, static, streams  # noqa: E402
+from helpers.generation import (assert_same_tokens, generate_kv_cache,  # noqa: E402
+                                generated_lengths, uniform_stop_lengths)
+from helpers.model import build_model, make_prompt  # noqa: E402
+from helpers.presets import ParameterError, resolve_params  # noqa: E402
+
+PROMPT_LEN = 4
+LATE = [streams.generate_interleaved, streams.generate_event_check]
+CHECKING = [streams.generate_sync] + LATE
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    model = build_model("tiny", "cpu", seed=0)
+    eos = model.config.eos_token_id
+    prompt = make_prompt(6, PROMPT_LEN, model.config.vocab_size, eos, seed=1)
+    return model, eos, prompt
+
+
+SCHEDULES = [None, [3, 7, 2, 4, 3, 3], [1] * 6, [5] * 6, [30] * 6]
+
+
+def schedule(values):
+    return None if values is None else torch.tensor(values)
+
+
+@pytest.mark.parametrize("stops", SCHEDULES)
+@pytest.mark.parametrize("max_new_tokens", [1, 2, 5, 12])
+@pytest.mark.parametrize("generate", CHECKING, ids=lambda f: f.__name__)
+def test_checking_loops_match_kv_cache(tiny, generate, stops, max_new_tokens):
+    model, eos, prompt = tiny
+    reference = generate_kv_cache(model, prompt, max_new_tokens, eos, schedule(stops))
+    assert_same_tokens(reference, generate(model, prompt, max_new_tokens, eos, schedule(stops)),
+                       generate.__name__)
+
+
+@pytest.mark.parametrize("stops", SCHEDULES)
+def test_no_check_runs_to_the_cap_and_trims_to_the_sync_output(tiny, stops):
+    model, eos, prompt = tiny
+    out = streams.generate_no_check(model, prompt, 12, eos, schedule(stops))
+    assert out.shape == (prompt.shape[0], PROMPT_LEN + 12)
+    reference = streams.generate_sync(model, prompt, 12, eos, schedule(stops))
+    assert_same_tokens(reference, streams.trim_finished(out, PROMPT_LEN, eos), "trimmed")
+
+
+@pytest.mark.parametrize("generate", CHECKING, ids=lambda f: f.__name__)
+def test_forced_stops_end_rows_on_schedule(tiny, generate):
+    model, eos, prompt = tiny
+    stops = uniform_stop_lengths(prompt.shape[0], 2, 9, seed=3)
+    out = generate(model, prompt, 12, eos, stops)
+    lengths = generated_lengths(out, PROMPT_LEN, eos)
+    assert (lengths <= stops).all()  # a random tiny model may choose EOS earlier on its own
+    assert out.shape[1] == PROMPT_LEN + int(lengths.max())
+    for row, length in enumerate(lengths.tolist()):
+        assert out[row, PROMPT_LEN + length - 1] == eos
+        assert out[row, PROMPT_LEN + length:].eq(eos).all()
+
+
+@pytest.mark.parametrize("stops,cap", [([3, 5, 2, 4, 3, 3], 12), ([12] * 6, 12), ([1] * 6, 4),
+                                       (None, 7)])
+def test_one_step_late_loops_take_at_most_one_extra_step(tiny, stops, cap):
+    model, eos, prompt = tiny
+    calls = {}
+    for generate in CHECKING:
+        counter = profiling.StepRanges()
+        generate(model, prompt, cap, eos, schedule(stops), step=counter.wrap(streams.eager_step(model)))
+        counter.close()
+        calls[generate.__name__] = counter.steps
+    stops_early = stops is not None and max(stops) < cap
+    for generate in LATE:
+        assert calls[generate.__name__] == calls["generate_sync"] + stops_early
+
+
+@pytest.mark.parametrize("generate", CHECKING + [streams.generate_no_check],
+                         ids=lambda f: f.__name__)
+def test_loops_take_a_step_and_a_static_cache(tiny, generate):
+    """The interface of the compiled regime, eagerly: a decode step callable on a StaticCache
+    that is reset and reused between calls."""
+    model, eos, prompt = tiny
+    stops = torch.tensor([3, 5, 2, 4, 3, 3])
+    cache = static.make_static_cache(model, prompt.shape[0], PROMPT_LEN + 8, "cpu")
+    reference = static.generate_static_cache(model, prompt, 8, eos, stops)
+    for _ in range(2):  # the second call proves the reset
+        out = generate(model, prompt, 8, eos, stops, step=streams.eager_step(model), cache=cache)
+        assert_same_tokens(reference, streams.trim_finished(out, PROMPT_LEN, eos), generate.__name__)
+
+
+# --- the idle-gap analysis on synthetic events -------------------------------------------------
+
+def test_gpu_idle_gaps_known_gaps():
+    events = [(0, 10, 0), (12, 20, 0),   # step 0: 0-20, busy 18, idle inside 2
+              (25, 30, 1), (30, 40, 1),  # step 1: gap 5, busy 15
+              (40, 50, 2),               # step 2: gap 0 (back to back)
+              (70, 75, 3), (72, 80, 3)]  # step 3: gap 20, overlapping events, busy 10
+    gaps = profiling.gpu_idle_gaps(events).set_index("step")
+    assert math.isnan(gaps.loc[0, "gap_before_us"])
+    assert gaps["gap_before_us"].tolist()[1:] == [5.0, 0.0, 20.0]
+    assert gaps["busy_us"].tolist() == [18.0, 15.0, 10.0, 10.0]
+    assert gaps["idle_inside_us"].tolist() == [2.0, 0.0, 0.0, 0.0]
+    assert gaps["events"].tolist() == [2, 2, 1, 2]
+
+
+def test_gpu_idle_gaps_overlap_missing_steps_and_order():
+    # step 1 starts before step 0 ends (two streams): no gap; step 3 follows a missing step 2
+    events = [(50, 60, 3), (10, 25, 1), (0, 20, 0)]
+    gaps = profiling.gpu_idle_gaps(events).set_index("step")
+    assert gaps.loc[1, "gap_before_us"] == 0.0
+    assert math.isnan(gaps.loc[3, "gap_before_us"])
+    assert profiling.gpu_idle_gaps([]).empty
+    with pytest.raises(ValueError):
+        profiling.gpu_idle_gaps([(5, 1, 0)])
+
+
+def synthetic_trace():
+    """A Chrome trace as torch.profiler writes it: two step ranges, launches with correlation ids,
+    a sync call, kernels on two streams, a copy, and a kernel whose launch is outside any step."""
+    def x(cat, name, ts, dur, **args):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "tid": args.pop("tid", 1),
+                "args": args}
+    return {"traceEvents": [
+        x("user_annotation", "step 0", 100, 50),
+        x("user_annotation", "step 1", 150, 60),
+        x("user_annotation", "other range", 100, 200),
+        x("cuda_runtime", "cudaLaunchKernel", 90, 2, correlation=1),   # before any step
+        x("cuda_runtime", "cudaLaunchKernel", 105, 2, correlation=2),
+        x("cuda_driver", "cuLaunchKernel", 110, 2, correlation=3),
+        x("cuda_runtime", "cudaMemcpyAsync", 115, 2, correlation=4),
+        x("cuda_runtime", "cudaStreamSynchronize", 120, 28),
+        x("cuda_runtime", "cudaGraphLaunch", 152, 3, correlation=5),
+        x("kernel", "prefill", 95, 5, correlation=1, tid=7),
+        x("kernel", "a", 107, 10, correlation=2, tid=7),
+        x("kernel", "b", 117, 10, correlation=3, tid=7),
+        x("gpu_memcpy", "Memcpy DtoH", 127, 3, correlation=4, tid=7),
+        x("kernel", "graph 1", 160, 10, correlation=5, tid=8),
+        x("kernel", "graph 2", 170, 10, correlation=5, tid=8),
+        {"ph": "M", "name": "process_name", "args": {"name": "x"}},
+    ]}
+
+
+def test_trace_events_assigns_gpu_events_to_steps():
+    frame = profiling.trace_events(synthetic_trace())
+    assert frame[frame["kind"] == "step"]["step"].tolist() == [0.0, 1.0]
+    sync = frame[frame["kind"] == "sync"]
+    assert sync["name"].tolist() == ["cudaStreamSynchronize"] and sync["step"].tolist() == [0.0]
+    gpu = frame[frame["kind"] == "gpu"].set_index("name")
+    assert math.isnan(gpu.loc["prefill", "step"])
+    assert gpu.loc[["a", "b", "Memcpy DtoH"], "step"].tolist() == [0.0, 0.0, 0.0]
+    assert gpu.loc[["graph 1", "graph 2"], "step"].tolist() == [1.0, 1.0]
+    assert set(gpu["lane"]) == {"GPU stream 7", "GPU stream 8"}
+    assert profiling.gpu_event_tuples(frame) == [(107.0, 117.0, 0), (117.0, 127.0, 0),
+                                                 (127.0, 130.0, 0), (160.0, 170.0, 1),
+                                                 (170.0, 180.0, 1)]
+    gaps = profiling.step_gaps(synthetic_trace()).set_index("step")
+    assert gaps.loc[1, "gap_before_us"] == 30.0  # 130 -> 160
+    assert gaps.loc[0, "busy_us"] == 23.0
+
+
+def test_plot_timeline_draws_lanes():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    profiling.plot_timeline(ax, profiling.trace_events(synthetic_trace()), first_step=0, steps=2,
+                            title="synthetic")
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["CPU: step ranges", "CPU: waiting for the GPU", "GPU stream 7", "GPU stream 8"]
+    plt.close(fig)
+
+
+def test_step_ranges_and_profile_steps_on_cpu(tiny):
+    model, eos, prompt = tiny
+    ranges = profiling.StepRanges()
+    assert ranges.wrap(lambda a, b=1: a + b)(2, b=3) == 5 and ranges.steps == 1
+    ranges.close()
+    trace = profiling.profile_steps(
+        lambda step: streams.generate_sync(model, prompt, 5, eos, step=step),
+        streams.eager_step(model), "cpu")
+    frame = profiling.trace_events(trace)
+    assert frame[frame["kind"] == "step"]["name"].tolist() == [f"step {i}" for i in range(4)]
+    json.dumps(trace)  # a plain, serialisable dict
+
+
+def test_recovered_pct():
+    assert profiling.recovered_pct(10.0, 1.0, 0.0) == 90.0
+    assert profiling.recovered_pct(2.0, 2.0, 1.0) == 0.0
+    assert math.isnan(profiling.recovered_pct(1.0, 1.0, 1.0))
+    assert math.isnan(profiling.recovered_pct(1.0, 1.0, 1.5))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU behaviour")
+def test_find_syncs_on_cpu_is_empty():
+    census = profiling.find_syncs(lambda: torch.ones(3).sum().item())
+    assert census.empty
+    assert list(census.columns) == ["file", "line", "function", "code", "count", "via"]
+
+
+def test_blame_picks_the_innermost_frame_outside_torch():
+    import traceback
+    import warnings
+
+    frame = traceback.FrameSummary
+    stack = [frame("/nb/cell.py", 3, "<module>"), frame(profiling.__file__, 10, "find_syncs"),
+             frame("/t/torch/utils/_contextlib.py", 5, "decorate_context"),
+             frame("/nb/loop.py", 22, "generate_sync"), frame("/t/torch/_tensor.py", 9, "__bool__"),
+             frame(warnings.__file__, 1, "_showwarnmsg")]
+    culprit, innermost = profiling.blame(stack, torch_dir="/t/torch")
+    assert (culprit.filename, culprit.lineno, culprit.name) == ("/nb/loop.py", 22, "generate_sync")
+    assert innermost.name == "__bool__"
+    culprit, innermost = profiling.blame(stack[:3], torch_dir="/t/torch")
+    assert culprit.name == "<module>" and innermost.name == "decorate_context"
+    assert profiling.blame([], torch_dir="/t/torch") == (None, None)
+
+
+# --- presets and the notebooks' copies of the teaching code -----------------------------------
+
+def test_presets_06_07_resolve_and_validate():
+    for notebook in ("06", "07"):
+        params = resolve_params(notebook, "smoke")
+        assert params.stop_low <= params.stop_high and params.profile_steps >= 2
+    assert resolve_params("07", "smoke", regimes=["compiled"]).regimes == ["compiled"]
+    for bad in (["jit"], [], ["eager", "eager"]):
+        with pytest.raises(ParameterError):
+            resolve_params("07", "smoke", regimes=bad)
+    with pytest.raises(ParameterError):
+        resolve_params("06", "smoke", profile_steps=1)
+
+
+def notebook_functions(name):
+    nb = json.loads((Path(__file__).parent.parent / "notebooks" / f"{name}.ipynb").read_text())
+    found = {}
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            source = "".join(cell["source"])
+            for node in ast.parse(source).body:
+                if isinstance(node, ast.FunctionDef):
+                    found[node.name] = node
+    return found
+
+
+@pytest.mark.parametrize("notebook,names", [
+    ("06_eos_sync", ["eager_step", "generate_sync", "generate_no_check", "trim_finished"]),
+    ("07_stream_interleaving", ["generate_interleaved", "generate_event_check"]),
+])
+def test_notebook_copies_match_helpers(notebook, names):
+    helpers_defs = {n.name: n for n in ast.parse(Path(streams.__file__).read_text()).body
+                    if isinstance(n, ast.FunctionDef)}
+    in_notebook = notebook_functions(notebook)
+    for name in names:
+        assert ast.dump(in_notebook[name]) == ast.dump(helpers_defs[name]), name
