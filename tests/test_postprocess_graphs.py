@@ -83,3 +83,131 @@ def test_notebook_09_teaches_the_helpers_code():
 def test_notebook_09_rejects_bad_parameters(kwargs, wrong):
     with pytest.raises(ParameterError, match=wrong):
         resolve_params("09", "smoke", **kwargs)
+
+
+# ---------------------------------------------------------------- notebook 10: CUDA-graph decoder
+
+from helpers import bench, graphs  # noqa: E402
+from helpers.generation import assert_same_tokens, generate_naive, uniform_stop_lengths  # noqa: E402
+from helpers.model import build_model, make_prompt  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny6():
+    model = build_model("tiny", "cpu", seed=0)
+    eos = model.config.eos_token_id
+    return model, eos, make_prompt(6, 5, model.config.vocab_size, eos, "cpu", seed=2)
+
+
+@pytest.mark.parametrize("library_forward", [False, True], ids=["lean", "transformers"])
+@pytest.mark.parametrize("steps_per_graph", [1, 3])
+@pytest.mark.parametrize("max_new_tokens", [1, 2, 7, 20])
+@pytest.mark.parametrize("stops", [None, [3, 7, 2, 4, 3, 3], [1] * 6, [30] * 6])
+def test_graph_decoder_steps_match_the_naive_loop(tiny6, library_forward, steps_per_graph,
+                                                  max_new_tokens, stops):
+    model, eos, prompt = tiny6
+    stops = None if stops is None else torch.tensor(stops)
+    reference = generate_naive(model, prompt, max_new_tokens, eos, stops)
+    decoder = graphs.GraphDecoder(model, 6, 5 + max_new_tokens, eos, steps_per_graph,
+                                  library_forward=library_forward)
+    assert decoder.graph is None  # no GPU: the same steps run eagerly
+    assert_same_tokens(reference, decoder(prompt, max_new_tokens, stops), "GraphDecoder")
+    # a second call on the same buffers (stale cache and tokens from the first) changes nothing
+    assert_same_tokens(reference, decoder(prompt, max_new_tokens, stops), "GraphDecoder, again")
+
+
+def test_graph_decoder_serves_shorter_runs_and_random_schedules(tiny6):
+    model, eos, prompt = tiny6
+    decoder = graphs.GraphDecoder(model, 6, 5 + 30, eos, steps_per_graph=4)
+    for seed, n in enumerate([30, 11, 4, 30]):
+        stops = uniform_stop_lengths(6, 1, n, seed=seed)
+        assert_same_tokens(generate_naive(model, prompt, n, eos, stops),
+                           decoder(prompt, n, stops), f"run {seed}")
+
+
+def test_generate_cuda_graph_reuses_its_decoder_per_shape(tiny6):
+    model, eos, prompt = tiny6
+    graphs.clear_decoders()
+    first = graphs.generate_cuda_graph(model, prompt, 6, eos, steps_per_graph=2)
+    assert len(graphs._decoders) == 1
+    assert_same_tokens(first, graphs.generate_cuda_graph(model, prompt, 6, eos, steps_per_graph=2))
+    assert len(graphs._decoders) == 1
+    graphs.generate_cuda_graph(model, prompt, 9, eos, steps_per_graph=2)
+    assert len(graphs._decoders) == 2
+    graphs.clear_decoders()
+    assert not graphs._decoders
+
+
+def test_graph_decoder_rejects_runs_that_do_not_fit(tiny6):
+    model, eos, prompt = tiny6
+    decoder = graphs.GraphDecoder(model, 6, 5 + 8, eos)
+    with pytest.raises(ValueError, match="do not fit"):
+        decoder(prompt, 40)
+    with pytest.raises(ValueError, match="positions"):
+        graphs.GraphDecoder(model, 6, model.config.n_positions, eos, steps_per_graph=2)
+
+
+def test_static_state_rounds_the_cache_to_16_positions(tiny6):
+    model, eos, _ = tiny6
+    state = graphs.static_state(model, 3, 17, "cpu")
+    cfg = model.config
+    assert state.kv.shape == (cfg.n_layer, 2, 3, cfg.n_head, 32, cfg.n_embd // cfg.n_head)
+    assert state.tokens.shape == (3, 32) and state.cache is None
+    library = graphs.static_state(model, 3, 17, "cpu", library_cache=True)
+    assert library.kv is None and library.cache.get_max_length() == 32
+
+
+def test_matmul_weight_bytes_of_the_tiny_model(tiny6):
+    model, _, _ = tiny6
+    e, v, layers = 64, 512, 2
+    assert graphs.matmul_weight_bytes(model) == 4 * (layers * (e * 3 * e + e * e + 2 * e * 4 * e) + v * e)
+
+
+def test_notebook_10_teaches_the_helpers_code():
+    defs = notebook_defs("10_beyond_the_article")
+    for name in ["static_state", "prefill", "advance", "decode_step", "hf_decode_step",
+                 "capture_graph", "GraphDecoder"]:
+        assert same_source(defs[name], getattr(graphs, name)), name
+
+
+@pytest.mark.parametrize("kwargs,wrong", [
+    (dict(graph_steps=[0]), "graph_steps"),
+    (dict(graph_steps="4"), "graph_steps"),
+])
+def test_notebook_10_rejects_bad_parameters(kwargs, wrong):
+    with pytest.raises(ParameterError, match=wrong):
+        resolve_params("10", "smoke", **kwargs)
+
+
+# ---------------------------------------------------------------- the bench's analyses
+
+def test_busy_idle_of_known_intervals():
+    assert bench.busy_idle([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == (6, 4.0, 2.0)
+    assert bench.busy_idle([]) == (0.0, 0.0, 0.0)
+    assert bench.busy_idle([(0, 10), (2, 3)]) == (10, 10.0, 0.0)
+
+
+@pytest.mark.parametrize("name,kind", [
+    ("sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize64x128", "matmul"),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_32x6_nn_align4>", "matmul"),
+    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel)", "attention"),
+    ("Memcpy DtoD (Device -> Device)", "copy"),
+    ("void at::native::vectorized_layer_norm_kernel<float, float>", "other"),
+])
+def test_kernel_kinds(name, kind):
+    assert bench.kernel_kind(name) == kind
+
+
+def test_ladder_columns_of_known_rows():
+    frame = pd.DataFrame([
+        {"method": "naive", "batch_size": 2, "seq_len": 10, "median_s": 1.0},
+        {"method": "generate() static", "batch_size": 2, "seq_len": 10, "median_s": 0.5},
+        {"method": "fast", "batch_size": 2, "seq_len": 10, "median_s": 0.1},
+        {"method": "fast", "batch_size": 2, "seq_len": 20, "median_s": 0.4},
+    ])
+    out = bench.add_ladder_columns(frame, floor_step_s=0.002).set_index(["method", "seq_len"])
+    assert out.loc[("fast", 10), "per_step_s"] == pytest.approx(0.01)
+    assert out.loc[("fast", 10), "floor_ratio"] == pytest.approx(5.0)
+    assert out.loc[("fast", 10), "speedup_vs_naive"] == pytest.approx(10.0)
+    assert out.loc[("fast", 10), "speedup_vs_generate"] == pytest.approx(5.0)
+    assert pd.isna(out.loc[("fast", 20), "speedup_vs_naive"])  # no naive row at that length
