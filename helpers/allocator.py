@@ -34,6 +34,7 @@ from pathlib import Path
 ALLOC_ENV_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 DEFAULT = "default"
 CHILD_TIMEOUT_S = 900
+_STARTED = time.perf_counter()
 
 
 def _bool(value):
@@ -306,6 +307,8 @@ def _child(spec: dict) -> dict:
     eos = model.config.eos_token_id
     prompt = make_prompt(spec["batch_size"], spec["prompt_len"], model.config.vocab_size, eos,
                          device, seed=spec["seed"])
+    print(f"{spec['label']}: ready {time.perf_counter() - _STARTED:.1f} s after start "
+          "(imports, CUDA start-up, model)", flush=True)
     rows = []
     for seq_len in spec["seq_lens"]:
         row, tokens = bench_row(spec["label"], lambda: generate_kv_cache(model, prompt, seq_len, eos),
@@ -324,7 +327,11 @@ def _child(spec: dict) -> dict:
                      "env": {var: os.environ.get(var, "") for var in ALLOC_ENV_VARS}}
     timeline = None
     if spec.get("history_len"):
+        start = time.perf_counter()
         timeline = memory_timeline(model, prompt, spec["history_len"], eos, device)
+        print(f"{spec['label']}: memory history of {spec['history_len']} tokens, "
+              f"{timeline['trace_events']} events, recorded and replayed in "
+              f"{time.perf_counter() - start:.1f} s", flush=True)
     return {"rows": rows, "effective": effective, "timeline": timeline}
 
 

@@ -35,12 +35,12 @@ NOTEBOOK = {
     "03": {
         "full": dict(allocator_confs=["default", "expandable_segments:True"], repeats=3),
         "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
-                         seq_lens=[100, 200], repeats=2),
+                         seq_lens=[100], repeats=2),
         "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
     },
     "04": {
-        "full": dict(oversize_cache_len=1024, repeats=3),
-        "workshop": dict(oversize_cache_len=512, seq_lens=[100, 200], repeats=2),
+        "full": dict(oversize_cache_len=1024, repeats=2),
+        "workshop": dict(oversize_cache_len=512, seq_lens=[100], repeats=2),
         "smoke": dict(oversize_cache_len=64),
     },
     "05": {
@@ -66,6 +66,16 @@ NOTEBOOK = {
         "smoke": dict(seq_lens=[8], batch_sizes=[1, 2], regimes=["eager"], stop_low=2,
                       stop_high=5, profile_steps=4, timeline_steps=2, target_recovered_pct=90,
                       target_gap_us=10, compiled_repeats=2),
+    },
+    "08": {
+        "full": dict(seq_lens=[100, 400], repeats=3, compile_modes=["default", "reduce-overhead"],
+                     allocator_confs=["default", "expandable_segments:True"], graph_steps=[4],
+                     compile_dynamic=True, check_peers=True),
+        "workshop": dict(seq_lens=[100], repeats=2, compile_modes=["reduce-overhead"],
+                         allocator_confs=["default"], graph_steps=[4], compile_dynamic=False,
+                         check_peers=False),
+        "smoke": dict(seq_lens=[8, 16], compile_modes=["default"], allocator_confs=["default"],
+                      graph_steps=[3], compile_dynamic=False, check_peers=True),
     },
     "09": {
         "full": dict(batch_sizes=[16, 64, 256], completion_lens=[128, 512, 2048], prompt_len=128,
@@ -225,6 +235,8 @@ SCHEMA = {
     "oversize_cache_len": positive_int,
     "compile_modes": compile_mode_list,
     "tf32": boolean,
+    "compile_dynamic": boolean,
+    "check_peers": boolean,
     "completion_lens": positive_int_list,
     "contention_s": positive_number,
     "graph_steps": positive_int_list,

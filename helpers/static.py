@@ -26,8 +26,11 @@ Public API (later notebooks import these; all follow the contract of helpers/gen
   process; difference two readings to prove a loop compiled nothing after its warm-up.
 - ``attention_work(prompt_len, new_tokens, max_cache_len)``: attended against useful
   (query, key) positions over one run, the waste of attending the whole static cache.
+- ``sdpa_calls()``: a context manager listing what each attention call received (keys, mask).
 """
 from __future__ import annotations
+
+import contextlib
 
 import torch
 from transformers import StaticCache
@@ -80,6 +83,9 @@ def compiled_step(model, mode="default"):
     def forward(token_ids, cache):
         return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
 
+    # Every step built here shares one code object, so one dynamo cache: make room for a graph
+    # per mode and shape (past the limit dynamo would silently run the step uncompiled).
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
     compiled = torch.compile(forward, mode=mode, fullgraph=True, dynamic=False)
 
     @torch.no_grad()
@@ -163,3 +169,22 @@ def check_cache_len(name, max_cache_len, prompt_len, seq_lens, n_positions) -> i
                              f"run = {need} positions and fit the model's {n_positions}; use a "
                              f"value from {need} to {n_positions}")
     return max_cache_len
+
+
+@contextlib.contextmanager
+def sdpa_calls():
+    """Record every ``scaled_dot_product_attention`` call made inside the block (as transformers'
+    "sdpa" attention makes them): the number of keys attended and whether a mask was passed."""
+    calls = []
+    original = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(query, key, value, *args, **kwargs):
+        mask = kwargs.get("attn_mask", args[0] if args else None)
+        calls.append({"queries": query.shape[-2], "keys": key.shape[-2], "mask": mask is not None})
+        return original(query, key, value, *args, **kwargs)
+
+    torch.nn.functional.scaled_dot_product_attention = spy
+    try:
+        yield calls
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = original
