@@ -271,3 +271,24 @@ def test_reduce_overhead_is_skipped_visibly_on_cpu(capsys):
 
     assert skip_unless_cuda(resolve_params("05", "smoke"), "CUDA graphs") is True
     assert "SKIPPED on cpu: CUDA graphs" in capsys.readouterr().out
+
+
+def test_sdpa_calls_record_keys_and_mask(tiny):
+    from transformers import DynamicCache
+
+    model, prompt, _ = tiny
+    original = torch.nn.functional.scaled_dot_product_attention
+    with torch.no_grad():
+        with static.sdpa_calls() as dynamic_calls:
+            cache = DynamicCache(config=model.config)
+            model(prompt, past_key_values=cache, use_cache=True)
+            model(prompt[:, :1], past_key_values=cache, use_cache=True)
+        with static.sdpa_calls() as static_calls:
+            cache = static.make_static_cache(model, prompt.shape[0], 16, "cpu")
+            model(prompt, past_key_values=cache, use_cache=True)
+            model(prompt[:, :1], past_key_values=cache, use_cache=True)
+    assert torch.nn.functional.scaled_dot_product_attention is original
+    layers = model.config.n_layer
+    assert len(dynamic_calls) == len(static_calls) == 2 * layers
+    assert dynamic_calls[-1] == {"queries": 1, "keys": prompt.shape[1] + 1, "mask": False}
+    assert static_calls[-1] == {"queries": 1, "keys": 16, "mask": True}
