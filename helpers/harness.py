@@ -76,7 +76,7 @@ def measure(fn, *, device, repeats, warmup=1):
     and memory statistics. Out of memory is not an error here: the row says ``status='oom'``,
     the allocator is cleaned, and the output is None, so a sweep can go on."""
     release_memory(device)
-    times, out = [], None
+    times, out, oom = [], None, None
     try:
         for _ in range(warmup):
             out = fn()
@@ -89,14 +89,26 @@ def measure(fn, *, device, repeats, warmup=1):
     except Exception as error:  # noqa: BLE001 - only OOM is turned into a row
         if not is_oom(error):
             raise
-        out = None
-        release_memory(device)
-        nan = float("nan")
-        row = {"status": OOM, "repeats": len(times), "median_s": nan, "min_s": nan, "max_s": nan,
-               **memory_stats(device), "error": str(error).splitlines()[0][:200]}
-        return row, out
-    row = {"status": OK, **summarize(times), **memory_stats(device), "error": ""}
+        oom = _first_line(error)
+    if oom is None:
+        return {"status": OK, **summarize(times), **memory_stats(device), "error": ""}, out
+    # Out here, not in the except block: the exception's traceback kept the failed call's frames,
+    # and with them its tensors, alive; only now can release_memory hand that memory back.
+    out = None
+    row = {"status": OOM, "repeats": len(times), **_nan_timing(), **memory_stats(device),
+           "error": oom}
+    release_memory(device)
     return row, out
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:200]
+
+
+def _nan_timing() -> dict:
+    nan = float("nan")
+    return {"median_s": nan, "min_s": nan, "max_s": nan}
 
 
 def bench_row(method, fn, *, device, batch_size, seq_len, repeats, warmup=1, new_tokens=None,
@@ -119,22 +131,43 @@ def device_label(device) -> str:
 def sweep(points, run_point, desc="sweep"):
     """Run ``run_point(point)`` for every point and collect the rows it returns (a dict or a
     list of dicts). Shows a progress bar in JupyterLab and prints one line per point, so a
-    headless log shows where a long run is."""
+    headless log shows where a long run is. A point that runs out of memory outside
+    ``measure`` (building its inputs, say) becomes one row with status 'oom' (the point's keys,
+    when it is a dict, and NaN timings), the allocator is cleaned, and the sweep goes on."""
     from tqdm.auto import tqdm
 
     points = list(points)
     rows = []
-    bar = tqdm(points, desc=desc, leave=False)
-    for i, point in enumerate(bar, start=1):
-        start = time.perf_counter()
-        result = run_point(point)
-        new = result if isinstance(result, list) else [result]
-        rows.extend(new)
-        status = ", ".join(f"{r.get('method', '')} {_short(r)}" for r in new)
-        print(f"[{desc} {i}/{len(points)}] {point}: {status} ({time.perf_counter() - start:.1f}s)",
-              flush=True)
-    bar.close()
+    with tqdm(total=len(points), desc=desc, leave=False) as bar:
+        for i, point in enumerate(points, start=1):
+            start = time.perf_counter()
+            oom = None
+            try:
+                result = run_point(point)
+            except Exception as error:  # noqa: BLE001 - only OOM is turned into a row
+                if not is_oom(error):
+                    raise
+                oom = _first_line(error)
+            if oom is not None:  # outside the except block: the failed point's frames are gone
+                result = _oom_row(point, desc, oom)
+                release_memory("cuda" if torch.cuda.is_available() else "cpu")
+            new = result if isinstance(result, list) else [result]
+            rows.extend(new)
+            status = ", ".join(f"{r.get('method', '')} {_short(r)}" for r in new)
+            print(f"[{desc} {i}/{len(points)}] {point}: {status} "
+                  f"({time.perf_counter() - start:.1f}s)", flush=True)
+            bar.update(1)
     return rows
+
+
+def _oom_row(point, desc, error) -> dict:
+    """The row of a sweep point that ran out of memory before ``measure`` could record it."""
+    base = dict(point) if isinstance(point, dict) else {"point": str(point)}
+    base.setdefault("method", desc)
+    nan = float("nan")
+    return {**base, "status": OOM, "repeats": 0, **_nan_timing(), "tokens_per_s": nan,
+            "peak_allocated_bytes": nan, "peak_reserved_bytes": nan, "fragmentation_pct": nan,
+            "alloc_retries": nan, "error": error}
 
 
 def _short(row):

@@ -2,9 +2,12 @@
 
 Each notebook runs in a fresh kernel with its preset injected, into ``runs/<preset>/``, and gets
 one status line. A failure does not stop the others; the summary names every failure with the
-failing cell's error and the executed notebook's path, and the exit status is non-zero. Only a
-full-preset run on a CUDA GPU in which a notebook succeeded copies its figures and tables into
-``figures/`` and its entries into ``figures/manifest.json``.
+failing cell's error and the executed notebook's path, and the exit status is non-zero. A
+notebook that raised nothing but wrote no table or figure, or finished implausibly fast, failed
+too. Only a full-preset run on a CUDA GPU in which a notebook succeeded copies its figures and
+tables into ``figures/`` and its entries into ``figures/manifest.json``. Ctrl-C keeps every
+finished result (``status.json`` is rewritten atomically after each notebook) and ``--resume``
+re-runs only the notebooks that did not finish successfully.
 """
 from __future__ import annotations
 
@@ -17,8 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import results
-from .presets import PRESET_NAMES
+from . import allocator, results
+from .presets import PRESET_NAMES, ParameterError
 
 NOTEBOOKS_DIR = results.repo_root() / "notebooks"
 # A notebook that finishes faster than this did not do its work (seconds, per preset).
@@ -30,9 +33,9 @@ class RunnerError(Exception):
     """Bad command-line input: the message says what is allowed."""
 
 
-def notebooks(directory: Path = NOTEBOOKS_DIR) -> list[Path]:
-    """The numbered lesson notebooks, in order."""
-    return sorted(p for p in directory.glob("[0-9][0-9]_*.ipynb"))
+def notebooks(directory: Path | None = None) -> list[Path]:
+    """The numbered lesson notebooks (of ``NOTEBOOKS_DIR`` by default), in order."""
+    return sorted(p for p in Path(directory or NOTEBOOKS_DIR).glob("[0-9][0-9]_*.ipynb"))
 
 
 def title(path: Path) -> str:
@@ -51,12 +54,12 @@ def select(paths: list[Path], only: str | None) -> list[Path]:
     if not only:
         return paths
     by_number = {p.name[:2]: p for p in paths}
-    wanted = [n.strip().zfill(2) for n in only.split(",") if n.strip()]
-    unknown = [n for n in wanted if n not in by_number]
-    if unknown or not wanted:
+    given = [n.strip() for n in only.split(",") if n.strip()]
+    unknown = [n for n in given if n.zfill(2) not in by_number]
+    if unknown or not given:
         raise RunnerError(f"--only {only!r}: unknown notebook number(s) {unknown or [only]}; "
                           f"available: {','.join(sorted(by_number))}")
-    return [by_number[n] for n in sorted(set(wanted))]
+    return [by_number[n] for n in sorted({n.zfill(2) for n in given})]
 
 
 def choose_preset(requested: str | None, cuda: bool) -> str:
@@ -72,6 +75,28 @@ def choose_preset(requested: str | None, cuda: bool) -> str:
         raise RunnerError(f"preset {requested!r} needs a CUDA GPU and PyTorch sees none; "
                           "run './run_all.sh --smoke' on this machine")
     return requested
+
+
+def check_alloc_conf(value: str, var: str = "PYTORCH_ALLOC_CONF") -> None:
+    """Raise RunnerError when the allocator setting ``value`` of the environment variable ``var``
+    is not one the course's allocator check (``helpers.allocator.parse_alloc_conf``) accepts.
+    PyTorch reads the variable only at the first CUDA allocation, and reports some mistakes as
+    an internal assert or not at all, so the runner checks it before any notebook starts."""
+    if value.strip() == allocator.DEFAULT:
+        raise RunnerError(f"environment variable {var}={value!r}: {allocator.DEFAULT!r} is not a "
+                          f"setting PyTorch understands; unset {var} for the default allocator")
+    try:
+        allocator.parse_alloc_conf(value)
+    except ParameterError as error:
+        raise RunnerError(f"environment variable {var}: {error}") from None
+
+
+def check_alloc_env(environ=None) -> None:
+    """Check the allocator variables of the environment the kernels will inherit."""
+    environ = os.environ if environ is None else environ
+    for var in allocator.ALLOC_ENV_VARS:
+        if environ.get(var):
+            check_alloc_conf(environ[var], var)
 
 
 def load_status(run_root: Path) -> dict:
@@ -92,8 +117,11 @@ def clear_outputs(run_root: Path, stem: str) -> None:
         record.unlink()
 
 
-def check_outputs(run_root: Path, stem: str, seconds: float, preset: str) -> str | None:
-    """Why a notebook that raised no error still failed, or None if its outputs look real."""
+def check_outputs(run_root: Path, stem: str, seconds: float | None = None,
+                  preset: str | None = None) -> str | None:
+    """Why a notebook that raised no error still failed, or None if its outputs look real.
+    ``seconds`` is the time its cells ran (kernel start excluded), checked against
+    ``MIN_SECONDS[preset]``; None skips that check."""
     record = run_root / "outputs" / f"{stem}.json"
     if not record.exists():
         return "it never called helpers.results.start_notebook (no outputs record)"
@@ -105,7 +133,7 @@ def check_outputs(run_root: Path, stem: str, seconds: float, preset: str) -> str
         return f"it did not write its results table data/{stem}.csv"
     if not any(f["kind"] == "figure" for f in files):
         return "it wrote no figure"
-    if seconds < MIN_SECONDS[preset]:
+    if seconds is not None and seconds < MIN_SECONDS[preset]:
         return (f"it finished in {seconds:.2f}s, implausibly fast for preset {preset!r} "
                 f"(minimum {MIN_SECONDS[preset]}s): did it skip its work?")
     return None
@@ -113,19 +141,23 @@ def check_outputs(run_root: Path, stem: str, seconds: float, preset: str) -> str
 
 def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]:
     """Copy a successful full GPU run's figures and tables into ``figures/`` and replace the
-    notebook's entries in ``figures/manifest.json``. Refuses anything not measured on CUDA."""
+    notebook's entries in ``figures/manifest.json`` (its files that the new run no longer writes
+    are removed). Refuses anything not measured on CUDA with the full preset."""
     figures = figures or results.figures_dir()
     record = json.loads((run_root / "outputs" / f"{stem}.json").read_text())
     env = record["env"]
-    if record.get("preset") != "full" or env.get("gpu", "cpu") == "cpu":
+    device = str(record.get("params", {}).get("device", "cuda"))
+    if record.get("preset") != "full" or env.get("gpu", "cpu") == "cpu" or not device.startswith("cuda"):
         raise RuntimeError(f"refusing to promote {stem}: preset {record.get('preset')!r} "
-                           f"on {env.get('gpu')!r} is not a full run on a CUDA GPU")
+                           f"on {env.get('gpu')!r} (device {device!r}) is not a full run on a CUDA GPU")
     manifest_path = figures / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     manifest.setdefault("figures", {})
     manifest.setdefault("tables", {})
+    previous = set()
     for section in ("figures", "tables"):
         for key in [k for k, v in manifest[section].items() if v.get("notebook") == f"{stem}.ipynb"]:
+            previous.add(key)
             del manifest[section][key]
     copied = []
     for entry in record["files"]:
@@ -143,6 +175,8 @@ def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]
     for section in ("figures", "tables"):
         manifest[section] = dict(sorted(manifest[section].items()))
     results.atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    for stale in previous - set(copied):
+        (figures / stale).unlink(missing_ok=True)
     return copied
 
 
@@ -167,6 +201,22 @@ def _log_handler(log_path: Path, prefix: str, echo: bool):
     return Handler()
 
 
+def cell_seconds(nb) -> float | None:
+    """The time the notebook's cells ran, from papermill's per-cell metadata (the kernel's
+    start-up excluded, so a notebook that does nothing cannot hide behind it); None if absent."""
+    durations = [cell.get("metadata", {}).get("papermill", {}).get("duration")
+                 for cell in (nb or {}).get("cells", [])]
+    durations = [d for d in durations if isinstance(d, (int, float))]
+    return float(sum(durations)) if durations else None
+
+
+def finished(run_root: Path, stem: str, entry: dict | None) -> bool:
+    """True when an earlier run finished ``stem`` successfully and its outputs are still there
+    (what ``--resume`` skips)."""
+    return bool(entry) and entry.get("status") == "ok" and \
+        check_outputs(run_root, stem) is None
+
+
 def execute(path: Path, run_root: Path, preset: str, echo: bool = True, parameters=None) -> dict:
     """Run one notebook with papermill; returns its status entry (never raises for a failure
     inside the notebook)."""
@@ -186,12 +236,15 @@ def execute(path: Path, run_root: Path, preset: str, echo: bool = True, paramete
     start = time.perf_counter()
     entry = {"notebook": path.name, "executed": str(output)}
     try:
-        papermill.execute_notebook(str(path), str(output), parameters={"preset": preset, **(parameters or {})},
-                                   kernel_name="python3", cwd=str(path.parent),
-                                   progress_bar=False, log_output=True)
+        nb = papermill.execute_notebook(str(path), str(output),
+                                        parameters={"preset": preset, **(parameters or {})},
+                                        kernel_name="python3", cwd=str(path.parent),
+                                        progress_bar=False, log_output=True)
         seconds = time.perf_counter() - start
-        problem = check_outputs(run_root, stem, seconds, preset)
+        work = cell_seconds(nb)
+        problem = check_outputs(run_root, stem, seconds if work is None else work, preset)
         entry.update(status="failed" if problem else "ok", seconds=round(seconds, 1),
+                     cell_seconds=None if work is None else round(work, 2),
                      error=f"no error raised, but {problem}" if problem else "")
     except PapermillExecutionError as error:
         entry.update(status="failed", seconds=round(time.perf_counter() - start, 1),
@@ -221,14 +274,14 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
 
     run_root.mkdir(parents=True, exist_ok=True)
     status = load_status(run_root) if resume else {}
-    if promote_figures is None:
-        promote_figures = preset == "full" and torch.cuda.is_available()
+    if promote_figures is None:  # reference figures come only from unmodified full GPU runs
+        promote_figures = preset == "full" and torch.cuda.is_available() and not parameters
     width = max((len(p.stem) for p in paths), default=0)
     total = time.perf_counter()
     try:
         for path in paths:
             stem = path.stem
-            if resume and status.get(stem, {}).get("status") == "ok":
+            if resume and finished(run_root, stem, status.get(stem)):
                 print(f"  skip    {stem:<{width}}  (finished in an earlier run)", flush=True)
                 continue
             status[stem] = {"notebook": path.name, "status": "running"}
@@ -258,13 +311,17 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
 
 
 def summary(status: dict) -> tuple[str, int]:
-    """A closing report and the exit code: non-zero when any notebook failed."""
+    """A closing report (with the run's total time) and the exit code: non-zero when any
+    notebook failed or did not finish."""
     entries = {k: v for k, v in status.items() if not k.startswith("_")}
     failed = {k: v for k, v in entries.items() if v.get("status") != "ok"}
-    lines = [f"{len(entries) - len(failed)}/{len(entries)} notebooks ok in "
+    lines = [f"{len(entries) - len(failed)}/{len(entries)} notebooks ok; total time "
              f"{status.get('_total_seconds', 0):.1f} s"]
     for stem, entry in failed.items():
-        lines.append(f"  FAILED {stem}: {entry.get('error', entry.get('status'))}\n"
+        state = entry.get("status", "failed")
+        reason = entry.get("error") or {"interrupted": "interrupted (Ctrl-C)",
+                                        "running": "did not finish (runner stopped)"}.get(state, state)
+        lines.append(f"  {state.upper()} {stem}: {reason}\n"
                      f"         executed notebook: {entry.get('executed', '-')}")
     return "\n".join(lines), (1 if failed else 0)
 
@@ -292,6 +349,7 @@ def main(argv=None) -> int:
         import torch
 
         preset = choose_preset("smoke" if args.smoke else args.preset, torch.cuda.is_available())
+        check_alloc_env()
     except RunnerError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -299,11 +357,12 @@ def main(argv=None) -> int:
     print(f"Running {len(paths)} notebook(s), preset {preset!r}, into {run_root}", flush=True)
     try:
         status = run(paths, preset, run_root, resume=args.resume, echo=not args.quiet)
+        code = None
     except KeyboardInterrupt:
-        return 130
-    text, code = summary(status)
-    print(text)
-    return code
+        status, code = load_status(run_root), 130
+    text, failed = summary(status)
+    print(text, flush=True)
+    return failed if code is None else code
 
 
 if __name__ == "__main__":
