@@ -7,6 +7,7 @@
   GPU activity (kernels, copies, memsets), each GPU event tagged with the step that launched it.
 - ``gpu_idle_gaps`` measures, from plain ``(start_us, end_us, step)`` events, how long the GPU
   sat idle between one step's last event and the next step's first: the cost of a per-step sync.
+  ``step_table`` adds the CPU's time per step, to tell a sync's gap from a launch-bound loop.
 - ``plot_timeline`` draws CPU ranges against GPU events, the view Nsight Systems gives.
 - ``find_syncs`` lists every host-device synchronization a call makes, with the line that made it.
 """
@@ -205,9 +206,23 @@ def gpu_idle_gaps(events) -> pd.DataFrame:
                                        "idle_inside_us", "gap_before_us"])
 
 
+def step_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """``gpu_idle_gaps`` of a ``trace_events`` frame, plus per step the CPU's time in the step's
+    range (``cpu_us``) and, of that, blocked in syncs (``cpu_wait_us``). ``cpu_us - cpu_wait_us``
+    is what the CPU needs to issue a step: when it exceeds the GPU's ``busy_us`` the loop is
+    launch-bound and the GPU waits for the CPU, check or no check."""
+    gaps = gpu_idle_gaps(gpu_event_tuples(frame))
+    spans = frame.assign(us=frame["end_us"] - frame["start_us"])
+    cpu = spans[spans["kind"] == "step"].groupby("step")["us"].sum()
+    wait = spans[spans["kind"] == "sync"].groupby("step")["us"].sum()
+    gaps["cpu_us"] = gaps["step"].map(cpu)
+    gaps["cpu_wait_us"] = gaps["step"].map(wait).fillna(0.0)
+    return gaps
+
+
 def step_gaps(trace: dict) -> pd.DataFrame:
-    """``gpu_idle_gaps`` of a ``profile_steps`` trace."""
-    return gpu_idle_gaps(gpu_event_tuples(trace_events(trace)))
+    """``step_table`` of a ``profile_steps`` trace."""
+    return step_table(trace_events(trace))
 
 
 def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, title: str = ""):
@@ -255,6 +270,8 @@ def find_syncs(fn, *args, **kwargs) -> pd.DataFrame:
         if "synchroniz" not in str(message):
             return
         frame, innermost = blame(traceback.extract_stack()[:-1])
+        if innermost is not None and innermost.name == "set_sync_debug_mode":
+            return  # switching the mode on can warn once itself: not the call's doing
         key = (frame.filename, frame.lineno, frame.name) if frame else (filename, lineno, "?")
         counts[key] = counts.get(key, 0) + 1
         if innermost is not None:

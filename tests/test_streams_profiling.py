@@ -166,6 +166,8 @@ def test_trace_events_assigns_gpu_events_to_steps():
     gaps = profiling.step_gaps(synthetic_trace()).set_index("step")
     assert gaps.loc[1, "gap_before_us"] == 30.0  # 130 -> 160
     assert gaps.loc[0, "busy_us"] == 23.0
+    assert gaps["cpu_us"].tolist() == [50.0, 60.0]  # the step ranges
+    assert gaps["cpu_wait_us"].tolist() == [28.0, 0.0]  # the stream sync in step 0
 
 
 def test_plot_timeline_draws_lanes():
