@@ -1,9 +1,8 @@
 """Notebooks 06 and 07 on a CPU: the stop-check loops are token-identical to notebook 02's loop,
-stop on schedule, take at most one extra step, and the profiling analysis finds known gaps."""
-import ast
+stop on schedule, take at most one extra step, and the profiling analysis finds known gaps.
+(tests/test_notebooks.py keeps the notebooks' copies of these functions identical to helpers.)"""
 import json
 import math
-from pathlib import Path
 
 import matplotlib
 import pytest
@@ -225,7 +224,7 @@ def test_blame_picks_the_innermost_frame_outside_torch():
     assert profiling.blame([], torch_dir="/t/torch") == (None, None)
 
 
-# --- presets and the notebooks' copies of the teaching code -----------------------------------
+# --- presets -------------------------------------------------------------------------------------
 
 def test_presets_06_07_resolve_and_validate():
     for notebook in ("06", "07"):
@@ -237,27 +236,3 @@ def test_presets_06_07_resolve_and_validate():
             resolve_params("07", "smoke", regimes=bad)
     with pytest.raises(ParameterError):
         resolve_params("06", "smoke", profile_steps=1)
-
-
-def notebook_functions(name):
-    nb = json.loads((Path(__file__).parent.parent / "notebooks" / f"{name}.ipynb").read_text())
-    found = {}
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            source = "".join(cell["source"])
-            for node in ast.parse(source).body:
-                if isinstance(node, ast.FunctionDef):
-                    found[node.name] = node
-    return found
-
-
-@pytest.mark.parametrize("notebook,names", [
-    ("06_eos_sync", ["eager_step", "generate_sync", "generate_no_check", "trim_finished"]),
-    ("07_stream_interleaving", ["generate_interleaved", "generate_event_check"]),
-])
-def test_notebook_copies_match_helpers(notebook, names):
-    helpers_defs = {n.name: n for n in ast.parse(Path(streams.__file__).read_text()).body
-                    if isinstance(n, ast.FunctionDef)}
-    in_notebook = notebook_functions(notebook)
-    for name in names:
-        assert ast.dump(in_notebook[name]) == ast.dump(helpers_defs[name]), name
