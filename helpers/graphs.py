@@ -209,3 +209,11 @@ def matmul_weight_bytes(model) -> int:
     blocks = [m.weight for b in model.transformer.h
               for m in (b.attn.c_attn, b.attn.c_proj, b.mlp.c_fc, b.mlp.c_proj)]
     return sum(w.numel() * w.element_size() for w in blocks + [model.lm_head.weight])
+
+
+def cache_bytes(model, batch_size, slots) -> int:
+    """Bytes of a static key/value cache of ``slots`` positions: what attention over the whole
+    buffer reads every step, on top of the weights."""
+    cfg = model.config
+    element = next(model.parameters()).element_size()
+    return 2 * cfg.n_layer * batch_size * slots * cfg.n_embd * element

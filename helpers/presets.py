@@ -68,19 +68,21 @@ NOTEBOOK = {
                       target_gap_us=10, compiled_repeats=2),
     },
     "08": {
-        "full": dict(seq_lens=[100, 400], repeats=3, compile_modes=["default", "reduce-overhead"],
+        "full": dict(seq_lens=[100, 400], repeats=2, compile_modes=["default", "reduce-overhead"],
                      allocator_confs=["default", "expandable_segments:True"], graph_steps=[4],
-                     compile_dynamic=True, check_peers=True),
+                     compile_dynamic=True, peers=["generate()", "generate() static"],
+                     check_peers=True),
         "workshop": dict(seq_lens=[100], repeats=2, compile_modes=["reduce-overhead"],
                          allocator_confs=["default"], graph_steps=[4], compile_dynamic=False,
-                         check_peers=False),
+                         peers=["generate()"], check_peers=False),
         "smoke": dict(seq_lens=[8, 16], compile_modes=["default"], allocator_confs=["default"],
-                      graph_steps=[3], compile_dynamic=False, check_peers=True),
+                      graph_steps=[3], compile_dynamic=False,
+                      peers=["generate()", "generate() static"], check_peers=True),
     },
     "09": {
         "full": dict(batch_sizes=[16, 64, 256], completion_lens=[128, 512, 2048], prompt_len=128,
                      contention_s=0.05),
-        "workshop": dict(batch_sizes=[16, 128], completion_lens=[256, 1024], prompt_len=128,
+        "workshop": dict(batch_sizes=[16, 128], completion_lens=[512], prompt_len=128,
                          contention_s=0.05),
         "smoke": dict(batch_sizes=[2, 8], completion_lens=[8, 32], prompt_len=8, contention_s=0.05),
     },
@@ -173,6 +175,19 @@ def regime_list(name, value):
     return list(value)
 
 
+PEERS = ("generate()", "generate() static")
+
+
+def peer_list(name, value):
+    """Which of transformers' ``generate()`` variants to measure next to the course's loops."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or any(v not in PEERS for v in value):
+        raise ParameterError(f"{name} must be a list drawn from {list(PEERS)} (or empty), "
+                             f"got {value!r}")
+    return list(value)
+
+
 def positive_number(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ParameterError(f"{name} must be a number > 0, got {value!r}")
@@ -237,6 +252,7 @@ SCHEMA = {
     "tf32": boolean,
     "compile_dynamic": boolean,
     "check_peers": boolean,
+    "peers": peer_list,
     "completion_lens": positive_int_list,
     "contention_s": positive_number,
     "graph_steps": positive_int_list,
