@@ -19,4 +19,5 @@ Lessons live in notebooks/; every piece of code that a later notebook reuses liv
 - ``plotting``    one figure style for every notebook
 - ``env``         the environment report (GPU, driver, versions, allocator settings)
 - ``runner``      runs every notebook headless with papermill (``./run_all.sh``)
+- ``report``      the README's results section, rendered from figures/ (``python -m helpers.report``)
 """

@@ -177,6 +177,10 @@ def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]
     results.atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
     for stale in previous - set(copied):
         (figures / stale).unlink(missing_ok=True)
+    if figures == results.figures_dir():
+        from . import report
+
+        report.update_readme()  # the README's results section shows what figures/ now holds
     return copied
 
 
