@@ -177,10 +177,11 @@ def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]
     results.atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
     for stale in previous - set(copied):
         (figures / stale).unlink(missing_ok=True)
-    if figures == results.figures_dir():
+    readme = figures.parent / "README.md"
+    if readme.exists():  # the README beside figures/ shows what figures/ now holds
         from . import report
 
-        report.update_readme()  # the README's results section shows what figures/ now holds
+        report.update_readme(readme, figures)
     return copied
 
 
