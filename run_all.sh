@@ -54,7 +54,7 @@ if [[ "${1:-}" == "--lab" ]]; then
   "$PY" -m ipykernel install "$WHERE" --name fast-decoding \
     --display-name "Python (fast-decoding)" >/dev/null
   echo "JupyterLab in $PWD with kernel 'fast-decoding' ($("$PY" -c 'import sys; print(sys.executable)'))."
-  exec "$PY" -m jupyter lab --ServerApp.root_dir="$PWD" \
+  exec "$PY" -m jupyterlab --ServerApp.root_dir="$PWD" \
     --MultiKernelManager.default_kernel_name=fast-decoding "$@"
 fi
 
