@@ -163,16 +163,23 @@ def at_least_two(name, value):
 REGIMES = ("eager", "compiled")
 
 
+def choice_list(name, value, allowed, *, allow_empty=False, distinct=True):
+    """A list (or one string) of values from ``allowed``: non-empty unless ``allow_empty``,
+    without repeats when ``distinct``."""
+    if isinstance(value, str):
+        value = [value]
+    if (not isinstance(value, (list, tuple)) or (not value and not allow_empty)
+            or any(v not in allowed for v in value) or (distinct and len(set(value)) != len(value))):
+        kind = ("a list of values" if allow_empty else "a non-empty list of distinct values")
+        raise ParameterError(f"{name} must be {kind} from {list(allowed)}"
+                             f"{' (or empty)' if allow_empty else ''}, got {value!r}")
+    return list(value)
+
+
 def regime_list(name, value):
     """Decode regimes of notebook 07: 'eager' (the model's Python forward) and 'compiled'
     (helpers.static.compiled_step replayed as a CUDA graph; CUDA only)."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or not value or any(v not in REGIMES for v in value) \
-            or len(set(value)) != len(value):
-        raise ParameterError(f"{name} must be a non-empty list of distinct values from "
-                             f"{list(REGIMES)}, got {value!r}")
-    return list(value)
+    return choice_list(name, value, REGIMES)
 
 
 PEERS = ("generate()", "generate() static")
@@ -180,12 +187,7 @@ PEERS = ("generate()", "generate() static")
 
 def peer_list(name, value):
     """Which of transformers' ``generate()`` variants to measure next to the course's loops."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, (list, tuple)) or any(v not in PEERS for v in value):
-        raise ParameterError(f"{name} must be a list drawn from {list(PEERS)} (or empty), "
-                             f"got {value!r}")
-    return list(value)
+    return choice_list(name, value, PEERS, allow_empty=True, distinct=False)
 
 
 def positive_number(name, value):
@@ -217,13 +219,7 @@ def compile_mode_list(name, value):
     """torch.compile modes for notebook 05: a non-empty list from helpers.static.COMPILE_MODES."""
     from .static import COMPILE_MODES
 
-    if isinstance(value, str):
-        value = [value]
-    if (not isinstance(value, (list, tuple)) or not value
-            or any(v not in COMPILE_MODES for v in value) or len(set(value)) != len(value)):
-        raise ParameterError(f"{name} must be a non-empty list of distinct modes from "
-                             f"{list(COMPILE_MODES)}, got {value!r}")
-    return list(value)
+    return choice_list(name, value, COMPILE_MODES)
 
 
 # How each parameter is checked. A notebook adding a parameter adds its check here.
