@@ -300,6 +300,7 @@ def ladder_view(frame):
 REPRODUCED, NOT_REPRODUCED, NO_DATA = "reproduced", "not reproduced", "no data"
 QUADRUPLE_RANGE = (3.5, 4.5)  # "runtime quadruples": the factor per doubling of the length
 ABOUT_5X_MIN = 4.0  # "reaches about 5x": at least this speedup over the naive loop
+TIE_FRACTION = 0.02  # medians closer than this (relative) are a tie, neither a win nor a loss
 
 
 def _ok(frame):
@@ -398,7 +399,8 @@ def _claim_static(ladder, tables):
     parts, ok = [], True
     for n in sorted(times):
         d, s = times[n]
-        result = "wins" if s < d else "loses"
+        result = ("ties" if abs(s - d) <= TIE_FRACTION * d else
+                  "wins" if s < d else "loses")
         ok &= result == expected[n]
         parts.append(f"{n} tokens {result} ({s * 1e3:.0f} vs {d * 1e3:.0f} ms)")
     lower = all(fs < fd for fd, fs in frags.values())

@@ -20,7 +20,7 @@ COMMON = {
     "full": dict(model="gpt2", device="cuda", batch_size=32, seq_lens=[100, 200, 400],
                  prompt_len=16, repeats=5, warmup=1, seed=0),
     "workshop": dict(model="gpt2", device="cuda", batch_size=16, seq_lens=[50, 100, 200],
-                     prompt_len=16, repeats=3, warmup=1, seed=0),
+                     prompt_len=16, repeats=2, warmup=1, seed=0),
     "smoke": dict(model="tiny", device="auto", batch_size=2, seq_lens=[4, 8, 16],
                   prompt_len=4, repeats=2, warmup=1, seed=0),
 }
@@ -37,6 +37,9 @@ NOTEBOOK = {
         "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
                          seq_lens=[100], repeats=2),
         "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
+    },
+    "02": {
+        "workshop": dict(seq_lens=[50, 200]),
     },
     "04": {
         "full": dict(oversize_cache_len=1024, repeats=2),
@@ -59,7 +62,7 @@ NOTEBOOK = {
                      regimes=["eager", "compiled"], stop_low=20, stop_high=80, profile_steps=8,
                      timeline_steps=3, target_recovered_pct=90, target_gap_us=10, repeats=3,
                      compiled_repeats=10),
-        "workshop": dict(seq_lens=[50], batch_sizes=[16], regimes=["compiled"],
+        "workshop": dict(seq_lens=[100], batch_sizes=[16], regimes=["compiled"],
                          stop_low=10, stop_high=40, profile_steps=4, timeline_steps=3,
                          target_recovered_pct=90, target_gap_us=10, repeats=2,
                          compiled_repeats=5),
@@ -89,7 +92,7 @@ NOTEBOOK = {
     "10": {
         "full": dict(seq_lens=[100], graph_steps=[1, 4], target_floor_ratio=2.0,
                      target_vs_naive=20.0, target_vs_generate=5.0),
-        "workshop": dict(seq_lens=[50], graph_steps=[1, 4], target_floor_ratio=2.0,
+        "workshop": dict(seq_lens=[100], graph_steps=[1, 4], target_floor_ratio=2.0,
                          target_vs_naive=20.0, target_vs_generate=5.0),
         "smoke": dict(seq_lens=[8], graph_steps=[1, 3], target_floor_ratio=2.0,
                       target_vs_naive=20.0, target_vs_generate=5.0),

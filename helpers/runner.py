@@ -91,6 +91,22 @@ def check_alloc_conf(value: str, var: str = "PYTORCH_ALLOC_CONF") -> None:
         raise RunnerError(f"environment variable {var}: {error}") from None
 
 
+def bytecode_warning(module_file: str, dont_write: bool | None = None) -> str | None:
+    """A warning when Python has no bytecode cache for ``module_file`` (torch's ``__init__.py``)
+    and may not write one (``PYTHONDONTWRITEBYTECODE``): then every kernel recompiles torch's and
+    transformers' sources at import, 5-15 s per notebook. None when the cache is there or can be
+    written (the first notebook then pays once)."""
+    import importlib.util
+
+    dont_write = sys.dont_write_bytecode if dont_write is None else dont_write
+    if not dont_write or Path(importlib.util.cache_from_source(module_file)).exists():
+        return None
+    return ("note: Python may not write bytecode (PYTHONDONTWRITEBYTECODE is set) and finds none "
+            "for torch, so every notebook recompiles torch and transformers at import (5-15 s "
+            "each). To fix: unset PYTHONDONTWRITEBYTECODE and set PYTHONPYCACHEPREFIX to a "
+            "writable folder (docs/troubleshooting.md).")
+
+
 def check_alloc_env(environ=None) -> None:
     """Check the allocator variables of the environment the kernels will inherit."""
     environ = os.environ if environ is None else environ
@@ -355,6 +371,9 @@ def main(argv=None) -> int:
 
         preset = choose_preset("smoke" if args.smoke else args.preset, torch.cuda.is_available())
         check_alloc_env()
+        warning = bytecode_warning(torch.__file__)
+        if warning:
+            print(warning, flush=True)
     except RunnerError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -282,6 +282,11 @@ def test_fragmentation_claims_from_notebooks_03_and_04():
     result, frame = verdicts(ladder, tables)
     assert result[STATIC] == bench.NOT_REPRODUCED
     assert "this run" in frame.set_index("claim").loc[STATIC, "source"]
+    # medians within 2% of each other tie: a tie at 400 tokens is not a win
+    tie = {"04_static_cache": table04.assign(median_s=[1.0, 3.0, 9.0, 1.2, 2.5, 8.9])}
+    result, frame = verdicts([], tie)
+    assert result[STATIC] == bench.NOT_REPRODUCED
+    assert "400 tokens ties" in frame.set_index("claim").loc[STATIC, "evidence"]
     # without fragmentation (a CPU run) there is no verdict
     no_frag = {"04_static_cache": table04.assign(fragmentation_pct=float("nan"))}
     assert verdicts([], no_frag)[0][STATIC] == bench.NO_DATA

@@ -607,3 +607,17 @@ def test_runner_exit_status_and_total_time(monkeypatch, capsys):
     assert "total time 12.3 s" in out and "FAILED 01_naive_generation: cell 4: RuntimeError: x" in out
     outcome["01_naive_generation"] = {"status": "ok", "seconds": 3.0}
     assert runner.main(["--smoke", "--only", "01"]) == 0
+
+
+def test_bytecode_warning_only_without_a_cache_that_can_be_written(tmp_path):
+    module = tmp_path / "pkg" / "__init__.py"
+    module.parent.mkdir()
+    module.write_text("x = 1\n")
+    assert runner.bytecode_warning(str(module), dont_write=False) is None  # the first import writes it
+    warning = runner.bytecode_warning(str(module), dont_write=True)
+    assert "PYTHONDONTWRITEBYTECODE" in warning and "PYTHONPYCACHEPREFIX" in warning
+    import importlib.util
+    cached = Path(importlib.util.cache_from_source(str(module)))
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_bytes(b"")
+    assert runner.bytecode_warning(str(module), dont_write=True) is None  # a cache exists: fine
