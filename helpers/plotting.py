@@ -86,12 +86,19 @@ def lines_by_method(ax, frame, x, y, scale=1.0, marker="o", methods=None):
 
 
 def plain_log_ticks(ax, axis="both"):
-    """Label log-scaled axes with plain numbers (100, 200, 400) instead of powers of ten."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    """Label log-scaled axes with plain numbers (100, 200, 500) instead of powers of ten; an
+    axis spanning less than two decades also gets ticks at 2x and 5x each power of ten, so a
+    100-400 axis shows 100, 200 rather than 100 alone."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     fmt = FuncFormatter(lambda v, _: f"{v:g}")
     for which in ("x", "y") if axis == "both" else (axis,):
         target = ax.xaxis if which == "x" else ax.yaxis
         if target.get_scale() == "log":
+            low, high = sorted(ax.get_xlim() if which == "x" else ax.get_ylim())
+            if low > 0 and math.log10(high / low) < 2:
+                target.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
             target.set_major_formatter(fmt)
             target.set_minor_formatter(NullFormatter())

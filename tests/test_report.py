@@ -27,3 +27,21 @@ def test_update_readme_rewrites_only_the_block(tmp_path):
     assert text.startswith("intro\n") and text.endswith("outro\n") and "old" not in text
     assert "[A figure](figures/01_x.png) — `01_x.ipynb`, NVIDIA Test, 2026-01-02" in text
     assert not report.update_readme(readme, figures)
+
+
+def test_plain_log_ticks_label_a_short_log_axis_with_plain_numbers():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from helpers import plotting
+
+    fig, ax = plt.subplots()
+    ax.plot([100, 200, 400], [1.1, 3.0, 8.1], marker="o")
+    ax.set(xscale="log", yscale="log")
+    plotting.plain_log_ticks(ax)
+    fig.canvas.draw()
+    low, high = ax.get_xlim()
+    shown = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
+    assert shown == ["100", "200"]  # not "10^2" alone
+    plt.close(fig)
