@@ -8,7 +8,8 @@ from __future__ import annotations
 import contextlib
 
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2Config  # the model class is imported where it is built: a few
+                                     # seconds that notebooks without a model (03, 09) skip
 
 # "gpt2" is the real 124M architecture; "tiny" keeps CPU smoke runs to seconds.
 MODEL_CONFIGS = {
@@ -42,11 +43,18 @@ def exact_matmul():
         torch.set_float32_matmul_precision(before)
 
 
-def build_model(name: str = "gpt2", device: str | torch.device = "cpu", seed: int = 0) -> GPT2LMHeadModel:
-    """GPT-2 with seeded random weights, in eval mode, on ``device``, with TF32 matmuls on."""
+def build_model(name: str = "gpt2", device: str | torch.device = "cpu", seed: int = 0):
+    """GPT-2 (a ``GPT2LMHeadModel``) with seeded random weights, in eval mode, on ``device``,
+    with TF32 matmuls on. The weights are created and initialised on ``device`` itself: on a GPU
+    that takes milliseconds where a CPU needs seconds (the values differ between a CPU and a GPU
+    build of the same seed; the speed does not)."""
+    from transformers import GPT2LMHeadModel
+
     config = model_config(name)
     torch.manual_seed(seed)
-    model = GPT2LMHeadModel(config).to(device).eval()
+    with torch.device(device):
+        model = GPT2LMHeadModel(config)
+    model = model.to(device).eval()
     use_tf32(True)
     return model
 
