@@ -32,17 +32,17 @@ NOTEBOOK = {
         "workshop": dict(demo_len=256),
         "smoke": dict(demo_len=8),
     },
-    "03": {
-        "full": dict(allocator_confs=["default", "expandable_segments:True"], repeats=3),
-        "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
-                         seq_lens=[48], repeats=2),
-        "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
-    },
     "01": {
         "workshop": dict(seq_lens=[40, 80, 160]),
     },
     "02": {
         "workshop": dict(seq_lens=[24, 96]),
+    },
+    "03": {
+        "full": dict(allocator_confs=["default", "expandable_segments:True"], repeats=3),
+        "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
+                         seq_lens=[48], repeats=2),
+        "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
     },
     "04": {
         "full": dict(oversize_cache_len=1024, repeats=2),
