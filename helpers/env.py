@@ -5,6 +5,7 @@ import datetime
 import os
 import platform
 import subprocess
+from pathlib import Path
 
 import torch
 
@@ -31,6 +32,25 @@ def driver_version() -> str:
         return "unknown"
 
 
+def cpu_model() -> str:
+    """The CPU's model name (eager decoding is CPU-bound on a fast GPU, so its timings depend on
+    it): /proc/cpuinfo on Linux, sysctl on macOS, else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    try:
+        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True,
+                             text=True, timeout=5, check=True)
+        if out.stdout.strip():
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return platform.processor() or platform.machine()
+
+
 def environment() -> dict:
     """Everything a figure's manifest entry names: GPU, driver, CUDA, versions and the date."""
     import transformers
@@ -44,7 +64,7 @@ def environment() -> dict:
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "python": platform.python_version(),
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
