@@ -77,6 +77,104 @@ def update_readme(readme: Path | None = None, figures: Path | None = None) -> bo
     return new != text
 
 
+# ------------------------------------------------ reference results where a notebook cannot measure
+
+GIB = 2**30
+# Columns shown from a notebook's main table, in this order, where present.
+KEY_COLUMNS = ["method", "regime", "mode", "allocator", "condition", "batch_size", "seq_len",
+               "median_s", "min_s", "max_s", "tokens_per_s", "peak_allocated_bytes",
+               "peak_reserved_bytes", "fragmentation_pct", "status"]
+SIDE_TABLE_MAX_ROWS = 12  # a notebook's other tables are shown whole up to this size, else named
+
+
+def cannot_measure(params) -> bool:
+    """True where a notebook's own timings say nothing about a GPU: the smoke preset, or a
+    device that is not CUDA."""
+    return params.get("preset") == "smoke" or not str(params.get("device", "cpu")).startswith("cuda")
+
+
+def readable(frame):
+    """A table in readable units: seconds as ms, bytes as GiB, rounded; columns renamed."""
+    out = frame.copy()
+    names = {}
+    for col in list(out.columns):
+        if col.endswith("_s") and not col.endswith("per_s") and pd.api.types.is_numeric_dtype(out[col]):
+            out[col] = (out[col] * 1e3).round(2)
+            names[col] = col[:-2] + " ms"
+        elif col.endswith("_bytes") and pd.api.types.is_numeric_dtype(out[col]):
+            out[col] = (out[col] / GIB).round(2)
+            names[col] = col[:-6] + " GiB"
+        elif pd.api.types.is_float_dtype(out[col]):
+            out[col] = out[col].round(2)
+    return out.rename(columns=names).rename(columns=lambda c: c.replace("_", " "))
+
+
+def _label(entry) -> str:
+    return (f"{entry.get('gpu', '?')} · {entry.get('preset', '?')} preset · "
+            f"{str(entry.get('date', '?'))[:10]} · torch {entry.get('torch', '?')} · "
+            f"transformers {entry.get('transformers', '?')}")
+
+
+def reference(notebook: str, figures: Path | None = None) -> list[tuple[str, object]]:
+    """The committed GPU result of ``notebook`` (e.g. ``"02_kv_cache"``) as parts to show:
+    ``("text", markdown)``, ``("table", frame)`` and ``("image", path)``. A notebook with no
+    committed result gets one text part that says so (never an exception)."""
+    figures = figures or results.figures_dir()
+    stem = notebook.removesuffix(".ipynb")
+    manifest_path = figures / "manifest.json"
+    if not manifest_path.exists():
+        return [("text", f"No committed GPU result for `{stem}`: `{manifest_path}` does not exist "
+                         "yet. Run `./run_all.sh` on a CUDA GPU to make one.")]
+    manifest = json.loads(manifest_path.read_text())
+    mine = lambda section: {name: e for name, e in manifest.get(section, {}).items()
+                            if e.get("notebook") == f"{stem}.ipynb"}
+    tables, images = mine("tables"), mine("figures")
+    if not tables and not images:
+        return [("text", f"No committed GPU result for `{stem}` in `figures/manifest.json`. Run "
+                         f"`./run_all.sh --only {stem[:2]}` on a CUDA GPU to make one.")]
+    first = next(iter({**tables, **images}.values()))
+    parts = [("text", f"**Reference result: {_label(first)}.** This machine's own timings above "
+                      "only exercise the code (smoke preset or no CUDA GPU); the numbers the "
+                      "lesson talks about are these, committed from a full run on a GPU.")]
+    main = f"data/{stem}.csv"
+    for name in sorted(tables, key=lambda n: n != main):
+        path = figures / name
+        if not path.exists():
+            parts.append(("text", f"`figures/{name}` is listed in the manifest but missing."))
+            continue
+        frame = pd.read_csv(path)
+        if name == main:
+            frame = frame[[c for c in KEY_COLUMNS if c in frame]]
+        elif len(frame) > SIDE_TABLE_MAX_ROWS:
+            parts.append(("text", f"Also committed: `figures/{name}` ({len(frame)} rows)."))
+            continue
+        parts += [("text", f"`figures/{name}`"), ("table", readable(frame))]
+    for name, entry in images.items():
+        path = figures / name
+        if path.exists():
+            parts += [("text", f"*{entry.get('title') or name}* ({_label(entry)})"), ("image", path)]
+        else:
+            parts.append(("text", f"`figures/{name}` is listed in the manifest but missing."))
+    return parts
+
+
+def show_reference(notebook: str, figures: Path | None = None) -> None:
+    """Display ``reference(notebook)`` in a notebook (or print it in a terminal)."""
+    try:
+        from IPython.display import Image, Markdown, display
+    except ImportError:  # plain Python: text only
+        for kind, value in reference(notebook, figures):
+            print(value.to_string(index=False) if kind == "table" else value)
+        return
+    for kind, value in reference(notebook, figures):
+        if kind == "text":
+            display(Markdown(value))
+        elif kind == "table":
+            display(value.style.hide(axis="index").format(precision=2, thousands=","))
+        else:
+            display(Image(filename=str(value)))
+
+
 if __name__ == "__main__":
     print("README updated" if update_readme() else "README already up to date")
     sys.exit(0)

@@ -45,3 +45,41 @@ def test_plain_log_ticks_label_a_short_log_axis_with_plain_numbers():
     shown = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
     assert shown == ["100", "200"]  # not "10^2" alone
     plt.close(fig)
+
+
+# ------------------------------------------------ reference results where a notebook cannot measure
+
+def test_reference_shows_the_committed_table_and_figure_with_their_labels():
+    parts = report.reference("02_kv_cache")
+    kinds = [kind for kind, _ in parts]
+    assert "table" in kinds and "image" in kinds
+    text = "\n".join(v for k, v in parts if k == "text")
+    entry = json.loads((results.figures_dir() / "manifest.json").read_text())["figures"]["02_kv_cache.png"]
+    assert entry["gpu"] in text and entry["date"][:10] in text and "full preset" in text
+    assert "only exercise the code" in text
+    table = next(v for k, v in parts if k == "table")
+    assert {"method", "seq len", "median ms", "peak allocated GiB"} <= set(table.columns)
+    assert all(v.exists() for k, v in parts if k == "image")
+
+
+def test_reference_for_every_lesson_has_a_figure():
+    for path in sorted((results.repo_root() / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        assert any(kind == "image" for kind, _ in report.reference(path.stem)), path.stem
+
+
+def test_reference_without_an_entry_says_so(tmp_path):
+    parts = report.reference("99_missing")
+    assert parts == [("text", parts[0][1])] and "No committed GPU result for `99_missing`" in parts[0][1]
+    parts = report.reference("02_kv_cache", figures=tmp_path)
+    assert len(parts) == 1 and "does not exist yet" in parts[0][1]
+
+
+def test_show_reference_displays_without_error(capsys):
+    report.show_reference("99_missing")
+    report.show_reference("09_host_sync_token_processing")
+
+
+def test_cannot_measure():
+    assert report.cannot_measure({"preset": "smoke", "device": "cuda"})
+    assert report.cannot_measure({"preset": "full", "device": "cpu"})
+    assert not report.cannot_measure({"preset": "workshop", "device": "cuda:0"})
