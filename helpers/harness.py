@@ -1,5 +1,7 @@
-"""The benchmark harness: warm up, time with the device synchronized, repeat, and report
-median / min / max with the allocator's peak memory, fragmentation and retries.
+"""The benchmark harness: methods compared at one point run as interleaved trials (A B C,
+B C A, ...) in one process, each trial timed three ways (wall clock, GPU events, the CPU's
+issue time) with its own memory peaks; summaries keep every trial so that ``stats`` can put a
+95% interval on a ratio and call it faster, slower or within noise.
 
 Why synchronize: CUDA kernels run asynchronously, so a host clock read right after a call
 measures only how long the CPU took to *queue* the work. ``sync`` waits for the GPU first.
@@ -70,35 +72,182 @@ def is_oom(error: BaseException) -> bool:
         isinstance(error, RuntimeError) and "out of memory" in str(error).lower())
 
 
-def measure(fn, *, device, repeats, warmup=1):
-    """Run ``fn()`` ``warmup`` times untimed, then ``repeats`` times timed with the device
-    synchronized around each call. Returns (row, last output); ``row`` holds the timing summary
-    and memory statistics. Out of memory is not an error here: the row says ``status='oom'``,
-    the allocator is cleaned, and the output is None, so a sweep can go on."""
+def _memory_baseline(device, fresh_allocator: bool) -> int:
+    """Before one timed run: optionally empty the allocator's cache (the article's method), reset
+    the peak counters, and return the allocation-retry count to subtract afterwards."""
+    if torch.device(device).type != "cuda":
+        return 0
+    torch.cuda.synchronize(device)
+    if fresh_allocator:
+        torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    return torch.cuda.memory_stats(device).get("num_alloc_retries", 0)
+
+
+def trial(fn, *, device, fresh_allocator: bool = True):
+    """One timed run of ``fn()``. Returns (record, output); the record holds
+
+    - ``wall_s``: host clock from a synchronized start to a synchronized end (what a user feels);
+    - ``gpu_s``: CUDA events recorded on the current stream around the work (NaN on a CPU);
+    - ``cpu_s``: the host's time until ``fn`` returned, i.e. to issue the work (a loop that
+      syncs inside waits there too);
+    - this run's own memory peaks and allocation retries (reset before it, retries as a
+      difference), not those of warm-up or earlier runs.
+    """
+    cuda = torch.device(device).type == "cuda"
+    retries0 = _memory_baseline(device, fresh_allocator)
+    events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if cuda else None
+    start = time.perf_counter()
+    if events:
+        events[0].record()
+    out = fn()
+    issued = time.perf_counter()
+    if events:
+        events[1].record()
+    sync(device)
+    end = time.perf_counter()
+    record = {"wall_s": end - start, "cpu_s": issued - start,
+              "gpu_s": events[0].elapsed_time(events[1]) * 1e-3 if events else float("nan"),
+              **memory_stats(device)}
+    if cuda:
+        record["alloc_retries"] -= retries0
+    return record, out
+
+
+def gpu_busy_s(fn, device) -> float:
+    """Seconds of GPU kernel time (and copies) in one run of ``fn()``, from the profiler: the
+    GPU *work*, apart from the gaps where it waited for the CPU. One extra, untimed run; NaN on
+    a CPU."""
+    if torch.device(device).type != "cuda":
+        return float("nan")
+    from torch.profiler import ProfilerActivity, profile  # lazy: the profiler is slow to import
+
+    sync(device)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        sync(device)
+    total_us = sum(getattr(e, "self_device_time_total", 0.0) for e in prof.key_averages()
+                   if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
+    return total_us * 1e-6
+
+
+BOUND_BUSY_PCT = 80  # GPU busy at least this share of the wall clock: the GPU sets the pace
+
+
+def bound(busy_s, wall_s) -> str:
+    """'GPU-bound' when the GPU was busy for most of the wall clock, 'CPU-bound' when it mostly
+    waited for the host (launches, Python, syncs), '' when unknown (no GPU)."""
+    if not (busy_s > 0 and wall_s > 0):
+        return ""
+    return "GPU-bound" if 100 * busy_s / wall_s >= BOUND_BUSY_PCT else "CPU-bound"
+
+
+TRIAL_COLUMNS = {"wall_s": "trials_wall_ms", "gpu_s": "trials_gpu_ms", "cpu_s": "trials_cpu_ms"}
+
+
+def compare(methods: dict, *, device, repeats, warmup=1, budget_s=None, max_repeats=None,
+            fresh_allocator=True, busy=False, **columns):
+    """Time several methods at one point as interleaved trials in this process: round r runs
+    every method once, in an order rotated by r (A B C, B C A, C A B, ...), so drift in clocks,
+    temperature or the host's load falls on all of them alike and trials of one round are
+    paired. ``warmup`` untimed rounds come first. At least ``repeats`` rounds; with
+    ``budget_s``, more while the budget lasts (up to ``max_repeats``, default 5 x repeats).
+
+    Returns (rows, outputs): one row per method (median/min/max wall time, median GPU and CPU
+    time, every trial in ms as text so the CSV keeps them for intervals, the last run's memory
+    peaks, retries summed over timed runs; with ``busy=True`` the GPU's busy time from one
+    profiled run and whether the method is CPU- or GPU-bound) and each method's last output.
+    A method that runs out of memory gets ``status='oom'`` and leaves the later rounds."""
+    if not methods:
+        raise ValueError("compare needs at least one method")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    names = list(methods)
+    records = {name: [] for name in names}
+    outputs, errors = {name: None for name in names}, {}
     release_memory(device)
-    times, out, oom = [], None, None
+    for _ in range(warmup):
+        for name in names:
+            if name not in errors:
+                errors.update(_guard(name, lambda n=name: outputs.__setitem__(n, methods[n]())))
+    max_repeats = max(repeats, max_repeats or 5 * repeats)
+    start, rounds = time.perf_counter(), 0
+    while rounds < repeats or (budget_s and rounds < max_repeats
+                               and time.perf_counter() - start < budget_s):
+        live = [n for n in names if n not in errors]
+        if not live:
+            break
+        shift = rounds % len(live)
+        for name in live[shift:] + live[:shift]:
+            def run(n=name):
+                record, outputs[n] = trial(methods[n], device=device, fresh_allocator=fresh_allocator)
+                records[n].append({"round": rounds, **record})
+            errors.update(_guard(name, run))
+        rounds += 1
+    busy_by = {}
+    if busy:
+        for name in names:
+            if name not in errors:
+                busy_by[name] = gpu_busy_s(methods[name], device)
+    rows = [_summary_row(name, records[name], errors.get(name), busy_by.get(name), columns)
+            for name in names]
+    release_memory(device)
+    return rows, outputs
+
+
+def _guard(name, call) -> dict:
+    """Run ``call``; an out-of-memory error becomes {name: message} (the allocator cleaned),
+    anything else propagates."""
     try:
-        for _ in range(warmup):
-            out = fn()
-        for _ in range(repeats):
-            sync(device)
-            start = time.perf_counter()
-            out = fn()
-            sync(device)
-            times.append(time.perf_counter() - start)
+        call()
+        return {}
     except Exception as error:  # noqa: BLE001 - only OOM is turned into a row
         if not is_oom(error):
             raise
-        oom = _first_line(error)
-    if oom is None:
-        return {"status": OK, **summarize(times), **memory_stats(device), "error": ""}, out
-    # Out here, not in the except block: the exception's traceback kept the failed call's frames,
-    # and with them its tensors, alive; only now can release_memory hand that memory back.
-    out = None
-    row = {"status": OOM, "repeats": len(times), **_nan_timing(), **memory_stats(device),
-           "error": oom}
-    release_memory(device)
-    return row, out
+        message = _first_line(error)
+    release_memory("cuda" if torch.cuda.is_available() else "cpu")
+    return {name: message}
+
+
+def _summary_row(name, records, error, busy, columns) -> dict:
+    nan = float("nan")
+    if error is not None or not records:
+        return {"method": name, **columns, "status": OOM, "repeats": len(records),
+                **_nan_timing(), "gpu_median_s": nan, "cpu_median_s": nan,
+                "gpu_busy_s": nan, "bound": "", **{c: "" for c in TRIAL_COLUMNS.values()},
+                "peak_allocated_bytes": nan, "peak_reserved_bytes": nan,
+                "fragmentation_pct": nan, "alloc_retries": nan, "error": error or "no trials"}
+    wall = [r["wall_s"] for r in records]
+    last = records[-1]
+    median = statistics.median(wall)
+    busy = nan if busy is None else busy
+    return {"method": name, **columns, "status": OK, **summarize(wall),
+            "gpu_median_s": statistics.median(r["gpu_s"] for r in records),
+            "cpu_median_s": statistics.median(r["cpu_s"] for r in records),
+            "gpu_busy_s": busy, "bound": bound(busy, median),
+            **{column: " ".join(f"{r[key] * 1e3:.4f}" for r in records)
+               for key, column in TRIAL_COLUMNS.items()},
+            "peak_allocated_bytes": last["peak_allocated_bytes"],
+            "peak_reserved_bytes": last["peak_reserved_bytes"],
+            "fragmentation_pct": last["fragmentation_pct"],
+            "alloc_retries": sum(r["alloc_retries"] for r in records), "error": ""}
+
+
+def trials(row, metric: str = "wall") -> list:
+    """The per-trial times (seconds) of a results row, from its ``trials_<metric>_ms`` text."""
+    text = row[f"trials_{metric}_ms"]
+    if not isinstance(text, str) or not text.strip():
+        return []
+    return [float(v) * 1e-3 for v in text.split()]
+
+
+def measure(fn, *, device, repeats, warmup=1, fresh_allocator=True):
+    """``compare`` for one method: (row, last output)."""
+    rows, outputs = compare({"m": fn}, device=device, repeats=repeats, warmup=warmup,
+                            fresh_allocator=fresh_allocator)
+    row = rows[0]
+    del row["method"]
+    return row, outputs["m"]
 
 
 def _first_line(error: BaseException) -> str:
@@ -111,15 +260,55 @@ def _nan_timing() -> dict:
     return {"median_s": nan, "min_s": nan, "max_s": nan}
 
 
+def with_tokens_per_s(row, batch_size, seq_len, new_tokens=None) -> dict:
+    """A row with ``tokens_per_s`` (``new_tokens`` per call, default batch x length) and the
+    device's name, the columns every results table shares."""
+    new_tokens = batch_size * seq_len if new_tokens is None else new_tokens
+    row["tokens_per_s"] = new_tokens / row["median_s"] if row["status"] == OK else float("nan")
+    return row
+
+
+def compare_row(methods: dict, *, device, batch_size, seq_len, repeats, warmup=1, new_tokens=None,
+                budget_s=None, busy=False, fresh_allocator=True, **extra):
+    """``compare`` with the columns every results table shares (batch size, length, tokens/s,
+    device name). Returns (rows, outputs)."""
+    rows, outputs = compare(methods, device=device, repeats=repeats, warmup=warmup,
+                            budget_s=budget_s, busy=busy, fresh_allocator=fresh_allocator,
+                            batch_size=batch_size, seq_len=seq_len, **extra)
+    label = device_label(device)
+    for row in rows:
+        with_tokens_per_s(row, batch_size, seq_len, new_tokens)
+        row["device_name"] = label
+    return rows, outputs
+
+
 def bench_row(method, fn, *, device, batch_size, seq_len, repeats, warmup=1, new_tokens=None,
               **extra):
-    """``measure`` plus the columns every results table shares; ``new_tokens`` (default
-    ``batch_size * seq_len``) counts the tokens one call generates, for tokens/s."""
-    row, out = measure(fn, device=device, repeats=repeats, warmup=warmup)
-    new_tokens = batch_size * seq_len if new_tokens is None else new_tokens
-    tokens_per_s = new_tokens / row["median_s"] if row["status"] == OK else float("nan")
-    return {"method": method, "batch_size": batch_size, "seq_len": seq_len, **extra, **row,
-            "tokens_per_s": tokens_per_s, "device_name": device_label(device)}, out
+    """One method timed alone (``compare_row`` with one entry): (row, last output). Methods that
+    are compared with each other belong in one ``compare_row`` call, so their trials interleave."""
+    rows, outputs = compare_row({method: fn}, device=device, batch_size=batch_size, seq_len=seq_len,
+                                repeats=repeats, warmup=warmup, new_tokens=new_tokens, **extra)
+    return rows[0], outputs[method]
+
+
+def device_time_s(fn, *, device, iters=50, warmup=3) -> float:
+    """Mean seconds per call of ``fn()`` timed by CUDA events over ``iters`` back-to-back calls
+    (launch gaps amortised; for bandwidth and kernel timings). Host clock on a CPU."""
+    for _ in range(warmup):
+        fn()
+    sync(device)
+    if torch.device(device).type != "cuda":
+        start = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        return (time.perf_counter() - start) / iters
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    end.synchronize()
+    return begin.elapsed_time(end) * 1e-3 / iters
 
 
 def device_label(device) -> str:

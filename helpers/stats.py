@@ -1,0 +1,148 @@
+"""Ratios with 95% intervals, and the one verdict function every printed conclusion uses.
+
+A speedup read off two medians can flip between runs on a CPU-bound loop; an interval from the
+trials says whether the data can tell. ``speedup`` bootstraps the ratio of medians over the
+trials (over *rounds* when the trials are paired, as ``harness.compare`` interleaves them), and
+``verdict`` answers faster, slower or within noise: "within noise" whenever the interval
+contains 1, or there are too few trials to form one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import harness
+
+LEVEL = 0.95
+RESAMPLES = 4000
+MIN_TRIALS = 3  # fewer trials per method give no interval: the verdict is "within noise"
+FASTER, SLOWER, NOISE = "faster", "slower", "within noise"
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A ratio (e.g. a speedup) with its interval; ``n`` trials per side (rounds when paired)."""
+    estimate: float
+    low: float
+    high: float
+    n: int
+
+    def verdict(self) -> str:
+        return verdict(self)
+
+    def __str__(self) -> str:
+        if math.isnan(self.estimate):
+            return "n/a"
+        if math.isinf(self.low) or math.isinf(self.high):
+            return f"{self.estimate:.2f}x (n={self.n}: too few trials for an interval)"
+        return f"{self.estimate:.2f}x (95% CI {self.low:.2f}-{self.high:.2f}, n={self.n})"
+
+
+def verdict(ratio: Ratio) -> str:
+    """'faster' when the whole interval lies above 1, 'slower' when below, else 'within noise'."""
+    if math.isnan(ratio.estimate) or ratio.n < MIN_TRIALS:
+        return NOISE
+    if ratio.low > 1:
+        return FASTER
+    if ratio.high < 1:
+        return SLOWER
+    return NOISE
+
+
+def _median_ratio(num, den, axis=-1):
+    return np.median(num, axis=axis) / np.median(den, axis=axis)
+
+
+def _resample(rng, n, resamples):
+    return rng.integers(0, n, size=(resamples, n))
+
+
+def speedup(candidate, baseline, *, paired=True, level=LEVEL, resamples=RESAMPLES,
+            seed=0) -> Ratio:
+    """How many times faster ``candidate`` is than ``baseline``: median(baseline) /
+    median(candidate) of their trial times, with a percentile-bootstrap interval. ``paired``:
+    trial i of both came from the same round (resampled together; needs equal lengths)."""
+    cand, base = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
+    if cand.size == 0 or base.size == 0:
+        return Ratio(float("nan"), float("nan"), float("nan"), 0)
+    estimate = float(_median_ratio(base, cand))
+    n = min(cand.size, base.size)
+    if n < MIN_TRIALS:
+        return Ratio(estimate, -math.inf, math.inf, n)
+    rng = np.random.default_rng(seed)
+    if paired:
+        if cand.size != base.size:
+            raise ValueError(f"paired trials need equal counts, got {cand.size} and {base.size}")
+        idx = _resample(rng, n, resamples)
+        draws = _median_ratio(base[idx], cand[idx])
+    else:
+        draws = _median_ratio(base[_resample(rng, base.size, resamples)],
+                              cand[_resample(rng, cand.size, resamples)])
+    return _interval(estimate, draws, level, n)
+
+
+def speedup_growth(short, long, *, level=LEVEL, resamples=RESAMPLES, seed=0) -> Ratio:
+    """How many times larger a speedup is at one point than at another: ``short`` and ``long``
+    are (candidate_trials, baseline_trials) pairs, each paired by round; the two points are
+    resampled independently. Above 1 (whole interval): the gain grows."""
+    parts = []
+    for cand, base in (short, long):
+        cand, base = np.asarray(cand, dtype=float), np.asarray(base, dtype=float)
+        if cand.size != base.size:
+            raise ValueError("each point's trials must be paired (equal counts)")
+        parts.append((cand, base))
+    n = min(p[0].size for p in parts)
+    if n == 0:
+        return Ratio(float("nan"), float("nan"), float("nan"), 0)
+    estimate = float(_median_ratio(parts[1][1], parts[1][0]) / _median_ratio(parts[0][1], parts[0][0]))
+    if n < MIN_TRIALS:
+        return Ratio(estimate, -math.inf, math.inf, n)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for cand, base in parts:
+        idx = _resample(rng, cand.size, resamples)
+        draws.append(_median_ratio(base[idx], cand[idx]))
+    return _interval(estimate, draws[1] / draws[0], level, n)
+
+
+def _interval(estimate, draws, level, n) -> Ratio:
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(draws, [tail, 100 - tail])
+    return Ratio(estimate, float(low), float(high), n)
+
+
+def row_speedup(table, candidate: str, baseline: str, metric: str = "wall", **where) -> Ratio:
+    """``speedup`` between two methods' rows of a results table (one row each after filtering
+    by ``where``, e.g. ``seq_len=100``), from their stored trials. Paired when both rows hold
+    the same number of trials (they were interleaved by ``harness.compare``)."""
+    cand, base = (_trials(table, method, metric, where) for method in (candidate, baseline))
+    return speedup(cand, base, paired=len(cand) == len(base))
+
+
+def _trials(table, method, metric, where):
+    rows = table[table["method"] == method]
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    if "status" in rows:
+        rows = rows[rows["status"] == harness.OK]
+    if len(rows) != 1:
+        return []
+    return harness.trials(rows.iloc[0], metric)
+
+
+def can_judge(params) -> bool:
+    """Timing verdicts only from real measurements: a CUDA run of the full or workshop preset.
+    A smoke run (tiny model, often on a CPU) only exercises the code."""
+    return params.preset != "smoke" and str(params.device).startswith("cuda")
+
+
+NOT_JUDGED = "not judged: this run's timings only exercise the code (see the H100 reference)"
+
+
+def sentence(ratio: Ratio, candidate: str, baseline: str, judge: bool = True) -> str:
+    """One line a notebook prints: '<candidate> against <baseline>: 1.42x (95% CI ...):
+    faster.' Without ``judge`` (a smoke run), the numbers and no verdict."""
+    word = verdict(ratio) if judge else NOT_JUDGED
+    return f"{candidate} against {baseline}: {ratio}: {word}."

@@ -1,0 +1,116 @@
+"""The interval and the verdict on synthetic trials, and the harness's interleaved trials."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers import harness, stats
+
+
+def trials(center, spread, n, seed):
+    return list(center * (1 + spread * np.random.default_rng(seed).standard_normal(n)))
+
+
+def test_clear_win_is_faster():
+    fast, slow = trials(1.0, 0.02, 12, 1), trials(1.5, 0.02, 12, 2)
+    ratio = stats.speedup(fast, slow)
+    assert 1.4 < ratio.low <= ratio.estimate <= ratio.high < 1.6
+    assert stats.verdict(ratio) == stats.FASTER
+
+
+def test_clear_loss_is_slower():
+    ratio = stats.speedup(trials(2.0, 0.03, 10, 3), trials(1.0, 0.03, 10, 4))
+    assert ratio.high < 1 and stats.verdict(ratio) == stats.SLOWER
+
+
+def test_overlap_is_within_noise():
+    ratio = stats.speedup(trials(1.0, 0.2, 10, 5), trials(1.03, 0.2, 10, 6))
+    assert ratio.low < 1 < ratio.high and stats.verdict(ratio) == stats.NOISE
+
+
+def test_pairing_removes_shared_drift():
+    # Both methods drift together round by round (the host slowing down): paired, a steady 5%
+    # gain is clear; unpaired, the drift swamps it.
+    drift = np.linspace(1.0, 2.0, 12)
+    fast, slow = list(drift * 1.00), list(drift * 1.05)
+    assert stats.verdict(stats.speedup(fast, slow, paired=True)) == stats.FASTER
+    assert stats.verdict(stats.speedup(fast, slow, paired=False)) == stats.NOISE
+
+
+def test_too_few_trials_give_no_verdict():
+    ratio = stats.speedup([1.0, 1.0], [3.0, 3.0])
+    assert ratio.estimate == 3.0 and math.isinf(ratio.low) and stats.verdict(ratio) == stats.NOISE
+    assert "too few trials" in str(ratio)
+    assert math.isnan(stats.speedup([], [1.0]).estimate)
+
+
+def test_paired_needs_equal_counts():
+    with pytest.raises(ValueError, match="equal counts"):
+        stats.speedup([1.0] * 4, [1.0] * 5, paired=True)
+
+
+def test_speedup_growth():
+    short = (trials(1.0, 0.02, 10, 7), trials(1.4, 0.02, 10, 8))   # 1.4x
+    long = (trials(1.0, 0.02, 10, 9), trials(2.8, 0.02, 10, 10))    # 2.8x
+    grows = stats.speedup_growth(short, long)
+    assert 1.8 < grows.low and grows.high < 2.2 and grows.verdict() == stats.FASTER
+    flat = stats.speedup_growth(short, (trials(1.0, 0.2, 10, 11), trials(1.4, 0.2, 10, 12)))
+    assert flat.verdict() == stats.NOISE
+
+
+def test_row_speedup_reads_stored_trials():
+    def row(method, values):
+        return {"method": method, "seq_len": 100, "status": "ok",
+                "trials_wall_ms": " ".join(f"{v * 1e3:.4f}" for v in values)}
+    table = pd.DataFrame([row("naive", trials(1.5, 0.01, 8, 13)), row("kv", trials(1.0, 0.01, 8, 14))])
+    ratio = stats.row_speedup(table, "kv", "naive", seq_len=100)
+    assert ratio.n == 8 and ratio.verdict() == stats.FASTER
+    assert stats.row_speedup(table, "kv", "missing", seq_len=100).n == 0
+
+
+def test_sentence_without_judgement_has_no_verdict_words():
+    ratio = stats.speedup(trials(1.0, 0.02, 10, 1), trials(2.0, 0.02, 10, 2))
+    text = stats.sentence(ratio, "kv", "naive", judge=False)
+    assert "faster" not in text and "slower" not in text and "not judged" in text
+    assert stats.sentence(ratio, "kv", "naive").endswith("faster.")
+
+
+def test_compare_interleaves_rotated_rounds_and_keeps_trials():
+    calls = []
+    methods = {name: (lambda n=name: calls.append(n) or n) for name in "ABC"}
+    rows, outputs = harness.compare(methods, device="cpu", repeats=3, warmup=1, seq_len=7)
+    assert calls == list("ABC") + list("ABC") + list("BCA") + list("CAB")
+    assert outputs == {"A": "A", "B": "B", "C": "C"}
+    for row in rows:
+        assert row["status"] == "ok" and row["repeats"] == 3 and row["seq_len"] == 7
+        assert len(harness.trials(row)) == 3 and len(harness.trials(row, "cpu")) == 3
+        assert math.isnan(row["gpu_median_s"]) and row["bound"] == ""
+
+
+def test_compare_budget_adds_rounds_up_to_the_cap():
+    rows, _ = harness.compare({"a": lambda: None}, device="cpu", repeats=2, budget_s=60,
+                              max_repeats=6, warmup=0)
+    assert rows[0]["repeats"] == 6
+
+
+def test_compare_oom_method_leaves_and_others_go_on():
+    import torch
+
+    def oom():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB")
+    rows, _ = harness.compare({"ok": lambda: 1, "big": oom}, device="cpu", repeats=3, warmup=0)
+    by = {r["method"]: r for r in rows}
+    assert by["ok"]["repeats"] == 3 and by["big"]["status"] == "oom"
+    assert "out of memory" in by["big"]["error"] and math.isnan(by["big"]["median_s"])
+
+
+def test_compare_other_errors_propagate():
+    with pytest.raises(ZeroDivisionError):
+        harness.compare({"bad": lambda: 1 / 0}, device="cpu", repeats=1)
+
+
+def test_bound_from_busy_share():
+    assert harness.bound(0.9, 1.0) == "GPU-bound"
+    assert harness.bound(0.3, 1.0) == "CPU-bound"
+    assert harness.bound(float("nan"), 1.0) == ""
