@@ -31,6 +31,13 @@ import threading
 import time
 from pathlib import Path
 
+import torch
+
+from .errors import ParameterError
+from .generation import generate_kv_cache
+from .harness import bench_row, release_memory
+from .model import build_model, make_prompt, use_tf32
+
 ALLOC_ENV_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 DEFAULT = "default"
 CHILD_TIMEOUT_S = 900
@@ -81,17 +88,11 @@ OPTIONS = {
 }
 
 
-def _error(message):
-    from .presets import ParameterError
-
-    return ParameterError(message)
-
-
 def parse_alloc_conf(conf) -> dict:
     """The settings in ``conf`` ("key:value,key:value") as a dict, checked key by key; raises
     ParameterError naming the allowed keys and values. ``"default"`` or ``""`` gives ``{}``."""
     if not isinstance(conf, str):
-        raise _error(f"an allocator setting must be a string like 'expandable_segments:True', "
+        raise ParameterError(f"an allocator setting must be a string like 'expandable_segments:True', "
                      f"got {conf!r}")
     text = conf.strip()
     if text in ("", DEFAULT):
@@ -101,22 +102,22 @@ def parse_alloc_conf(conf) -> dict:
     for item in text.split(","):
         key, sep, value = (part.strip() for part in item.partition(":"))
         if not sep or not key or not value:
-            raise _error(f"allocator setting {conf!r}: {item.strip()!r} is not 'key:value'. "
+            raise ParameterError(f"allocator setting {conf!r}: {item.strip()!r} is not 'key:value'. "
                          f"Write settings as 'key:value,key:value' with keys: {allowed}")
         if key not in OPTIONS:
             close = difflib.get_close_matches(key, OPTIONS, n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise _error(f"allocator setting {conf!r}: unknown key {key!r}.{hint} "
+            raise ParameterError(f"allocator setting {conf!r}: unknown key {key!r}.{hint} "
                          f"Allowed keys: {allowed}")
         if key in settings:
-            raise _error(f"allocator setting {conf!r}: {key!r} is given twice")
+            raise ParameterError(f"allocator setting {conf!r}: {key!r} is given twice")
         what, check = OPTIONS[key]
         try:
             settings[key] = check(value)
         except ValueError:
-            raise _error(f"allocator setting {conf!r}: {key} must be {what}, got {value!r}") from None
+            raise ParameterError(f"allocator setting {conf!r}: {key} must be {what}, got {value!r}") from None
     if settings.get("backend") == "cudaMallocAsync" and settings.get("expandable_segments"):
-        raise _error(f"allocator setting {conf!r}: expandable_segments works only with the "
+        raise ParameterError(f"allocator setting {conf!r}: expandable_segments works only with the "
                      "native backend, not cudaMallocAsync")
     return settings
 
@@ -137,11 +138,11 @@ def validate_alloc_confs(name, value) -> list:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value:
-        raise _error(f"{name} must be a non-empty list of allocator settings such as "
+        raise ParameterError(f"{name} must be a non-empty list of allocator settings such as "
                      f"['default', 'expandable_segments:True'], got {value!r}")
     labels = [label(conf) for conf in value]
     if len(set(labels)) != len(labels):
-        raise _error(f"{name} lists the same allocator setting twice: {labels}")
+        raise ParameterError(f"{name} lists the same allocator setting twice: {labels}")
     return labels
 
 
@@ -163,8 +164,6 @@ def allocator_in_effect(device="cuda") -> dict:
     """What this process's allocator does, read back from torch: the settings string it parsed
     (where this torch exposes it), its backend, and whether the segments it holds are
     expandable, from ``torch.cuda.memory_snapshot()`` (needs at least one CUDA allocation)."""
-    import torch
-
     getter = getattr(torch._C, "_accelerator_getAllocatorSettings", None)
     settings = getter() if getter is not None else None
     index = torch.device(device).index
@@ -247,11 +246,6 @@ def memory_timeline(model, prompt, new_tokens, eos_token_id, device) -> dict:
     """Run the KV-cache loop once with the allocator's memory history recording. Returns the
     allocated/reserved counters at the start of every forward pass (step 0 is the prefill) and
     the per-step peaks replayed from the recorded trace."""
-    import torch
-
-    from .generation import generate_kv_cache
-    from .harness import release_memory
-
     marks = []
 
     def mark(module, args):
@@ -296,14 +290,9 @@ def memory_timeline(model, prompt, new_tokens, eos_token_id, device) -> dict:
 def _child(spec: dict) -> dict:
     """Inside the child: measure the KV-cache loop at every length, read the allocator back,
     and record the memory history of one run."""
-    import torch
-
-    from .generation import generate_kv_cache
-    from .harness import bench_row
-    from .model import build_model, make_prompt
-
     device = spec["device"]
     model = build_model(spec["model"], device, seed=spec["seed"])
+    use_tf32(True)  # as notebook 03's own process runs its timings
     eos = model.config.eos_token_id
     prompt = make_prompt(spec["batch_size"], spec["prompt_len"], model.config.vocab_size, eos,
                          device, seed=spec["seed"])
