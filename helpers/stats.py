@@ -146,3 +146,40 @@ def sentence(ratio: Ratio, candidate: str, baseline: str, judge: bool = True) ->
     faster.' Without ``judge`` (a smoke run), the numbers and no verdict."""
     word = verdict(ratio) if judge else NOT_JUDGED
     return f"{candidate} against {baseline}: {ratio}: {word}."
+
+
+def _row(table, method, **where):
+    rows = table[table["method"] == method]
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    return rows.iloc[0] if len(rows) == 1 else None
+
+
+def speedup_lines(table, candidate: str, baseline: str, judge: bool, by: str = "seq_len",
+                  unit: str = "tokens", metric: str = "wall") -> list:
+    """One printed line per value of ``by``: the candidate's speedup over the baseline with its
+    interval and verdict (no verdict when ``judge`` is False)."""
+    lines = []
+    for value in sorted(table[by].dropna().unique()):
+        ratio = row_speedup(table, candidate, baseline, metric, **{by: value})
+        lines.append(f"{value:>5} {unit}: {sentence(ratio, candidate, baseline, judge)}")
+    return lines
+
+
+def growth_line(table, candidate: str, baseline: str, judge: bool, by: str = "seq_len",
+                metric: str = "wall") -> str:
+    """Does the candidate's speedup grow from the smallest to the largest value of ``by``?"""
+    values = sorted(table[by].dropna().unique())
+    if len(values) < 2:
+        return f"One {by} only: nothing to say about growth."
+    pairs = []
+    for value in (values[0], values[-1]):
+        cand, base = _row(table, candidate, **{by: value}), _row(table, baseline, **{by: value})
+        if cand is None or base is None:
+            return f"No rows for {candidate} and {baseline} at {by}={value}."
+        pairs.append((harness.trials(cand, metric), harness.trials(base, metric)))
+    growth = speedup_growth(*pairs)
+    word = {FASTER: "the gain grows", SLOWER: "the gain shrinks",
+            NOISE: "within noise: this run cannot tell"}[verdict(growth)] if judge else NOT_JUDGED
+    return (f"Speedup of {candidate} over {baseline}, {by}={values[-1]} against {values[0]}: "
+            f"{growth}: {word}.")
