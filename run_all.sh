@@ -11,43 +11,145 @@ Runs every notebook in notebooks/ in order with papermill, into runs/<preset>/, 
 line per notebook. On a CUDA GPU the default preset is 'full' and successful notebooks update
 figures/; without one the 'smoke' preset runs (tiny model on the CPU) and figures/ is untouched.
 
-Options:
+Options (in any order):
   --lab [ARGS]     open the course in JupyterLab (repository root, kernel "fast-decoding" =
                    this project's interpreter); ARGS go to 'jupyter lab', e.g. --no-browser,
                    --port 8890, --ip 0.0.0.0 to serve a classroom
-  --test           run the test suite (unit tests and every notebook in the smoke preset)
+  --test [ARGS]    run the test suite (unit tests and every notebook in the smoke preset); the
+                   other arguments go to pytest, e.g. --test -m "not notebook"
   --smoke          run the smoke preset (tiny model, CPU is fine)
   --preset NAME    full | workshop | smoke
   --only NN[,NN]   run only these notebooks, e.g. --only 00,01,02
   --resume         skip notebooks that finished in the last run of this preset
   --list           list the notebooks and exit
-  --quiet          do not echo the notebooks' output
+  --verbose        echo every cell's output (by default it goes to runs/<preset>/NN_topic.log)
+  --quiet          one line per notebook and the summary (the default)
   --help           this text
 
-Environment: PYTHON picks the interpreter (default: .venv/bin/python if present, else python3).
+Environment:
+  PYTHON           the interpreter (default: .venv/bin/python if present, else python3); it
+                   must exist and have the dependencies
+  TORCH_SPEC       the PyTorch requirement of the first install (default: torch)
+  TORCH_CPU_INDEX  where a machine without an NVIDIA GPU gets the CPU build of PyTorch
+                   (default: https://download.pytorch.org/whl/cpu; unreachable: the default index)
+  COURSE_EXTRAS    the project's extras to install (default: test)
 When the dependencies are not importable, a .venv is created and the project installed there.
 Something went wrong? See docs/troubleshooting.md.
 USAGE
 }
 
-case "${1:-}" in -h|--help) usage; exit 0 ;; esac
-
-PY=${PYTHON:-}
-if [[ -z "$PY" ]]; then
-  if [[ -x .venv/bin/python ]]; then PY=.venv/bin/python; else PY=python3; fi
+# The mode is the first --lab or --test, wherever it stands; with --test every other argument
+# goes to pytest, with --lab to JupyterLab (less the runner's --quiet/--verbose), else to the runner.
+MODE=run
+ARGS=()
+for arg in "$@"; do
+  if [[ $MODE == run ]]; then
+    case "$arg" in
+      --lab) MODE=lab; continue ;;
+      --test) MODE=test; continue ;;
+      -h|--help) usage; exit 0 ;;
+    esac
+  fi
+  ARGS+=("$arg")
+done
+if [[ $MODE == lab ]]; then
+  KEEP=()
+  for arg in "${ARGS[@]+"${ARGS[@]}"}"; do [[ $arg == --quiet || $arg == --verbose ]] || KEEP+=("$arg"); done
+  ARGS=("${KEEP[@]+"${KEEP[@]}"}")
 fi
-MODULES="helpers, torch, transformers, papermill, nbformat, matplotlib, pandas, nvtx, tqdm"
-[[ "${1:-}" == "--lab" ]] && MODULES="$MODULES, jupyterlab, ipykernel, ipywidgets"
-if ! "$PY" -c "import $MODULES" 2>/dev/null; then
-  echo "Dependencies not importable with $PY: creating .venv and installing the project (once)."
-  [[ -x .venv/bin/python ]] || python3 -m venv .venv
+
+fail() { echo "error: $*" >&2; exit 2; }
+
+CHOSEN=${PYTHON:+1}
+if [[ -n "${PYTHON:-}" ]]; then
+  command -v "$PYTHON" >/dev/null 2>&1 ||
+    fail "PYTHON=$PYTHON: no such interpreter. Give the path of a python3 (PYTHON=/usr/bin/python3), or unset PYTHON to use .venv."
+  PY=$PYTHON
+elif [[ -x .venv/bin/python ]]; then
   PY=.venv/bin/python
-  "$PY" -m pip install --quiet --upgrade pip
-  "$PY" -m pip install --quiet -e ".[test]"
+else
+  command -v python3 >/dev/null 2>&1 || fail "python3 not found: install Python 3.10 or newer."
+  PY=python3
+fi
+ERR=$(mktemp)
+trap 'rm -f "$ERR"' EXIT
+
+# An interpreter killed by a signal (exit above 128) crashed: say so, with its last words.
+check_crash() {  # exit status, what it was doing
+  if (( $1 > 128 )); then
+    echo "error: $PY crashed (exit status $1, signal $(kill -l $(($1 - 128)) 2>/dev/null || echo $(($1 - 128)))) while $2:" >&2
+    tail -n 5 "$ERR" | sed 's/^/  /' >&2
+    echo "Nothing was installed. The crash is in the interpreter or a native library, not a missing package; docs/troubleshooting.md says what to check." >&2
+    exit 2
+  fi
+}
+
+# The environment first, in pure Python (no torch): a CUDA build of PyTorch can abort inside
+# 'import torch' on an allocator setting it cannot parse, which must not look like missing packages.
+rc=0; "$PY" -m helpers.runner --check-env 2>"$ERR" || rc=$?
+check_crash "$rc" "checking the environment"
+if (( rc != 0 )); then cat "$ERR" >&2; exit 2; fi
+
+has_nvidia_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
+
+install_project() {
+  local spec=${TORCH_SPEC:-torch} index=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
+  local extras=${COURSE_EXTRAS:-test} gpu=0
+  has_nvidia_gpu && gpu=1
+  echo "Dependencies not importable with $PY ($(tail -n 1 "$ERR"))."
+  if (( gpu )); then
+    echo "Installing into .venv: the project and PyTorch ('$spec') with its CUDA libraries:"
+    echo "about 3 GB to download and a .venv of about 6 GB (an estimate), 5-15 min on a fast link."
+  else
+    echo "No NVIDIA GPU found (nvidia-smi): installing into .venv the project and the CPU build of"
+    echo "PyTorch ('$spec' from $index): about 350 MB to download and a .venv of about 1.6 GB,"
+    echo "2-5 min. (The default PyTorch on Linux is the CUDA build: 3 GB more, useless without a GPU.)"
+  fi
+  if [[ ! -x .venv/bin/python ]]; then
+    python3 -m venv .venv || fail "could not create .venv with 'python3 -m venv' (Debian/Ubuntu: apt install python3-venv)."
+  fi
+  PY=.venv/bin/python
+  echo "[1/3] pip"
+  "$PY" -m pip install --upgrade pip
+  echo "[2/3] PyTorch ('$spec')"
+  if (( gpu )); then
+    "$PY" -m pip install "$spec"
+  elif "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1].rstrip("/") + "/torch/", timeout=10)' "$index" 2>/dev/null; then
+    "$PY" -m pip install --index-url "$index" "$spec"
+  else
+    echo "note: $index is not reachable; '$spec' comes from pip's default index instead (there, on Linux, a plain 'torch' is the CUDA build: about 3 GB)."
+    "$PY" -m pip install "$spec"
+  fi
+  echo "[3/3] the project and its dependencies ('.[$extras]')"
+  "$PY" -m pip install -e ".[$extras]"
+}
+
+MODULES="helpers, torch, transformers, papermill, nbformat, matplotlib, pandas, nvtx, tqdm"
+[[ $MODE == lab ]] && MODULES="$MODULES, jupyterlab, ipykernel, ipywidgets"
+NEEDS_DEPS=1
+if [[ $MODE == run ]]; then  # listing needs only the standard library: instant
+  for arg in "${ARGS[@]+"${ARGS[@]}"}"; do [[ $arg == --list ]] && NEEDS_DEPS=0; done
+fi
+if (( NEEDS_DEPS )); then
+  rc=0; "$PY" -c "import $MODULES" 2>"$ERR" || rc=$?
+  check_crash "$rc" "importing the dependencies"
+  if (( rc != 0 )); then
+    if [[ -n $CHOSEN ]]; then
+      fail "PYTHON=$PYTHON cannot import the course's dependencies ($(tail -n 1 "$ERR")). Install them into it ($PYTHON -m pip install -e '.[test]'), or unset PYTHON and run_all.sh installs them into .venv."
+    fi
+    install_project
+    rc=0; "$PY" -c "import $MODULES" 2>"$ERR" || rc=$?
+    check_crash "$rc" "importing the dependencies it just installed"
+    if (( rc != 0 )); then
+      cat "$ERR" >&2
+      fail "the install finished but $PY still cannot import the dependencies (above)."
+    fi
+    echo "Installed: $("$PY" -c 'import torch, transformers; print("torch", torch.__version__, "| transformers", transformers.__version__)'), .venv $(du -sh .venv 2>/dev/null | cut -f1)."
+  fi
 fi
 
-if [[ "${1:-}" == "--lab" ]]; then
-  shift
+rm -f "$ERR"  # exec below skips the EXIT trap
+if [[ $MODE == lab ]]; then
   # A named kernel for this interpreter: inside a venv it lives in the venv, otherwise in the
   # user's Jupyter data folder (JUPYTER_DATA_DIR). Re-installed each time, so it always points here.
   if "$PY" -c "import sys; sys.exit(sys.prefix == sys.base_prefix)"; then WHERE=--sys-prefix; else WHERE=--user; fi
@@ -55,11 +157,9 @@ if [[ "${1:-}" == "--lab" ]]; then
     --display-name "Python (fast-decoding)" >/dev/null
   echo "JupyterLab in $PWD with kernel 'fast-decoding' ($("$PY" -c 'import sys; print(sys.executable)'))."
   exec "$PY" -m jupyterlab --ServerApp.root_dir="$PWD" \
-    --MultiKernelManager.default_kernel_name=fast-decoding "$@"
+    --MultiKernelManager.default_kernel_name=fast-decoding "${ARGS[@]+"${ARGS[@]}"}"
 fi
-
-if [[ "${1:-}" == "--test" ]]; then
-  shift
-  exec "$PY" -m pytest "$@"
+if [[ $MODE == test ]]; then
+  exec "$PY" -m pytest "${ARGS[@]+"${ARGS[@]}"}"
 fi
-exec "$PY" -m helpers.runner "$@"
+exec "$PY" -m helpers.runner "${ARGS[@]+"${ARGS[@]}"}"

@@ -1,36 +1,65 @@
 """Run the course's notebooks headless with papermill: ``./run_all.sh`` calls this.
 
 Each notebook runs in a fresh kernel with its preset injected, into ``runs/<preset>/``, and gets
-one status line. A failure does not stop the others; the summary names every failure with the
-failing cell's error and the executed notebook's path, and the exit status is non-zero. A
-notebook that raised nothing but wrote no table or figure, or finished implausibly fast, failed
-too. Only a full-preset run on a CUDA GPU in which a notebook succeeded copies its figures and
-tables into ``figures/`` and its entries into ``figures/manifest.json``. Ctrl-C keeps every
-finished result (``status.json`` is rewritten atomically after each notebook) and ``--resume``
-re-runs only the notebooks that did not finish successfully.
+one status line (its cells' output goes to ``runs/<preset>/NN_topic.log``; ``--verbose`` echoes
+it). A failure does not stop the others; the summary names every failure with the failing cell's
+error and the executed notebook's path, and the exit status is non-zero. A notebook that raised
+nothing but wrote no table or figure, or finished implausibly fast, failed too. Before a notebook
+runs, its earlier executed copy, log and outputs are removed, so a failure never points at an old
+success. ``status.json`` is merged notebook by notebook (``--only`` keeps the others' entries)
+and rewritten atomically after each one, so Ctrl-C keeps every finished result and ``--resume``
+re-runs only what did not finish. One run per preset at a time: ``runs/<preset>/.lock``. Only a
+full-preset run on a CUDA GPU in which a notebook succeeded copies its figures, tables and
+executed notebook into ``figures/``.
+
+Importing this module imports neither torch nor papermill, so ``--list`` and ``--check-env``
+(the allocator variables, checked by ``run_all.sh`` before anything imports torch) are instant.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
+import fcntl
 import json
 import logging
 import os
+import shlex
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from . import allocator, results
-from .presets import PRESET_NAMES, ParameterError
+from . import alloc_conf
+from .errors import ParameterError
 
-NOTEBOOKS_DIR = results.repo_root() / "notebooks"
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS_DIR = REPO / "notebooks"
 # A notebook that finishes faster than this did not do its work (seconds, per preset).
 MIN_SECONDS = {"full": 5.0, "workshop": 2.0, "smoke": 0.5}
 STATUS_FILE = "status.json"
+LOCK_FILE = ".lock"
+RUN_DIR_ENV = "COURSE_RUN_DIR"  # helpers.results reads it; the runner sets it for each kernel
 
 
 class RunnerError(Exception):
-    """Bad command-line input: the message says what is allowed."""
+    """Bad command-line input or environment: the message says what to do instead."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; ``status`` is this run's view (what finished, what did not run)."""
+
+    def __init__(self, status: dict):
+        super().__init__("interrupted")
+        self.status = status
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when it lies inside it (shorter messages)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
 
 
 def notebooks(directory: Path | None = None) -> list[Path]:
@@ -38,31 +67,49 @@ def notebooks(directory: Path | None = None) -> list[Path]:
     return sorted(p for p in Path(directory or NOTEBOOKS_DIR).glob("[0-9][0-9]_*.ipynb"))
 
 
+def read_notebook(path: Path) -> dict:
+    """The notebook's JSON; RunnerError naming the file and the fix when it cannot be read."""
+    try:
+        nb = json.loads(Path(path).read_text())
+        if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+            raise ValueError("no list of cells")
+        return nb
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error).splitlines()[0]
+        raise RunnerError(f"{shown(path)} is not a readable notebook ({reason}); restore it with "
+                          f"'git checkout -- {shown(path)}' or fix it in JupyterLab") from None
+
+
 def title(path: Path) -> str:
     """The notebook's first heading, as its one-line summary."""
-    nb = json.loads(path.read_text())
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "markdown":
-            for line in "".join(cell["source"]).splitlines():
+    for cell in read_notebook(path)["cells"]:
+        if cell.get("cell_type") == "markdown":
+            source = cell.get("source", "")
+            for line in ("".join(source) if isinstance(source, list) else source).splitlines():
                 if line.startswith("#"):
                     return line.lstrip("# ").strip()
     return path.stem
 
 
 def select(paths: list[Path], only: str | None) -> list[Path]:
-    """The notebooks named by ``--only NN[,NN]``; unknown numbers are an error."""
-    if not only:
+    """The notebooks named by ``--only NN[,NN]``; unknown numbers, or none, are an error."""
+    if only is None:
         return paths
     by_number = {p.name[:2]: p for p in paths}
     given = [n.strip() for n in only.split(",") if n.strip()]
+    if not given:
+        raise RunnerError(f"--only {only!r} names no notebook; give numbers such as --only 00,02 "
+                          f"(available: {','.join(sorted(by_number))})")
     unknown = [n for n in given if n.zfill(2) not in by_number]
-    if unknown or not given:
-        raise RunnerError(f"--only {only!r}: unknown notebook number(s) {unknown or [only]}; "
+    if unknown:
+        raise RunnerError(f"--only {only!r}: unknown notebook number(s) {unknown}; "
                           f"available: {','.join(sorted(by_number))}")
     return [by_number[n] for n in sorted({n.zfill(2) for n in given})]
 
 
 def choose_preset(requested: str | None, cuda: bool) -> str:
+    from .presets import PRESET_NAMES
+
     if requested is None:
         if not cuda:
             print("No CUDA GPU found (torch.cuda.is_available() is False): running the 'smoke' "
@@ -79,16 +126,28 @@ def choose_preset(requested: str | None, cuda: bool) -> str:
 
 def check_alloc_conf(value: str, var: str = "PYTORCH_ALLOC_CONF") -> None:
     """Raise RunnerError when the allocator setting ``value`` of the environment variable ``var``
-    is not one the course's allocator check (``helpers.allocator.parse_alloc_conf``) accepts.
-    PyTorch reads the variable only at the first CUDA allocation, and reports some mistakes as
-    an internal assert or not at all, so the runner checks it before any notebook starts."""
-    if value.strip() == allocator.DEFAULT:
-        raise RunnerError(f"environment variable {var}={value!r}: {allocator.DEFAULT!r} is not a "
+    is not one the course accepts (``helpers.alloc_conf``). Pure Python: ``run_all.sh`` runs it
+    before anything imports torch, since a CUDA build of PyTorch may abort on a value it cannot
+    parse, and PyTorch reports other mistakes only at the first CUDA allocation or not at all."""
+    if value.strip() == alloc_conf.DEFAULT:
+        raise RunnerError(f"environment variable {var}={value!r}: {alloc_conf.DEFAULT!r} is not a "
                           f"setting PyTorch understands; unset {var} for the default allocator")
     try:
-        allocator.parse_alloc_conf(value)
+        alloc_conf.parse_alloc_conf(value)
     except ParameterError as error:
         raise RunnerError(f"environment variable {var}: {error}") from None
+
+
+def check_run_dir(environ=None, figures: Path | None = None) -> None:
+    """``COURSE_RUN_DIR`` may not point into ``figures/``: only the runner's promotion, after a
+    full run on a CUDA GPU, writes there."""
+    environ = os.environ if environ is None else environ
+    value = environ.get(RUN_DIR_ENV)
+    figures = Path(figures or REPO / "figures").resolve()
+    if value and (Path(value).resolve() == figures or figures in Path(value).resolve().parents):
+        raise RunnerError(f"environment variable {RUN_DIR_ENV}={value!r} points into "
+                          f"{shown(figures)}/, which only a full run on a CUDA GPU updates; "
+                          f"unset {RUN_DIR_ENV} (runs go to runs/<preset>/)")
 
 
 def bytecode_warning(module_file: str, dont_write: bool | None = None) -> str | None:
@@ -110,27 +169,54 @@ def bytecode_warning(module_file: str, dont_write: bool | None = None) -> str | 
 def check_alloc_env(environ=None) -> None:
     """Check the allocator variables of the environment the kernels will inherit."""
     environ = os.environ if environ is None else environ
-    for var in allocator.ALLOC_ENV_VARS:
+    for var in alloc_conf.ALLOC_ENV_VARS:
         if environ.get(var):
             check_alloc_conf(environ[var], var)
 
 
-def load_status(run_root: Path) -> dict:
+def load_status(run_root: Path, strict: bool = False) -> dict:
+    """The run's status file, or {} when there is none. An unreadable one is an error when
+    ``strict`` (``--resume`` cannot tell what finished), otherwise noted and started afresh."""
     path = run_root / STATUS_FILE
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        status = json.loads(path.read_text())
+        if not isinstance(status, dict):
+            raise ValueError("not a JSON object")
+        return status
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        reason = getattr(error, "strerror", None) or str(error).splitlines()[0]
+        if strict:
+            raise RunnerError(f"{shown(path)} is unreadable ({reason}), so --resume cannot tell "
+                              f"what finished; delete it (rm {shown(path)}) and run without "
+                              "--resume") from None
+        print(f"note: {shown(path)} was unreadable ({reason}); starting a new one", flush=True)
+        return {}
 
 
 def save_status(run_root: Path, status: dict) -> None:
+    from . import results
+
     results.atomic_write_text(run_root / STATUS_FILE, json.dumps(status, indent=2))
 
 
+def _record(run_root: Path, stem: str) -> dict | None:
+    """The outputs record a notebook wrote (``outputs/<stem>.json``); None if absent or unreadable."""
+    try:
+        record = json.loads((run_root / "outputs" / f"{stem}.json").read_text())
+        return record if isinstance(record, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
 def clear_outputs(run_root: Path, stem: str) -> None:
-    """Remove what an earlier run of this notebook wrote, so stale files cannot pass as new."""
-    record = run_root / "outputs" / f"{stem}.json"
-    if record.exists():
-        for entry in json.loads(record.read_text()).get("files", []):
-            (run_root / entry["path"]).unlink(missing_ok=True)
-        record.unlink()
+    """Remove what an earlier run of this notebook wrote (its files, outputs record, executed
+    copy and log), so stale files can neither pass as new nor be named in a failure."""
+    for entry in (_record(run_root, stem) or {}).get("files", []):
+        (run_root / entry["path"]).unlink(missing_ok=True)
+    for name in (f"outputs/{stem}.json", f"{stem}.ipynb", f"{stem}.log"):
+        (run_root / name).unlink(missing_ok=True)
 
 
 def check_outputs(run_root: Path, stem: str, seconds: float | None = None,
@@ -138,10 +224,13 @@ def check_outputs(run_root: Path, stem: str, seconds: float | None = None,
     """Why a notebook that raised no error still failed, or None if its outputs look real.
     ``seconds`` is the time its cells ran (kernel start excluded), checked against
     ``MIN_SECONDS[preset]``; None skips that check."""
-    record = run_root / "outputs" / f"{stem}.json"
-    if not record.exists():
+    path = run_root / "outputs" / f"{stem}.json"
+    if not path.exists():
         return "it never called helpers.results.start_notebook (no outputs record)"
-    files = json.loads(record.read_text()).get("files", [])
+    record = _record(run_root, stem)
+    if record is None:
+        return f"its outputs record {shown(path)} is unreadable"
+    files = record.get("files", [])
     missing = [f["path"] for f in files if not (run_root / f["path"]).exists()]
     if missing:
         return f"files it recorded are missing: {missing}"
@@ -155,10 +244,19 @@ def check_outputs(run_root: Path, stem: str, seconds: float | None = None,
     return None
 
 
+def _copy(src: Path, dst: Path) -> None:
+    from . import results
+
+    results.atomic_write(dst, lambda tmp: shutil.copyfile(src, tmp))
+
+
 def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]:
-    """Copy a successful full GPU run's figures and tables into ``figures/`` and replace the
-    notebook's entries in ``figures/manifest.json`` (its files that the new run no longer writes
-    are removed). Refuses anything not measured on CUDA with the full preset."""
+    """Copy a successful full GPU run's figures, tables and executed notebook (with its
+    outputs, to ``figures/notebooks/``) into ``figures/`` and replace the notebook's entries in
+    ``figures/manifest.json`` (its files that the new run no longer writes are removed). Refuses
+    anything not measured on CUDA with the full preset."""
+    from . import results
+
     figures = figures or results.figures_dir()
     record = json.loads((run_root / "outputs" / f"{stem}.json").read_text())
     env = record["env"]
@@ -177,8 +275,7 @@ def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]
             del manifest[section][key]
     copied = []
     for entry in record["files"]:
-        src, dst = run_root / entry["path"], figures / entry["path"]
-        results.atomic_write(dst, lambda tmp, src=src: shutil.copyfile(src, tmp))
+        _copy(run_root / entry["path"], figures / entry["path"])
         copied.append(entry["path"])
         meta = {"notebook": f"{stem}.ipynb", "preset": record["preset"], "gpu": env["gpu"],
                 "driver": env["driver"], "cuda": env["cuda"], "torch": env["torch"],
@@ -188,6 +285,10 @@ def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]
                                                   "title": entry.get("title", "")}
         else:
             manifest["tables"][entry["path"]] = {**meta, "rows": entry.get("rows")}
+    executed = run_root / f"{stem}.ipynb"
+    if executed.exists():  # the published run: every output, readable without a GPU
+        _copy(executed, figures / "notebooks" / executed.name)
+        copied.append(f"notebooks/{executed.name}")
     for section in ("figures", "tables"):
         manifest[section] = dict(sorted(manifest[section].items()))
     results.atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
@@ -202,13 +303,18 @@ def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]
 
 
 def _log_handler(log_path: Path, prefix: str, echo: bool):
+    """Papermill's log (cell markers and the cells' output) into the notebook's log file, echoed
+    with ``--verbose``; remembers the cell being executed, to name it if the kernel dies."""
     class Handler(logging.Handler):
         def __init__(self):
             super().__init__(logging.INFO)
-            self.file = open(log_path, "w")
+            self.file = open(log_path, "a")  # appends: the kernel's own stderr goes there too
+            self.cell = None
 
         def emit(self, record):
             text = record.getMessage()
+            if text.startswith("Executing Cell "):
+                self.cell = text[len("Executing Cell "):].rstrip("-").strip()
             self.file.write(text + ("" if text.endswith("\n") else "\n"))
             self.file.flush()
             if echo:
@@ -222,6 +328,31 @@ def _log_handler(log_path: Path, prefix: str, echo: bool):
     return Handler()
 
 
+@contextlib.contextmanager
+def _output_to(log_path: Path, enabled: bool):
+    """Send this process's stdout and stderr file descriptors, which the kernel inherits, to
+    the notebook's log: its start-up warnings ("Kernel is running over TCP without encryption")
+    and native messages stay out of the status lines."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    target = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+
+
 def cell_seconds(nb) -> float | None:
     """The time the notebook's cells ran, from papermill's per-cell metadata (the kernel's
     start-up excluded, so a notebook that does nothing cannot hide behind it); None if absent."""
@@ -231,18 +362,50 @@ def cell_seconds(nb) -> float | None:
     return float(sum(durations)) if durations else None
 
 
+def dead_cell(executed: Path, logged: str | None) -> str:
+    """Which cell a kernel died in: the last code cell papermill started in the executed
+    notebook (numbered as Jupyter numbers a fresh run's cells), else the cell it last logged."""
+    try:
+        cells = json.loads(executed.read_text())["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        cells = []
+    found, number = None, 0
+    for cell in cells:
+        if cell.get("cell_type") == "code":
+            number += 1
+            if cell.get("metadata", {}).get("papermill", {}).get("start_time"):
+                found = (number, cell.get("source", ""))
+    if found is None:
+        return f"notebook cell {logged}" if logged else "an unknown cell"
+    number, source = found
+    text = "".join(source) if isinstance(source, list) else source
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"cell {number} ({first[:60]!r})"
+
+
+def executed_ok(path: Path) -> bool:
+    """True when the executed notebook is there and reads as a notebook."""
+    try:
+        read_notebook(path)
+        return True
+    except RunnerError:
+        return False
+
+
 def finished(run_root: Path, stem: str, entry: dict | None) -> bool:
-    """True when an earlier run finished ``stem`` successfully and its outputs are still there
-    (what ``--resume`` skips)."""
+    """True when an earlier run finished ``stem`` successfully and its outputs and executed
+    notebook are still there (what ``--resume`` skips)."""
     return bool(entry) and entry.get("status") == "ok" and \
-        check_outputs(run_root, stem) is None
+        check_outputs(run_root, stem) is None and executed_ok(run_root / f"{stem}.ipynb")
 
 
-def execute(path: Path, run_root: Path, preset: str, echo: bool = True, parameters=None) -> dict:
+def execute(path: Path, run_root: Path, preset: str, echo: bool = False, parameters=None) -> dict:
     """Run one notebook with papermill; returns its status entry (never raises for a failure
-    inside the notebook)."""
+    inside the notebook). Its output goes to ``<stem>.log``, echoed when ``echo``."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
+
+    from . import results
 
     stem = path.stem
     output = run_root / path.name
@@ -250,17 +413,19 @@ def execute(path: Path, run_root: Path, preset: str, echo: bool = True, paramete
     logger = logging.getLogger("papermill")
     logger.setLevel(logging.INFO)
     logger.propagate = False
-    handler = _log_handler(run_root / f"{stem}.log", stem[:2], echo)
+    log_path = run_root / f"{stem}.log"
+    handler = _log_handler(log_path, stem[:2], echo)
     logger.addHandler(handler)
     old_env = os.environ.get(results.RUN_DIR_ENV)
     os.environ[results.RUN_DIR_ENV] = str(run_root)
     start = time.perf_counter()
     entry = {"notebook": path.name, "executed": str(output)}
     try:
-        nb = papermill.execute_notebook(str(path), str(output),
-                                        parameters={"preset": preset, **(parameters or {})},
-                                        kernel_name="python3", cwd=str(path.parent),
-                                        progress_bar=False, log_output=True)
+        with _output_to(log_path, enabled=not echo):
+            nb = papermill.execute_notebook(str(path), str(output),
+                                            parameters={"preset": preset, **(parameters or {})},
+                                            kernel_name="python3", cwd=str(path.parent),
+                                            progress_bar=False, log_output=True)
         seconds = time.perf_counter() - start
         work = cell_seconds(nb)
         problem = check_outputs(run_root, stem, seconds if work is None else work, preset)
@@ -275,8 +440,10 @@ def execute(path: Path, run_root: Path, preset: str, echo: bool = True, paramete
                      error="interrupted")
         raise
     except Exception as error:  # noqa: BLE001 - a dead kernel or a broken notebook file
-        entry.update(status="failed", seconds=round(time.perf_counter() - start, 1),
-                     error=f"{type(error).__name__}: {error}".splitlines()[0])
+        message = f"{type(error).__name__}: {error}".splitlines()[0]
+        if type(error).__name__ == "DeadKernelError":
+            message = f"{dead_cell(output, handler.cell)}: {message}"
+        entry.update(status="failed", seconds=round(time.perf_counter() - start, 1), error=message)
     finally:
         logger.removeHandler(handler)
         handler.close()
@@ -287,52 +454,102 @@ def execute(path: Path, run_root: Path, preset: str, echo: bool = True, paramete
     return entry
 
 
-def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, echo: bool = True,
+@contextlib.contextmanager
+def run_lock(run_root: Path):
+    """Hold ``<run_root>/.lock`` for the run (an advisory lock, released when the process ends,
+    even killed); a second run of the same preset is refused with who holds it."""
+    try:
+        run_root.mkdir(parents=True, exist_ok=True)
+        handle = open(run_root / LOCK_FILE, "a+")
+    except OSError as error:
+        raise RunnerError(f"cannot write to {shown(run_root)} ({error.strerror}); make it "
+                          f"writable (chmod -R u+w {shown(run_root)}) or remove it") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "a process that has not written its name yet"
+        handle.close()
+        raise RunnerError(f"{shown(run_root)} is in use by another run ({holder}); wait for it "
+                          "to finish, or stop it, then run again") from None
+    try:
+        os.chmod(run_root / LOCK_FILE, 0o644)
+        handle.seek(0)
+        handle.truncate()
+        started = datetime.datetime.now().isoformat(timespec="seconds")
+        handle.write(f"pid {os.getpid()}, started {started}: "
+                     f"{shlex.join(['./run_all.sh', *sys.argv[1:]])}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()  # closing releases the lock
+
+
+def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, echo: bool = False,
         promote_figures: bool | None = None, parameters=None) -> dict:
-    """Run ``paths`` in order; returns the status of every notebook (also saved to
-    ``<run_root>/status.json``, which ``--resume`` reads)."""
+    """Run ``paths`` in order; returns this run's status of each of them (merged into
+    ``<run_root>/status.json``, which keeps other notebooks' entries and ``--resume`` reads).
+    Ctrl-C raises RunInterrupted, which carries that status."""
     import torch
 
-    run_root.mkdir(parents=True, exist_ok=True)
-    status = load_status(run_root) if resume else {}
+    from . import results
+
+    if Path(run_root).resolve() == results.figures_dir().resolve() or \
+            results.figures_dir().resolve() in Path(run_root).resolve().parents:
+        raise RunnerError(f"refusing to run into {run_root}: figures/ is written only by "
+                          "promotion after a full run on a CUDA GPU")
     if promote_figures is None:  # reference figures come only from unmodified full GPU runs
         promote_figures = preset == "full" and torch.cuda.is_available() and not parameters
-    width = max((len(p.stem) for p in paths), default=0)
-    total = time.perf_counter()
-    try:
-        for path in paths:
-            stem = path.stem
-            if resume and finished(run_root, stem, status.get(stem)):
-                print(f"  skip    {stem:<{width}}  (finished in an earlier run)", flush=True)
-                continue
-            status[stem] = {"notebook": path.name, "status": "running"}
-            save_status(run_root, status)
-            print(f"  run     {stem:<{width}}  preset {preset} ...", flush=True)
-            try:
-                entry = execute(path, run_root, preset, echo=echo, parameters=parameters)
-            except KeyboardInterrupt:
-                status[stem] = {"notebook": path.name, "status": "interrupted"}
+    with run_lock(run_root):
+        status = load_status(run_root, strict=resume)
+        this = {}
+        width = max((len(p.stem) for p in paths), default=0)
+        total = time.perf_counter()
+        stem = None
+        try:
+            for path in paths:
+                stem = path.stem
+                if resume and finished(run_root, stem, status.get(stem)):
+                    this[stem] = status[stem]
+                    print(f"  skip    {stem:<{width}}  (finished in an earlier run)", flush=True)
+                    continue
+                status[stem] = {"notebook": path.name, "status": "running"}
                 save_status(run_root, status)
-                print(f"\nInterrupted during {stem}. Earlier results are intact; "
-                      "'./run_all.sh --resume' re-runs what did not finish.", flush=True)
-                raise
-            if entry["status"] == "ok" and promote_figures:
-                try:
-                    entry["promoted"] = promote(run_root, stem)
-                except Exception as error:  # noqa: BLE001 - report, never half-promote silently
-                    entry.update(status="failed", error=f"promotion to figures/ failed: {error}")
-            status[stem] = entry
+                print(f"  run     {stem:<{width}}  preset {preset} ...", flush=True)
+                entry = execute(path, run_root, preset, echo=echo, parameters=parameters)
+                if entry["status"] == "ok" and promote_figures:
+                    try:
+                        entry["promoted"] = promote(run_root, stem)
+                    except Exception as error:  # noqa: BLE001 - report, never half-promote silently
+                        entry.update(status="failed", error=f"promotion to figures/ failed: {error}")
+                status[stem] = this[stem] = entry
+                save_status(run_root, status)
+                mark = "ok" if entry["status"] == "ok" else "FAILED"
+                print(f"  {mark:<6}  {stem:<{width}}  {entry['seconds']:7.1f} s", flush=True)
+                stem = None
+        except KeyboardInterrupt:
+            if stem is not None:
+                status[stem] = this[stem] = {"notebook": f"{stem}.ipynb", "status": "interrupted",
+                                             "executed": str(run_root / f"{stem}.ipynb")}
+            not_run = [p.stem for p in paths if p.stem not in this]
+            for name in not_run:
+                this[name] = {"notebook": f"{name}.ipynb", "status": "not run"}
+            this["_total_seconds"] = round(time.perf_counter() - total, 1)
+            print(f"\nInterrupted during {stem or 'the run'}"
+                  + (f" (its partial output: {shown(run_root / f'{stem}.log')})" if stem else "")
+                  + f". Not run: {', '.join(not_run) or 'none'}. Finished results are kept; "
+                  "'./run_all.sh --resume' (with the same options) re-runs what did not finish.",
+                  flush=True)
+            raise RunInterrupted(this) from None
+        finally:
+            status["_total_seconds"] = round(time.perf_counter() - total, 1)
             save_status(run_root, status)
-            mark = "ok" if entry["status"] == "ok" else "FAILED"
-            print(f"  {mark:<6}  {stem:<{width}}  {entry['seconds']:7.1f} s", flush=True)
-    finally:
-        status["_total_seconds"] = round(time.perf_counter() - total, 1)
-        save_status(run_root, status)
-    return status
+        this["_total_seconds"] = status["_total_seconds"]
+    return this
 
 
 def summary(status: dict) -> tuple[str, int]:
-    """A closing report (with the run's total time) and the exit code: non-zero when any
+    """A closing report of one run (with its total time) and the exit code: non-zero when any
     notebook failed or did not finish."""
     entries = {k: v for k, v in status.items() if not k.startswith("_")}
     failed = {k: v for k, v in entries.items() if v.get("status") != "ok"}
@@ -340,50 +557,76 @@ def summary(status: dict) -> tuple[str, int]:
              f"{status.get('_total_seconds', 0):.1f} s"]
     for stem, entry in failed.items():
         state = entry.get("status", "failed")
-        reason = entry.get("error") or {"interrupted": "interrupted (Ctrl-C)",
-                                        "running": "did not finish (runner stopped)"}.get(state, state)
+        reason = entry.get("error") or {
+            "interrupted": "interrupted (Ctrl-C)",
+            "running": "did not finish (runner stopped)",
+            "not run": "the run stopped before it; './run_all.sh --resume' runs it"}.get(state, state)
+        executed = entry.get("executed")
+        where = executed if executed and Path(executed).exists() else "none (it did not start)"
         lines.append(f"  {state.upper()} {stem}: {reason}\n"
-                     f"         executed notebook: {entry.get('executed', '-')}")
+                     f"         executed notebook: {where}")
     return "\n".join(lines), (1 if failed else 0)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="run_all.sh", description="Run the course's notebooks headless (see ./run_all.sh --help).")
-    parser.add_argument("--preset", help=f"one of {', '.join(PRESET_NAMES)} "
+    parser.add_argument("--preset", help="one of full, workshop, smoke "
                                          "(default: full on a CUDA GPU, smoke otherwise)")
     parser.add_argument("--smoke", action="store_true", help="same as --preset smoke")
     parser.add_argument("--only", help="notebook numbers, e.g. 00,02")
     parser.add_argument("--list", action="store_true", help="list the notebooks and exit")
     parser.add_argument("--resume", action="store_true",
                         help="skip notebooks that finished in the last run of this preset")
-    parser.add_argument("--quiet", action="store_true", help="do not echo notebook output")
+    parser.add_argument("--verbose", action="store_true",
+                        help="echo every cell's output and the kernels' messages")
+    parser.add_argument("--quiet", action="store_true",
+                        help="one status line per notebook (the default)")
+    parser.add_argument("--check-env", action="store_true",
+                        help="check the environment variables (no torch) and exit")
     args = parser.parse_args(argv)
     try:
+        if args.check_env:
+            check_alloc_env()
+            check_run_dir()
+            return 0
         paths = select(notebooks(), args.only)
+        titles = {path: title(path) for path in paths}  # an unreadable notebook stops here
         if args.list:
             for path in paths:
-                print(f"{path.stem[:2]}  {path.name:<34} {title(path)}")
+                print(f"{path.stem[:2]}  {path.name:<34} {titles[path]}")
             return 0
         if args.smoke and args.preset not in (None, "smoke"):
             raise RunnerError("--smoke and --preset disagree; give one of them")
+        if args.verbose and args.quiet:
+            raise RunnerError("--verbose and --quiet disagree; give one of them")
+        check_alloc_env()
+        check_run_dir()
         import torch
 
         preset = choose_preset("smoke" if args.smoke else args.preset, torch.cuda.is_available())
-        check_alloc_env()
         warning = bytecode_warning(torch.__file__)
         if warning:
             print(warning, flush=True)
+        from . import results
+
+        run_root = results.repo_root() / "runs" / preset
+        print(f"Running {len(paths)} notebook(s), preset {preset!r}, into {shown(run_root)}"
+              + ("" if args.verbose else f" (each notebook's output: {shown(run_root)}/NN_topic.log)"),
+              flush=True)
+        try:
+            status, code = run(paths, preset, run_root, resume=args.resume,
+                               echo=args.verbose), None
+        except RunInterrupted as interrupted:
+            status, code = interrupted.status, 130
     except RunnerError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    run_root = results.repo_root() / "runs" / preset
-    print(f"Running {len(paths)} notebook(s), preset {preset!r}, into {run_root}", flush=True)
-    try:
-        status = run(paths, preset, run_root, resume=args.resume, echo=not args.quiet)
-        code = None
-    except KeyboardInterrupt:
-        status, code = load_status(run_root), 130
+    except OSError as error:  # a folder or file the run cannot write
+        where = shown(Path(error.filename)) if error.filename else "a file of the run"
+        print(f"error: cannot write {where} ({error.strerror}); make it writable or remove it, "
+              "then run again", file=sys.stderr)
+        return 2
     text, failed = summary(status)
     print(text, flush=True)
     return failed if code is None else code
