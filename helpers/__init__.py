@@ -1,21 +1,34 @@
 """Shared code for the fast-decoding course.
 
-Lessons live in notebooks/; every piece of code that a later notebook reuses lives here:
+Lessons live in notebooks/. Each notebook writes out in full the code it teaches and lists it in
+a ``TAUGHT`` mapping (name -> the helpers module that holds the same code); tests keep the two
+copies identical, so later notebooks import it from here.
 
-- ``model``       GPT-2 built offline with random weights, and the precision switches
-- ``presets``     named presets (full, workshop, smoke) and parameter validation
-- ``generation``  the greedy decode loops of notebooks 01 and 02, and their shared contract
-- ``checks``      token-identity proofs (float32 near-ties confirmed in float64)
+The code a reader studies (taught in the notebook named):
+
+- ``generation``  the greedy decode loops and ``decode_one_token``, the step all loops share (01, 02)
 - ``allocator``   allocator settings: validated, applied in a fresh process, read back (03)
 - ``static``      the static-cache loop and the compiled decode step (04, 05)
-- ``profiling``   profiler step ranges, GPU idle gaps, timelines, the sync census (06, 07)
-- ``streams``     loops that read the stop flag one step late: two streams, or an event (07)
+- ``streams``     the stop check every step, never, or one step late: two streams, an event (06, 07)
 - ``postprocess`` per-row host syncs against one transfer in token post-processing (09)
 - ``graphs``      a whole decode step captured in one CUDA graph (10)
-- ``bench``       the ladder of every method, the floor, generate() peers; ``python -m helpers.bench``
-- ``analysis``    fits and ratios the notebooks compute their verdicts from
+
+Measurement and analysis the lessons call:
+
+- ``model``       GPT-2 built offline with random weights, and the precision switches
+- ``checks``      token-identity proofs (float32 near-ties confirmed in float64)
 - ``harness``     warm-up, synchronized timing, memory statistics, OOM-safe sweeps
-- ``results``     CSV tables, the run folder and the figure manifest
+- ``profiling``   profiler step ranges, GPU idle gaps and busy time, timelines, the sync census
+- ``floor``       the hardware floor of a decode step (copy bandwidth, parameter bytes)
+- ``bench``       the ladder of every method against ``generate()``; ``python -m helpers.bench``
+- ``claims``      the article's claims judged on a run's numbers (08)
+- ``analysis``    fits and ratios the notebooks compute their verdicts from
+
+Course machinery (no lesson teaches it):
+
+- ``presets``     named presets (full, workshop, smoke) and parameter validation
+- ``errors``      ``ParameterError``, raised by every check of a value
+- ``results``     the run object (``run = results.start_notebook(...)``): CSV tables, figures, record
 - ``plotting``    one figure style for every notebook
 - ``env``         the environment report (GPU, driver, versions, allocator settings)
 - ``runner``      runs every notebook headless with papermill (``./run_all.sh``)

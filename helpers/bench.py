@@ -1,44 +1,33 @@
-"""The ladder: every method of the course against the naive loop, ``generate()`` and the floor.
+"""The ladder (notebook 08): every method of the course, by name, against the naive loop,
+``generate()`` and the floor; ``python -m helpers.bench`` prints it on any CUDA GPU (or, as a test
+of the code, runs the tiny model on a CPU).
 
-- ``copy_bandwidth`` and ``floor_per_step``: a decode step must read every parameter once, so
-  parameter bytes over the device-to-device copy bandwidth is the fastest a step can be.
-- ``generate_hf``: transformers' own ``model.generate()`` (greedy, EOS-padded: our contract) as
-  the peer, with the dynamic cache or ``cache_implementation="static"`` (which compiles itself).
-- ``gpu_busy_idle``: the profiler's view of a run, GPU busy against idle per step.
-- ``check_claims``: the article's claims against a run's numbers, reproduced or not.
-- ``python -m helpers.bench``: the ladder table on any CUDA GPU (or, as a test, the tiny model
-  on a CPU).
+- ``LADDER``: the methods as a plain table, name -> (notebook, builder, options, GPU only). A
+  builder is a
+  top-level function ``builder(lab, prompt, new_tokens, **options) -> call`` that prepares what
+  the method keeps between calls (a static cache, a captured graph) and returns the call to time.
+- ``Lab``: what the methods of one ladder share: the model, EOS, the compiled steps (compiled
+  once per mode) and the static caches (one object per shape, so no compiled step re-records).
+- ``course_methods`` picks the methods a run measures; ``run_ladder`` times them (a method that
+  raises becomes a ``failed`` row, which ``run.save_table`` then turns into an error).
+- ``add_ladder_columns`` and ``ladder_view``: per-step time, ratio to the floor, speedups.
+The floor is helpers/floor.py, the article's claims helpers/claims.py.
 """
 from __future__ import annotations
 
-import json
-import tempfile
+import argparse
+import functools
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import torch
+import transformers
 
-from . import harness
-from .model import parameter_bytes
-
-
-def copy_bandwidth(device, nbytes=None, repeats=10) -> float:
-    """Device-to-device copy bandwidth in bytes/s, counting the read and the write."""
-    if nbytes is None:
-        nbytes = 2**28 if torch.device(device).type == "cuda" else 2**24
-    src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
-    dst = torch.empty_like(src)
-    row, _ = harness.measure(lambda: dst.copy_(src), device=device, repeats=repeats, warmup=2)
-    del src, dst
-    harness.release_memory(device)
-    return 2 * nbytes / row["median_s"]
-
-
-def floor_per_step(model, bandwidth) -> float:
-    """Seconds one decode step needs at least: every parameter byte read once at ``bandwidth``."""
-    return parameter_bytes(model) / bandwidth
+from . import floor, harness, results, static, streams
+from .generation import decode_one_token, generate_kv_cache, generate_naive
+from .graphs import GraphDecoder
+from .model import build_model, make_prompt, use_tf32
 
 
 @torch.no_grad()
@@ -70,6 +59,135 @@ def timed_first_call(fn):
     return time.perf_counter() - start, out
 
 
+# ---------------------------------------------------------------- the methods, one builder each
+
+class Lab:
+    """What the methods of one ladder share: ``model``, ``eos``, compiled steps by mode (each
+    compiled once) and static caches by shape (compiled steps get the same cache object for
+    every call: a new cache object would make them record a new graph)."""
+
+    def __init__(self, model, eos_token_id):
+        self.model, self.eos = model, eos_token_id
+        self.steps, self.caches = {}, {}
+
+    def step(self, mode):
+        """The compiled decode step of ``mode`` ("dynamic": dynamic shapes, for the dynamic
+        cache; else a ``helpers.static.compiled_step`` mode)."""
+        if mode not in self.steps:
+            self.steps[mode] = (torch.compile(decode_one_token, dynamic=True) if mode == "dynamic"
+                                else static.compiled_step(self.model, mode))
+        return self.steps[mode]
+
+    def cache(self, prompt, new_tokens, shared=True):
+        """A static cache for this shape: the shared one, or a new one (``shared=False``)."""
+        key = (tuple(prompt.shape), new_tokens)
+        if shared and key in self.caches:
+            return self.caches[key]
+        cache = static.make_static_cache(self.model, prompt.shape[0], prompt.shape[1] + new_tokens,
+                                         prompt.device, self.model.dtype)
+        if shared:
+            self.caches[key] = cache
+        return cache
+
+
+def naive(lab, prompt, n):
+    return lambda: generate_naive(lab.model, prompt, n, lab.eos)
+
+
+def kv_cache(lab, prompt, n):
+    return lambda: generate_kv_cache(lab.model, prompt, n, lab.eos)
+
+
+def static_cache(lab, prompt, n):
+    cache = lab.cache(prompt, n, shared=False)
+    return lambda: static.generate_static_cache(lab.model, prompt, n, lab.eos, cache=cache)
+
+
+def kv_cache_compiled(lab, prompt, n):
+    """Notebook 02's loop with ``decode_one_token`` compiled for dynamic shapes: what compiling
+    buys without a static cache."""
+    step = lab.step("dynamic")
+    return lambda: streams.generate_sync(lab.model, prompt, n, lab.eos,
+                                         step=functools.partial(step, lab.model))
+
+
+def static_compiled(lab, prompt, n, mode):
+    step, cache = lab.step(mode), lab.cache(prompt, n)
+    return lambda: static.generate_static_compiled(lab.model, prompt, n, lab.eos, step=step,
+                                                   cache=cache)
+
+
+def interleaved(lab, prompt, n, mode=None):
+    """Notebook 07's two-stream loop, eager (``mode=None``) or with a compiled step."""
+    if mode is None:
+        return lambda: streams.generate_interleaved(lab.model, prompt, n, lab.eos)
+    step, cache = lab.step(mode), lab.cache(prompt, n)
+    return lambda: streams.generate_interleaved(lab.model, prompt, n, lab.eos, step=step,
+                                                cache=cache)
+
+
+def cuda_graph(lab, prompt, n, **options):
+    decoder = GraphDecoder(lab.model, prompt.shape[0], prompt.shape[1] + n, lab.eos, **options)
+    return lambda: decoder(prompt, n)
+
+
+def hf_generate(lab, prompt, n, cache_implementation=None):
+    return lambda: generate_hf(lab.model, prompt, n, lab.eos,
+                               cache_implementation=cache_implementation)
+
+
+# name -> (notebook, builder, options, GPU only): GPU-only methods are left out on a CPU, where
+# they would only measure compilation.
+LADDER = {
+    "naive": ("01", naive, {}, False),
+    "kv cache": ("02", kv_cache, {}, False),
+    "static cache": ("04", static_cache, {}, False),
+    "kv cache, compiled (dynamic shapes)": ("05", kv_cache_compiled, {}, True),
+    "static compiled (default)": ("05", static_compiled, {"mode": "default"}, True),
+    "static compiled (reduce-overhead)": ("05", static_compiled, {"mode": "reduce-overhead"}, True),
+    "interleaved (eager)": ("07", interleaved, {}, False),
+    "interleaved (compiled)": ("07", interleaved, {"mode": "reduce-overhead"}, True),
+    "CUDA graph, transformers forward": ("10", cuda_graph, {"library_forward": True}, True),
+    # notebook 10's lean step, k decode steps per graph launch (course_methods' graph_steps)
+    **{f"CUDA graph, lean step ({k}/launch)": ("10", cuda_graph, {"steps_per_graph": k}, True)
+       for k in range(1, 9)},
+    "generate()": ("peer", hf_generate, {}, False),
+    "generate() static": ("peer", hf_generate, {"cache_implementation": "static"}, False),
+}
+
+
+@dataclass
+class Method:
+    """A method of the ladder: the notebook that teaches it, and ``build(prompt, new_tokens) ->
+    call``."""
+    notebook: str
+    build: Callable
+
+
+def course_methods(model, eos_token_id, *, compile_modes=("default", "reduce-overhead"),
+                   graph_steps=(4,), compile_dynamic=False,
+                   peers=("generate()", "generate() static")) -> dict:
+    """The ladder's methods for one run, by name, in ``LADDER``'s order: those of notebooks
+    01-07 and 10 chosen by the arguments (the GPU-only ones on a GPU only), then the peers."""
+    chosen = {"naive", "kv cache", "static cache", "interleaved (eager)",
+              "interleaved (compiled)", "CUDA graph, transformers forward"}
+    chosen |= {"kv cache, compiled (dynamic shapes)"} if compile_dynamic else set()
+    chosen |= {f"static compiled ({mode})" for mode in compile_modes}
+    chosen |= {f"CUDA graph, lean step ({k}/launch)" for k in graph_steps}
+    unknown = chosen - set(LADDER)
+    if unknown:
+        raise ValueError(f"no such ladder method(s) {sorted(unknown)}; the ladder has {list(LADDER)}")
+    cuda = next(model.parameters()).device.type == "cuda"
+    lab = Lab(model, eos_token_id)
+    methods = {name: Method(notebook, functools.partial(builder, lab, **options))
+               for name, (notebook, builder, options, gpu_only) in LADDER.items()
+               if name in chosen and notebook != "peer" and (cuda or not gpu_only)}
+    for name in peers:
+        notebook, builder, options, _ = LADDER[name]
+        methods[name] = Method(notebook, functools.partial(builder, lab, **options))
+    return methods
+
+
 PEER_COLUMNS = {"speedup_vs_generate": "generate()",
                 "speedup_vs_generate_static": "generate() static"}
 
@@ -86,163 +204,6 @@ def add_ladder_columns(frame, floor_step_s, reference="naive", peers=None):
         base = frame[frame["method"] == name].set_index(["batch_size", "seq_len"])["median_s"]
         frame[column] = [base.get(key, float("nan")) / t for key, t in zip(keys, frame["median_s"])]
     return frame
-
-
-KERNEL_KINDS = (("attention", ("attention", "fmha", "flash", "attn")),
-                ("matmul", ("gemm", "gemv", "cutlass", "sm90", "sm80", "cublas", "matmul", "mm_")),
-                ("copy", ("memcpy", "memset", "copy")))
-
-
-def kernel_kind(name: str) -> str:
-    """'matmul', 'attention', 'copy' or 'other' (elementwise, reductions, norms) by kernel name."""
-    low = name.lower()
-    for kind, marks in KERNEL_KINDS:
-        if any(mark in low for mark in marks):
-            return kind
-    return "other"
-
-
-def busy_idle(intervals):
-    """(span, busy, idle) in the time unit of ``intervals`` [(start, end), ...]: busy is the
-    union of the intervals, idle the rest of the span from the first start to the last end."""
-    intervals = sorted(intervals)
-    if not intervals:
-        return 0.0, 0.0, 0.0
-    busy, cur_start, cur_end = 0.0, *intervals[0]
-    for start, end in intervals[1:]:
-        if start > cur_end:
-            busy += cur_end - cur_start
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    busy += cur_end - cur_start
-    span = max(end for _, end in intervals) - intervals[0][0]
-    return span, busy, span - busy
-
-
-def gpu_busy_idle(fn, steps, device):
-    """Profile one call of ``fn()`` (which runs ``steps`` decode steps) and return per-step
-    seconds: span (first kernel start to last kernel end), GPU busy, GPU idle, the busy time by
-    kernel kind, and the number of kernels per step."""
-    from torch.profiler import ProfilerActivity, profile
-
-    harness.sync(device)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        fn()
-        harness.sync(device)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "trace.json"
-        prof.export_chrome_trace(str(path))
-        events = json.loads(path.read_text()).get("traceEvents", [])
-    kernels = [e for e in events if e.get("ph") == "X" and
-               e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
-    span, busy, idle = busy_idle([(e["ts"], e["ts"] + e["dur"]) for e in kernels])
-    by_kind: dict = {}
-    for e in kernels:
-        kind = kernel_kind(e.get("name", ""))
-        by_kind[kind] = by_kind.get(kind, 0.0) + e["dur"]
-    us = 1e-6 / steps
-    return {"steps": steps, "kernels_per_step": len(kernels) / steps, "span_s": span * us,
-            "busy_s": busy * us, "idle_s": idle * us,
-            **{f"{kind}_s": by_kind.get(kind, 0.0) * us for kind, _ in KERNEL_KINDS},
-            "other_s": by_kind.get("other", 0.0) * us}
-
-
-# ---------------------------------------------------------------- the ladder of methods
-
-@dataclass
-class Method:
-    """A generator of the course (or a peer) for the ladder: the notebook that teaches it, and
-    ``build(prompt, new_tokens) -> call``, which prepares what the method keeps between calls
-    (a static cache, a captured graph) and returns the call to time."""
-    notebook: str
-    build: Callable
-
-
-def compiled_dynamic_step(model):
-    """The dynamic-cache decode step (notebook 02's forward) under ``torch.compile`` with dynamic
-    shapes: what compiling buys without a static cache."""
-    def forward(token_ids, cache):
-        return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
-    return torch.compile(forward, dynamic=True)
-
-
-def course_methods(model, eos_token_id, *, compile_modes=("default", "reduce-overhead"),
-                   graph_steps=(4,), compile_dynamic=False,
-                   peers=("generate()", "generate() static")) -> dict:
-    """Every generator of notebooks 01-07 and 10, and the ``generate()`` peers named, by name.
-    Compiled steps are built once and shared across lengths; methods that need a GPU (compiled
-    steps, CUDA graphs) are left out on a CPU, where they would only measure compilation."""
-    from . import static, streams
-    from .generation import generate_kv_cache, generate_naive
-    from .graphs import GraphDecoder
-
-    eos = eos_token_id
-    cuda = next(model.parameters()).device.type == "cuda"
-    steps, caches = {}, {}
-
-    def step(mode):
-        if mode not in steps:
-            steps[mode] = (compiled_dynamic_step(model) if mode == "dynamic"
-                           else static.compiled_step(model, mode))
-        return steps[mode]
-
-    def cache_for(prompt, n, shared=True):
-        """A static cache for this shape; compiled steps get the same object for every call (a
-        new cache object would make a compiled step record a new graph)."""
-        key = (tuple(prompt.shape), n)
-        if not shared or key not in caches:
-            cache = static.make_static_cache(model, prompt.shape[0], prompt.shape[1] + n,
-                                             prompt.device, model.dtype)
-            if not shared:
-                return cache
-            caches[key] = cache
-        return caches[key]
-
-    def static_loop(mode):
-        def build(prompt, n):
-            cache = cache_for(prompt, n)
-            return lambda: static.generate_static_compiled(model, prompt, n, eos, step=step(mode),
-                                                           cache=cache)
-        return build
-
-    def interleaved_compiled(prompt, n):
-        cache = cache_for(prompt, n)
-        return lambda: streams.generate_interleaved(model, prompt, n, eos,
-                                                    step=step("reduce-overhead"), cache=cache)
-
-    def graph(**options):
-        def build(prompt, n):
-            decoder = GraphDecoder(model, prompt.shape[0], prompt.shape[1] + n, eos, **options)
-            return lambda: decoder(prompt, n)
-        return build
-
-    def static_eager(prompt, n):
-        cache = cache_for(prompt, n, shared=False)
-        return lambda: static.generate_static_cache(model, prompt, n, eos, cache=cache)
-
-    methods = {
-        "naive": Method("01", lambda p, n: lambda: generate_naive(model, p, n, eos)),
-        "kv cache": Method("02", lambda p, n: lambda: generate_kv_cache(model, p, n, eos)),
-        "static cache": Method("04", static_eager),
-    }
-    if cuda:
-        if compile_dynamic:
-            methods["kv cache, compiled (dynamic shapes)"] = Method(
-                "05", lambda p, n: lambda: streams.generate_sync(model, p, n, eos, step=step("dynamic")))
-        for mode in compile_modes:
-            methods[f"static compiled ({mode})"] = Method("05", static_loop(mode))
-    methods["interleaved (eager)"] = Method(
-        "07", lambda p, n: lambda: streams.generate_interleaved(model, p, n, eos))
-    if cuda:
-        methods["interleaved (compiled)"] = Method("07", interleaved_compiled)
-        methods["CUDA graph, transformers forward"] = Method("10", graph(library_forward=True))
-        for k in graph_steps:
-            methods[f"CUDA graph, lean step ({k}/launch)"] = Method("10", graph(steps_per_graph=k))
-    peer_calls = {"generate()": generate_hf, "generate() static": generate_hf_static}
-    for name in peers:
-        methods[name] = Method("peer", lambda p, n, call=peer_calls[name]: lambda: call(model, p, n, eos))
-    return methods
 
 
 def run_ladder(methods: dict, prompt, lengths, *, device, repeats, warmup=1) -> list:
@@ -268,7 +229,7 @@ def run_ladder(methods: dict, prompt, lengths, *, device, repeats, warmup=1) -> 
             except Exception as error:  # noqa: BLE001 - one broken method must not end the ladder
                 nan = float("nan")
                 row = {"method": name, "batch_size": prompt.shape[0], "seq_len": n, **extra,
-                       "status": "failed", "repeats": 0, "median_s": nan, "min_s": nan,
+                       "status": results.FAILED, "repeats": 0, "median_s": nan, "min_s": nan,
                        "max_s": nan, "tokens_per_s": nan, "peak_allocated_bytes": nan,
                        "peak_reserved_bytes": nan, "fragmentation_pct": nan,
                        "device_name": harness.device_label(device), "first_call_s": nan,
@@ -295,231 +256,9 @@ def ladder_view(frame):
     return out.rename(columns=LADDER_COLUMNS).round(2).reset_index(drop=True)
 
 
-# ---------------------------------------------------------------- the article's claims
-
-REPRODUCED, NOT_REPRODUCED, NO_DATA = "reproduced", "not reproduced", "no data"
-QUADRUPLE_RANGE = (3.5, 4.5)  # "runtime quadruples": the factor per doubling of the length
-ABOUT_5X_MIN = 4.0  # "reaches about 5x": at least this speedup over the naive loop
-TIE_FRACTION = 0.02  # medians closer than this (relative) are a tie, neither a win nor a loss
-
-
-def _ok(frame):
-    """The rows that ran (all rows of a table without a status); None without a table."""
-    if frame is None or "method" not in frame:
-        return None
-    return frame[frame["status"] == harness.OK] if "status" in frame else frame
-
-
-def _medians(frame, method, column="median_s"):
-    """``column`` by length for one method's ok rows (empty if the table or method is absent)."""
-    import pandas as pd
-
-    frame = _ok(frame)
-    if frame is None or column not in frame:
-        return pd.Series(dtype=float)
-    part = frame[frame["method"] == method]
-    return part.groupby("seq_len")[column].median().dropna()
-
-
-def _ms(series):
-    return ", ".join(f"{int(n)}: {v * 1e3:.0f} ms" for n, v in series.items())
-
-
-def _claim_quadratic(ladder, tables):
-    times, source = _medians(ladder, "naive"), "this run"
-    if len(times) < 2:
-        times, source = _medians(tables.get("01_naive_generation"), "naive"), "01_naive_generation"
-    if len(times) < 2:
-        return NO_DATA, "needs the naive loop at two lengths or more", source
-    from .analysis import growth_exponent
-
-    k = growth_exponent(times.index, times.values)
-    low, high = QUADRUPLE_RANGE
-    verdict = REPRODUCED if low <= 2**k <= high else NOT_REPRODUCED
-    return verdict, (f"naive loop {_ms(times)}: time ~ N^{k:.2f}, x{2**k:.2f} per doubling "
-                     f"(quadrupling: {low:g} to {high:g})"), source
-
-
-def _claim_kv_gain(ladder, tables):
-    naive, kv, source = _medians(ladder, "naive"), _medians(ladder, "kv cache"), "this run"
-    if len(naive.index.intersection(kv.index)) < 2:
-        table = tables.get("02_kv_cache")
-        naive, kv, source = _medians(table, "naive"), _medians(table, "kv_cache"), "02_kv_cache"
-    common = naive.index.intersection(kv.index)
-    if len(common) < 2:
-        return NO_DATA, "needs the naive and KV-cache loops at two lengths or more", source
-    gains = naive[common] / kv[common]
-    verdict = REPRODUCED if all(b > a for a, b in zip(gains.values, gains.values[1:])) else NOT_REPRODUCED
-    return verdict, "KV cache speedup over naive: " + ", ".join(
-        f"{int(n)} tokens {g:.1f}x" for n, g in gains.items()), source
-
-
-def _fragmentation_pairs(frame, base, other):
-    a = _medians(frame, base, "fragmentation_pct")
-    b = _medians(frame, other, "fragmentation_pct")
-    common = a.index.intersection(b.index)
-    return a[common], b[common]
-
-
-def _claim_expandable(ladder, tables):
-    candidates = [(ladder, "kv cache", "kv cache, expandable_segments:True", "this run"),
-                  (tables.get("03_expandable_segments"), "default", "expandable_segments:True",
-                   "03_expandable_segments")]
-    for frame, base, other, source in candidates:
-        default, expandable = _fragmentation_pairs(frame, base, other)
-        if len(default):
-            verdict = REPRODUCED if (expandable < default).all() else NOT_REPRODUCED
-            return verdict, "fragmentation, default against expandable segments: " + ", ".join(
-                f"{int(n)} tokens {d:.1f}% vs {e:.1f}%"
-                for n, d, e in zip(default.index, default, expandable)), source
-    return NO_DATA, "needs peak fragmentation (a CUDA run) with and without expandable segments", \
-        "03_expandable_segments"
-
-
-def _claim_static(ladder, tables):
-    """Static cache: lower fragmentation at every length; slower at 100 tokens; faster at 200
-    and 400 (this run's lengths first, notebook 04's table for the others)."""
-    table04 = tables.get("04_static_cache")
-    sources = [(ladder, "kv cache", "static cache", "this run"),
-               (table04, "kv_cache (dynamic)", "static", "04_static_cache")]
-    times, frags, used = {}, {}, []
-    for frame, dyn, stat, source in sources:
-        d, s = _medians(frame, dyn), _medians(frame, stat)
-        fd, fs = _fragmentation_pairs(frame, dyn, stat)
-        for n in d.index.intersection(s.index):
-            if int(n) in (100, 200, 400) and int(n) not in times:
-                times[int(n)] = (d[n], s[n])
-                used.append(source)
-                if n in fd.index:
-                    frags[int(n)] = (fd[n], fs[n])
-    if 100 not in times or not {200, 400} & set(times) or not frags:
-        return NO_DATA, ("needs the dynamic and static caches at 100 tokens and at 200 or 400, "
-                         "with fragmentation (a CUDA run)"), "this run, 04_static_cache"
-    expected = {100: "loses", 200: "wins", 400: "wins"}
-    parts, ok = [], True
-    for n in sorted(times):
-        d, s = times[n]
-        result = ("ties" if abs(s - d) <= TIE_FRACTION * d else
-                  "wins" if s < d else "loses")
-        ok &= result == expected[n]
-        parts.append(f"{n} tokens {result} ({s * 1e3:.0f} vs {d * 1e3:.0f} ms)")
-    lower = all(fs < fd for fd, fs in frags.values())
-    ok &= lower
-    parts.append("fragmentation " + ", ".join(f"{n}: {fs:.1f}% vs {fd:.1f}%"
-                                              for n, (fd, fs) in sorted(frags.items())))
-    missing = sorted({100, 200, 400} - set(times))
-    if missing:
-        parts.append(f"no data at {missing}")
-    return (REPRODUCED if ok else NOT_REPRODUCED), "static against dynamic: " + "; ".join(parts), \
-        ", ".join(dict.fromkeys(used))
-
-
-def _claim_compile_static(ladder, tables):
-    ok = _ok(ladder)
-    compiled = [] if ok is None else [m for m in ok["method"].unique()
-                                       if m.startswith("static compiled")]
-    static_eager, kv = _medians(ladder, "static cache"), _medians(ladder, "kv cache")
-    kv_compiled = _medians(ladder, "kv cache, compiled (dynamic shapes)")
-    if not compiled or not len(kv_compiled):
-        return NO_DATA, "needs compiled loops with the static and with the dynamic cache", "this run"
-    best = ok[ok["method"].isin(compiled)].groupby("seq_len")["median_s"].min()
-    common = best.index.intersection(static_eager.index).intersection(kv_compiled.index)
-    common = common.intersection(kv.index)
-    if not len(common):
-        return NO_DATA, "no length with both compiled loops and their eager baselines", "this run"
-    with_static = static_eager[common] / best[common]
-    with_dynamic = kv[common] / kv_compiled[common]
-    verdict = REPRODUCED if (with_static > with_dynamic).all() else NOT_REPRODUCED
-    return verdict, "compile's speedup, static cache against dynamic cache: " + ", ".join(
-        f"{int(n)} tokens {s:.2f}x vs {d:.2f}x" for n, s, d in
-        zip(common, with_static, with_dynamic)), "this run"
-
-
-def _claim_interleave_small_batch(ladder, tables):
-    table = _ok(tables.get("07_stream_interleaving"))
-    if table is None or "batch_size" not in table:
-        return NO_DATA, "needs notebook 07's batch sweep", "07_stream_interleaving"
-    regimes = table["regime"].unique() if "regime" in table else [None]
-    parts, ok, any_data = [], True, False
-    for regime in regimes:
-        part = table if regime is None else table[table["regime"] == regime]
-        times = part.pivot_table(index="batch_size", columns="method", values="median_s")
-        if not {"sync", "interleaved"} <= set(times.columns) or len(times) < 2:
-            continue
-        any_data = True
-        saved = 100 * (1 - times["interleaved"] / times["sync"])
-        ok &= saved.idxmax() == saved.index.min()
-        parts.append(f"{regime or 'all'}: saved " + ", ".join(
-            f"batch {int(b)} {v:.0f}%" for b, v in saved.items()))
-    if not any_data:
-        return NO_DATA, "needs the sync and interleaved loops at two batch sizes or more", \
-            "07_stream_interleaving"
-    return (REPRODUCED if ok else NOT_REPRODUCED), "; ".join(parts), "07_stream_interleaving"
-
-
-def _claim_five_x(ladder, tables):
-    naive, fast = _medians(ladder, "naive"), _medians(ladder, "interleaved (compiled)")
-    common = naive.index.intersection(fast.index)
-    if not len(common):
-        return NO_DATA, "needs the naive loop and the compiled interleaved loop", "this run"
-    gains = naive[common] / fast[common]
-    at = 100 if 100 in gains.index else gains.index.min()
-    verdict = REPRODUCED if gains[at] >= ABOUT_5X_MIN else NOT_REPRODUCED
-    return verdict, (f"compiled + interleaved over naive: " + ", ".join(
-        f"{int(n)} tokens {g:.1f}x" for n, g in gains.items()) +
-        f" (judged at {int(at)} tokens, about 5x = at least {ABOUT_5X_MIN:g}x)"), "this run"
-
-
-CLAIMS = {
-    "Runtime quadruples when the length doubles (naive loop)": _claim_quadratic,
-    "The KV cache's gain grows with length": _claim_kv_gain,
-    "Expandable segments cut fragmentation": _claim_expandable,
-    "The static cache lowers fragmentation, loses at 100 tokens, wins at 200 and 400": _claim_static,
-    "Compile helps most with the static cache": _claim_compile_static,
-    "Interleaving gains most at the smallest batch": _claim_interleave_small_batch,
-    "Compile plus interleaving reaches about 5x the baseline": _claim_five_x,
-}
-
-
-def check_claims(ladder, tables=None):
-    """Each claim of the article judged on data: ``ladder`` is this run's table (methods of
-    ``course_methods`` by length), ``tables`` maps other notebooks' table names (e.g.
-    ``"03_expandable_segments"``) to their frames, or None where absent. Returns a frame with
-    claim, verdict (reproduced / not reproduced / no data), evidence and source."""
-    import pandas as pd
-
-    tables = tables or {}
-    rows = []
-    for claim, judge in CLAIMS.items():
-        verdict, evidence, source = judge(ladder, tables)
-        rows.append({"claim": claim, "verdict": verdict, "evidence": evidence, "source": source})
-    return pd.DataFrame(rows)
-
-
-def load_tables(names):
-    """Other notebooks' tables by name (this run's folder first, then figures/data); None for
-    a table that exists in neither."""
-    from . import results
-
-    found = {}
-    for name in names:
-        try:
-            found[name] = results.load_table(name)
-        except FileNotFoundError:
-            found[name] = None
-    return found
-
-
 def main(argv=None) -> int:
     """``python -m helpers.bench``: the ladder at batch 32 and 100 tokens on a CUDA GPU (GPT-2
     124M), or the tiny model on a CPU as a test of the code."""
-    import argparse
-
-    import transformers
-
-    from . import results
-    from .model import build_model, make_prompt
-
     cuda = torch.cuda.is_available()
     parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=main.__doc__)
     parser.add_argument("--batch", type=int, default=32 if cuda else 2)
@@ -531,16 +270,20 @@ def main(argv=None) -> int:
         print("NOTE: no CUDA GPU: the tiny model on the CPU, without the compiled and CUDA-graph "
               "methods. This tests the code path; its timings say nothing about GPUs.")
     model = build_model(name, device)
+    use_tf32(True)  # as the notebooks time it
+    # Every compiled step shares decode_one_token's code object, so one dynamo cache: room for
+    # a graph per mode and shape (past the limit dynamo would run the step uncompiled).
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
     eos = model.config.eos_token_id
     prompt = make_prompt(args.batch, 16 if cuda else 4, model.config.vocab_size, eos, device)
-    floor = floor_per_step(model, copy_bandwidth(device))
+    floor_step = floor.floor_per_step(model, floor.copy_bandwidth(device))
     print(f"{harness.device_label(device)} · torch {torch.__version__} · transformers "
           f"{transformers.__version__} · {name} · batch {args.batch} · {args.tokens} tokens · "
-          f"floor {floor * 1e3:.3f} ms/step", flush=True)
+          f"floor {floor_step * 1e3:.3f} ms/step", flush=True)
     start = time.perf_counter()
     rows = run_ladder(course_methods(model, eos), prompt, [args.tokens], device=device,
                       repeats=args.repeats, warmup=0)
-    frame = add_ladder_columns(results.table_frame(rows), floor)
+    frame = add_ladder_columns(results.table_frame(rows), floor_step)
     print()
     print(ladder_view(frame).to_string(index=False))
     failed = frame[frame["status"] != harness.OK]

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import torch
+import transformers
 
 ALLOC_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 
@@ -53,8 +54,6 @@ def cpu_model() -> str:
 
 def environment() -> dict:
     """Everything a figure's manifest entry names: GPU, driver, CUDA, versions and the date."""
-    import transformers
-
     cuda = torch.cuda.is_available()
     info = {
         "gpu": torch.cuda.get_device_name(0) if cuda else "cpu",

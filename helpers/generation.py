@@ -1,4 +1,5 @@
-"""The greedy decode loops of notebooks 01 (naive) and 02 (KV cache).
+"""The greedy decode loops of notebooks 01 (naive) and 02 (KV cache), and the decode step that
+every later loop reuses (``decode_one_token``, gpt-fast's name).
 
 Every loop here follows the same contract, so later, faster loops can be checked against them:
 greedy decoding; a row that has emitted EOS keeps emitting EOS (as ``generate()`` pads it);
@@ -35,6 +36,11 @@ def generate_naive(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=
     return tokens
 
 
+def decode_one_token(model, token_ids, cache):
+    """One decode step: one new token per row in (batch, 1), the last position's logits out."""
+    return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
+
+
 @torch.no_grad()
 def generate_kv_cache(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None):
     """Keep every layer's keys and values: each step feeds one new token, not the whole sequence."""
@@ -47,7 +53,7 @@ def generate_kv_cache(model, input_ids, max_new_tokens, eos_token_id, stop_lengt
         tokens.append(token[:, None])
         if finished.all() or step + 1 == max_new_tokens:
             break
-        logits = model(token[:, None], past_key_values=cache, use_cache=True).logits[:, -1, :]
+        logits = decode_one_token(model, token[:, None], cache)
     return torch.cat(tokens, dim=1)
 
 

@@ -181,27 +181,6 @@ class GraphDecoder:
         return tokens[:, :prompt_len + new].clone()
 
 
-_decoders: dict = {}
-
-
-def generate_cuda_graph(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
-                        steps_per_graph=1, library_forward=False):
-    """The generator contract of helpers.generation on top of ``GraphDecoder``. The decoder (and
-    its graph) is built on the first call for a shape and precision and reused after, so a
-    timing that warms up leaves the capture out, as it leaves compilation out."""
-    key = (id(model), tuple(input_ids.shape), max_new_tokens, steps_per_graph, library_forward,
-           str(input_ids.device), torch.get_float32_matmul_precision())
-    if key not in _decoders:
-        _decoders[key] = GraphDecoder(model, input_ids.shape[0], input_ids.shape[1] + max_new_tokens,
-                                      eos_token_id, steps_per_graph, library_forward)
-    return _decoders[key](input_ids, max_new_tokens, stop_lengths)
-
-
-def clear_decoders():
-    """Drop every cached decoder, with its graph and static buffers."""
-    _decoders.clear()
-
-
 def matmul_weight_bytes(model) -> int:
     """Bytes of the weight matrices one GPT-2 decode step multiplies by: four per block and
     the LM head (tied to the token embedding). The rest of the parameters (biases, norms, the

@@ -27,7 +27,8 @@ def model_config(name: str) -> GPT2Config:
 
 
 def use_tf32(enabled: bool = True) -> None:
-    """TF32 matmuls on Ampere and newer GPUs, as the article runs them (no effect on CPU)."""
+    """TF32 matmuls on Ampere and newer GPUs, as the article runs them (no effect on CPU).
+    A process-wide torch setting: notebooks call it visibly in their setup cell."""
     torch.set_float32_matmul_precision("high" if enabled else "highest")
 
 
@@ -44,19 +45,18 @@ def exact_matmul():
 
 
 def build_model(name: str = "gpt2", device: str | torch.device = "cpu", seed: int = 0):
-    """GPT-2 (a ``GPT2LMHeadModel``) with seeded random weights, in eval mode, on ``device``,
-    with TF32 matmuls on. The weights are created and initialised on ``device`` itself: on a GPU
-    that takes milliseconds where a CPU needs seconds (the values differ between a CPU and a GPU
-    build of the same seed; the speed does not)."""
-    from transformers import GPT2LMHeadModel
+    """GPT-2 (a ``GPT2LMHeadModel``) with seeded random weights, in eval mode, on ``device``.
+    It changes no torch setting (TF32 is ``use_tf32``, called by the notebook). The weights
+    are created and initialised on ``device`` itself: on a GPU that takes milliseconds where a
+    CPU needs seconds (the values differ between a CPU and a GPU build of the same seed; the
+    speed does not)."""
+    from transformers import GPT2LMHeadModel  # lazy on purpose: see the import at the top
 
     config = model_config(name)
     torch.manual_seed(seed)
     with torch.device(device):
         model = GPT2LMHeadModel(config)
-    model = model.to(device).eval()
-    use_tf32(True)
-    return model
+    return model.to(device).eval()
 
 
 def parameter_bytes(model: torch.nn.Module) -> int:

@@ -1,13 +1,13 @@
-"""One look for every figure: same size, fonts, colours, and a footer naming the GPU,
-the versions, the preset and the batch size the numbers came from."""
+"""One look for every figure: same size, fonts and colours. (The footer naming the GPU, the
+versions, the preset and the batch size is added when ``run.save_figure`` saves it:
+helpers/results.py.)"""
 from __future__ import annotations
 
 import math
 
 import matplotlib
 import matplotlib.pyplot as plt
-
-from . import results
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf"]
@@ -42,26 +42,6 @@ def subplots(ncols: int = 1, nrows: int = 1, **kwargs):
     return plt.subplots(nrows, ncols, **kwargs)
 
 
-def footer_text(params=None) -> str:
-    env = results._current.get("env", {})
-    parts = [env.get("gpu", "?"), f"torch {env.get('torch', '?')}",
-             f"transformers {env.get('transformers', '?')}"]
-    if params is not None:
-        parts.append(f"preset {params.get('preset')}")
-        if "batch_size" in params:
-            parts.append(f"batch {params['batch_size']}")
-    return " · ".join(parts)
-
-
-def save_figure(fig, name: str, csv: str | None = None, params=None, title: str = "") -> None:
-    """Add the footer, write ``<name>.png`` into the run folder atomically and record it with
-    the CSV behind it (``csv`` is a table name given to ``results.save_table``)."""
-    fig.text(0.01, -0.02, footer_text(params), fontsize=8, color="#555555", ha="left", va="top")
-    path = results.run_dir() / f"{name}.png"
-    results.atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
-    results.record_figure(path, csv=f"data/{csv}.csv" if csv else None, title=title)
-
-
 def label_bars(ax, bars, fmt="{:.2f}"):
     """Write each bar's value on top of it (skipping NaN bars such as OOM points)."""
     for bar in bars:
@@ -89,10 +69,6 @@ def plain_log_ticks(ax, axis="both"):
     """Label log-scaled axes with plain numbers (100, 200, 500) instead of powers of ten; an
     axis spanning less than two decades also gets ticks at 2x and 5x each power of ten, so a
     100-400 axis shows 100, 200 rather than 100 alone."""
-    import math
-
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
     fmt = FuncFormatter(lambda v, _: f"{v:g}")
     for which in ("x", "y") if axis == "both" else (axis,):
         target = ax.xaxis if which == "x" else ax.yaxis

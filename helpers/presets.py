@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import torch
 
+from .allocator import validate_alloc_confs
+from .errors import ParameterError
 from .model import MODEL_CONFIGS, model_config
+from .static import COMPILE_MODES
 
 PRESET_NAMES = ("full", "workshop", "smoke")
 
@@ -101,10 +104,6 @@ NOTEBOOK = {
                       target_vs_naive=20.0, target_vs_generate=5.0),
     },
 }
-
-
-class ParameterError(ValueError):
-    """A preset or parameter value that cannot be used, with what is allowed instead."""
 
 
 def _int(name, value, minimum):
@@ -208,23 +207,13 @@ def boolean(name, value):
     return value
 
 
-def text(name, value):
-    if not isinstance(value, str):
-        raise ParameterError(f"{name} must be a string, got {value!r}")
-    return value
-
-
 def allocator_conf_list(name, value):
     """Allocator settings for notebook 03, each checked key by key (helpers.allocator)."""
-    from .allocator import validate_alloc_confs
-
     return validate_alloc_confs(name, value)
 
 
 def compile_mode_list(name, value):
     """torch.compile modes for notebook 05: a non-empty list from helpers.static.COMPILE_MODES."""
-    from .static import COMPILE_MODES
-
     return choice_list(name, value, COMPILE_MODES)
 
 
@@ -329,16 +318,3 @@ def resolve_params(notebook: str, preset: str = "auto", **overrides) -> Params:
                         f"{prompt_len + length} positions, beyond the {n_positions} that model "
                         f"{params.model!r} has. Use lengths <= {n_positions - prompt_len}.")
     return params
-
-
-def skip_unless_cuda(params, what: str) -> bool:
-    """True (after printing why and recording it) when ``params.device`` is not CUDA: GPU-only
-    cells start with ``if not skip_unless_cuda(P, "the profiler timeline"):`` so a CPU smoke
-    run skips them visibly instead of failing or pretending."""
-    if str(params.get("device", "cpu")).startswith("cuda"):
-        return False
-    from . import results
-
-    print(f"SKIPPED on {params.get('device')}: {what} (needs a CUDA GPU)")
-    results.record_skip(what)
-    return True

@@ -9,6 +9,8 @@
   sat idle between one step's last event and the next step's first: the cost of a per-step sync.
   ``step_table`` adds the CPU's time per step, to tell a sync's gap from a launch-bound loop.
 - ``plot_timeline`` draws CPU ranges against GPU events, the view Nsight Systems gives.
+- ``gpu_busy_idle`` profiles one call and splits its GPU time per step into busy (by kernel
+  kind) and idle: how far a loop is from keeping the GPU busy (notebook 10).
 - ``find_syncs`` lists every host-device synchronization a call makes, with the line that made it.
 """
 from __future__ import annotations
@@ -25,6 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from torch.profiler import ProfilerActivity, profile
+
+from . import plotting
 
 STEP_PREFIX = "step "
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -86,24 +91,17 @@ class StepRanges:
         return marked
 
 
-def profile_steps(generate, step, device, warmup: int = 1) -> dict:
-    """Profile ``generate(step)`` once (after ``warmup`` unprofiled calls) with every call of the
-    decode step ``step`` opening a ``StepRanges`` range; returns the Chrome trace as a dict.
-    On a CPU only CPU events are recorded."""
-    from torch.profiler import ProfilerActivity, profile
-
-    for _ in range(warmup):
-        generate(step)
+def profile_call(fn, device) -> dict:
+    """The Chrome trace (as a dict) of one call of ``fn()``, the device synchronized before and
+    after. On a CPU only CPU events are recorded."""
     cuda = torch.device(device).type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    ranges = StepRanges()
     if cuda:
         torch.cuda.synchronize(device)
     with warnings.catch_warnings():  # a note about profiling cycles that does not apply here
         warnings.filterwarnings("ignore", message=".*Profiler clears events")
         with profile(activities=activities) as prof:
-            generate(ranges.wrap(step))
-            ranges.close()
+            fn()
             if cuda:
                 torch.cuda.synchronize(device)
     fd, path = tempfile.mkstemp(suffix=".json", prefix="trace_")
@@ -113,6 +111,20 @@ def profile_steps(generate, step, device, warmup: int = 1) -> dict:
         return json.loads(Path(path).read_text())
     finally:
         Path(path).unlink(missing_ok=True)
+
+
+def profile_steps(generate, step, device, warmup: int = 1) -> dict:
+    """Profile ``generate(step)`` once (after ``warmup`` unprofiled calls) with every call of the
+    decode step ``step`` opening a ``StepRanges`` range; returns the Chrome trace as a dict."""
+    for _ in range(warmup):
+        generate(step)
+    ranges = StepRanges()
+
+    def run():
+        generate(ranges.wrap(step))
+        ranges.close()
+
+    return profile_call(run, device)
 
 
 def _step_of(name: str, prefix: str):
@@ -183,6 +195,46 @@ def _busy(intervals) -> float:
     return total
 
 
+def busy_idle(intervals):
+    """(span, busy, idle) in the time unit of ``intervals`` [(start, end), ...]: busy is the
+    union of the intervals, idle the rest of the span from the first start to the last end."""
+    intervals = list(intervals)
+    if not intervals:
+        return 0.0, 0.0, 0.0
+    span = max(end for _, end in intervals) - min(start for start, _ in intervals)
+    busy = _busy(intervals)
+    return span, busy, span - busy
+
+
+KERNEL_KINDS = (("attention", ("attention", "fmha", "flash", "attn")),
+                ("matmul", ("gemm", "gemv", "cutlass", "sm90", "sm80", "cublas", "matmul", "mm_")),
+                ("copy", ("memcpy", "memset", "copy")))
+
+
+def kernel_kind(name: str) -> str:
+    """'matmul', 'attention', 'copy' or 'other' (elementwise, reductions, norms) by kernel name."""
+    low = name.lower()
+    for kind, marks in KERNEL_KINDS:
+        if any(mark in low for mark in marks):
+            return kind
+    return "other"
+
+
+def gpu_busy_idle(fn, steps, device) -> dict:
+    """Profile one call of ``fn()`` (which runs ``steps`` decode steps) and return per-step
+    seconds: span (first GPU event's start to the last one's end), GPU busy, GPU idle, the busy
+    time by kernel kind, and the number of GPU events (kernels, copies, memsets) per step."""
+    frame = trace_events(profile_call(fn, device))
+    gpu = frame[frame["kind"] == "gpu"]
+    span, busy, idle = busy_idle(zip(gpu["start_us"], gpu["end_us"]))
+    by_kind = (gpu["end_us"] - gpu["start_us"]).groupby(gpu["name"].map(kernel_kind)).sum()
+    us = 1e-6 / steps
+    return {"steps": steps, "kernels_per_step": len(gpu) / steps, "span_s": span * us,
+            "busy_s": busy * us, "idle_s": idle * us,
+            **{f"{kind}_s": float(by_kind.get(kind, 0.0)) * us for kind, _ in KERNEL_KINDS},
+            "other_s": float(by_kind.get("other", 0.0)) * us}
+
+
 def gpu_idle_gaps(events) -> pd.DataFrame:
     """Per step, from GPU events ``(start_us, end_us, step)``: when its first event started and its
     last ended, how long the GPU was busy (union of events) and idle inside that span, and
@@ -228,8 +280,6 @@ def step_gaps(trace: dict) -> pd.DataFrame:
 def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, title: str = ""):
     """CPU step ranges and waits against GPU events, over ``steps`` steps from ``first_step``;
     alternate steps in alternate colours, time in ms from the first shown step's start."""
-    from . import plotting
-
     shown = frame[(frame["step"] >= first_step) & (frame["step"] < first_step + steps)]
     if shown.empty:
         ax.set_title(title + " (no events)")

@@ -1,6 +1,7 @@
 """Result tables, the run folder and the figure manifest.
 
-A notebook writes everything into its run folder (``runs/<preset>/`` when run by
+A notebook starts its run with ``run = start_notebook(name, params)`` and writes everything
+through ``run`` into its run folder (``runs/<preset>/`` when run by
 ``./run_all.sh``, ``runs/interactive/`` from JupyterLab): tables to ``data/<name>.csv``,
 figures to ``<name>.png``, and a record of both with the environment to
 ``outputs/<notebook>.json``. Only the runner copies them into ``figures/``, and only after a
@@ -23,8 +24,7 @@ REQUIRED_COLUMNS = ["method", "batch_size", "seq_len", "repeats", "median_s", "m
                     "tokens_per_s", "peak_allocated_bytes", "peak_reserved_bytes",
                     "fragmentation_pct", "device_name"]
 RUN_DIR_ENV = "COURSE_RUN_DIR"
-
-_current: dict = {}
+FAILED = "failed"  # the status of a row whose method raised (helpers.ladder)
 
 
 def repo_root() -> Path:
@@ -59,39 +59,96 @@ def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text))
 
 
-def start_notebook(notebook: str, params, quiet: bool = False) -> dict:
-    """Name the notebook this kernel runs (e.g. ``"01_naive_generation"``), record its
-    parameters and environment, and print both; later ``save_table``/``save_figure`` calls are
-    recorded under it. Returns the environment report."""
-    _current.clear()
-    _current.update(notebook=notebook, preset=params.get("preset"), skipped=[],
-                    params={k: v for k, v in params.items()}, env=environment(), files=[])
-    _write_record()
+class MeasurementFailed(RuntimeError):
+    """A table was saved with rows whose status is ``failed``: the run must not pass as good."""
+
+
+class Run:
+    """One notebook's run: what it is (name, parameters, environment) and every file it wrote,
+    kept in ``outputs/<notebook>.json`` of the run folder. Made by ``start_notebook``."""
+
+    def __init__(self, notebook: str, params):
+        self.notebook = notebook
+        self.params = dict(params)
+        self.env = environment()
+        self.record = {"notebook": notebook, "preset": self.params.get("preset"),
+                       "params": self.params, "env": self.env, "files": [], "skipped": [],
+                       "failed": []}
+        self._write_record()
+
+    def _write_record(self):
+        atomic_write_text(run_dir() / "outputs" / f"{self.notebook}.json",
+                          json.dumps(self.record, indent=2, default=str))
+
+    def _record(self, kind: str, path: Path, **extra):
+        rel = str(Path(path).relative_to(run_dir()))
+        self.record["files"] = [f for f in self.record["files"] if f["path"] != rel]
+        self.record["files"].append({"kind": kind, "path": rel, **extra})
+        self._write_record()
+
+    def save_table(self, rows, name: str, require_schema: bool = True) -> pd.DataFrame:
+        """Write rows to ``data/<name>.csv`` in the run folder and record it. Measurement tables
+        must carry every shared column; set ``require_schema=False`` for other tables. Rows
+        with status ``failed`` are written (the evidence) and then raise ``MeasurementFailed``:
+        a broken method fails the run instead of vanishing from it."""
+        frame = table_frame(rows)
+        if frame.empty:
+            raise ValueError(f"table {name!r} has no rows")
+        missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+        if require_schema and missing:
+            raise ValueError(f"table {name!r} lacks the shared columns {missing}")
+        path = run_dir() / "data" / f"{name}.csv"
+        atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
+        self._record("table", path, rows=len(frame))
+        failed = frame[frame["status"] == FAILED] if "status" in frame else frame.iloc[:0]
+        if len(failed):
+            errors = [f"{r.get('method', '?')}: {r.get('error', '')}" for r in failed.to_dict("records")]
+            self.record["failed"] += [f"{name}: {e}" for e in errors]
+            self._write_record()
+            raise MeasurementFailed(f"table {name!r} has {len(failed)} failed row(s): "
+                                    + "; ".join(errors))
+        return frame
+
+    def footer(self) -> str:
+        """GPU, versions, preset and batch size, for the foot of every figure."""
+        parts = [self.env.get("gpu", "?"), f"torch {self.env.get('torch', '?')}",
+                 f"transformers {self.env.get('transformers', '?')}",
+                 f"preset {self.params.get('preset')}"]
+        if "batch_size" in self.params:
+            parts.append(f"batch {self.params['batch_size']}")
+        return " · ".join(parts)
+
+    def save_figure(self, fig, name: str, csv: str | None = None, title: str = "") -> None:
+        """Add the footer, write ``<name>.png`` into the run folder atomically and record it
+        with the CSV behind it (``csv`` is a table name given to ``save_table``)."""
+        fig.text(0.01, -0.02, self.footer(), fontsize=8, color="#555555", ha="left", va="top")
+        path = run_dir() / f"{name}.png"
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
+        self._record("figure", path, csv=f"data/{csv}.csv" if csv else None, title=title)
+
+    def skip_unless_cuda(self, what: str) -> bool:
+        """True (after printing why and recording it) when this run's device is not CUDA:
+        GPU-only cells start with ``if not run.skip_unless_cuda("the profiler timeline"):`` so a
+        CPU smoke run skips them visibly instead of failing or pretending. The record keeps
+        each skip with its device; a skip on a CUDA device never happens, so any found there
+        is a bug."""
+        device = str(self.params.get("device", "cpu"))
+        if device.startswith("cuda"):
+            return False
+        print(f"SKIPPED on {device}: {what} (needs a CUDA GPU)")
+        self.record["skipped"].append({"what": what, "device": device})
+        self._write_record()
+        return True
+
+
+def start_notebook(notebook: str, params, quiet: bool = False) -> Run:
+    """Start the run of ``notebook`` (e.g. ``"01_naive_generation"``): record its parameters
+    and environment, print both (unless ``quiet``), and return the ``Run`` through which the
+    notebook saves its tables and figures (``run.save_table``, ``run.save_figure``)."""
+    run = Run(notebook, params)
     if not quiet:
-        print_report(_current["env"], params)
-    return _current["env"]
-
-
-def _write_record():
-    if _current:
-        atomic_write_text(run_dir() / "outputs" / f"{_current['notebook']}.json",
-                          json.dumps(_current, indent=2, default=str))
-
-
-def _record(kind: str, path: Path, **extra):
-    if not _current:
-        raise RuntimeError("call helpers.results.start_notebook(name, params) before saving results")
-    rel = str(Path(path).relative_to(run_dir()))
-    _current["files"] = [f for f in _current["files"] if f["path"] != rel]
-    _current["files"].append({"kind": kind, "path": rel, **extra})
-    _write_record()
-
-
-def record_skip(what: str):
-    """Note a GPU-only step that this run skipped (shown in the outputs record)."""
-    if _current:
-        _current.setdefault("skipped", []).append(what)
-        _write_record()
+        print_report(run.env, params)
+    return run
 
 
 def table_frame(rows) -> pd.DataFrame:
@@ -99,25 +156,6 @@ def table_frame(rows) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows))
     first = [c for c in REQUIRED_COLUMNS if c in frame.columns]
     return frame[first + [c for c in frame.columns if c not in first]]
-
-
-def save_table(rows, name: str, require_schema: bool = True) -> pd.DataFrame:
-    """Write rows to ``data/<name>.csv`` in the run folder and record it. Measurement tables
-    must carry every shared column; set ``require_schema=False`` for other tables."""
-    frame = table_frame(rows)
-    if frame.empty:
-        raise ValueError(f"table {name!r} has no rows")
-    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
-    if require_schema and missing:
-        raise ValueError(f"table {name!r} lacks the shared columns {missing}")
-    path = run_dir() / "data" / f"{name}.csv"
-    atomic_write(path, lambda tmp: frame.to_csv(tmp, index=False))
-    _record("table", path, rows=len(frame))
-    return frame
-
-
-def record_figure(path: Path, csv: str | None = None, title: str = ""):
-    _record("figure", path, csv=csv, title=title)
 
 
 def load_table(name: str, prefer: str = "run") -> pd.DataFrame:

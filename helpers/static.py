@@ -12,13 +12,16 @@ Public API (later notebooks import these; all follow the contract of helpers/gen
 - ``generate_static_cache(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
   cache=None)``: the KV-cache loop on a static cache. Pass ``cache`` to reuse one across calls
   (it is ``reset()``, never reallocated); its length must be >= prompt + ``max_new_tokens``.
-- ``compiled_step(model, mode="default")`` -> ``step(token_ids, cache) -> logits``: one decode
-  step (``token_ids`` of shape (batch, 1), logits of the last position, (batch, vocab)),
-  compiled once with static shapes and no graph breaks. ``mode="reduce-overhead"`` replays it as
+- ``compiled_step(model, mode="default")`` -> ``step(token_ids, cache) -> logits``:
+  ``decode_one_token`` (``token_ids`` of shape (batch, 1), logits of the last position,
+  (batch, vocab)) compiled once with static shapes and no graph breaks. ``mode="reduce-overhead"`` replays it as
   a CUDA graph (CUDA only): the logits it returns live in the graph's output buffer and are
   overwritten by the next call, so consume them (``next_token``) or ``.clone()`` them first.
   Call it with the same cache object (``reset()`` between runs) so the graph is not re-recorded;
-  a cache of another length compiles a new graph.
+  a cache of another length compiles a new graph. Every step compiled here shares one code
+  object (``decode_one_token``'s), so one dynamo cache: a notebook that compiles more than
+  ``torch._dynamo.config.recompile_limit`` (default 8) modes and shapes raises that limit itself,
+  visibly (past it dynamo would silently run the step uncompiled).
 - ``generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
   step=..., cache=None)``: the static-cache loop with the prefill eager and every decode step
   through ``step``. Compile once (``step = compiled_step(model, mode)``) and reuse it.
@@ -35,7 +38,8 @@ import contextlib
 import torch
 from transformers import StaticCache
 
-from .generation import next_token
+from .errors import ParameterError
+from .generation import decode_one_token, next_token
 
 COMPILE_MODES = ("default", "reduce-overhead")
 
@@ -69,30 +73,23 @@ def generate_static_cache(model, input_ids, max_new_tokens, eos_token_id, stop_l
         tokens.append(token[:, None])
         if finished.all() or step + 1 == max_new_tokens:
             break
-        logits = model(token[:, None], past_key_values=cache, use_cache=True).logits[:, -1, :]
+        logits = decode_one_token(model, token[:, None], cache)
     return torch.cat(tokens, dim=1)
 
 
 def compiled_step(model, mode="default"):
-    """One decode step ``step(token_ids, cache) -> logits``, compiled once: static shapes, one
-    graph. ``mode="reduce-overhead"`` replays it as a CUDA graph, whose returned logits are
-    overwritten by the next call (consume or clone them first)."""
+    """``decode_one_token`` as ``step(token_ids, cache) -> logits``, compiled once: static
+    shapes, one graph. ``mode="reduce-overhead"`` replays it as a CUDA graph, whose returned
+    logits are overwritten by the next call (consume or clone them first)."""
     if mode not in COMPILE_MODES:
         raise ValueError(f"compile mode must be one of {list(COMPILE_MODES)}, got {mode!r}")
-
-    def forward(token_ids, cache):
-        return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
-
-    # Every step built here shares one code object, so one dynamo cache: make room for a graph
-    # per mode and shape (past the limit dynamo would silently run the step uncompiled).
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
-    compiled = torch.compile(forward, mode=mode, fullgraph=True, dynamic=False)
+    compiled = torch.compile(decode_one_token, mode=mode, fullgraph=True, dynamic=False)
 
     @torch.no_grad()
     def step(token_ids, cache):
         if mode == "reduce-overhead":
             torch.compiler.cudagraph_mark_step_begin()  # the previous step's outputs are done
-        return compiled(token_ids, cache)
+        return compiled(model, token_ids, cache)
 
     return step
 
@@ -127,7 +124,7 @@ def compile_counters() -> dict:
     """What torch.compile has done in this process so far: graphs compiled (each compile or
     recompile adds one), graph breaks, and CUDA graphs skipped (reduce-overhead falling back to
     plain compiled code). Take a reading before and after a loop and subtract."""
-    from torch._dynamo.utils import counters
+    from torch._dynamo.utils import counters  # lazy on purpose: dynamo takes ~1.5 s to import
 
     return {"graphs_compiled": int(counters["stats"]["unique_graphs"]),
             "graph_breaks": int(sum(counters["graph_break"].values())),
@@ -161,8 +158,6 @@ def attention_work(prompt_len, new_tokens, max_cache_len) -> dict:
 def check_cache_len(name, max_cache_len, prompt_len, seq_lens, n_positions) -> int:
     """``max_cache_len`` if a static cache of that length holds the prompt plus every length in
     ``seq_lens`` and fits the model's ``n_positions``; else ParameterError saying what fits."""
-    from .presets import ParameterError
-
     need = prompt_len + max(seq_lens)
     if not need <= max_cache_len <= n_positions:
         raise ParameterError(f"{name}={max_cache_len}: a static cache must hold prompt + longest "

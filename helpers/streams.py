@@ -5,6 +5,7 @@ the GPU has finished the step, so the next step's kernels are launched only afte
 GPU idles in between. Notebook 06 measures that idle time; notebook 07 removes it by reading the
 stop flag one step late, after the next step is already queued:
 
+- ``eager_step``: notebook 02's ``decode_one_token`` as a step callable (the default).
 - ``generate_sync``: notebook 02's loop with a pluggable decode step; checks (and syncs) every step.
 - ``generate_no_check``: never checks; always runs ``max_new_tokens`` steps (the upper bound).
 - ``trim_finished``: cuts the no-check output to the sync loop's (drops columns after every row
@@ -24,14 +25,14 @@ from __future__ import annotations
 
 import torch
 
-from .generation import generated_lengths, next_token
+import functools
+
+from .generation import decode_one_token, generated_lengths, next_token
 
 
 def eager_step(model):
-    """Notebook 02's decode step as a callable: one token per row in, last-position logits out."""
-    def step(token_ids, cache):
-        return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
-    return step
+    """Notebook 02's ``decode_one_token`` for this model, as ``step(token_ids, cache) -> logits``."""
+    return functools.partial(decode_one_token, model)
 
 
 @torch.no_grad()
