@@ -129,6 +129,7 @@ def test_failures_do_not_stop_the_run_and_are_named(smoke_run):
     assert Path(raised["executed"]).exists()
     died = status["02_dies"]
     assert died["status"] == "failed" and "DeadKernelError" in died["error"]
+    assert died["error"].startswith("cell 3 ('import os, signal')"), died  # the cell it died in
 
     text, code = runner.summary(status)
     assert code != 0
@@ -274,6 +275,8 @@ def test_ctrl_c_keeps_earlier_results_and_resume_finishes(tmp_path, monkeypatch)
             proc.kill()
     assert proc.returncode == 130, out
     assert "Interrupted during 01_sleeps" in out and "INTERRUPTED 01_sleeps" in out
+    assert "Not run: 02_later" in out and "NOT RUN 02_later" in out  # what did not run, named
+    assert "1/3 notebooks ok" in out  # counted with the notebooks it never reached
     run_root = tmp_path / "runs" / "smoke"
     status = json.loads((run_root / runner.STATUS_FILE).read_text())
     assert status["00_quick"]["status"] == "ok"
