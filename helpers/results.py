@@ -46,6 +46,7 @@ def atomic_write(path: Path, write) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    os.chmod(tmp, 0o644)  # mkstemp makes it 0600; results are read by others too
     try:
         write(Path(tmp))
         os.replace(tmp, path)

@@ -247,3 +247,12 @@ def test_verbose_echoes_cells_and_kernel_messages(one_real_notebook, capfd):
     runner.main(["--smoke", "--verbose"])
     out, err = capfd.readouterr()
     assert "00| a line from a cell" in out and "Executing Cell" in out
+
+
+def test_result_files_are_readable_by_others(tmp_path, monkeypatch):
+    """Written through a private temporary file (mkstemp makes it 0600), results end up 0644."""
+    monkeypatch.setattr(runner, "execute", fake_execute())
+    paths = [make_notebook(tmp_path / "notebooks" / "00_n.ipynb", "x = 1")]
+    runner.run(paths, "smoke", tmp_path / "run")
+    for name in ("status.json", "data/00_n.csv", "00_n.png", "outputs/00_n.json", ".lock"):
+        assert stat.S_IMODE((tmp_path / "run" / name).stat().st_mode) == 0o644, name
