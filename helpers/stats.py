@@ -113,12 +113,14 @@ def _interval(estimate, draws, level, n) -> Ratio:
     return Ratio(estimate, float(low), float(high), n)
 
 
-def row_speedup(table, candidate: str, baseline: str, metric: str = "wall", **where) -> Ratio:
+def row_speedup(table, candidate: str, baseline: str, metric: str = "wall", paired=None,
+                **where) -> Ratio:
     """``speedup`` between two methods' rows of a results table (one row each after filtering
     by ``where``, e.g. ``seq_len=100``), from their stored trials. Paired when both rows hold
-    the same number of trials (they were interleaved by ``harness.compare``)."""
+    the same number of trials (they were interleaved by ``harness.compare``) unless ``paired``
+    says otherwise (trials from separate processes are not paired)."""
     cand, base = (_trials(table, method, metric, where) for method in (candidate, baseline))
-    return speedup(cand, base, paired=len(cand) == len(base))
+    return speedup(cand, base, paired=len(cand) == len(base) if paired is None else paired)
 
 
 def _trials(table, method, metric, where):
@@ -142,10 +144,10 @@ NOT_JUDGED = "not judged: this run's timings only exercise the code (see the H10
 
 
 def sentence(ratio: Ratio, candidate: str, baseline: str, judge: bool = True) -> str:
-    """One line a notebook prints: '<candidate> against <baseline>: 1.42x (95% CI ...):
+    """One line a notebook prints: 'speedup of <candidate> over <baseline>: 1.42x (95% CI ...):
     faster.' Without ``judge`` (a smoke run), the numbers and no verdict."""
     word = verdict(ratio) if judge else NOT_JUDGED
-    return f"{candidate} against {baseline}: {ratio}: {word}."
+    return f"speedup of {candidate} over {baseline}: {ratio}: {word}."
 
 
 def _row(table, method, **where):
@@ -156,12 +158,12 @@ def _row(table, method, **where):
 
 
 def speedup_lines(table, candidate: str, baseline: str, judge: bool, by: str = "seq_len",
-                  unit: str = "tokens", metric: str = "wall") -> list:
+                  unit: str = "tokens", metric: str = "wall", paired=None) -> list:
     """One printed line per value of ``by``: the candidate's speedup over the baseline with its
     interval and verdict (no verdict when ``judge`` is False)."""
     lines = []
     for value in sorted(table[by].dropna().unique()):
-        ratio = row_speedup(table, candidate, baseline, metric, **{by: value})
+        ratio = row_speedup(table, candidate, baseline, metric, paired, **{by: value})
         lines.append(f"{value:>5} {unit}: {sentence(ratio, candidate, baseline, judge)}")
     return lines
 

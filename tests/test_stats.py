@@ -114,3 +114,18 @@ def test_bound_from_busy_share():
     assert harness.bound(0.9, 1.0) == "GPU-bound"
     assert harness.bound(0.3, 1.0) == "CPU-bound"
     assert harness.bound(float("nan"), 1.0) == ""
+
+
+def test_linear_quadratic_fit_recovers_known_terms():
+    from helpers import analysis
+
+    n = np.array([100, 200, 400])
+    a, b = analysis.linear_quadratic_fit(n, 0.005 * n + 2e-5 * n**2)
+    assert a == pytest.approx(0.005) and b == pytest.approx(2e-5)
+    assert analysis.quadratic_share(a, b, 100) == pytest.approx(0.2 / 0.7)
+    assert analysis.quadratic_share(a, b, 400) > 0.5
+    # A negative term is dropped, not reported.
+    a, b = analysis.linear_quadratic_fit(n, 0.01 * n - 1e-6 * n**2)
+    assert b == 0.0 and a > 0
+    with pytest.raises(ValueError, match="two distinct lengths"):
+        analysis.linear_quadratic_fit([100, 100], [1.0, 1.1])
