@@ -46,14 +46,14 @@ GOOD = """
 import time
 from helpers import harness, plotting, results
 P = {"preset": preset, "device": "cpu", "batch_size": 1}
-results.start_notebook("00_good", P, quiet=True)
+run = results.start_notebook("00_good", P, quiet=True)
 rows = harness.sweep([1, 2], lambda n: harness.bench_row(
     "noop", lambda: sum(range(1000)), device="cpu", batch_size=1, seq_len=n, repeats=1)[0],
     desc="points")
-results.save_table(rows, "00_good")
+run.save_table(rows, "00_good")
 fig, ax = plotting.subplots()
 ax.plot([1, 2], [1, 2])
-plotting.save_figure(fig, "00_good", csv="00_good", params=P)
+run.save_figure(fig, "00_good", csv="00_good")
 time.sleep(0.6)  # stays above the monkeypatched 0.5 s minimum however fast the machine is
 """
 
@@ -383,32 +383,29 @@ def half_write(path, *args, **kwargs):
 
 def test_interrupted_writes_keep_the_old_file(tmp_path, monkeypatch):
     monkeypatch.setenv(results.RUN_DIR_ENV, str(tmp_path))
-    results.start_notebook("05_atomic", {"preset": "smoke"}, quiet=True)
-    try:
-        rows = [{c: 1 for c in results.REQUIRED_COLUMNS}]
-        results.save_table(rows, "05_atomic")
-        fig, ax = plotting.subplots()
-        plotting.save_figure(fig, "05_atomic")
-        runner.save_status(tmp_path, {"00": {"status": "ok"}})
-        before = tree(tmp_path)
+    run = results.start_notebook("05_atomic", {"preset": "smoke"}, quiet=True)
+    rows = [{c: 1 for c in results.REQUIRED_COLUMNS}]
+    run.save_table(rows, "05_atomic")
+    fig, ax = plotting.subplots()
+    run.save_figure(fig, "05_atomic")
+    runner.save_status(tmp_path, {"00": {"status": "ok"}})
+    before = tree(tmp_path)
 
-        with monkeypatch.context() as mp:  # a table write cut short
-            mp.setattr(pd.DataFrame, "to_csv", lambda self, path, **kw: half_write(path))
-            with pytest.raises(Interrupted):
-                results.save_table(rows, "05_atomic")
-        with monkeypatch.context() as mp:  # a figure write cut short
-            mp.setattr(type(fig), "savefig", lambda self, path, **kw: half_write(path))
-            with pytest.raises(Interrupted):
-                plotting.save_figure(fig, "05_atomic")
-        with monkeypatch.context() as mp:  # the status file and the outputs record cut short
-            mp.setattr(Path, "write_text", lambda self, text, *a, **kw: half_write(self))
-            with pytest.raises(Interrupted):
-                runner.save_status(tmp_path, {"00": {"status": "failed"}})
-            with pytest.raises(Interrupted):
-                results.record_skip("something")
-        assert tree(tmp_path) == before  # same files, sizes and times; no temporary left behind
-    finally:
-        results._current.clear()
+    with monkeypatch.context() as mp:  # a table write cut short
+        mp.setattr(pd.DataFrame, "to_csv", lambda self, path, **kw: half_write(path))
+        with pytest.raises(Interrupted):
+            run.save_table(rows, "05_atomic")
+    with monkeypatch.context() as mp:  # a figure write cut short
+        mp.setattr(type(fig), "savefig", lambda self, path, **kw: half_write(path))
+        with pytest.raises(Interrupted):
+            run.save_figure(fig, "05_atomic")
+    with monkeypatch.context() as mp:  # the status file and the outputs record cut short
+        mp.setattr(Path, "write_text", lambda self, text, *a, **kw: half_write(self))
+        with pytest.raises(Interrupted):
+            runner.save_status(tmp_path, {"00": {"status": "failed"}})
+        with pytest.raises(Interrupted):
+            run.skip_unless_cuda("something")
+    assert tree(tmp_path) == before  # same files, sizes and times; no temporary left behind
 
 
 # --------------------------------------------------------------------------------------------
@@ -449,16 +446,13 @@ def test_sweep_records_oom_cleans_the_allocator_and_goes_on(tmp_path, monkeypatc
     # Right after the OOM the allocator was cleaned, with the failed call's objects already freed.
     assert next(states for states in cleaned if states) == [True], cleaned
 
-    results.start_notebook("05_oom", {"preset": "smoke"}, quiet=True)
-    try:
-        frame = results.save_table(rows, "05_oom")
-        csv = pd.read_csv(tmp_path / "data" / "05_oom.csv")
-        assert csv["status"].tolist() == ["ok", "oom", "ok"] and csv["median_s"].isna().tolist() == [False, True, False]
-        fig, ax = plotting.subplots()
-        plotting.lines_by_method(ax, frame, "seq_len", "median_s")
-        assert [t.get_text() for t in ax.texts].count("OOM") == 1
-    finally:
-        results._current.clear()
+    run = results.start_notebook("05_oom", {"preset": "smoke"}, quiet=True)
+    frame = run.save_table(rows, "05_oom")
+    csv = pd.read_csv(tmp_path / "data" / "05_oom.csv")
+    assert csv["status"].tolist() == ["ok", "oom", "ok"] and csv["median_s"].isna().tolist() == [False, True, False]
+    fig, ax = plotting.subplots()
+    plotting.lines_by_method(ax, frame, "seq_len", "median_s")
+    assert [t.get_text() for t in ax.texts].count("OOM") == 1
     lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("[lengths ")]
     assert len(lines) == 3 and "OOM" in lines[1]
 
