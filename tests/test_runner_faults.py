@@ -17,15 +17,7 @@ import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
 from helpers import results, runner
-
-
-def make_notebook(path: Path, *cells: str) -> Path:
-    nb = new_notebook(cells=[new_code_cell('preset = "auto"', metadata={"tags": ["parameters"]})]
-                      + [new_code_cell(source) for source in cells])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, path)
-    return path
+from test_reliability import make_notebook
 
 
 def fake_execute(ran=None, outcome="ok"):
