@@ -21,8 +21,9 @@ from pathlib import Path
 import nbformat
 import pytest
 import requests
+import websocket  # websocket-client (declared in the test extra)
 
-websocket = pytest.importorskip("websocket")  # websocket-client, a jupyter_server dependency
+pytestmark = pytest.mark.notebook  # runs notebook 01's cells in a JupyterLab kernel
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOK = "notebooks/01_naive_generation.ipynb"

@@ -1,16 +1,21 @@
 """Notebooks 03-05 on the CPU: allocator settings, the static cache, the compiled step, and
 their parameters. GPU-only paths (CUDA graphs, the allocator read-back) are checked for their
 refusals here and run on the GPU by the notebooks."""
+import functools
 import os
 import subprocess
 import sys
 
 import pytest
 import torch
+from transformers import DynamicCache
 
 from helpers import allocator, static
-from helpers.generation import assert_same_tokens, generate_kv_cache, uniform_stop_lengths
-from helpers.presets import ParameterError, resolve_params
+from helpers.generation import (assert_same_tokens, decode_one_token, generate_kv_cache,
+                                uniform_stop_lengths)
+from helpers.errors import ParameterError
+from helpers.model import make_prompt
+from helpers.presets import resolve_params
 
 
 # --- allocator settings (notebook 03) ---------------------------------------------------------
@@ -101,8 +106,7 @@ def test_run_in_subprocess_on_cpu(tiny):
     assert {r["method"] for r in result["rows"]} == {"expandable_segments:True"}
     assert result["effective"]["env"]["PYTORCH_ALLOC_CONF"] == "expandable_segments:True"
     model, _, eos = tiny
-    prompt = __import__("helpers.model", fromlist=["make_prompt"]).make_prompt(
-        2, 4, model.config.vocab_size, eos, "cpu", seed=0)
+    prompt = make_prompt(2, 4, model.config.vocab_size, eos, "cpu", seed=0)
     assert result["rows"][1]["tokens_checksum"] == int(generate_kv_cache(model, prompt, 5, eos).sum())
 
 
@@ -232,10 +236,7 @@ def test_generate_static_compiled_needs_a_step(tiny):
 def test_generate_static_compiled_with_an_eager_step(tiny):
     """The loop itself, with the uncompiled step, is the static-cache loop."""
     model, prompt, eos = tiny
-
-    def eager_step(token_ids, cache):
-        return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
-
+    eager_step = functools.partial(decode_one_token, model)
     stops = uniform_stop_lengths(prompt.shape[0], 1, 6, seed=5)
     for stop_lengths in (None, stops):
         assert_same_tokens(generate_kv_cache(model, prompt, 6, eos, stop_lengths),
@@ -265,17 +266,7 @@ def test_compiled_step_default_mode_same_tokens_no_recompiles(tiny):
     assert static.counters_delta(middle, static.compile_counters())["graphs_compiled"] == 0
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU refusal")
-def test_reduce_overhead_is_skipped_visibly_on_cpu(capsys):
-    from helpers.presets import skip_unless_cuda
-
-    assert skip_unless_cuda(resolve_params("05", "smoke"), "CUDA graphs") is True
-    assert "SKIPPED on cpu: CUDA graphs" in capsys.readouterr().out
-
-
 def test_sdpa_calls_record_keys_and_mask(tiny):
-    from transformers import DynamicCache
-
     model, prompt, _ = tiny
     original = torch.nn.functional.scaled_dot_product_attention
     with torch.no_grad():

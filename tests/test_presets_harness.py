@@ -90,15 +90,39 @@ def test_growth_exponent_recovers_known_powers():
 
 def test_save_table_writes_csv_and_record(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RUN_DIR", str(tmp_path))
-    p = resolve_params("01", "smoke")
-    results.start_notebook("99_demo", p, quiet=True)
+    run = results.start_notebook("99_demo", resolve_params("01", "smoke"), quiet=True)
     row, _ = harness.bench_row("m", lambda: None, device="cpu", batch_size=1, seq_len=1, repeats=1)
-    frame = results.save_table([row], "99_demo")
+    frame = run.save_table([row], "99_demo")
     assert list(frame.columns[:len(results.REQUIRED_COLUMNS)]) == results.REQUIRED_COLUMNS
     assert (tmp_path / "data" / "99_demo.csv").exists()
     record = json.loads((tmp_path / "outputs" / "99_demo.json").read_text())
     assert record["files"] == [{"kind": "table", "path": "data/99_demo.csv", "rows": 1}]
     assert record["env"]["torch"] == torch.__version__
     with pytest.raises(ValueError, match="lacks the shared columns"):
-        results.save_table([{"method": "x"}], "99_bad")
+        run.save_table([{"method": "x"}], "99_bad")
     assert not list(tmp_path.glob("data/.*.tmp")), "no temporary files are left behind"
+
+
+def test_a_failed_row_is_saved_then_fails_the_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RUN_DIR", str(tmp_path))
+    run = results.start_notebook("99_demo", resolve_params("01", "smoke"), quiet=True)
+    rows = [{"method": "fine", "status": "ok"}, {"method": "oom", "status": "oom"},
+            {"method": "broken", "status": results.FAILED, "error": "RuntimeError: no kernel"}]
+    with pytest.raises(results.MeasurementFailed, match="1 failed row.*broken: RuntimeError: no kernel"):
+        run.save_table(rows, "99_demo", require_schema=False)
+    assert len(results.load_table("99_demo")) == 3, "the evidence is written before the error"
+    record = json.loads((tmp_path / "outputs" / "99_demo.json").read_text())
+    assert record["failed"] == ["99_demo: broken: RuntimeError: no kernel"]
+    run.save_table(rows[:2], "99_demo_ok", require_schema=False)  # out of memory is a result
+
+
+def test_runs_are_separate_objects_and_skips_are_recorded(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_RUN_DIR", str(tmp_path))
+    cpu = results.start_notebook("98_cpu", {"preset": "smoke", "device": "cpu"}, quiet=True)
+    gpu = results.start_notebook("97_gpu", {"preset": "full", "device": "cuda"}, quiet=True)
+    assert cpu.skip_unless_cuda("the profiler") is True
+    assert "SKIPPED on cpu: the profiler (needs a CUDA GPU)" in capsys.readouterr().out
+    assert gpu.skip_unless_cuda("the profiler") is False
+    records = {n: json.loads((tmp_path / "outputs" / f"{n}.json").read_text()) for n in ("98_cpu", "97_gpu")}
+    assert records["98_cpu"]["skipped"] == [{"what": "the profiler", "device": "cpu"}]
+    assert records["97_gpu"]["skipped"] == []

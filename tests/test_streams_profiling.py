@@ -22,7 +22,8 @@ CHECKING = [streams.generate_sync] + LATE
 
 
 @pytest.fixture(scope="module")
-def tiny():
+def tiny_batch6():
+    """The tiny model with six prompts (more rows than conftest's ``tiny``, for stop schedules)."""
     model = build_model("tiny", "cpu", seed=0)
     eos = model.config.eos_token_id
     prompt = make_prompt(6, PROMPT_LEN, model.config.vocab_size, eos, seed=1)
@@ -39,16 +40,16 @@ def schedule(values):
 @pytest.mark.parametrize("stops", SCHEDULES)
 @pytest.mark.parametrize("max_new_tokens", [1, 2, 5, 12])
 @pytest.mark.parametrize("generate", CHECKING, ids=lambda f: f.__name__)
-def test_checking_loops_match_kv_cache(tiny, generate, stops, max_new_tokens):
-    model, eos, prompt = tiny
+def test_checking_loops_match_kv_cache(tiny_batch6, generate, stops, max_new_tokens):
+    model, eos, prompt = tiny_batch6
     reference = generate_kv_cache(model, prompt, max_new_tokens, eos, schedule(stops))
     assert_same_tokens(reference, generate(model, prompt, max_new_tokens, eos, schedule(stops)),
                        generate.__name__)
 
 
 @pytest.mark.parametrize("stops", SCHEDULES)
-def test_no_check_runs_to_the_cap_and_trims_to_the_sync_output(tiny, stops):
-    model, eos, prompt = tiny
+def test_no_check_runs_to_the_cap_and_trims_to_the_sync_output(tiny_batch6, stops):
+    model, eos, prompt = tiny_batch6
     out = streams.generate_no_check(model, prompt, 12, eos, schedule(stops))
     assert out.shape == (prompt.shape[0], PROMPT_LEN + 12)
     reference = streams.generate_sync(model, prompt, 12, eos, schedule(stops))
@@ -56,8 +57,8 @@ def test_no_check_runs_to_the_cap_and_trims_to_the_sync_output(tiny, stops):
 
 
 @pytest.mark.parametrize("generate", CHECKING, ids=lambda f: f.__name__)
-def test_forced_stops_end_rows_on_schedule(tiny, generate):
-    model, eos, prompt = tiny
+def test_forced_stops_end_rows_on_schedule(tiny_batch6, generate):
+    model, eos, prompt = tiny_batch6
     stops = uniform_stop_lengths(prompt.shape[0], 2, 9, seed=3)
     out = generate(model, prompt, 12, eos, stops)
     lengths = generated_lengths(out, PROMPT_LEN, eos)
@@ -70,8 +71,8 @@ def test_forced_stops_end_rows_on_schedule(tiny, generate):
 
 @pytest.mark.parametrize("stops,cap", [([3, 5, 2, 4, 3, 3], 12), ([12] * 6, 12), ([1] * 6, 4),
                                        (None, 7)])
-def test_one_step_late_loops_take_at_most_one_extra_step(tiny, stops, cap):
-    model, eos, prompt = tiny
+def test_one_step_late_loops_take_at_most_one_extra_step(tiny_batch6, stops, cap):
+    model, eos, prompt = tiny_batch6
     calls = {}
     for generate in CHECKING:
         counter = profiling.StepRanges()
@@ -85,10 +86,10 @@ def test_one_step_late_loops_take_at_most_one_extra_step(tiny, stops, cap):
 
 @pytest.mark.parametrize("generate", CHECKING + [streams.generate_no_check],
                          ids=lambda f: f.__name__)
-def test_loops_take_a_step_and_a_static_cache(tiny, generate):
+def test_loops_take_a_step_and_a_static_cache(tiny_batch6, generate):
     """The interface of the compiled regime, eagerly: a decode step callable on a StaticCache
     that is reset and reused between calls."""
-    model, eos, prompt = tiny
+    model, eos, prompt = tiny_batch6
     stops = torch.tensor([3, 5, 2, 4, 3, 3])
     cache = static.make_static_cache(model, prompt.shape[0], PROMPT_LEN + 8, "cpu")
     reference = static.generate_static_cache(model, prompt, 8, eos, stops)
@@ -180,8 +181,8 @@ def test_plot_timeline_draws_lanes():
     plt.close(fig)
 
 
-def test_step_ranges_and_profile_steps_on_cpu(tiny):
-    model, eos, prompt = tiny
+def test_step_ranges_and_profile_steps_on_cpu(tiny_batch6):
+    model, eos, prompt = tiny_batch6
     ranges = profiling.StepRanges()
     assert ranges.wrap(lambda a, b=1: a + b)(2, b=3) == 5 and ranges.steps == 1
     ranges.close()
@@ -205,6 +206,29 @@ def test_find_syncs_on_cpu_is_empty():
     census = profiling.find_syncs(lambda: torch.ones(3).sum().item())
     assert census.empty
     assert list(census.columns) == ["file", "line", "function", "code", "count", "via"]
+
+
+def test_find_syncs_counts_each_sync_by_the_line_that_made_it(monkeypatch):
+    """The census's bookkeeping, with torch's sync warnings simulated (tests/test_gpu.py has the
+    real ones): two lines, one syncing three times, are counted apart, busiest first."""
+    import warnings
+
+    mode = {"now": 0}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: mode["now"])
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", lambda m: mode.update(now=m))
+
+    def loop():
+        for _ in range(3):
+            warnings.warn("called a synchronizing CUDA operation")  # the busy line
+        warnings.warn("called a synchronizing CUDA operation")  # the quiet line
+        warnings.warn("an unrelated warning")  # not a sync: not counted
+
+    census = profiling.find_syncs(loop)
+    assert census["count"].tolist() == [3, 1]
+    assert census["function"].tolist() == ["loop", "loop"]
+    assert [c.split("#")[1].strip() for c in census["code"]] == ["the busy line", "the quiet line"]
+    assert mode["now"] == 0, "the debug mode is restored"
 
 
 def test_blame_picks_the_innermost_frame_outside_torch():
