@@ -39,6 +39,7 @@ def render(figures: Path | None = None) -> str:
         ladder = figures / "data" / f"{SUMMARY}.csv"
         if ladder.exists():
             frame = pd.read_csv(ladder)
+            missing = frame[frame["status"] != "ok"]
             frame = frame[frame["status"] == "ok"].sort_values(["seq_len", "median_s"])
             lines += ["| method | new tokens | median ms | × naive | ÷ floor | × `generate()` static |",
                       "|---|---|---|---|---|---|"]
@@ -47,6 +48,10 @@ def render(figures: Path | None = None) -> str:
                              f"{r['speedup_vs_naive']:.1f} | {r['floor_ratio']:.1f} | "
                              f"{r['speedup_vs_generate_static']:.2f} |")
             lines.append("")
+            for _, r in missing.iterrows():  # a method that did not run is named, never dropped
+                lines.append(f"- **{r['method']}, {r['seq_len']} tokens: {r['status']}**"
+                             f"{': ' + str(r['error']) if pd.notna(r.get('error')) else ''}")
+            lines += [""] if len(missing) else []
         claims = figures / "data" / f"{SUMMARY}_claims.csv"
         if claims.exists():
             lines += ["**The article's claims on this GPU** (judged by notebook 08 from the data):", "",

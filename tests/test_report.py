@@ -1,6 +1,8 @@
 """The README's results section is rendered from figures/ only, and is up to date."""
 import json
 
+import pandas as pd
+
 from helpers import report, results
 
 
@@ -83,3 +85,19 @@ def test_cannot_measure():
     assert report.cannot_measure({"preset": "smoke", "device": "cuda"})
     assert report.cannot_measure({"preset": "full", "device": "cpu"})
     assert not report.cannot_measure({"preset": "workshop", "device": "cuda:0"})
+
+
+def test_render_names_a_method_that_did_not_run(tmp_path):
+    figures = tmp_path / "figures"
+    (figures / "data").mkdir(parents=True)
+    entry = {"notebook": "08_results_summary.ipynb", "gpu": "NVIDIA Test", "date": "2026-01-02",
+             "title": "t", "driver": "1", "cuda": "13", "torch": "t", "transformers": "x"}
+    (figures / "manifest.json").write_text(json.dumps({"figures": {"08_results_summary.png": entry}}))
+    row = {"batch_size": 32, "seq_len": 100, "speedup_vs_naive": 1.0, "floor_ratio": 9.0,
+           "speedup_vs_generate_static": 0.5}
+    pd.DataFrame([{**row, "method": "naive", "status": "ok", "median_s": 0.5, "error": None},
+                  {**row, "method": "broken", "status": "failed", "median_s": float("nan"),
+                   "error": "RuntimeError: no kernel"}]).to_csv(figures / "data" / "08_results_summary.csv")
+    text = report.render(figures)
+    assert "| naive | 100 |" in text
+    assert "**broken, 100 tokens: failed**: RuntimeError: no kernel" in text
