@@ -183,7 +183,8 @@ def test_notebook_08_rejects_bad_parameters(kwargs, wrong):
 
 
 def test_bench_command_on_a_cpu():
-    done = subprocess.run([sys.executable, "-m", "helpers.bench", "--tokens", "4"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "helpers.bench", "--tokens", "3", "--repeats", "1"],
+                          cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "NOTE: no CUDA GPU" in done.stdout
