@@ -1,0 +1,66 @@
+"""The shape of helpers/: no import cycle, and every import at the top of its file unless it is
+lazy on purpose (listed here with its reason)."""
+import ast
+from pathlib import Path
+
+HELPERS = Path(__file__).resolve().parent.parent / "helpers"
+
+# (module, imported module): why the import sits inside a function.
+LAZY = {
+    ("model", "transformers"): "GPT-2's model class costs seconds; notebooks 03 and 09 build no model",
+    ("static", "torch._dynamo.utils"): "dynamo takes ~1.5 s to import; most notebooks never compile",
+    ("env", "pynvml"): "optional: NVML is only a fallback for the driver version",
+    ("report", "IPython.display"): "optional: report.show_reference also runs in a plain terminal",
+}
+# Modules whose imports are lazy by design, said in their docstrings: the runner and the site
+# builder start without torch or papermill (``--list``, ``--check-env``); the harness is the
+# measurement core, kept by its own owner.
+LAZY_MODULES = {"runner", "site", "harness"}
+
+
+def trees():
+    return {p.stem: ast.parse(p.read_text()) for p in sorted(HELPERS.glob("*.py"))}
+
+
+def local_imports(tree):
+    """helpers modules imported at the top of a module (``from . import x``, ``from .x import``)."""
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            found |= {node.module} if node.module else {a.name for a in node.names}
+    return found
+
+
+def test_helpers_have_no_import_cycle():
+    graph = {name: local_imports(tree) for name, tree in trees().items()}
+    state = {}
+
+    def visit(name, path):
+        if state.get(name) == "open":
+            raise AssertionError(f"import cycle: {' -> '.join(path + [name])}")
+        if state.get(name) != "done":
+            state[name] = "open"
+            for dep in graph.get(name, ()):
+                visit(dep, path + [name])
+            state[name] = "done"
+
+    for name in graph:
+        visit(name, [])
+
+
+def test_imports_sit_at_the_top_unless_lazy_on_purpose():
+    hidden = []
+    for name, tree in trees().items():
+        if name in LAZY_MODULES:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for inner in ast.walk(node):
+                    if isinstance(inner, (ast.Import, ast.ImportFrom)):
+                        module = inner.module if isinstance(inner, ast.ImportFrom) else inner.names[0].name
+                        module = ("." * getattr(inner, "level", 0)) + (module or "")
+                        if (name, module) not in LAZY:
+                            hidden.append(f"helpers/{name}.py:{inner.lineno} imports {module} "
+                                          f"inside {node.name}()")
+    assert not hidden, "move these imports to the top (or list them in LAZY with a reason):\n" + \
+        "\n".join(hidden)
