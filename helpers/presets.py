@@ -21,11 +21,11 @@ PRESET_NAMES = ("full", "workshop", "smoke")
 # Values every notebook shares.
 COMMON = {
     "full": dict(model="gpt2", device="cuda", batch_size=32, seq_lens=[100, 200, 400],
-                 prompt_len=16, repeats=5, warmup=1, seed=0),
+                 prompt_len=16, repeats=5, budget_s=20, warmup=1, seed=0),
     "workshop": dict(model="gpt2", device="cuda", batch_size=16, seq_lens=[50, 100, 200],
-                     prompt_len=16, repeats=2, warmup=1, seed=0),
+                     prompt_len=16, repeats=3, budget_s=0, warmup=1, seed=0),
     "smoke": dict(model="tiny", device="auto", batch_size=2, seq_lens=[4, 8, 16],
-                  prompt_len=4, repeats=2, warmup=1, seed=0),
+                  prompt_len=4, repeats=3, budget_s=0, warmup=1, seed=0),
 }
 
 # Per-notebook additions and changes, keyed by the notebook's two-digit number.
@@ -42,46 +42,46 @@ NOTEBOOK = {
         "workshop": dict(seq_lens=[24, 96]),
     },
     "03": {
-        "full": dict(allocator_confs=["default", "expandable_segments:True"], repeats=3),
+        "full": dict(allocator_confs=["default", "expandable_segments:True"], repeats=5),
         "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
-                         seq_lens=[48], repeats=2),
+                         seq_lens=[48], repeats=3),
         "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
     },
     "04": {
-        "full": dict(oversize_cache_len=1024, repeats=2),
-        "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=2),
+        "full": dict(oversize_cache_len=1024, repeats=5),
+        "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=3),
         "smoke": dict(oversize_cache_len=64),
     },
     "05": {
-        "full": dict(compile_modes=["default", "reduce-overhead"], tf32=False, repeats=3),
-        "workshop": dict(compile_modes=["reduce-overhead"], seq_lens=[50], repeats=2, tf32=False),
+        "full": dict(compile_modes=["default", "reduce-overhead"], tf32=False, repeats=5),
+        "workshop": dict(compile_modes=["reduce-overhead"], seq_lens=[50], repeats=3, tf32=False),
         "smoke": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[8, 16], tf32=False),
     },
     "06": {
         "full": dict(stop_low=20, stop_high=80, profile_steps=8, timeline_steps=3),
         "workshop": dict(seq_lens=[40, 80], stop_low=8, stop_high=32, profile_steps=4,
-                         timeline_steps=3, repeats=2),
+                         timeline_steps=3, repeats=3),
         "smoke": dict(stop_low=2, stop_high=4, profile_steps=4, timeline_steps=2),
     },
     "07": {
         "full": dict(seq_lens=[100], batch_sizes=[1, 8, 32, 128],
                      regimes=["eager", "compiled"], stop_low=20, stop_high=80, profile_steps=8,
                      timeline_steps=3, target_recovered_pct=90, target_gap_us=10, repeats=3,
-                     compiled_repeats=10),
+                     budget_s=10, compiled_repeats=10),
         "workshop": dict(seq_lens=[50], batch_sizes=[16], regimes=["compiled"],
                          stop_low=10, stop_high=40, profile_steps=4, timeline_steps=3,
-                         target_recovered_pct=90, target_gap_us=10, repeats=2,
+                         target_recovered_pct=90, target_gap_us=10, repeats=3,
                          compiled_repeats=5),
         "smoke": dict(seq_lens=[8], batch_sizes=[1, 2], regimes=["eager"], stop_low=2,
                       stop_high=5, profile_steps=4, timeline_steps=2, target_recovered_pct=90,
                       target_gap_us=10, compiled_repeats=2),
     },
     "08": {
-        "full": dict(seq_lens=[100, 400], repeats=2, compile_modes=["default", "reduce-overhead"],
+        "full": dict(seq_lens=[100, 400], repeats=3, compile_modes=["default", "reduce-overhead"],
                      allocator_confs=["default", "expandable_segments:True"], graph_steps=[4],
                      compile_dynamic=True, peers=["generate()", "generate() static"],
                      check_peers=True),
-        "workshop": dict(seq_lens=[50], repeats=2, compile_modes=["reduce-overhead"],
+        "workshop": dict(seq_lens=[50], repeats=3, compile_modes=["reduce-overhead"],
                          allocator_confs=["default"], graph_steps=[4], compile_dynamic=False,
                          peers=["generate()"], check_peers=False),
         "smoke": dict(seq_lens=[8, 16], compile_modes=["default"], allocator_confs=["default"],
@@ -195,6 +195,12 @@ def peer_list(name, value):
     return choice_list(name, value, PEERS, allow_empty=True, distinct=False)
 
 
+def nonnegative_number(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ParameterError(f"{name} must be a number >= 0, got {value!r}")
+    return value
+
+
 def positive_number(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ParameterError(f"{name} must be a number > 0, got {value!r}")
@@ -226,6 +232,7 @@ SCHEMA = {
     "seq_lens": positive_int_list,
     "prompt_len": positive_int,
     "repeats": positive_int,
+    "budget_s": nonnegative_number,
     "warmup": nonnegative_int,
     "seed": nonnegative_int,
     "stop_low": positive_int,

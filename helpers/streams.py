@@ -10,6 +10,8 @@ stop flag one step late, after the next step is already queued:
 - ``generate_no_check``: never checks; always runs ``max_new_tokens`` steps (the upper bound).
 - ``trim_finished``: cuts the no-check output to the sync loop's (drops columns after every row
   has finished).
+- ``stream_pair``: the two side streams, made once per device (the allocator reuses a block only
+  on the stream that allocated it).
 - ``generate_interleaved``: two CUDA streams in ping-pong; the stop flag is copied without
   blocking into pinned host memory and read one step late.
 - ``generate_event_check``: the same one-step-late read on a single stream with CUDA events.
@@ -23,9 +25,9 @@ Notebooks 06 and 07 write these functions out in full; a test keeps both copies 
 """
 from __future__ import annotations
 
-import torch
-
 import functools
+
+import torch
 
 from .generation import decode_one_token, generated_lengths, next_token
 
@@ -82,6 +84,14 @@ def trim_finished(tokens, prompt_len, eos_token_id):
     return tokens[:, :prompt_len + longest]
 
 
+@functools.cache
+def stream_pair(device):
+    """Two side streams for ``device``, made once and reused by every call: the caching
+    allocator reuses a freed block only on the stream that allocated it, so new streams on every
+    call would leave each earlier call's blocks stranded in the cache."""
+    return torch.cuda.Stream(device), torch.cuda.Stream(device)
+
+
 @torch.no_grad()
 def generate_interleaved(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
                          step=None, cache=None):
@@ -93,7 +103,7 @@ def generate_interleaved(model, input_ids, max_new_tokens, eos_token_id, stop_le
         cache.reset()
     device = input_ids.device
     cuda = device.type == "cuda"
-    streams = [torch.cuda.Stream(device) if cuda else None for _ in range(2)]
+    streams = stream_pair(device) if cuda else (None, None)  # made once, reused by every call
     flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)  # host memory the GPU writes into
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=device)
     out = model(input_ids, past_key_values=cache, use_cache=True)
