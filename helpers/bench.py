@@ -193,12 +193,15 @@ PEER_COLUMNS = {"speedup_vs_generate": "generate()",
 
 
 def add_ladder_columns(frame, floor_step_s, reference="naive", peers=None):
-    """Per-step time, ratio to the floor (``floor_step_s`` per step), speedup against
+    """Per-step time, ratio to the floor (``floor_step_s`` per step, or a dict length -> floor),
+    speedup against
     ``reference`` and against each peer (column -> method, default ``PEER_COLUMNS``), every row
     compared with rows of the same batch size and length. A missing reference or peer: NaN."""
     frame = frame.copy()
     frame["per_step_s"] = frame["median_s"] / frame["seq_len"]
-    frame["floor_ratio"] = frame["per_step_s"] / floor_step_s
+    floors = (frame["seq_len"].map(floor_step_s) if isinstance(floor_step_s, dict)
+              else floor_step_s)  # one floor, or one per length
+    frame["floor_ratio"] = frame["per_step_s"] / floors
     keys = list(zip(frame["batch_size"], frame["seq_len"]))
     for column, name in {"speedup_vs_naive": reference, **(peers or PEER_COLUMNS)}.items():
         base = frame[frame["method"] == name].set_index(["batch_size", "seq_len"])["median_s"]
@@ -206,41 +209,52 @@ def add_ladder_columns(frame, floor_step_s, reference="naive", peers=None):
     return frame
 
 
-def run_ladder(methods: dict, prompt, lengths, *, device, repeats, warmup=1) -> list:
-    """Time every method at every length: building it and its first call (compilation, graph
-    capture) are timed on their own as ``first_call_s``, and ``setup_s`` (that minus one steady
-    run); then ``harness.bench_row``. A method that raises is recorded as ``status='failed'`` with its
-    error, and the ladder goes on."""
+def run_ladder(methods: dict, prompt, lengths, *, device, repeats, warmup=1, budget_s=None) -> list:
+    """Time every method at every length. Per length, each method is built and called once on
+    its own (compilation, graph capture: ``first_call_s``, and ``setup_s``, that minus one
+    steady run); then all of them run as interleaved trials (``harness.compare_row``), so their
+    ratios come with intervals. A method that raises while being built is recorded as
+    ``status='failed'`` with its error, and the ladder goes on (notebook 08 then fails)."""
     rows = []
     for n in lengths:
+        calls, first, failed = {}, {}, []
         for name, method in methods.items():
-            extra = dict(notebook=method.notebook)
             try:
                 start = time.perf_counter()
                 call = method.build(prompt, n)
                 harness.sync(device)
                 build_s = time.perf_counter() - start
                 first_s, _ = timed_first_call(call)
-                row, out = harness.bench_row(name, call, device=device, batch_size=prompt.shape[0],
-                                             seq_len=n, repeats=repeats, warmup=warmup, **extra)
-                row["first_call_s"] = build_s + first_s
-                row["setup_s"] = build_s + max(first_s - row["median_s"], 0.0) \
-                    if row["status"] == harness.OK else float("nan")
+                calls[name], first[name] = call, (build_s, first_s)
             except Exception as error:  # noqa: BLE001 - one broken method must not end the ladder
-                nan = float("nan")
-                row = {"method": name, "batch_size": prompt.shape[0], "seq_len": n, **extra,
-                       "status": results.FAILED, "repeats": 0, "median_s": nan, "min_s": nan,
-                       "max_s": nan, "tokens_per_s": nan, "peak_allocated_bytes": nan,
-                       "peak_reserved_bytes": nan, "fragmentation_pct": nan,
-                       "device_name": harness.device_label(device), "first_call_s": nan,
-                       "setup_s": nan, "error": f"{type(error).__name__}: {error}"[:300]}
-                print(f"FAILED {name} at {n} tokens: {row['error']}", flush=True)
+                failed.append(_failed_row(name, methods[name].notebook, prompt, n, device, error))
                 harness.release_memory(device)
-            rows.append(row)
-            if row["status"] == harness.OK:
-                print(f"{name:<36} {n:>4} tokens: {row['median_s'] * 1e3:9.1f} ms"
-                      f"  (first call {row['first_call_s']:.1f} s)", flush=True)
+        timed, _ = harness.compare_row(calls, device=device, batch_size=prompt.shape[0], seq_len=n,
+                                       repeats=repeats, warmup=warmup, budget_s=budget_s)
+        for row in timed:
+            build_s, first_s = first[row["method"]]
+            row["notebook"] = methods[row["method"]].notebook
+            row["first_call_s"] = build_s + first_s
+            row["setup_s"] = (build_s + max(first_s - row["median_s"], 0.0)
+                              if row["status"] == harness.OK else float("nan"))
+            print(f"{row['method']:<36} {n:>4} tokens: {row['median_s'] * 1e3:9.1f} ms"
+                  f"  (first call {row['first_call_s']:.1f} s)", flush=True)
+        rows += timed + failed
+        calls = None
+        harness.release_memory(device)
     return rows
+
+
+def _failed_row(name, notebook, prompt, n, device, error) -> dict:
+    nan = float("nan")
+    row = {"method": name, "batch_size": prompt.shape[0], "seq_len": n, "notebook": notebook,
+           "status": results.FAILED, "repeats": 0, "median_s": nan, "min_s": nan,
+           "max_s": nan, "tokens_per_s": nan, "peak_allocated_bytes": nan,
+           "peak_reserved_bytes": nan, "fragmentation_pct": nan,
+           "device_name": harness.device_label(device), "first_call_s": nan,
+           "setup_s": nan, "error": f"{type(error).__name__}: {error}"[:300]}
+    print(f"FAILED {name} at {n} tokens: {row['error']}", flush=True)
+    return row
 
 
 LADDER_COLUMNS = {"method": "method", "seq_len": "tokens", "median_s": "median ms",

@@ -1,7 +1,9 @@
 """The hardware floor of a decode step (notebooks 08 and 10).
 
-A decode step must read every parameter once, so parameter bytes over the device's memory
-bandwidth (measured as a device-to-device copy) is the fastest a step can be.
+A decode step must read every parameter once, and attention must read the keys and values of
+every position it attends to, so those bytes over the device's memory bandwidth (measured as a
+device-to-device copy, timed by CUDA events over many back-to-back copies) is the fastest a step
+can be.
 """
 from __future__ import annotations
 
@@ -11,18 +13,27 @@ from . import harness
 from .model import parameter_bytes
 
 
-def copy_bandwidth(device, nbytes=None, repeats=10) -> float:
-    """Device-to-device copy bandwidth in bytes/s, counting the read and the write."""
+def copy_bandwidth(device, nbytes=None, iters=50) -> float:
+    """Device-to-device copy bandwidth in bytes/s, counting the read and the write: ``iters``
+    back-to-back copies timed by CUDA events (launch gaps amortised)."""
     if nbytes is None:
         nbytes = 2**28 if torch.device(device).type == "cuda" else 2**24
     src = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    row, _ = harness.measure(lambda: dst.copy_(src), device=device, repeats=repeats, warmup=2)
+    seconds = harness.device_time_s(lambda: dst.copy_(src), device=device, iters=iters)
     del src, dst
     harness.release_memory(device)
-    return 2 * nbytes / row["median_s"]
+    return 2 * nbytes / seconds
 
 
-def floor_per_step(model, bandwidth) -> float:
-    """Seconds one decode step needs at least: every parameter byte read once at ``bandwidth``."""
-    return parameter_bytes(model) / bandwidth
+def kv_bytes_per_step(config, batch_size, prompt_len, new_tokens, dtype_bytes=4) -> float:
+    """Key and value bytes one decode step reads on average over a run that attends only to the
+    filled positions (prompt_len + i at step i): 2 x layers x batch x positions x width."""
+    mean_positions = prompt_len + (new_tokens - 1) / 2
+    return 2 * config.n_layer * batch_size * mean_positions * config.n_embd * dtype_bytes
+
+
+def floor_per_step(model, bandwidth, kv_bytes=0.0) -> float:
+    """Seconds one decode step needs at least: every parameter byte, plus the ``kv_bytes`` the
+    step's attention reads, once at ``bandwidth``."""
+    return (parameter_bytes(model) + kv_bytes) / bandwidth
