@@ -235,7 +235,7 @@ def _summary_row(name, records, error, busy, columns) -> dict:
 
 def trials(row, metric: str = "wall") -> list:
     """The per-trial times (seconds) of a results row, from its ``trials_<metric>_ms`` text."""
-    text = row[f"trials_{metric}_ms"]
+    text = row.get(f"trials_{metric}_ms") if hasattr(row, "get") else row[f"trials_{metric}_ms"]
     if not isinstance(text, str) or not text.strip():
         return []
     return [float(v) * 1e-3 for v in text.split()]

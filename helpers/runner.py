@@ -279,7 +279,8 @@ def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]
         copied.append(entry["path"])
         meta = {"notebook": f"{stem}.ipynb", "preset": record["preset"], "gpu": env["gpu"],
                 "driver": env["driver"], "cuda": env["cuda"], "torch": env["torch"],
-                "transformers": env["transformers"], "date": env["date"]}
+                "transformers": env["transformers"], "cpu": env.get("cpu", "unknown"),
+                "date": env["date"]}
         if entry["kind"] == "figure":
             manifest["figures"][entry["path"]] = {**meta, "csv": entry.get("csv"),
                                                   "title": entry.get("title", "")}
