@@ -3,6 +3,7 @@ preset (through the runner, as ./run_all.sh --smoke does) that records no failed
 no skip a CPU does not explain. (The taught code is checked in tests/test_lessons.py.)"""
 import hashlib
 import json
+import re
 
 import nbformat
 import papermill
@@ -88,3 +89,30 @@ def test_every_lesson_has_solutions():
     lessons = {p.stem for p in NOTEBOOKS}
     solved = {p.stem.removesuffix("_solutions") for p in SOLUTIONS}
     assert lessons <= solved, f"lessons without solutions: {sorted(lessons - solved)}"
+
+
+# Words that state a timing conclusion. A smoke run (tiny model, often a CPU) only exercises
+# the code, so none may appear in what a notebook prints, except in the line that says so.
+VERDICT_WORDS = re.compile(r"\b(faster|slower|wins?|loses|reproduced|dominates|the gain grows|"
+                           r"under-reports|within noise|PASS|NOT MET)\b")
+ALLOWED = ("not judged", "speedup > 1: faster than")  # the notice itself; a legend's definition
+
+
+def printed_lines(executed):
+    for cell in executed.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.get("output_type") == "stream" and output.get("name") == "stdout":
+                yield from output.text.splitlines()
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_smoke_run_prints_no_timing_verdicts_and_shows_the_reference(smoke_run, path):
+    run_root, _, _ = smoke_run
+    executed = nbformat.read(run_root / path.name, as_version=4)
+    verdicts = [line for line in printed_lines(executed)
+                if VERDICT_WORDS.search(line) and not any(a in line for a in ALLOWED)]
+    assert not verdicts, f"{path.name} prints timing verdicts in a smoke run: {verdicts[:3]}"
+    shown = "".join(str(o.get("data", {})) + o.get("text", "") for c in executed.cells
+                    if c.cell_type == "code" for o in c.get("outputs", []))
+    assert "H100" in shown, f"{path.name}: no committed H100 reference result shown in a smoke run"
