@@ -17,9 +17,11 @@ Measurement and analysis the lessons call:
 
 - ``model``       GPT-2 built offline with random weights, and the precision switches
 - ``checks``      token-identity proofs (float32 near-ties confirmed in float64)
-- ``harness``     warm-up, synchronized timing, memory statistics, OOM-safe sweeps
+- ``harness``     methods as interleaved trials (wall, GPU-event, CPU-issue time), per-run memory, sweeps
+- ``stats``       95% bootstrap intervals on speedups and the one verdict function (faster / slower /
+                  within noise); no verdict from a smoke run
 - ``profiling``   profiler step ranges, GPU idle gaps and busy time, timelines, the sync census
-- ``floor``       the hardware floor of a decode step (copy bandwidth, parameter bytes)
+- ``floor``       the hardware floor of a decode step (copy bandwidth; parameter and KV bytes)
 - ``bench``       the ladder of every method against ``generate()``; ``python -m helpers.bench``
 - ``claims``      the article's claims judged on a run's numbers (08)
 - ``analysis``    fits and ratios the notebooks compute their verdicts from
@@ -30,7 +32,9 @@ Course machinery (no lesson teaches it):
 - ``errors``      ``ParameterError``, raised by every check of a value
 - ``results``     the run object (``run = results.start_notebook(...)``): CSV tables, figures, record
 - ``plotting``    one figure style for every notebook
-- ``env``         the environment report (GPU, driver, versions, allocator settings)
+- ``env``         the environment report (GPU, CPU model, driver, versions, allocator settings)
+- ``alloc_conf``  the allocator-setting parser, torch-free, so ``run_all.sh`` checks it before import
+- ``site``        the course website, built offline from the published notebooks (``python -m helpers.site``)
 - ``runner``      runs every notebook headless with papermill (``./run_all.sh``)
 - ``report``      the README's results section, rendered from figures/ (``python -m helpers.report``)
 """
