@@ -183,5 +183,5 @@ def growth_line(table, candidate: str, baseline: str, judge: bool, by: str = "se
     growth = speedup_growth(*pairs)
     word = {FASTER: "the gain grows", SLOWER: "the gain shrinks",
             NOISE: "within noise: this run cannot tell"}[verdict(growth)] if judge else NOT_JUDGED
-    return (f"Speedup of {candidate} over {baseline}, {by}={values[-1]} against {values[0]}: "
-            f"{growth}: {word}.")
+    return (f"The speedup of {candidate} over {baseline} at {by}={values[-1]} is {growth} "
+            f"the speedup at {by}={values[0]}: {word}.")

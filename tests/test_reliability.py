@@ -110,6 +110,7 @@ def smoke_run(tmp_path_factory):
             "before": before}
 
 
+@pytest.mark.notebook  # runs throwaway notebooks through papermill
 def test_good_notebook_succeeds_with_its_outputs(smoke_run):
     entry = smoke_run["status"]["00_good"]
     assert entry["status"] == "ok", entry
@@ -120,6 +121,7 @@ def test_good_notebook_succeeds_with_its_outputs(smoke_run):
     assert (run_root / "00_good.png").stat().st_size > 0
 
 
+@pytest.mark.notebook  # runs throwaway notebooks through papermill
 def test_failures_do_not_stop_the_run_and_are_named(smoke_run):
     status = smoke_run["status"]
     assert list(k for k in status if not k.startswith("_")) == [p.stem for p in smoke_run["paths"]]
@@ -140,6 +142,7 @@ def test_failures_do_not_stop_the_run_and_are_named(smoke_run):
     assert "ValueError: boom: the failing cell" in text
 
 
+@pytest.mark.notebook  # runs throwaway notebooks through papermill
 def test_a_notebook_that_did_nothing_fails(smoke_run):
     status = smoke_run["status"]
     assert status["03_nothing"]["status"] == "failed"
@@ -165,6 +168,7 @@ def test_check_outputs_names_the_missing_table_or_figure(tmp_path):
     assert "missing" in runner.check_outputs(tmp_path, "05_x", 9, "smoke")
 
 
+@pytest.mark.notebook  # runs throwaway notebooks through papermill
 def test_killed_kernel_and_failures_leave_earlier_results_intact(smoke_run):
     run_root = smoke_run["run_root"]
     assert runner.check_outputs(run_root, "00_good") is None
@@ -172,6 +176,7 @@ def test_killed_kernel_and_failures_leave_earlier_results_intact(smoke_run):
     assert saved["00_good"]["status"] == "ok" and saved["02_dies"]["status"] == "failed"
 
 
+@pytest.mark.notebook  # runs throwaway notebooks through papermill
 def test_sweep_progress_in_headless_log_and_in_jupyterlab(smoke_run):
     run_root = smoke_run["run_root"]
     log = (run_root / "00_good.log").read_text()
@@ -182,11 +187,13 @@ def test_sweep_progress_in_headless_log_and_in_jupyterlab(smoke_run):
     assert "application/vnd.jupyter.widget-view+json" in mimetypes  # tqdm's JupyterLab bar
 
 
+@pytest.mark.notebook  # runs throwaway notebooks through papermill
 def test_smoke_run_never_touches_figures(smoke_run):
     assert tree(smoke_run["figures"]) == smoke_run["before"]["figures"]
     assert tree(REPO / "figures") == smoke_run["before"]["repo_figures"]
 
 
+@pytest.mark.notebook  # runs throwaway notebooks through papermill
 def test_resume_reruns_only_what_did_not_finish(smoke_run, tmp_path, monkeypatch):
     run_root = tmp_path / "run"
     shutil.copytree(smoke_run["run_root"], run_root)
