@@ -11,7 +11,7 @@ import pandas as pd
 
 from . import results, stats
 from .analysis import growth_exponent
-from .harness import OK, trials
+from .harness import OK
 
 REPRODUCED, NOT_REPRODUCED, NO_DATA = "reproduced", "not reproduced", "no data"
 INCONCLUSIVE = "inconclusive: within noise"
@@ -39,21 +39,9 @@ def _expect(ratio, expected: str) -> str:
     return REPRODUCED if word == expected else NOT_REPRODUCED
 
 
-def _row(frame, method, **where):
-    frame = _ok(frame)
-    if frame is None:
-        return None
-    part = frame[frame["method"] == method]
-    for key, value in where.items():
-        part = part[part[key] == value]
-    return part.iloc[0] if len(part) == 1 else None
-
-
 def _trials(frame, method, **where):
-    row = _row(frame, method, **where)
-    if row is None or "trials_wall_ms" not in row:
-        return []
-    return trials(row)
+    frame = _ok(frame)
+    return [] if frame is None else stats.method_trials(frame, method, **where)
 
 
 def _speedup(frame, candidate, baseline, **where) -> stats.Ratio:

@@ -169,7 +169,8 @@ def compare(methods: dict, *, device, repeats, warmup=1, budget_s=None, max_repe
     for _ in range(warmup):
         for name in names:
             if name not in errors:
-                errors.update(_guard(name, lambda n=name: outputs.__setitem__(n, methods[n]())))
+                errors.update(_guard(name, lambda n=name: outputs.__setitem__(n, methods[n]()),
+                                     device))
     max_repeats = max(repeats, max_repeats or 5 * repeats)
     start, rounds = time.perf_counter(), 0
     while rounds < repeats or (budget_s and rounds < max_repeats
@@ -182,7 +183,7 @@ def compare(methods: dict, *, device, repeats, warmup=1, budget_s=None, max_repe
             def run(n=name):
                 record, outputs[n] = trial(methods[n], device=device, fresh_allocator=fresh_allocator)
                 records[n].append({"round": rounds, **record})
-            errors.update(_guard(name, run))
+            errors.update(_guard(name, run, device))
         rounds += 1
     busy_by = {}
     if busy:
@@ -195,7 +196,7 @@ def compare(methods: dict, *, device, repeats, warmup=1, budget_s=None, max_repe
     return rows, outputs
 
 
-def _guard(name, call) -> dict:
+def _guard(name, call, device) -> dict:
     """Run ``call``; an out-of-memory error becomes {name: message} (the allocator cleaned),
     anything else propagates."""
     try:
@@ -205,7 +206,7 @@ def _guard(name, call) -> dict:
         if not is_oom(error):
             raise
         message = _first_line(error)
-    release_memory("cuda" if torch.cuda.is_available() else "cpu")
+    release_memory(device)
     return {name: message}
 
 
@@ -225,7 +226,7 @@ def _summary_row(name, records, error, busy, columns) -> dict:
             "gpu_median_s": statistics.median(r["gpu_s"] for r in records),
             "cpu_median_s": statistics.median(r["cpu_s"] for r in records),
             "gpu_busy_s": busy, "bound": bound(busy, median),
-            **{column: " ".join(f"{r[key] * 1e3:.4f}" for r in records)
+            **{column: trials_text(r[key] for r in records)
                for key, column in TRIAL_COLUMNS.items()},
             "peak_allocated_bytes": last["peak_allocated_bytes"],
             "peak_reserved_bytes": last["peak_reserved_bytes"],
@@ -233,9 +234,15 @@ def _summary_row(name, records, error, busy, columns) -> dict:
             "alloc_retries": sum(r["alloc_retries"] for r in records), "error": ""}
 
 
+def trials_text(seconds) -> str:
+    """Per-trial times as the text a results row keeps (ms, space-separated), for ``trials``."""
+    return " ".join(f"{t * 1e3:.4f}" for t in seconds)
+
+
 def trials(row, metric: str = "wall") -> list:
-    """The per-trial times (seconds) of a results row, from its ``trials_<metric>_ms`` text."""
-    text = row.get(f"trials_{metric}_ms") if hasattr(row, "get") else row[f"trials_{metric}_ms"]
+    """The per-trial times (seconds) of a results row (a dict or a table row), from its
+    ``trials_<metric>_ms`` text; empty when the row has none."""
+    text = row.get(f"trials_{metric}_ms")
     if not isinstance(text, str) or not text.strip():
         return []
     return [float(v) * 1e-3 for v in text.split()]
@@ -261,8 +268,7 @@ def _nan_timing() -> dict:
 
 
 def with_tokens_per_s(row, batch_size, seq_len, new_tokens=None) -> dict:
-    """A row with ``tokens_per_s`` (``new_tokens`` per call, default batch x length) and the
-    device's name, the columns every results table shares."""
+    """A row with ``tokens_per_s`` (``new_tokens`` per call, default batch x length)."""
     new_tokens = batch_size * seq_len if new_tokens is None else new_tokens
     row["tokens_per_s"] = new_tokens / row["median_s"] if row["status"] == OK else float("nan")
     return row

@@ -120,7 +120,7 @@ def bench_row_contended(method, fn, load, *, batch_size, seq_len, repeats, warmu
     times, out = time_under_contention(fn, load, repeats=repeats, warmup=warmup)
     row = {"method": method, "batch_size": batch_size, "seq_len": seq_len, **extra,
            "status": harness.OK, **harness.summarize(times), **harness.memory_stats(load.device),
-           "trials_wall_ms": " ".join(f"{t * 1e3:.4f}" for t in times), "error": ""}
+           "trials_wall_ms": harness.trials_text(times), "error": ""}
     row["tokens_per_s"] = batch_size * seq_len / row["median_s"]
     row["device_name"] = harness.device_label(load.device)
     row["load_s"] = load.seconds

@@ -119,11 +119,13 @@ def row_speedup(table, candidate: str, baseline: str, metric: str = "wall", pair
     by ``where``, e.g. ``seq_len=100``), from their stored trials. Paired when both rows hold
     the same number of trials (they were interleaved by ``harness.compare``) unless ``paired``
     says otherwise (trials from separate processes are not paired)."""
-    cand, base = (_trials(table, method, metric, where) for method in (candidate, baseline))
+    cand, base = (method_trials(table, method, metric, **where) for method in (candidate, baseline))
     return speedup(cand, base, paired=len(cand) == len(base) if paired is None else paired)
 
 
-def _trials(table, method, metric, where):
+def method_trials(table, method: str, metric: str = "wall", **where) -> list:
+    """The stored trials (seconds) of one method's row that ran, after filtering by ``where``;
+    empty unless exactly one such row exists."""
     rows = table[table["method"] == method]
     for key, value in where.items():
         rows = rows[rows[key] == value]
@@ -150,13 +152,6 @@ def sentence(ratio: Ratio, candidate: str, baseline: str, judge: bool = True) ->
     return f"speedup of {candidate} over {baseline}: {ratio}: {word}."
 
 
-def _row(table, method, **where):
-    rows = table[table["method"] == method]
-    for key, value in where.items():
-        rows = rows[rows[key] == value]
-    return rows.iloc[0] if len(rows) == 1 else None
-
-
 def speedup_lines(table, candidate: str, baseline: str, judge: bool, by: str = "seq_len",
                   unit: str = "tokens", metric: str = "wall", paired=None) -> list:
     """One printed line per value of ``by``: the candidate's speedup over the baseline with its
@@ -176,10 +171,10 @@ def growth_line(table, candidate: str, baseline: str, judge: bool, by: str = "se
         return f"One {by} only: nothing to say about growth."
     pairs = []
     for value in (values[0], values[-1]):
-        cand, base = _row(table, candidate, **{by: value}), _row(table, baseline, **{by: value})
-        if cand is None or base is None:
-            return f"No rows for {candidate} and {baseline} at {by}={value}."
-        pairs.append((harness.trials(cand, metric), harness.trials(base, metric)))
+        cand, base = (method_trials(table, m, metric, **{by: value}) for m in (candidate, baseline))
+        if not cand or not base:
+            return f"No trials for {candidate} and {baseline} at {by}={value}."
+        pairs.append((cand, base))
     growth = speedup_growth(*pairs)
     word = {FASTER: "the gain grows", SLOWER: "the gain shrinks",
             NOISE: "within noise: this run cannot tell"}[verdict(growth)] if judge else NOT_JUDGED
