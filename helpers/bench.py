@@ -286,11 +286,13 @@ def main(argv=None) -> int:
     model = build_model(name, device)
     use_tf32(True)  # as the notebooks time it
     # Every compiled step shares decode_one_token's code object, so one dynamo cache: room for
-    # a graph per mode and shape (past the limit dynamo would run the step uncompiled).
+    # a graph per mode and shape (past the limit, the fullgraph steps fail to compile and the
+    # dynamic-shape step would run uncompiled).
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 64)
     eos = model.config.eos_token_id
     prompt = make_prompt(args.batch, 16 if cuda else 4, model.config.vocab_size, eos, device)
-    floor_step = floor.floor_per_step(model, floor.copy_bandwidth(device))
+    floor_step = floor.decode_floor(model, floor.copy_bandwidth(device), args.batch,
+                                    prompt.shape[1], args.tokens)  # as notebook 08 counts it
     print(f"{harness.device_label(device)} · torch {torch.__version__} · transformers "
           f"{transformers.__version__} · {name} · batch {args.batch} · {args.tokens} tokens · "
           f"floor {floor_step * 1e3:.3f} ms/step", flush=True)

@@ -37,3 +37,10 @@ def floor_per_step(model, bandwidth, kv_bytes=0.0) -> float:
     """Seconds one decode step needs at least: every parameter byte, plus the ``kv_bytes`` the
     step's attention reads, once at ``bandwidth``."""
     return (parameter_bytes(model) + kv_bytes) / bandwidth
+
+
+def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
+    """The floor of one decode step in a run of ``new_tokens`` after ``prompt_len``: the weights
+    and, on average, the keys and values of the filled positions, read once at ``bandwidth``."""
+    return floor_per_step(model, bandwidth,
+                          kv_bytes_per_step(model.config, batch_size, prompt_len, new_tokens))
