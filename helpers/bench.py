@@ -136,6 +136,12 @@ def hf_generate(lab, prompt, n, cache_implementation=None):
                                cache_implementation=cache_implementation)
 
 
+# Notebook 10's Inductor options: GEMM backends benchmarked per shape (ATen/cuBLAS against
+# Triton templates), and no CUDA graphs of Inductor's own (GraphDecoder captures the whole step).
+INDUCTOR_AUTOTUNED = {"options": {"triton.cudagraphs": False, "max_autotune": True,
+                                  "max_autotune_gemm_backends": "ATEN,TRITON"}}
+FUSED_GRAPH = "CUDA graph, fused step (Inductor, bucketed)"
+
 # name -> (notebook, builder, options, GPU only): GPU-only methods are left out on a CPU, where
 # they would only measure compilation.
 LADDER = {
@@ -151,6 +157,9 @@ LADDER = {
     # notebook 10's lean step, k decode steps per graph launch (course_methods' graph_steps)
     **{f"CUDA graph, lean step ({k}/launch)": ("10", cuda_graph, {"steps_per_graph": k}, True)
        for k in range(1, 9)},
+    # notebook 10's fastest float32 rung: the fused step with bucketed attention, compiled by
+    # Inductor (GEMM backend autotuned per shape, no CUDA graphs of its own), captured whole
+    FUSED_GRAPH: ("10", cuda_graph, {"bucket": 32, "compile_options": INDUCTOR_AUTOTUNED}, True),
     "generate()": ("peer", hf_generate, {}, False),
     "generate() static": ("peer", hf_generate, {"cache_implementation": "static"}, False),
 }
@@ -170,7 +179,7 @@ def course_methods(model, eos_token_id, *, compile_modes=("default", "reduce-ove
     """The ladder's methods for one run, by name, in ``LADDER``'s order: those of notebooks
     01-07 and 10 chosen by the arguments (the GPU-only ones on a GPU only), then the peers."""
     chosen = {"naive", "kv cache", "static cache", "interleaved (eager)",
-              "interleaved (compiled)", "CUDA graph, transformers forward"}
+              "interleaved (compiled)", "CUDA graph, transformers forward", FUSED_GRAPH}
     chosen |= {"kv cache, compiled (dynamic shapes)"} if compile_dynamic else set()
     chosen |= {f"static compiled ({mode})" for mode in compile_modes}
     chosen |= {f"CUDA graph, lean step ({k}/launch)" for k in graph_steps}

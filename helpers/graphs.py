@@ -23,13 +23,15 @@ from .static import make_static_cache
 
 def static_state(model, batch_size, max_len, device, library_cache=False):
     """Every tensor a decode step reads or writes, allocated once. The cache holds ``max_len``
-    positions rounded up to a multiple of 16: ``kv`` (layer, key|value, batch, head, position,
-    dim) for ``decode_step``, or transformers' ``StaticCache`` for ``hf_decode_step``."""
+    positions rounded up to a multiple of 16: ``kv``, one tensor per layer (key|value, batch,
+    head, position, dim) for ``decode_step``, or transformers' ``StaticCache`` for
+    ``hf_decode_step``. Separate tensors per layer let Inductor write each in place."""
     cfg = model.config
     slots = -(-max_len // 16) * 16
-    kv_shape = (cfg.n_layer, 2, batch_size, cfg.n_head, slots, cfg.n_embd // cfg.n_head)
+    kv_shape = (2, batch_size, cfg.n_head, slots, cfg.n_embd // cfg.n_head)
     return SimpleNamespace(
-        kv=None if library_cache else torch.zeros(kv_shape, dtype=model.dtype, device=device),
+        kv=None if library_cache else tuple(torch.zeros(kv_shape, dtype=model.dtype, device=device)
+                                            for _ in range(cfg.n_layer)),
         cache=make_static_cache(model, batch_size, slots, device, model.dtype) if library_cache else None,
         tokens=torch.zeros(batch_size, slots, dtype=torch.long, device=device),
         token=torch.zeros(batch_size, dtype=torch.long, device=device),
@@ -52,8 +54,8 @@ def prefill(model, state, input_ids, eos_token_id, stop_lengths=None):
     out = model(input_ids, past_key_values=state.cache, use_cache=True)
     if state.cache is None:
         for i, layer in enumerate(out.past_key_values.layers):
-            state.kv[i, 0, :, :, :prompt_len].copy_(layer.keys)
-            state.kv[i, 1, :, :, :prompt_len].copy_(layer.values)
+            state.kv[i][0, :, :, :prompt_len].copy_(layer.keys)
+            state.kv[i][1, :, :, :prompt_len].copy_(layer.values)
     if stop_lengths is None:
         state.stop_lengths.fill_(state.tokens.shape[1] + 1)  # a length no step reaches
     else:
@@ -84,7 +86,7 @@ def decode_step(model, state, eos_token_id):
     position tensor, and ``advance``. No Python number changes from one step to the next, so a
     CUDA graph of this function stays valid for every step."""
     gpt, batch = model.transformer, state.token.shape[0]
-    n_head, slots = model.config.n_head, state.kv.shape[4]
+    n_head, slots = model.config.n_head, state.kv[0].shape[3]
     head_dim = model.config.n_embd // n_head
     where = state.position.view(1)
     h = gpt.wte(state.token) + gpt.wpe(state.position)
@@ -93,12 +95,39 @@ def decode_step(model, state, eos_token_id):
         attn, mlp = block.attn, block.mlp
         qkv = torch.addmm(attn.c_attn.bias, block.ln_1(h), attn.c_attn.weight)
         qkv = qkv.view(batch, 3, n_head, head_dim)
-        state.kv[i].index_copy_(3, where, qkv[:, 1:].transpose(0, 1).unsqueeze(3))
-        keys = state.kv[i, 0].view(batch * n_head, slots, head_dim)
-        values = state.kv[i, 1].view(batch * n_head, slots, head_dim)
+        state.kv[i][:, :, :, where] = qkv[:, 1:].transpose(0, 1).unsqueeze(3)  # in place
+        keys = state.kv[i][0].view(batch * n_head, slots, head_dim)
+        values = state.kv[i][1].view(batch * n_head, slots, head_dim)
         q = qkv[:, 0].reshape(batch * n_head, 1, head_dim)
         scores = torch.baddbmm(mask, q, keys.transpose(1, 2), alpha=head_dim**-0.5)
         a = torch.bmm(scores.softmax(dim=-1), values).view(batch, -1)
+        h = h + torch.addmm(attn.c_proj.bias, a, attn.c_proj.weight)
+        x = F.gelu(torch.addmm(mlp.c_fc.bias, block.ln_2(h), mlp.c_fc.weight), approximate="tanh")
+        h = h + torch.addmm(mlp.c_proj.bias, x, mlp.c_proj.weight)
+    advance(state, model.lm_head(gpt.ln_f(h)), eos_token_id)
+
+
+@torch.no_grad()
+def fused_decode_step(model, state, eos_token_id, length):
+    """``decode_step`` with attention fitted to decoding: one query per row against the first
+    ``length`` positions of the cache only (a bucket that holds every filled position), written
+    as a product, a sum over the head dimension, a softmax and a weighted sum over positions,
+    which Inductor fuses into a few reductions that stream the keys and values once."""
+    gpt, batch = model.transformer, state.token.shape[0]
+    n_head = model.config.n_head
+    head_dim = model.config.n_embd // n_head
+    where = state.position.view(1)
+    h = gpt.wte(state.token) + gpt.wpe(state.position)
+    empty = state.slot_ids[..., :length] > state.position  # positions after the current one
+    for i, block in enumerate(gpt.h):
+        attn, mlp = block.attn, block.mlp
+        qkv = torch.addmm(attn.c_attn.bias, block.ln_1(h), attn.c_attn.weight)
+        qkv = qkv.view(batch, 3, n_head, head_dim)
+        state.kv[i][:, :, :, where] = qkv[:, 1:].transpose(0, 1).unsqueeze(3)  # in place
+        keys, values = state.kv[i][0, :, :, :length], state.kv[i][1, :, :, :length]
+        scores = (qkv[:, 0, :, None, :] * keys).sum(-1) * head_dim**-0.5  # (batch, head, length)
+        weights = scores.masked_fill(empty, float("-inf")).softmax(dim=-1)
+        a = (weights[..., None] * values).sum(2).view(batch, -1)
         h = h + torch.addmm(attn.c_proj.bias, a, attn.c_proj.weight)
         x = F.gelu(torch.addmm(mlp.c_fc.bias, block.ln_2(h), mlp.c_fc.weight), approximate="tanh")
         h = h + torch.addmm(mlp.c_proj.bias, x, mlp.c_proj.weight)
@@ -132,29 +161,62 @@ class GraphDecoder:
     """Greedy decoding in which every launch replays ``steps_per_graph`` decode steps from one
     CUDA graph, and the host reads the all-finished flag one launch late (copied asynchronously
     into pinned memory), so the GPU always has the next launch queued. ``library_forward=True``
-    captures ``hf_decode_step`` (transformers' forward) instead of ``decode_step``. Without a
-    GPU (or with ``graphs=False``) the same steps run eagerly."""
+    captures ``hf_decode_step`` (transformers' forward) instead of ``decode_step``.
+    ``bucket=b`` runs ``fused_decode_step`` instead, with one graph per cache length
+    (b, 2b, ... positions): each launch replays the shortest that holds every position its steps
+    fill, which the host knows from the launch's number without asking the GPU.
+    ``compile_options`` (``torch.compile`` keyword arguments) has Inductor compile the step
+    before it is captured; Inductor then must not add CUDA graphs of its own (the whole step is
+    captured here). Without a GPU (or with ``graphs=False``) the same steps run eagerly."""
 
     def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=1,
-                 library_forward=False, graphs=None):
+                 library_forward=False, graphs=None, bucket=None, compile_options=None):
         device = next(model.parameters()).device
         if max_len + steps_per_graph > model.config.n_positions:
             raise ValueError(f"max_len + steps_per_graph = {max_len + steps_per_graph} exceeds the "
                              f"model's {model.config.n_positions} positions")
+        if bucket is not None and (library_forward or bucket < 1):
+            raise ValueError(f"bucket must be a positive number of positions for the lean step, "
+                             f"got {bucket!r}" + (" with library_forward" if library_forward else ""))
         self.model, self.eos, self.k = model, eos_token_id, steps_per_graph
-        self.step = hf_decode_step if library_forward else decode_step
+        step = hf_decode_step if library_forward else fused_decode_step if bucket else decode_step
+        if compile_options is not None:
+            step = torch.compile(step, fullgraph=True, **compile_options)
+        self.step = step
         self.state = static_state(model, batch_size, max_len + steps_per_graph, device,
                                   library_cache=library_forward)
+        slots = self.state.tokens.shape[1]
+        self.lengths = sorted({min(b, slots) for b in range(bucket, slots + bucket, bucket)}) if bucket else [None]
         cuda = device.type == "cuda"
-        self.graph = capture_graph(self.run_steps) if (cuda if graphs is None else graphs) else None
+        self.graphs = None
+        if cuda if graphs is None else graphs:
+            self.graphs = {}
+            for length in self.lengths:  # each capture's warm-up steps start from position 0
+                self.state.position.zero_()
+                self.graphs[length] = capture_graph(lambda length=length: self.run_steps(length))
         self.flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)
         self.events = [torch.cuda.Event() for _ in range(2)] if cuda else None
 
-    def run_steps(self):
-        """What one launch does: ``steps_per_graph`` steps, then the all-finished flag."""
+    def run_steps(self, length=None):
+        """What one launch does: ``steps_per_graph`` steps (attending to ``length`` positions
+        with a bucketed decoder), then the all-finished flag."""
         for _ in range(self.k):
-            self.step(self.model, self.state, self.eos)
+            if length is None:
+                self.step(self.model, self.state, self.eos)
+            else:
+                self.step(self.model, self.state, self.eos, length)
         self.state.all_finished.copy_(self.state.finished.all())
+
+    def length_for(self, launch, prompt_len):
+        """The cache length launch ``launch`` attends to: the shortest bucket holding every
+        position its steps write (the last is ``prompt_len + (launch + 1) * k - 1``)."""
+        needed = prompt_len + (launch + 1) * self.k
+        return next((n for n in self.lengths if n is None or n >= needed), self.lengths[-1])
+
+    def launch(self, launch, prompt_len):
+        """Replay (or, without graphs, run) launch number ``launch`` of a run."""
+        length = self.length_for(launch, prompt_len)
+        self.graphs[length].replay() if self.graphs is not None else self.run_steps(length)
 
     def finished(self, launch):
         """Whether every row had finished after ``launch`` (waits for that launch only)."""
@@ -170,7 +232,7 @@ class GraphDecoder:
                              f"{state.tokens.shape[1] - self.k} positions")
         prefill(self.model, state, input_ids, self.eos, stop_lengths)
         for launch in range(math.ceil((max_new_tokens - 1) / self.k)):
-            self.graph.replay() if self.graph is not None else self.run_steps()
+            self.launch(launch, prompt_len)
             self.flags[launch % 2].copy_(state.all_finished, non_blocking=True)
             if self.events:
                 self.events[launch % 2].record()

@@ -96,12 +96,15 @@ NOTEBOOK = {
         "smoke": dict(batch_sizes=[2, 8], completion_lens=[8, 32], prompt_len=8, contention_s=0.05),
     },
     "10": {
-        "full": dict(seq_lens=[100], graph_steps=[1, 4], target_floor_ratio=2.0,
-                     target_vs_naive=20.0, target_vs_generate=5.0),
-        "workshop": dict(seq_lens=[50], graph_steps=[1, 4], target_floor_ratio=2.0,
-                         target_vs_naive=20.0, target_vs_generate=5.0),
-        "smoke": dict(seq_lens=[8], graph_steps=[1, 3], target_floor_ratio=2.0,
-                      target_vs_naive=20.0, target_vs_generate=5.0),
+        "full": dict(seq_lens=[100], graph_steps=[1, 4], bucket=32, autotune=True, bf16=True,
+                     target_floor_ratio=2.0, target_vs_naive=20.0, target_vs_generate=5.0,
+                     target_bf16_ms=0.3),
+        "workshop": dict(seq_lens=[50], graph_steps=[1], bucket=32, autotune=False, bf16=True,
+                         target_floor_ratio=2.0, target_vs_naive=20.0, target_vs_generate=5.0,
+                         target_bf16_ms=0.3),
+        "smoke": dict(seq_lens=[8], graph_steps=[1, 3], bucket=4, autotune=False, bf16=False,
+                      target_floor_ratio=2.0, target_vs_naive=20.0, target_vs_generate=5.0,
+                      target_bf16_ms=0.3),
     },
 }
 
@@ -257,6 +260,10 @@ SCHEMA = {
     "target_floor_ratio": positive_number,
     "target_vs_naive": positive_number,
     "target_vs_generate": positive_number,
+    "bucket": positive_int,
+    "autotune": boolean,
+    "bf16": boolean,
+    "target_bf16_ms": positive_number,
 }
 
 # Parameters that are lengths of generated tokens: prompt + each must fit the model's positions.

@@ -106,10 +106,14 @@ def generate_interleaved(model, input_ids, max_new_tokens, eos_token_id, stop_le
     streams = stream_pair(device) if cuda else (None, None)  # made once, reused by every call
     flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)  # host memory the GPU writes into
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=device)
-    out = model(input_ids, past_key_values=cache, use_cache=True)
-    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    if cuda:
+        streams[0].wait_stream(torch.cuda.current_stream(device))  # the prompt is ready
+    with torch.cuda.stream(streams[0]):  # the prompt too: its freed blocks stay with stream 0
+        out = model(input_ids, past_key_values=cache, use_cache=True)
+        cache, logits = out.past_key_values, out.logits[:, -1, :].clone()
+        del out  # the prompt's logits for every position
     tokens = [input_ids]
-    previous = torch.cuda.current_stream(device) if cuda else None  # where step i-1 was queued
+    previous = streams[0]  # where step i-1 was queued (None on a CPU)
     for i in range(max_new_tokens):
         slot = i % 2
         with torch.cuda.stream(streams[slot]):  # a no-op when the stream is None (CPU)

@@ -11,7 +11,7 @@ import functools
 import pytest
 import torch
 
-from helpers import bench, graphs, profiling, static, streams
+from helpers import bench, graphs, kernels, profiling, static, streams
 from helpers.checks import check_same_tokens
 from helpers.generation import (decode_one_token, generate_kv_cache, generate_naive,
                                 uniform_stop_lengths)
@@ -92,12 +92,17 @@ def test_stream_and_event_loops_with_the_cuda_graph_step(cuda, compiled):
                                                          cache=cache), f"{loop.__name__}, compiled")
 
 
+INDUCTOR = {"options": {"triton.cudagraphs": False}}  # no autotuning here: faster to build
+
+
 @pytest.mark.parametrize("options", [dict(steps_per_graph=1), dict(steps_per_graph=3),
-                                     dict(library_forward=True)], ids=["lean-1", "lean-3", "hf"])
+                                     dict(library_forward=True), dict(bucket=8),
+                                     dict(bucket=8, steps_per_graph=3, compile_options=INDUCTOR)],
+                         ids=["lean-1", "lean-3", "hf", "fused-8", "fused-8-3-inductor"])
 def test_graph_decoder_replays_real_cuda_graphs(cuda, options):
     model, eos, prompt = cuda
     decoder = graphs.GraphDecoder(model, BATCH, PROMPT + 30, eos, **options)
-    assert decoder.graph is not None, "on a GPU the steps are captured in a CUDA graph"
+    assert decoder.graphs, "on a GPU the steps are captured in a CUDA graph"
     same_as_naive(cuda, lambda n, s: decoder(prompt, n, s), f"GraphDecoder {options}")
     for seed, n in enumerate([30, 11, 4]):  # one decoder, shorter runs and new schedules
         stops = uniform_stop_lengths(BATCH, 1, n, seed=seed, device="cuda")
@@ -150,3 +155,28 @@ def test_one_decode_step_is_shared(cuda):
     model, _, _ = cuda
     step = streams.eager_step(model)
     assert isinstance(step, functools.partial) and step.func is decode_one_token
+
+
+@pytest.mark.parametrize("options,attention_gemms", [(dict(), 2), (dict(bucket=8), 0),
+                                                     (dict(bucket=8, compile_options=INDUCTOR), 0)],
+                         ids=["lean", "fused", "fused-inductor"])
+def test_kernel_table_of_real_replays(cuda, options, attention_gemms):
+    """The replayed kernels split evenly into launches, every weight GEMM is found in the order
+    the step runs them, and the parts add up to the step."""
+    model, eos, prompt = cuda
+    decoder = graphs.GraphDecoder(model, BATCH, PROMPT + 20, eos, **options)
+    frame = kernels.replay_kernels(decoder, prompt, 20, "cuda")
+    assert frame["launch"].nunique() == 19
+    table = kernels.kernel_table(frame, model, BATCH, PROMPT, 20, 2e12, attention_gemms)
+    parts = set(table["part"])
+    assert "GEMM (unattributed)" not in parts and {"QKV", "MLP down", "LM head", "attention"} <= parts
+    step = table.set_index("part").loc["step (span)"]
+    assert step["us"] == pytest.approx(table[table["part"] != "step (span)"]["us"].sum(), rel=1e-6)
+
+
+def test_gemm_backends_time_every_shape(cuda):
+    model, _, _ = cuda
+    table = kernels.gemm_backends(model, BATCH, progress=None)
+    assert len(table) == 5 * 3 and table[table["backend"] == "cuBLAS"]["us"].gt(0).all()
+    best = kernels.best_backends(table)
+    assert list(best.index) == list(kernels.BLOCK_GEMMS) + [kernels.LM_HEAD]

@@ -89,7 +89,7 @@ def test_graph_decoder_steps_match_the_naive_loop(tiny6, library_forward, steps_
     stops = None if stops is None else torch.tensor(stops)
     decoder = graphs.GraphDecoder(model, 6, 5 + max_new_tokens, eos, steps_per_graph,
                                   library_forward=library_forward)
-    assert decoder.graph is None  # no GPU: the same steps run eagerly
+    assert decoder.graphs is None  # no GPU: the same steps run eagerly
     assert_same_tokens(reference, decoder(prompt, max_new_tokens, stops), "GraphDecoder")
     # a second call on the same buffers (stale cache and tokens from the first) changes nothing
     assert_same_tokens(reference, decoder(prompt, max_new_tokens, stops), "GraphDecoder, again")
@@ -117,7 +117,8 @@ def test_static_state_rounds_the_cache_to_16_positions(tiny6):
     model, eos, _ = tiny6
     state = graphs.static_state(model, 3, 17, "cpu")
     cfg = model.config
-    assert state.kv.shape == (cfg.n_layer, 2, 3, cfg.n_head, 32, cfg.n_embd // cfg.n_head)
+    assert len(state.kv) == cfg.n_layer and len({t.data_ptr() for t in state.kv}) == cfg.n_layer
+    assert all(t.shape == (2, 3, cfg.n_head, 32, cfg.n_embd // cfg.n_head) for t in state.kv)
     assert state.tokens.shape == (3, 32) and state.cache is None
     library = graphs.static_state(model, 3, 17, "cpu", library_cache=True)
     assert library.kv is None and library.cache.get_max_length() == 32
@@ -132,13 +133,64 @@ def test_matmul_weight_bytes_of_the_tiny_model(tiny6):
 def test_cache_bytes_of_the_tiny_model(tiny6):
     model, _, _ = tiny6
     state = graphs.static_state(model, 3, 17, "cpu")
-    assert graphs.cache_bytes(model, 3, 32) == state.kv.numel() * state.kv.element_size()
+    assert graphs.cache_bytes(model, 3, 32) == sum(t.numel() * t.element_size() for t in state.kv)
 
 
 @pytest.mark.parametrize("kwargs,wrong", [
     (dict(graph_steps=[0]), "graph_steps"),
     (dict(graph_steps="4"), "graph_steps"),
+    (dict(bucket=0), "bucket"),
+    (dict(autotune="yes"), "autotune"),
+    (dict(target_bf16_ms=-1), "target_bf16_ms"),
 ])
 def test_notebook_10_rejects_bad_parameters(kwargs, wrong):
     with pytest.raises(ParameterError, match=wrong):
         resolve_params("10", "smoke", **kwargs)
+
+
+# ---------------------------------------------------------------- notebook 10: the fused step
+
+@pytest.mark.parametrize("bucket", [1, 4, 16, 64])
+@pytest.mark.parametrize("steps_per_graph", [1, 3])
+@pytest.mark.parametrize("stops", [None, (3, 7, 2, 4, 3, 3), (1,) * 6])
+def test_fused_bucketed_step_matches_the_naive_loop(tiny6, bucket, steps_per_graph, stops):
+    model, eos, prompt = tiny6
+    stops = None if stops is None else torch.tensor(stops)
+    decoder = graphs.GraphDecoder(model, 6, 5 + 13, eos, steps_per_graph, bucket=bucket)
+    for n in (13, 2, 1):  # one decoder, shorter runs too
+        assert_same_tokens(generate_naive(model, prompt, n, eos, stops), decoder(prompt, n, stops),
+                           f"fused step, bucket {bucket}, {steps_per_graph}/launch, {n} tokens")
+
+
+def test_fused_step_reads_only_its_bucket(tiny6):
+    """Garbage past the bucket must not change a step: it attends to ``length`` positions only."""
+    model, eos, prompt = tiny6
+    state = graphs.static_state(model, 6, 40, "cpu")
+    graphs.prefill(model, state, prompt, eos)
+    clean = graphs.static_state(model, 6, 40, "cpu")
+    graphs.prefill(model, clean, prompt, eos)
+    for layer in state.kv:
+        layer[:, :, :, 16:] = float("nan")  # beyond a 16-position bucket
+    graphs.fused_decode_step(model, state, eos, 16)
+    graphs.fused_decode_step(model, clean, eos, 48)
+    assert torch.equal(state.token, clean.token) and int(state.position) == 6
+
+
+def test_bucket_lengths_cover_every_launch(tiny6):
+    model, eos, _ = tiny6
+    decoder = graphs.GraphDecoder(model, 6, 5 + 30, eos, steps_per_graph=3, bucket=8)
+    slots = decoder.state.tokens.shape[1]
+    assert decoder.lengths == [8, 16, 24, 32, 40, 48][:len(decoder.lengths)] and decoder.lengths[-1] == slots
+    for launch in range(10):
+        length = decoder.length_for(launch, 5)
+        assert length >= 5 + (launch + 1) * 3 and length in decoder.lengths
+        assert length == decoder.lengths[0] or length - 8 < 5 + (launch + 1) * 3
+    assert graphs.GraphDecoder(model, 6, 5 + 30, eos).lengths == [None]
+
+
+@pytest.mark.parametrize("options,wrong", [(dict(bucket=0), "bucket"),
+                                           (dict(bucket=8, library_forward=True), "library_forward")])
+def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
+    model, eos, _ = tiny6
+    with pytest.raises(ValueError, match=wrong):
+        graphs.GraphDecoder(model, 6, 5 + 8, eos, **options)

@@ -1,0 +1,269 @@
+"""Notebook 10: reading a decode step kernel by kernel, and the GEMM backends at M = batch.
+
+- ``replay_kernels`` profiles the graph replays of one run only (the prefill runs before the
+  profiler starts, so no prompt kernel and no profiler set-up is counted), one launch per step.
+- ``kernel_table`` labels each replayed kernel with the part of the step it belongs to, by its
+  place in the step: the weight GEMMs come in a fixed order (per block: QKV, attention out, MLP
+  up, MLP down; then the LM head), the kernels between a block's QKV GEMM and its attention-out
+  GEMM are attention, copies are copies, and the rest is element-wise (norms, GELU, residuals,
+  embedding, the greedy choice). Per part: kernels, microseconds, bytes and GB/s per step, and
+  how far above its share of the floor it runs.
+- ``gemm_backends`` times every weight GEMM shape of the step with cuBLAS, cuBLASLt and
+  Inductor's Triton templates, each call replayed from a CUDA graph (no launch gaps), and
+  reports the bandwidth each reaches on the weights it streams.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from . import profiling
+from .graphs import capture_graph, prefill
+
+# Per-block weight GEMMs of a GPT-2 decode step, in the order the step runs them.
+BLOCK_GEMMS = ("QKV", "attention out", "MLP up", "MLP down")
+LM_HEAD = "LM head"
+PARTS_ORDER = (*BLOCK_GEMMS, LM_HEAD, "attention", "element-wise", "copies", "idle between kernels")
+
+
+def gemm_kernel(name: str) -> bool:
+    """Whether a GPU kernel is a matrix multiply: an Inductor Triton template
+    (``triton_tem_*``), or a cuBLAS / CUTLASS kernel. Inductor's other Triton kernels
+    (``triton_poi``, ``triton_per``, ``triton_red``) are element-wise or reductions even when
+    their name mentions ``addmm`` (a bias added after an external GEMM)."""
+    low = name.lower()
+    if low.startswith("triton_"):
+        return low.startswith("triton_tem")
+    if "splitk" in low or "reduce" in low:
+        return False
+    return profiling.kernel_kind(name) == "matmul"
+
+
+def gemm_helper(name: str) -> bool:
+    """A kernel cuBLAS launches after a split-K GEMM to add up its partial results."""
+    low = name.lower()
+    return not low.startswith("triton_") and "splitk" in low
+
+
+def gemm_shapes(model, batch_size) -> list:
+    """The weight GEMMs of one decode step: name, M, K, N, calls per step, the weights (one per
+    block) and whether the step multiplies by their transpose (the LM head is ``x @ wte.T``;
+    GPT-2's other weights are stored as (in, out))."""
+    cfg, blocks = model.config, model.transformer.h
+    rows = []
+    modules = {"QKV": lambda b: b.attn.c_attn, "attention out": lambda b: b.attn.c_proj,
+               "MLP up": lambda b: b.mlp.c_fc, "MLP down": lambda b: b.mlp.c_proj}
+    for name in BLOCK_GEMMS:
+        weights = [modules[name](block).weight for block in blocks]
+        k, n = weights[0].shape
+        rows.append(dict(gemm=name, m=batch_size, k=k, n=n, per_step=cfg.n_layer,
+                         weights=weights, transposed=False))
+    n, k = model.lm_head.weight.shape
+    rows.append(dict(gemm=LM_HEAD, m=batch_size, k=k, n=n, per_step=1,
+                     weights=[model.lm_head.weight], transposed=True))
+    return rows
+
+
+def weight_floor_s(model, batch_size, bandwidth) -> float:
+    """Seconds to read every weight the step's GEMMs multiply by, once, at ``bandwidth``."""
+    element = model.lm_head.weight.element_size()
+    return sum(s["per_step"] * s["k"] * s["n"] for s in gemm_shapes(model, batch_size)) * element / bandwidth
+
+
+def gemm_bytes(m, k, n, element) -> int:
+    """Bytes one GEMM must move at least: the weight, the input and the output."""
+    return (k * n + m * k + m * n) * element
+
+
+def graph_time_s(fn, iters=20, replays=10) -> float:
+    """GPU seconds per call of ``fn()``: ``iters`` calls captured in one CUDA graph, replayed
+    ``replays`` times between CUDA events (median), so no launch gap is counted."""
+    graph = capture_graph(lambda: [fn() for _ in range(iters)])
+    graph.replay()
+    times = []
+    for _ in range(replays):
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(begin.elapsed_time(end) * 1e-3 / iters)
+    del graph
+    return sorted(times)[len(times) // 2]
+
+
+TRITON_OPTIONS = {"max_autotune": True, "max_autotune_gemm_backends": "TRITON",
+                  "triton.cudagraphs": False}
+
+
+def _matmul(x, w, transposed):
+    return x @ (w.t() if transposed else w)
+
+
+def gemm_backends(model, batch_size, backends=("cuBLAS", "cuBLASLt", "Triton (Inductor)"),
+                  progress=print) -> pd.DataFrame:
+    """Every weight GEMM shape of the step timed with each backend on this GPU: microseconds
+    per call, the bytes it must move and the bandwidth that makes. Each shape runs over the
+    weights of every block in turn, as the step does (one block's weights would stay in the
+    GPU's 50 MB L2 cache from call to call and flatter the bandwidth). A backend that cannot
+    run a shape gets NaN and its error."""
+    rows = []
+    device = model.lm_head.weight.device
+    preferred = torch.backends.cuda.preferred_blas_library()
+    for shape in gemm_shapes(model, batch_size):
+        weights = [w.detach() for w in shape["weights"]]
+        x = torch.randn(shape["m"], shape["k"], device=device, dtype=weights[0].dtype)
+        calls = max(1, 24 // len(weights))  # calls over all the weights per graph replay
+        nbytes = gemm_bytes(shape["m"], shape["k"], shape["n"], weights[0].element_size())
+        for backend in backends:
+            error = ""
+            try:
+                if backend == "Triton (Inductor)":
+                    fn = torch.compile(_matmul, dynamic=False, fullgraph=True, options=TRITON_OPTIONS)
+                else:
+                    torch.backends.cuda.preferred_blas_library(
+                        "cublaslt" if backend == "cuBLASLt" else "cublas")
+                    fn = _matmul
+                seconds = graph_time_s(lambda: [fn(x, w, shape["transposed"]) for w in weights],
+                                       iters=calls) / len(weights)
+            except Exception as exc:  # a backend without a kernel for this shape
+                seconds, error = float("nan"), f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+            finally:
+                torch.backends.cuda.preferred_blas_library(preferred)
+            rows.append({"gemm": shape["gemm"], "shape": f"{shape['m']}x{shape['k']} @ {shape['k']}x{shape['n']}",
+                         "per_step": shape["per_step"], "backend": backend, "us": seconds * 1e6,
+                         "MB": nbytes / 1e6, "GBps": nbytes / seconds / 1e9, "error": error})
+            if progress:
+                progress(f"  {shape['gemm']:<14} {backend:<18} "
+                         + (f"{seconds * 1e6:7.1f} µs, {nbytes / seconds / 1e9:6.0f} GB/s"
+                            if error == "" else error), flush=True)
+    return pd.DataFrame(rows)
+
+
+def best_backends(table: pd.DataFrame) -> pd.DataFrame:
+    """Per GEMM shape, the fastest backend and its time against the slowest and against cuBLAS,
+    and the step's total at the fastest backend (calls per step x microseconds)."""
+    ok = table.dropna(subset=["us"])
+    best = ok.loc[ok.groupby("gemm", sort=False)["us"].idxmin()].set_index("gemm")
+    cublas = ok[ok["backend"] == "cuBLAS"].set_index("gemm")["us"]
+    best["vs cuBLAS"] = cublas.reindex(best.index) / best["us"]
+    best["us per step"] = best["us"] * best["per_step"]
+    return best[["shape", "backend", "us", "GBps", "vs cuBLAS", "per_step", "us per step"]]
+
+
+# ------------------------------------------------------------------ the replayed kernels
+
+def replay_kernels(decoder, input_ids, new_tokens, device) -> pd.DataFrame:
+    """The GPU kernels of the graph replays of one run of ``new_tokens`` tokens (one launch per
+    step), profiled after an unprofiled prefill: columns launch, name, start_us, end_us."""
+    if decoder.graphs is None or decoder.k != 1:
+        raise ValueError("replay_kernels needs a decoder with CUDA graphs and one step per launch")
+    prompt_len = input_ids.shape[1]
+    prefill(decoder.model, decoder.state, input_ids, decoder.eos)
+    launches = new_tokens - 1
+    frame = profiling.trace_events(profiling.profile_call(
+        lambda: [decoder.launch(j, prompt_len) for j in range(launches)], device))
+    gpu = frame[frame["kind"] == "gpu"].sort_values("start_us").reset_index(drop=True)
+    if len(gpu) % launches:
+        raise RuntimeError(f"{len(gpu)} kernels over {launches} launches: not the same number each")
+    per = len(gpu) // launches
+    gpu["launch"] = gpu.index // per
+    gpu["length"] = [decoder.length_for(j, prompt_len) for j in gpu["launch"]]
+    return gpu[["launch", "length", "name", "start_us", "end_us"]]
+
+
+def label_parts(names, n_layer, attention_gemms=0) -> list:
+    """The part of the step each kernel of one step belongs to (see the module's docstring).
+    ``attention_gemms``: how many GEMMs each block's attention launches itself between QKV and
+    attention out (2 for the lean step's batched matmuls, 0 for the fused step). If the GEMMs
+    found do not match that plan, every GEMM is labelled 'GEMM (unattributed)'."""
+    plan = []
+    for _ in range(n_layer):
+        plan += ["QKV"] + ["attention"] * attention_gemms + list(BLOCK_GEMMS[1:])
+    plan.append(LM_HEAD)
+    found = sum(gemm_kernel(n) for n in names)
+    matched = found == len(plan)
+    labels, gemm, current = [], 0, None
+    for name in names:
+        if gemm_kernel(name):
+            current = plan[gemm] if matched else "GEMM (unattributed)"
+            gemm += 1
+            labels.append(current)
+        elif gemm_helper(name) and current is not None:
+            labels.append(current)
+        elif current in ("QKV", "attention"):  # after a block's QKV, before attention out:
+            labels.append("attention")          # the cache write, the scores, softmax, values
+        elif profiling.kernel_kind(name) == "copy":
+            labels.append("copies")
+        else:
+            labels.append("element-wise")
+    return labels
+
+
+def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_tokens, bandwidth,
+                 attention_gemms=0) -> pd.DataFrame:
+    """Per part of a decode step (each weight GEMM shape, attention, element-wise, copies, the
+    idle time between kernels), per step on average: kernels, µs, MB that part must read, the
+    GB/s it reached, its share of the floor in µs and the µs above it. The floor of attention
+    is the keys and values of the filled positions; element-wise kernels, copies and idle time
+    have none (their bytes are a few activations). A last row adds the step up."""
+    cfg, element = model.config, model.lm_head.weight.element_size()
+    steps = kernels["launch"].nunique()
+    per_launch = kernels[kernels["launch"] == kernels["launch"].min()]["name"].tolist()
+    labels = label_parts(per_launch, cfg.n_layer, attention_gemms)
+    kernels = kernels.assign(part=labels * steps, us=kernels["end_us"] - kernels["start_us"])
+    spans = kernels.groupby("launch").agg(first=("start_us", "min"), last=("end_us", "max"))
+    busy = sum(profiling.busy_idle(zip(g["start_us"], g["end_us"]))[1]
+               for _, g in kernels.groupby("launch"))
+    span = float((spans["last"] - spans["first"]).sum())
+    shapes = {s["gemm"]: s for s in gemm_shapes(model, batch_size)}
+    filled = 2 * cfg.n_layer * batch_size * cfg.n_embd * element * (prompt_len + (new_tokens - 1) / 2)
+    read_kv = 2 * cfg.n_layer * batch_size * cfg.n_embd * element * float(kernels.groupby("launch")["length"].first().mean()) \
+        if kernels["length"].notna().all() else float("nan")
+    rows = []
+    for part, group in kernels.groupby("part", sort=False):
+        if part in shapes:
+            s = shapes[part]
+            nbytes = s["per_step"] * gemm_bytes(s["m"], s["k"], s["n"], element)
+            floor_bytes = s["per_step"] * s["k"] * s["n"] * element
+        elif part == "attention":
+            nbytes, floor_bytes = read_kv, filled
+        else:
+            nbytes, floor_bytes = float("nan"), 0.0
+        us = float(group["us"].sum()) / steps
+        rows.append({"part": part, "kernels": len(group) / steps, "us": us,
+                     "MB": nbytes / 1e6, "GBps": nbytes / us / 1e3 if us else float("nan"),
+                     "floor_us": floor_bytes / bandwidth * 1e6})
+    idle = (span - busy) / steps
+    rows.append({"part": "idle between kernels", "kernels": 0.0, "us": idle, "MB": float("nan"),
+                 "GBps": float("nan"), "floor_us": 0.0})
+    table = pd.DataFrame(rows)
+    table["above_floor_us"] = table["us"] - table["floor_us"]
+    table["part"] = pd.Categorical(table["part"], [p for p in PARTS_ORDER if p in set(table["part"])]
+                                   + sorted(set(table["part"]) - set(PARTS_ORDER)), ordered=True)
+    table = table.sort_values("part").reset_index(drop=True)
+    table["part"] = table["part"].astype(str)
+    total = {"part": "step (span)", "kernels": table["kernels"].sum(), "us": span / steps,
+             "MB": table["MB"].sum(), "GBps": float("nan"), "floor_us": table["floor_us"].sum()}
+    total["GBps"] = total["MB"] / total["us"] * 1e3 if total["us"] else float("nan")
+    total["above_floor_us"] = total["us"] - total["floor_us"]
+    return pd.concat([table, pd.DataFrame([total])], ignore_index=True)
+
+
+# ------------------------------------------------------------------ the bf16 rung
+
+def token_agreement(reference, other, prompt_len) -> float:
+    """Share of the generated positions (those both runs produced) whose token is the same."""
+    n = min(reference.shape[1], other.shape[1])
+    a, b = reference[:, prompt_len:n], other[:, prompt_len:n]
+    return float((a == b).float().mean()) if a.numel() else float("nan")
+
+
+@torch.no_grad()
+def largest_logit_difference(model, other, input_ids) -> float:
+    """The largest absolute difference between two models' next-token logits for the same
+    prompt (the other model's logits in float32)."""
+    a = model(input_ids).logits[:, -1, :].float()
+    b = other(input_ids).logits[:, -1, :].float()
+    return float((a - b).abs().max())
+

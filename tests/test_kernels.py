@@ -1,0 +1,117 @@
+"""Notebook 10's kernel table and GEMM shapes, on known inputs (the profiler and the GEMM
+backends themselves need a GPU: tests/test_gpu.py)."""
+import pandas as pd
+import pytest
+import torch
+
+from helpers import kernels
+from helpers.model import build_model
+
+LAYERS = 2
+
+
+def step_names(attention_gemms=0, splitk=False):
+    """The kernel names of one made-up decode step of a 2-block model."""
+    names = ["triton_red_fused_add_embedding_native_layer_norm_0"]
+    for _ in range(LAYERS):
+        names += ["sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n"]                      # QKV
+        names += ["triton_poi_fused_index_put_1"]                                 # cache write
+        names += ["gemm_batched_scores"] * attention_gemms
+        names += ["triton_per_fused__softmax_2", "triton_red_fused_mul_sum_3"]
+        names += ["triton_tem_fused_addmm_view_4"]                                # attention out
+        names += ["triton_per_fused_add_addmm_native_layer_norm_5"]
+        names += ["triton_tem_fused_addmm_gelu_6"]                                # MLP up
+        names += ["triton_poi_fused_addmm_gelu_7"]                                # bias + GELU
+        names += ["void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64>"]   # MLP down
+        names += ["void cublasLt::splitKreduce_kernel<32, 16>"] if splitk else []
+        names += ["triton_per_fused_add_native_layer_norm_8"]
+    names += ["gemv2T_kernel_val", "triton_red_fused_argmax_9", "Memcpy DtoD (Device -> Device)"]
+    return names
+
+
+def test_gemm_kernels_are_told_from_fused_elementwise_kernels():
+    assert kernels.gemm_kernel("triton_tem_fused_addmm_0")
+    assert not kernels.gemm_kernel("triton_poi_fused_addmm_gelu_1")  # a bias after a GEMM
+    assert kernels.gemm_kernel("sm90_xmma_gemm_f32f32") and kernels.gemm_kernel("gemv2T_kernel")
+    assert not kernels.gemm_kernel("void cublasLt::splitKreduce_kernel<32>")
+    assert kernels.gemm_helper("void cublasLt::splitKreduce_kernel<32>")
+    assert not kernels.gemm_kernel("Memcpy DtoD (Device -> Device)")
+
+
+@pytest.mark.parametrize("attention_gemms,splitk", [(0, False), (2, True)])
+def test_parts_follow_the_order_of_the_step(attention_gemms, splitk):
+    names = step_names(attention_gemms, splitk)
+    labels = kernels.label_parts(names, LAYERS, attention_gemms)
+    block = ["QKV", "attention", *(["attention"] * attention_gemms), "attention", "attention",
+             "attention out", "element-wise", "MLP up", "element-wise", "MLP down",
+             *(["MLP down"] if splitk else []), "element-wise"]
+    assert labels == ["element-wise"] + block * LAYERS + ["LM head", "element-wise", "copies"]
+
+
+def test_gemms_that_do_not_match_the_plan_are_not_attributed():
+    names = step_names()
+    labels = kernels.label_parts(names, LAYERS + 1)  # a plan with one block too many
+    assert "QKV" not in labels and labels.count("GEMM (unattributed)") == 4 * LAYERS + 1
+
+
+def test_kernel_table_adds_up_a_known_profile():
+    model = build_model("tiny", "cpu")
+    cfg = model.config
+    names = step_names()
+    rows, t = [], 0.0
+    for launch in range(3):
+        for name in names:
+            duration = 10.0 if kernels.gemm_kernel(name) else 2.0
+            rows.append({"launch": launch, "length": 16, "name": name, "start_us": t,
+                         "end_us": t + duration})
+            t += duration + 1.0  # one idle microsecond after every kernel
+        t += 100.0  # the host's time between launches is not part of any step
+    frame = pd.DataFrame(rows)
+    bandwidth = 1e12
+    table = kernels.kernel_table(frame, model, 2, 4, 8, bandwidth).set_index("part")
+    n_gemm = 4 * cfg.n_layer + 1
+    assert cfg.n_layer == LAYERS
+    assert table.loc["QKV", "kernels"] == LAYERS and table.loc["QKV", "us"] == 10.0 * LAYERS
+    assert table.loc["LM head", "us"] == 10.0
+    assert table.loc["attention", "kernels"] == 3 * LAYERS and table.loc["attention", "us"] == 6.0 * LAYERS
+    assert table.loc["copies", "us"] == 2.0
+    step = table.loc["step (span)"]
+    busy = 10.0 * n_gemm + 2.0 * (len(names) - n_gemm)
+    assert step["us"] == pytest.approx(busy + len(names) - 1)
+    assert table.loc["idle between kernels", "us"] == pytest.approx(len(names) - 1)
+    # every part's floor: a GEMM's weights, attention's filled positions, nothing for the rest
+    w = model.transformer.h[0].attn.c_attn.weight
+    assert table.loc["QKV", "floor_us"] == pytest.approx(LAYERS * w.numel() * 4 / bandwidth * 1e6)
+    filled = 2 * LAYERS * 2 * cfg.n_embd * 4 * (4 + 7 / 2)
+    assert table.loc["attention", "floor_us"] == pytest.approx(filled / bandwidth * 1e6)
+    assert table.loc["element-wise", "floor_us"] == 0.0
+    assert step["floor_us"] == pytest.approx(table.drop("step (span)")["floor_us"].sum())
+    assert step["above_floor_us"] == pytest.approx(step["us"] - step["floor_us"])
+
+
+def test_gemm_shapes_and_weight_floor_of_the_tiny_model():
+    model = build_model("tiny", "cpu")
+    shapes = {s["gemm"]: s for s in kernels.gemm_shapes(model, 32)}
+    e, v = model.config.n_embd, model.config.vocab_size
+    assert [(s["k"], s["n"]) for s in shapes.values()] == [(e, 3 * e), (e, e), (e, 4 * e), (4 * e, e), (e, v)]
+    assert shapes["LM head"]["transposed"] and len(shapes["QKV"]["weights"]) == model.config.n_layer
+    x = torch.randn(32, e)
+    for s in shapes.values():  # the layout the step multiplies by
+        w = s["weights"][0]
+        assert kernels._matmul(x[:, :s["k"]] if s["k"] == e else torch.randn(32, s["k"]), w,
+                               s["transposed"]).shape == (32, s["n"])
+    weights = sum(s["per_step"] * s["k"] * s["n"] for s in shapes.values()) * 4
+    assert kernels.weight_floor_s(model, 32, 1e9) == pytest.approx(weights / 1e9)
+    assert kernels.gemm_bytes(32, e, 3 * e, 4) == (e * 3 * e + 32 * e + 32 * 3 * e) * 4
+
+
+def test_token_agreement_and_logit_difference():
+    a = torch.tensor([[1, 2, 3, 4, 5], [1, 2, 3, 4, 5]])
+    b = torch.tensor([[1, 2, 3, 9, 5], [1, 2, 3, 9, 5]])
+    assert kernels.token_agreement(a, b, 2) == pytest.approx(2 / 3)
+    assert kernels.token_agreement(a, a[:, :4], 2) == 1.0
+    model = build_model("tiny", "cpu")
+    ids = torch.randint(0, model.config.vocab_size, (2, 5))
+    assert kernels.largest_logit_difference(model, model, ids) == 0.0
+    other = build_model("tiny", "cpu", seed=1)
+    assert kernels.largest_logit_difference(model, other, ids) > 0.0
