@@ -198,12 +198,13 @@ def compare(methods: dict, *, device, repeats, warmup=1, budget_s=None, max_repe
 
 def _guard(name, call, device) -> dict:
     """Run ``call``; an out-of-memory error becomes {name: message} (the allocator cleaned),
-    anything else propagates."""
+    anything else propagates, noted with the method's name."""
     try:
         call()
         return {}
     except Exception as error:  # noqa: BLE001 - only OOM is turned into a row
         if not is_oom(error):
+            error.add_note(f"(while running the method {name!r})")
             raise
         message = _first_line(error)
     release_memory(device)
