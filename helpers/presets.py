@@ -96,7 +96,7 @@ NOTEBOOK = {
         "smoke": dict(batch_sizes=[2, 8], completion_lens=[8, 32], prompt_len=8, contention_s=0.05),
     },
     "10": {
-        "full": dict(seq_lens=[100], graph_steps=[1, 4], bucket=32, autotune=True, bf16=True,
+        "full": dict(seq_lens=[100], graph_steps=[1, 4], bucket=32, autotune=False, bf16=True,
                      target_floor_ratio=2.0, target_vs_naive=20.0, target_vs_generate=5.0,
                      target_bf16_ms=0.3),
         "workshop": dict(seq_lens=[50], graph_steps=[1], bucket=32, autotune=False, bf16=True,
