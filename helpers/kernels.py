@@ -23,7 +23,9 @@ from .graphs import capture_graph, prefill
 # Per-block weight GEMMs of a GPT-2 decode step, in the order the step runs them.
 BLOCK_GEMMS = ("QKV", "attention out", "MLP up", "MLP down")
 LM_HEAD = "LM head"
-PARTS_ORDER = (*BLOCK_GEMMS, LM_HEAD, "attention", "element-wise", "copies", "idle between kernels")
+UNATTRIBUTED = "GEMM (unattributed)"  # GEMM kernels that do not match the step's plan
+PARTS_ORDER = (*BLOCK_GEMMS, LM_HEAD, UNATTRIBUTED, "attention", "element-wise", "copies",
+               "idle between kernels")
 
 
 def gemm_kernel(name: str) -> bool:
@@ -186,7 +188,7 @@ def label_parts(names, n_layer, attention_gemms=0) -> list:
     labels, gemm, current = [], 0, None
     for name in names:
         if gemm_kernel(name):
-            current = plan[gemm] if matched else "GEMM (unattributed)"
+            current = plan[gemm] if matched else UNATTRIBUTED
             gemm += 1
             labels.append(current)
         elif gemm_helper(name) and current is not None:
@@ -198,6 +200,14 @@ def label_parts(names, n_layer, attention_gemms=0) -> list:
         else:
             labels.append("element-wise")
     return labels
+
+
+def step_kernels(kernels: pd.DataFrame, n_layer, attention_gemms=0) -> pd.DataFrame:
+    """The kernels of one replayed step (the first launch), in order, with their part and µs."""
+    first = kernels[kernels["launch"] == kernels["launch"].min()]
+    return pd.DataFrame({"part": label_parts(first["name"].tolist(), n_layer, attention_gemms),
+                         "kernel": first["name"].str.slice(0, 120).tolist(),
+                         "us": (first["end_us"] - first["start_us"]).round(2).tolist()})
 
 
 def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_tokens, bandwidth,
@@ -228,6 +238,11 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
             floor_bytes = s["per_step"] * s["k"] * s["n"] * element
         elif part == "attention":
             nbytes, floor_bytes = read_kv, filled
+        elif part == UNATTRIBUTED:  # every weight GEMM together
+            nbytes = sum(s["per_step"] * gemm_bytes(s["m"], s["k"], s["n"], element) for s in shapes.values())
+            floor_bytes = sum(s["per_step"] * s["k"] * s["n"] * element for s in shapes.values())
+            if attention_gemms:  # the lean step's attention matmuls are among them
+                nbytes, floor_bytes = nbytes + read_kv, floor_bytes + filled
         else:
             nbytes, floor_bytes = float("nan"), 0.0
         us = float(group["us"].sum()) / steps

@@ -115,3 +115,18 @@ def test_token_agreement_and_logit_difference():
     assert kernels.largest_logit_difference(model, model, ids) == 0.0
     other = build_model("tiny", "cpu", seed=1)
     assert kernels.largest_logit_difference(model, other, ids) > 0.0
+
+
+def test_unattributed_gemms_keep_the_weights_floor():
+    """When the GEMMs found do not match the plan, their row still carries every weight's floor."""
+    model = build_model("tiny", "cpu")
+    names = step_names()
+    names.insert(3, "sm90_xmma_gemm_extra")  # one GEMM kernel more than the plan
+    frame = pd.DataFrame([{"launch": 0, "length": 16, "name": n, "start_us": 3.0 * i,
+                           "end_us": 3.0 * i + 2.0} for i, n in enumerate(names)])
+    table = kernels.kernel_table(frame, model, 2, 4, 8, 1e12).set_index("part")
+    weights = sum(s["per_step"] * s["k"] * s["n"] for s in kernels.gemm_shapes(model, 2)) * 4
+    assert table.loc[kernels.UNATTRIBUTED, "floor_us"] == pytest.approx(weights / 1e12 * 1e6)
+    assert table.loc[kernels.UNATTRIBUTED, "kernels"] == 4 * LAYERS + 2
+    listed = kernels.step_kernels(frame, LAYERS)
+    assert listed["kernel"].tolist() == names and listed["part"].iloc[3] == kernels.UNATTRIBUTED
