@@ -11,7 +11,7 @@ The code a reader studies (taught in the notebook named):
 - ``static``      the static-cache loop and the compiled decode step (04, 05)
 - ``streams``     the stop check every step, never, or one step late: two streams, an event (06, 07)
 - ``postprocess`` per-row host syncs against one transfer in token post-processing (09)
-- ``graphs``      a whole decode step captured in one CUDA graph (10)
+- ``graphs``      a whole decode step captured in one CUDA graph; the fused, bucketed step (10)
 
 Measurement and analysis the lessons call:
 
@@ -22,6 +22,7 @@ Measurement and analysis the lessons call:
                   within noise); no verdict from a smoke run
 - ``profiling``   profiler step ranges, GPU idle gaps and busy time, timelines, the sync census
 - ``floor``       the hardware floor of a decode step (copy bandwidth; parameter and KV bytes)
+- ``kernels``     a step's replayed kernels by part against the floor; GEMM backends at M = batch (10)
 - ``bench``       the ladder of every method against ``generate()``; ``python -m helpers.bench``
 - ``claims``      the article's claims judged on a run's numbers (08)
 - ``analysis``    fits and ratios the notebooks compute their verdicts from
