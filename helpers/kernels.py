@@ -14,6 +14,8 @@
 """
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import torch
 
@@ -102,26 +104,37 @@ def _matmul(x, w, transposed):
     return x @ (w.t() if transposed else w)
 
 
-def gemm_backends(model, batch_size, backends=("cuBLAS", "cuBLASLt", "Triton (Inductor)"),
+ADDMM = "addmm (bias fused)"
+ROTATE_BYTES = 128 * 2**20  # weights cycled per pass: well over the H100's 50 MB L2 cache
+
+
+def gemm_backends(model, batch_size, backends=("cuBLAS", "cuBLASLt", "Triton (Inductor)", ADDMM),
                   progress=print) -> pd.DataFrame:
     """Every weight GEMM shape of the step timed with each backend on this GPU: microseconds
     per call, the bytes it must move and the bandwidth that makes. Each shape runs over the
-    weights of every block in turn, as the step does (one block's weights would stay in the
-    GPU's 50 MB L2 cache from call to call and flatter the bandwidth). A backend that cannot
-    run a shape gets NaN and its error."""
+    weights of every block in turn, as the step does, cycled through copies until a pass reads
+    ``ROTATE_BYTES`` (weights that fit the GPU's L2 cache would stay there from call to call and
+    flatter the bandwidth). ``ADDMM`` is the call the eager step makes, ``torch.addmm`` with the
+    bias, which PyTorch may route to a different cuBLAS path (cuBLASLt, with the bias fused)
+    than a plain product. A backend that cannot run a shape gets NaN and its error."""
     rows = []
     device = model.lm_head.weight.device
     preferred = torch.backends.cuda.preferred_blas_library()
     for shape in gemm_shapes(model, batch_size):
         weights = [w.detach() for w in shape["weights"]]
+        per_pass = sum(w.numel() * w.element_size() for w in weights)
+        weights += [w.clone() for _ in range(math.ceil(ROTATE_BYTES / per_pass) - 1) for w in weights]
         x = torch.randn(shape["m"], shape["k"], device=device, dtype=weights[0].dtype)
-        calls = max(1, 24 // len(weights))  # calls over all the weights per graph replay
+        bias = torch.zeros(shape["n"], device=device, dtype=weights[0].dtype)
+        calls = max(1, 24 // len(weights))  # passes over all the weights per graph replay
         nbytes = gemm_bytes(shape["m"], shape["k"], shape["n"], weights[0].element_size())
         for backend in backends:
             error = ""
             try:
                 if backend == "Triton (Inductor)":
                     fn = torch.compile(_matmul, dynamic=False, fullgraph=True, options=TRITON_OPTIONS)
+                elif backend == ADDMM:  # with its bias, as the eager step calls it
+                    fn = (lambda x, w, t: torch.addmm(bias, x, w.t() if t else w))
                 else:
                     torch.backends.cuda.preferred_blas_library(
                         "cublaslt" if backend == "cuBLASLt" else "cublas")
@@ -146,6 +159,7 @@ def best_backends(table: pd.DataFrame) -> pd.DataFrame:
     """Per GEMM shape, the fastest backend and its time against the slowest and against cuBLAS,
     and the step's total at the fastest backend (calls per step x microseconds)."""
     ok = table.dropna(subset=["us"])
+    ok = ok[ok["backend"] != ADDMM]  # a call, not a backend one can choose
     best = ok.loc[ok.groupby("gemm", sort=False)["us"].idxmin()].set_index("gemm")
     cublas = ok[ok["backend"] == "cuBLAS"].set_index("gemm")["us"]
     best["vs cuBLAS"] = cublas.reindex(best.index) / best["us"]
@@ -157,7 +171,8 @@ def best_backends(table: pd.DataFrame) -> pd.DataFrame:
 
 def replay_kernels(decoder, input_ids, new_tokens, device) -> pd.DataFrame:
     """The GPU kernels of the graph replays of one run of ``new_tokens`` tokens (one launch per
-    step), profiled after an unprofiled prefill: columns launch, name, start_us, end_us."""
+    step), profiled after an unprofiled prefill: columns launch, length (the cache positions the
+    launch attends to), name, start_us, end_us."""
     if decoder.graphs is None or decoder.k != 1:
         raise ValueError("replay_kernels needs a decoder with CUDA graphs and one step per launch")
     prompt_len = input_ids.shape[1]
@@ -170,7 +185,8 @@ def replay_kernels(decoder, input_ids, new_tokens, device) -> pd.DataFrame:
         raise RuntimeError(f"{len(gpu)} kernels over {launches} launches: not the same number each")
     per = len(gpu) // launches
     gpu["launch"] = gpu.index // per
-    gpu["length"] = [decoder.length_for(j, prompt_len) for j in gpu["launch"]]
+    slots = decoder.state.tokens.shape[1]  # a decoder without buckets attends to every slot
+    gpu["length"] = [decoder.length_for(j, prompt_len) or slots for j in gpu["launch"]]
     return gpu[["launch", "length", "name", "start_us", "end_us"]]
 
 
