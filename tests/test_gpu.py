@@ -169,7 +169,9 @@ def test_kernel_table_of_real_replays(cuda, options, attention_gemms):
     assert frame["launch"].nunique() == 19
     table = kernels.kernel_table(frame, model, BATCH, PROMPT, 20, 2e12, attention_gemms)
     parts = set(table["part"])
-    assert "GEMM (unattributed)" not in parts and {"QKV", "MLP down", "LM head", "attention"} <= parts
+    if "compile_options" not in options:  # at the tiny size Inductor may turn a GEMM into
+        # element-wise kernels of its own, so only the eager kernels' plan is certain
+        assert kernels.UNATTRIBUTED not in parts and {"QKV", "MLP down", "LM head", "attention"} <= parts
     step = table.set_index("part").loc["step (span)"]
     assert step["us"] == pytest.approx(table[table["part"] != "step (span)"]["us"].sum(), rel=1e-6)
 
