@@ -19,8 +19,8 @@ import math
 import pandas as pd
 import torch
 
-from . import profiling
-from .graphs import capture_graph, prefill
+from . import floor, profiling
+from .graphs import cache_bytes, capture_graph, prefill
 
 # Per-block weight GEMMs of a GPT-2 decode step, in the order the step runs them.
 BLOCK_GEMMS = ("QKV", "attention out", "MLP up", "MLP down")
@@ -68,10 +68,15 @@ def gemm_shapes(model, batch_size) -> list:
     return rows
 
 
+def weight_bytes(shape, element) -> int:
+    """Bytes of the weights one step reads for a ``gemm_shapes`` row (every call's weight)."""
+    return shape["per_step"] * shape["k"] * shape["n"] * element
+
+
 def weight_floor_s(model, batch_size, bandwidth) -> float:
     """Seconds to read every weight the step's GEMMs multiply by, once, at ``bandwidth``."""
     element = model.lm_head.weight.element_size()
-    return sum(s["per_step"] * s["k"] * s["n"] for s in gemm_shapes(model, batch_size)) * element / bandwidth
+    return sum(weight_bytes(s, element) for s in gemm_shapes(model, batch_size)) / bandwidth
 
 
 def gemm_bytes(m, k, n, element) -> int:
@@ -219,7 +224,8 @@ def label_parts(names, n_layer, attention_gemms=0) -> list:
 
 
 def step_kernels(kernels: pd.DataFrame, n_layer, attention_gemms=0) -> pd.DataFrame:
-    """The kernels of one replayed step (the first launch), in order, with their part and µs."""
+    """The kernels of one replayed step (the first launch), in order, with their part and µs
+    (every launch replays the same kernels, so these parts label every launch)."""
     first = kernels[kernels["launch"] == kernels["launch"].min()]
     return pd.DataFrame({"part": label_parts(first["name"].tolist(), n_layer, attention_gemms),
                          "kernel": first["name"].str.slice(0, 120).tolist(),
@@ -235,28 +241,28 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
     have none (their bytes are a few activations). A last row adds the step up."""
     cfg, element = model.config, model.lm_head.weight.element_size()
     steps = kernels["launch"].nunique()
-    per_launch = kernels[kernels["launch"] == kernels["launch"].min()]["name"].tolist()
-    labels = label_parts(per_launch, cfg.n_layer, attention_gemms)
+    labels = step_kernels(kernels, cfg.n_layer, attention_gemms)["part"].tolist()
     kernels = kernels.assign(part=labels * steps, us=kernels["end_us"] - kernels["start_us"])
     spans = kernels.groupby("launch").agg(first=("start_us", "min"), last=("end_us", "max"))
     busy = sum(profiling.busy_idle(zip(g["start_us"], g["end_us"]))[1]
                for _, g in kernels.groupby("launch"))
     span = float((spans["last"] - spans["first"]).sum())
     shapes = {s["gemm"]: s for s in gemm_shapes(model, batch_size)}
-    filled = 2 * cfg.n_layer * batch_size * cfg.n_embd * element * (prompt_len + (new_tokens - 1) / 2)
-    read_kv = 2 * cfg.n_layer * batch_size * cfg.n_embd * element * float(kernels.groupby("launch")["length"].first().mean()) \
-        if kernels["length"].notna().all() else float("nan")
+    filled = floor.kv_bytes_per_step(cfg, batch_size, prompt_len, new_tokens, element)
+    lengths = kernels.groupby("launch")["length"].first()  # positions each launch attends to
+    read_kv = (float(lengths.map(lambda n: cache_bytes(model, batch_size, n)).mean())
+               if lengths.notna().all() else float("nan"))
     rows = []
     for part, group in kernels.groupby("part", sort=False):
         if part in shapes:
             s = shapes[part]
             nbytes = s["per_step"] * gemm_bytes(s["m"], s["k"], s["n"], element)
-            floor_bytes = s["per_step"] * s["k"] * s["n"] * element
+            floor_bytes = weight_bytes(s, element)
         elif part == "attention":
             nbytes, floor_bytes = read_kv, filled
         elif part == UNATTRIBUTED:  # every weight GEMM together
             nbytes = sum(s["per_step"] * gemm_bytes(s["m"], s["k"], s["n"], element) for s in shapes.values())
-            floor_bytes = sum(s["per_step"] * s["k"] * s["n"] * element for s in shapes.values())
+            floor_bytes = sum(weight_bytes(s, element) for s in shapes.values())
             if attention_gemms:  # the lean step's attention matmuls are among them
                 nbytes, floor_bytes = nbytes + read_kv, floor_bytes + filled
         else:
@@ -275,7 +281,7 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
     table = table.sort_values("part").reset_index(drop=True)
     table["part"] = table["part"].astype(str)
     total = {"part": "step (span)", "kernels": table["kernels"].sum(), "us": span / steps,
-             "MB": table["MB"].sum(), "GBps": float("nan"), "floor_us": table["floor_us"].sum()}
+             "MB": table["MB"].sum(), "floor_us": table["floor_us"].sum()}
     total["GBps"] = total["MB"] / total["us"] * 1e3 if total["us"] else float("nan")
     total["above_floor_us"] = total["us"] - total["floor_us"]
     return pd.concat([table, pd.DataFrame([total])], ignore_index=True)

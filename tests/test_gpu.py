@@ -92,7 +92,7 @@ def test_stream_and_event_loops_with_the_cuda_graph_step(cuda, compiled):
                                                          cache=cache), f"{loop.__name__}, compiled")
 
 
-INDUCTOR = {"options": {"triton.cudagraphs": False}}  # no autotuning here: faster to build
+INDUCTOR = bench.INDUCTOR  # the ladder's Inductor options (no autotuning: faster to build)
 
 
 @pytest.mark.parametrize("options", [dict(steps_per_graph=1), dict(steps_per_graph=3),
