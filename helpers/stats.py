@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import harness
+from . import analysis, harness
 
 LEVEL = 0.95
 RESAMPLES = 4000
@@ -180,3 +180,40 @@ def growth_line(table, candidate: str, baseline: str, judge: bool, by: str = "se
             NOISE: "within noise: this run cannot tell"}[verdict(growth)] if judge else NOT_JUDGED
     return (f"The speedup of {candidate} over {baseline} at {by}={values[-1]} is {growth} "
             f"the speedup at {by}={values[0]}: {word}.")
+
+
+def quadratic_share(lengths, trials, at, *, level=LEVEL, resamples=RESAMPLES, seed=0) -> Ratio:
+    """The share (0..1) of the time at length ``at`` that the N**2 term of ``time = a*N + b*N**2``
+    accounts for, fitted through the median trial time of each length, with a bootstrap
+    interval: each length's trials are resampled (the lengths ran as separate points, so
+    independently), the medians refitted. ``trials``: one list of trial times per length."""
+    lengths = [float(n) for n in lengths]
+    samples = [np.asarray(t, dtype=float) for t in trials]
+    if len(samples) != len(lengths):
+        raise ValueError(f"one list of trials per length: {len(lengths)} lengths, {len(samples)} lists")
+    if any(s.size == 0 for s in samples):
+        return Ratio(float("nan"), float("nan"), float("nan"), 0)
+    estimate = analysis.quadratic_share(*analysis.linear_quadratic_fit(
+        lengths, [np.median(s) for s in samples]), at)
+    n = min(s.size for s in samples)
+    if n < MIN_TRIALS:
+        return Ratio(estimate, -math.inf, math.inf, n)
+    rng = np.random.default_rng(seed)
+    medians = np.stack([np.median(s[_resample(rng, s.size, resamples)], axis=1) for s in samples],
+                       axis=1)
+    draws = np.array([analysis.quadratic_share(*analysis.linear_quadratic_fit(lengths, row), at)
+                      for row in medians])
+    return _interval(estimate, draws, level, n)
+
+
+def dominant_term(share: Ratio) -> str:
+    """Which term of ``a*N + b*N**2`` dominates, judged by the interval of its N**2 share: the
+    N**2 term when the whole interval lies above one half, the linear term when below, and
+    neither clearly when it contains one half (or there is no interval)."""
+    if math.isnan(share.estimate) or share.n < MIN_TRIALS or math.isinf(share.low):
+        return "neither term clearly dominates (too few trials for an interval)"
+    if share.low > 0.5:
+        return "the N² term (work on the whole sequence) dominates"
+    if share.high < 0.5:
+        return "the linear term (fixed per-step cost: Python, launches, the EOS sync) dominates"
+    return "neither term clearly dominates (the interval contains 50%)"

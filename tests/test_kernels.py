@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import kernels
+from helpers import floor, kernels
 from helpers.model import build_model
 
 LAYERS = 2
@@ -22,7 +22,8 @@ def step_names(attention_gemms=0, splitk=False):
         names += ["triton_per_fused_add_addmm_native_layer_norm_5"]
         names += ["triton_tem_fused_addmm_gelu_6"]                                # MLP up
         names += ["triton_poi_fused_addmm_gelu_7"]                                # bias + GELU
-        names += ["void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64>"]   # MLP down
+        names += (["nvjet_sm90_tst_64x32_64x16_4x1_v_bz_splitK_bias_NNT"] if splitk  # MLP down
+                  else ["void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64>"])
         names += ["void cublasLt::splitKreduce_kernel<32, 16>"] if splitk else []
         names += ["triton_per_fused_add_native_layer_norm_8"]
     names += ["gemv2T_kernel_val", "triton_red_fused_argmax_9", "Memcpy DtoD (Device -> Device)"]
@@ -35,6 +36,9 @@ def test_gemm_kernels_are_told_from_fused_elementwise_kernels():
     assert kernels.gemm_kernel("sm90_xmma_gemm_f32f32") and kernels.gemm_kernel("gemv2T_kernel")
     assert not kernels.gemm_kernel("void cublasLt::splitKreduce_kernel<32>")
     assert kernels.gemm_helper("void cublasLt::splitKreduce_kernel<32>")
+    # cuBLASLt's split-K GEMM (bf16 MLP down on the H100) is a GEMM, its reduce kernel a helper
+    assert kernels.gemm_kernel("nvjet_sm90_tst_64x32_64x16_4x1_v_bz_splitK_bias_NNT")
+    assert not kernels.gemm_helper("nvjet_sm90_tst_64x32_64x16_4x1_v_bz_splitK_bias_NNT")
     assert not kernels.gemm_kernel("Memcpy DtoD (Device -> Device)")
 
 
@@ -128,5 +132,9 @@ def test_unattributed_gemms_keep_the_weights_floor():
     weights = sum(s["per_step"] * s["k"] * s["n"] for s in kernels.gemm_shapes(model, 2)) * 4
     assert table.loc[kernels.UNATTRIBUTED, "floor_us"] == pytest.approx(weights / 1e12 * 1e6)
     assert table.loc[kernels.UNATTRIBUTED, "kernels"] == 4 * LAYERS + 2
+    # the step's floor is still the weights plus the filled positions (attention has no row)
+    filled = floor.kv_bytes_per_step(model.config, 2, 4, 8, 4)
+    assert "attention" not in table.index
+    assert table.loc["step (span)", "floor_us"] == pytest.approx((weights + filled) / 1e12 * 1e6)
     listed = kernels.step_kernels(frame, LAYERS)
     assert listed["kernel"].tolist() == names and listed["part"].iloc[3] == kernels.UNATTRIBUTED

@@ -129,3 +129,32 @@ def test_linear_quadratic_fit_recovers_known_terms():
     assert b == 0.0 and a > 0
     with pytest.raises(ValueError, match="two distinct lengths"):
         analysis.linear_quadratic_fit([100, 100], [1.0, 1.1])
+
+
+def _share_trials(a, b, lengths, spread, seed):
+    return [trials(a * n + b * n**2, spread, 8, seed + i) for i, n in enumerate(lengths)]
+
+
+def test_quadratic_share_interval_and_dominant_term():
+    lengths = [100, 200, 400]
+    # time = 5 ms*N + 20 µs*N²: the N² share is 29% at 100, 44% at 200, 62% at 400.
+    tight = _share_trials(0.005, 2e-5, lengths, 0.005, 10)
+    low, mid, high = (stats.quadratic_share(lengths, tight, n) for n in lengths)
+    assert low.estimate == pytest.approx(0.2 / 0.7, abs=0.02)
+    assert low.low <= low.estimate <= low.high and low.n == 8
+    assert stats.dominant_term(low).startswith("the linear term")
+    assert stats.dominant_term(high).startswith("the N² term")
+    # Noisy trials: the interval around a share near one half contains it.
+    noisy = _share_trials(0.005, 2.5e-5, lengths, 0.2, 20)
+    near = stats.quadratic_share(lengths, noisy, 200)
+    assert near.low < 0.5 < near.high
+    assert stats.dominant_term(near).startswith("neither term clearly dominates")
+    assert mid.low < mid.estimate < mid.high
+
+
+def test_quadratic_share_without_enough_trials():
+    few = stats.quadratic_share([100, 200], [[1.0, 1.1], [3.0, 3.2]], 100)
+    assert math.isinf(few.low) and "too few trials" in stats.dominant_term(few)
+    assert math.isnan(stats.quadratic_share([100, 200], [[], [1.0]], 100).estimate)
+    with pytest.raises(ValueError, match="one list of trials per length"):
+        stats.quadratic_share([100, 200], [[1.0, 1.0, 1.0]], 100)
