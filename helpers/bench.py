@@ -240,13 +240,14 @@ def run_ladder(methods: dict, prompt, lengths, *, device, repeats, warmup=1, bud
                 harness.release_memory(device)
         timed, _ = harness.compare_row(calls, device=device, batch_size=prompt.shape[0], seq_len=n,
                                        repeats=repeats, warmup=warmup, budget_s=budget_s)
+        width = max(len(name) for name in methods)
         for row in timed:
             build_s, first_s = first[row["method"]]
             row["notebook"] = methods[row["method"]].notebook
             row["first_call_s"] = build_s + first_s
             row["setup_s"] = (build_s + max(first_s - row["median_s"], 0.0)
                               if row["status"] == harness.OK else float("nan"))
-            print(f"{row['method']:<36} {n:>4} tokens: {row['median_s'] * 1e3:9.1f} ms"
+            print(f"{row['method']:<{width}} {n:>4} tokens: {row['median_s'] * 1e3:9.1f} ms"
                   f"  (first call {row['first_call_s']:.1f} s)", flush=True)
         rows += timed + failed
         calls = None
