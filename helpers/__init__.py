@@ -38,4 +38,5 @@ Course machinery (no lesson teaches it):
 - ``site``        the course website, built offline from the published notebooks (``python -m helpers.site``)
 - ``runner``      runs every notebook headless with papermill (``./run_all.sh``)
 - ``report``      the README's results section, rendered from figures/ (``python -m helpers.report``)
+- ``verdicts``    two runs' printed verdicts side by side (``python -m helpers.verdicts A B``)
 """

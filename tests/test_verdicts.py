@@ -1,0 +1,87 @@
+"""helpers.verdicts: the printed verdicts of two runs, read from executed notebooks and paired."""
+import io
+
+import nbformat
+import pytest
+
+from helpers import stats, verdicts
+
+
+def test_verdict_lines_are_read_with_their_words():
+    ratio = stats.Ratio(1.42, 1.2, 1.6, 10)
+    v = verdicts.parse_line("  100 tokens: " + stats.sentence(ratio, "kv_cache", "naive"))
+    assert v.words == ("faster",) and "#" in v.key and "1.42" not in v.key
+    assert verdicts.parse_line("x: 0.98x (95% CI 0.9-1.1, n=5): within noise.").words == ("within noise",)
+    growth = verdicts.parse_line("... is 1.5x (95% CI 0.9-2.0, n=3) the speedup at 100: "
+                                 "within noise: this run cannot tell.")
+    assert growth.words == ("within noise: this run cannot tell",)
+    term = verdicts.parse_line("  N=100: 61% of the fitted time is N² work: the linear term "
+                               "(fixed per-step cost: Python) dominates.")
+    assert term.words == ("the linear term",)
+    other = verdicts.parse_line("  N=100: 49% of the fitted time is N² work: the N² term "
+                                "(work on the whole sequence) dominates.")
+    assert other.key == term.key  # the same line, another verdict
+    claim = verdicts.parse_line("[inconclusive: within noise] Interleaving gains most: eager: "
+                                "within noise at batch [1, 128]; compiled: 1.2x: faster")
+    assert claim.words == ("inconclusive: within noise", "faster", "at batch [1, 128]")
+    count = verdicts.parse_line("one transfer is faster (95% interval above 1) at 9/9 points, "
+                                "slower at 0, within noise at 0.")
+    assert count.words[0].endswith("at 9/9") and len(count.words) == 3
+    assert verdicts.parse_line("distance to the floor: 5.24x (target <= 2x): MISSED").words == ("MISSED",)
+
+
+def test_lines_without_a_verdict_are_left_out():
+    assert verdicts.parse_line("(the naive loop is 63x slower than a step at the floor)") is None
+    assert verdicts.parse_line("Time per step: 8.30 ms at N=100") is None
+    assert verdicts.parse_line("") is None
+
+
+def _words(*lines):
+    return [verdicts.parse_line(line) for line in lines]
+
+
+def test_compare_tells_same_differs_reversed_and_unpaired():
+    first = _words("100 tokens: a over b: 1.2x (95% CI 1.1-1.3, n=5): faster.",
+                   "200 tokens: a over b: 1.1x (95% CI 1.0-1.2, n=5): faster.",
+                   "400 tokens: a over b: 0.8x (95% CI 0.7-0.9, n=5): slower.",
+                   "only here: MET")
+    second = _words("100 tokens: a over b: 1.3x (95% CI 1.2-1.4, n=9): faster.",
+                    "200 tokens: a over b: 1.0x (95% CI 0.9-1.1, n=9): within noise.",
+                    "400 tokens: a over b: 1.2x (95% CI 1.1-1.3, n=9): faster.",
+                    "new line: the gain grows.")
+    status = [r["status"] for r in verdicts.compare(first, second)]
+    assert status == ["same", "differs", "reversed", "only in one run", "only in one run"]
+    # repeated lines pair in order
+    twice = _words("a over b: 1x: faster.", "a over b: 1x: slower.")
+    assert [r["status"] for r in verdicts.compare(twice, twice)] == ["same", "same"]
+
+
+def _executed(path, *lines):
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("print(...)")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="\n".join(lines) + "\n"),
+                    nbformat.v4.new_output("stream", name="stderr", text="x: faster.\n")]
+    nb.cells = [nbformat.v4.new_markdown_cell("faster."), cell]
+    nbformat.write(nb, path)
+
+
+def test_report_and_command_line(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    _executed(a / "02_kv_cache.ipynb", "100 tokens: k over n: 1.4x (95% CI 1.2-1.6, n=5): faster.")
+    _executed(b / "02_kv_cache.ipynb", "100 tokens: k over n: 1.5x (95% CI 1.3-1.7, n=5): faster.")
+    _executed(a / "04_static_cache.ipynb", "100 tokens: s over k: 0.8x (95% CI 0.7-0.9, n=5): slower.")
+    _executed(b / "04_static_cache.ipynb", "100 tokens: s over k: 1.2x (95% CI 1.1-1.3, n=5): faster.")
+    out = io.StringIO()
+    assert verdicts.report(a, b, out) == 1
+    text = out.getvalue()
+    assert "02_kv_cache.ipynb: 1 of 1 verdicts the same" in text and "reversed" in text
+    assert "1 reversed, 1 same" in text
+    assert verdicts.main([str(a / "02_kv_cache.ipynb"), str(b / "02_kv_cache.ipynb")]) == 0
+    assert verdicts.main([str(a), str(b)]) == 1
+    assert verdicts.main([str(a), str(tmp_path / "missing")]) == 2
+    assert "no such notebook or folder" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="no executed notebooks"):
+        verdicts.report(a, empty, io.StringIO())
