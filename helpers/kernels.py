@@ -38,7 +38,7 @@ def gemm_kernel(name: str) -> bool:
     low = name.lower()
     if low.startswith("triton_"):
         return low.startswith("triton_tem")
-    if gemm_helper(name) or "reduce" in low:
+    if "reduce" in low:  # split-K's reduce kernel (``gemm_helper``) and other reductions
         return False
     return profiling.kernel_kind(name) == "matmul"
 
@@ -250,6 +250,9 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
                for _, g in kernels.groupby("launch"))
     span = float((spans["last"] - spans["first"]).sum())
     shapes = {s["gemm"]: s for s in gemm_shapes(model, batch_size)}
+    moved = {name: s["per_step"] * gemm_bytes(s["m"], s["k"], s["n"], element)
+             for name, s in shapes.items()}  # bytes each GEMM shape moves per step
+    weights = sum(weight_bytes(s, element) for s in shapes.values())
     filled = floor.kv_bytes_per_step(cfg, batch_size, prompt_len, new_tokens, element)
     lengths = kernels.groupby("launch")["length"].first()  # positions each launch attends to
     read_kv = (float(lengths.map(lambda n: cache_bytes(model, batch_size, n)).mean())
@@ -257,14 +260,11 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
     rows = []
     for part, group in kernels.groupby("part", sort=False):
         if part in shapes:
-            s = shapes[part]
-            nbytes = s["per_step"] * gemm_bytes(s["m"], s["k"], s["n"], element)
-            floor_bytes = weight_bytes(s, element)
+            nbytes, floor_bytes = moved[part], weight_bytes(shapes[part], element)
         elif part == "attention":
             nbytes, floor_bytes = read_kv, filled
         elif part == UNATTRIBUTED:  # every weight GEMM together
-            nbytes = sum(s["per_step"] * gemm_bytes(s["m"], s["k"], s["n"], element) for s in shapes.values())
-            floor_bytes = sum(weight_bytes(s, element) for s in shapes.values())
+            nbytes, floor_bytes = sum(moved.values()), weights
             if attention_gemms:  # the lean step's attention matmuls are among them
                 nbytes, floor_bytes = nbytes + read_kv, floor_bytes + filled
         else:
@@ -284,9 +284,8 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
     table["part"] = table["part"].astype(str)
     # The step's floor is always the weights plus the filled positions, even where the rows
     # cannot split it (GEMMs off the plan leave attention among the element-wise kernels).
-    step_floor = sum(weight_bytes(s, element) for s in shapes.values()) + filled
     total = {"part": "step (span)", "kernels": table["kernels"].sum(), "us": span / steps,
-             "MB": table["MB"].sum(), "floor_us": step_floor / bandwidth * 1e6}
+             "MB": table["MB"].sum(), "floor_us": (weights + filled) / bandwidth * 1e6}
     total["GBps"] = total["MB"] / total["us"] * 1e3 if total["us"] else float("nan")
     total["above_floor_us"] = total["us"] - total["floor_us"]
     return pd.concat([table, pd.DataFrame([total])], ignore_index=True)

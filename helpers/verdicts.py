@@ -133,7 +133,7 @@ def report(first: Path, second: Path, out=sys.stdout) -> int:
     a, b = _notebooks(first), _notebooks(second)
     if first.is_file() and second.is_file():
         b = {next(iter(a)): next(iter(b.values()))}
-    reversed_total, counts = 0, {}
+    counts = {}
     for number in sorted(set(a) & set(b)):
         rows = compare(notebook_verdicts(a[number]), notebook_verdicts(b[number]))
         same = sum(r["status"] == "same" for r in rows)
@@ -145,12 +145,11 @@ def report(first: Path, second: Path, out=sys.stdout) -> int:
                 print(f"   {r['status']:>15}: {r['line'][:110]}\n"
                       f"{'':>20}{first_words}  |  {second_words}", file=out)
             counts[r["status"]] = counts.get(r["status"], 0) + 1
-        reversed_total += sum(r["status"] == "reversed" for r in rows)
     missing = sorted(set(a) ^ set(b))
     if missing:
         print(f"notebooks in one run only: {', '.join(missing)}", file=out)
     print("in all: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())), file=out)
-    return reversed_total
+    return counts.get("reversed", 0)
 
 
 def main(argv=None) -> int:

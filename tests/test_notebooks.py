@@ -10,6 +10,7 @@ import papermill
 import pytest
 
 from helpers import results, runner
+from helpers.verdicts import printed_lines
 
 ROOT = results.repo_root()
 NOTEBOOKS = runner.notebooks()
@@ -98,21 +99,14 @@ VERDICT_WORDS = re.compile(r"\b(faster|slower|wins?|loses|reproduced|dominates|t
 ALLOWED = ("not judged", "speedup > 1: faster than")  # the notice itself; a legend's definition
 
 
-def printed_lines(executed):
-    for cell in executed.cells:
-        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            if output.get("output_type") == "stream" and output.get("name") == "stdout":
-                yield from output.text.splitlines()
-
-
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
 def test_smoke_run_prints_no_timing_verdicts_and_shows_the_reference(smoke_run, path):
     run_root, _, _ = smoke_run
     executed = nbformat.read(run_root / path.name, as_version=4)
-    verdicts = [line for line in printed_lines(executed)
-                if VERDICT_WORDS.search(line) and not any(a in line for a in ALLOWED)]
-    assert not verdicts, f"{path.name} prints timing verdicts in a smoke run: {verdicts[:3]}"
+    judged = [line for line in printed_lines(run_root / path.name)
+              if VERDICT_WORDS.search(line) and not any(a in line for a in ALLOWED)]
+    assert not judged, f"{path.name} prints timing verdicts in a smoke run: {judged[:3]}"
     shown = "".join(str(o.get("data", {})) + o.get("text", "") for c in executed.cells
                     if c.cell_type == "code" for o in c.get("outputs", []))
     assert "H100" in shown, f"{path.name}: no committed H100 reference result shown in a smoke run"
