@@ -8,8 +8,10 @@ measures only how long the CPU took to *queue* the work. ``sync`` waits for the 
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
+import os
 import statistics
 import time
 
@@ -142,16 +144,71 @@ def bound(busy_s, wall_s) -> str:
     return "GPU-bound" if 100 * busy_s / wall_s >= BOUND_BUSY_PCT else "CPU-bound"
 
 
+def _loop_s(n=20000) -> float:
+    """Seconds for a fixed pure-Python loop: how fast the core running it is right now."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(n):
+        total += i * i
+    return time.perf_counter() - start
+
+
+def fastest_cpu(tries: int = 3):
+    """The CPU (of those this thread may run on) that runs a fixed pure-Python loop fastest now,
+    or None where threads cannot be pinned (not Linux) or only one CPU is allowed.
+
+    Why try: on a shared or virtualized host the cores do not run at one speed (measured on a
+    lent H100 host: the same loop took 15 to 36 ms as the scheduler moved the thread between
+    cores), and a CPU-bound decode loop slows with its core. Measured twice on lent H100 hosts:
+    pinned to one core, the eager KV loop's trials spread 1.28x instead of 1.79x; but in 14
+    rounds alternating pinned (fastest core) and unpinned in one process, pinning did not
+    narrow the spread of eager or compiled trials (paired eager ratios spread more). So
+    ``compare`` leaves it off unless asked (``pin_cpu=True``)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        return None
+    best, best_s = None, math.inf
+    with contextlib.ExitStack() as stack:
+        stack.callback(os.sched_setaffinity, 0, allowed)
+        for cpu in allowed:
+            os.sched_setaffinity(0, {cpu})
+            seconds = min(_loop_s() for _ in range(tries))
+            if seconds < best_s:
+                best, best_s = cpu, seconds
+    return best
+
+
+@contextlib.contextmanager
+def pinned(cpu):
+    """Run the body with this thread on ``cpu`` alone (threads started inside inherit it), then
+    restore its CPUs; a no-op for ``cpu=None``."""
+    if cpu is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 TRIAL_COLUMNS = {"wall_s": "trials_wall_ms", "gpu_s": "trials_gpu_ms", "cpu_s": "trials_cpu_ms"}
 
 
 def compare(methods: dict, *, device, repeats, warmup=1, budget_s=None, max_repeats=None,
-            fresh_allocator=True, busy=False, **columns):
+            fresh_allocator=True, busy=False, pin_cpu=False, **columns):
     """Time several methods at one point as interleaved trials in this process: round r runs
     every method once, in an order rotated by r (A B C, B C A, C A B, ...), so drift in clocks,
     temperature or the host's load falls on all of them alike and trials of one round are
     paired. ``warmup`` untimed rounds come first. At least ``repeats`` rounds; with
     ``budget_s``, more while the budget lasts (up to ``max_repeats``, default 5 x repeats).
+    With ``pin_cpu`` the timed rounds run on the fastest core (``fastest_cpu``, chosen after the
+    warm-up, so compilation there still uses every core); each row names it in ``pinned_cpu``
+    (-1: not pinned). Off by default: on a lent H100 host it did not narrow the spread (see
+    ``fastest_cpu``).
 
     Returns (rows, outputs): one row per method (median/min/max wall time, median GPU and CPU
     time, every trial in ms as text so the CSV keeps them for intervals, the last run's memory
@@ -172,19 +229,23 @@ def compare(methods: dict, *, device, repeats, warmup=1, budget_s=None, max_repe
                 errors.update(_guard(name, lambda n=name: outputs.__setitem__(n, methods[n]()),
                                      device))
     max_repeats = max(repeats, max_repeats or 5 * repeats)
+    cpu = fastest_cpu() if pin_cpu else None
     start, rounds = time.perf_counter(), 0
-    while rounds < repeats or (budget_s and rounds < max_repeats
-                               and time.perf_counter() - start < budget_s):
-        live = [n for n in names if n not in errors]
-        if not live:
-            break
-        shift = rounds % len(live)
-        for name in live[shift:] + live[:shift]:
-            def run(n=name):
-                record, outputs[n] = trial(methods[n], device=device, fresh_allocator=fresh_allocator)
-                records[n].append({"round": rounds, **record})
-            errors.update(_guard(name, run, device))
-        rounds += 1
+    with pinned(cpu):
+        while rounds < repeats or (budget_s and rounds < max_repeats
+                                   and time.perf_counter() - start < budget_s):
+            live = [n for n in names if n not in errors]
+            if not live:
+                break
+            shift = rounds % len(live)
+            for name in live[shift:] + live[:shift]:
+                def run(n=name):
+                    record, outputs[n] = trial(methods[n], device=device,
+                                               fresh_allocator=fresh_allocator)
+                    records[n].append({"round": rounds, **record})
+                errors.update(_guard(name, run, device))
+            rounds += 1
+    columns = {**columns, "pinned_cpu": -1 if cpu is None else cpu}
     busy_by = {}
     if busy:
         for name in names:

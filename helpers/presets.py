@@ -36,6 +36,8 @@ NOTEBOOK = {
         "smoke": dict(demo_len=8),
     },
     "01": {
+        # 8 rounds: with 5, the N² share at N=200 sat at the edge of one half (50-69%)
+        "full": dict(repeats=8),
         "workshop": dict(seq_lens=[40, 80, 160]),
     },
     "02": {
@@ -50,9 +52,9 @@ NOTEBOOK = {
         "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
     },
     "04": {
-        # 10 trials: the eager differences here are 5-20%, and 5 trials left them at the edge
-        # of the interval from one run to the next.
-        "full": dict(oversize_cache_len=1024, repeats=10),
+        # 16 trials: the eager differences here are 5-20%, and 5 or 10 trials left them at the
+        # edge of the interval from one run to the next.
+        "full": dict(oversize_cache_len=1024, repeats=16),
         "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=3),
         "smoke": dict(oversize_cache_len=64),
     },
@@ -68,10 +70,10 @@ NOTEBOOK = {
         "smoke": dict(stop_low=2, stop_high=4, profile_steps=4, timeline_steps=2),
     },
     "07": {
-        # eager: 10 trials (3 left the check's small eager cost at the edge of the interval)
+        # eager: 12 trials (3 or 10 left the check's small eager cost at the edge of the interval)
         "full": dict(seq_lens=[100], batch_sizes=[1, 8, 32, 128],
                      regimes=["eager", "compiled"], stop_low=20, stop_high=80, profile_steps=8,
-                     timeline_steps=3, target_recovered_pct=90, target_gap_us=10, repeats=10,
+                     timeline_steps=3, target_recovered_pct=90, target_gap_us=10, repeats=12,
                      budget_s=10, compiled_repeats=10),
         "workshop": dict(seq_lens=[50], batch_sizes=[16], regimes=["compiled"],
                          stop_low=10, stop_high=40, profile_steps=4, timeline_steps=3,

@@ -1,10 +1,16 @@
 """Ratios with 95% intervals, and the one verdict function every printed conclusion uses.
 
 A speedup read off two medians can flip between runs on a CPU-bound loop; an interval from the
-trials says whether the data can tell. ``speedup`` bootstraps the ratio of medians over the
-trials (over *rounds* when the trials are paired, as ``harness.compare`` interleaves them), and
-``verdict`` answers faster, slower or within noise: "within noise" whenever the interval
-contains 1, or there are too few trials to form one.
+trials says whether the data can tell. For trials paired by round (``harness.compare``
+interleaves them) ``speedup`` is the geometric mean of the per-round ratios, bootstrapped over
+rounds: the host's speed changes from second to second, and a ratio within one round cancels
+what both trials of the round share (the ratio of two medians does not: each median can jump
+between a fast and a slow stretch of the host). Unpaired trials give the ratio of medians, each
+side resampled on its own. ``verdict`` answers faster, slower or within noise: "within noise"
+whenever the interval contains 1, or there are too few trials to form one.
+
+One sentence that lists several comparisons (e.g. "clear at batch sizes [8, 32]") is wrong if
+any entry is; ``family_level`` gives each interval the level that keeps the whole list at 95%.
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ class Ratio:
     low: float
     high: float
     n: int
+    level: float = LEVEL
 
     def verdict(self) -> str:
         return verdict(self)
@@ -37,7 +44,8 @@ class Ratio:
             return "n/a"
         if math.isinf(self.low) or math.isinf(self.high):
             return f"{self.estimate:.2f}x (n={self.n}: too few trials for an interval)"
-        return f"{self.estimate:.2f}x (95% CI {self.low:.2f}-{self.high:.2f}, n={self.n})"
+        return (f"{self.estimate:.2f}x ({100 * self.level:.4g}% CI {self.low:.2f}-{self.high:.2f}, "
+                f"n={self.n})")
 
 
 def verdict(ratio: Ratio) -> str:
@@ -51,8 +59,21 @@ def verdict(ratio: Ratio) -> str:
     return NOISE
 
 
+def family_level(count: int, level: float = LEVEL) -> float:
+    """The level of each of ``count`` intervals that together hold at ``level`` (Bonferroni):
+    a list of several verdicts is then wrong with probability at most 1 - ``level``."""
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    return 1 - (1 - level) / count
+
+
 def _median_ratio(num, den, axis=-1):
     return np.median(num, axis=axis) / np.median(den, axis=axis)
+
+
+def _paired_ratio(num, den, axis=-1):
+    """Geometric mean over rounds of num/den (rounds along ``axis``)."""
+    return np.exp(np.mean(np.log(num / den), axis=axis))
 
 
 def _resample(rng, n, resamples):
@@ -61,22 +82,23 @@ def _resample(rng, n, resamples):
 
 def speedup(candidate, baseline, *, paired=True, level=LEVEL, resamples=RESAMPLES,
             seed=0) -> Ratio:
-    """How many times faster ``candidate`` is than ``baseline``: median(baseline) /
-    median(candidate) of their trial times, with a percentile-bootstrap interval. ``paired``:
-    trial i of both came from the same round (resampled together; needs equal lengths)."""
+    """How many times faster ``candidate`` is than ``baseline``, from their trial times, with a
+    percentile-bootstrap interval at ``level``. ``paired``: trial i of both came from the same
+    round (needs equal lengths): the geometric mean of baseline_i / candidate_i, rounds
+    resampled. Unpaired: median(baseline) / median(candidate), each side resampled."""
     cand, base = np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)
     if cand.size == 0 or base.size == 0:
-        return Ratio(float("nan"), float("nan"), float("nan"), 0)
-    estimate = float(_median_ratio(base, cand))
+        return Ratio(float("nan"), float("nan"), float("nan"), 0, level)
+    if paired and cand.size != base.size:
+        raise ValueError(f"paired trials need equal counts, got {cand.size} and {base.size}")
+    estimate = float(_paired_ratio(base, cand) if paired else _median_ratio(base, cand))
     n = min(cand.size, base.size)
     if n < MIN_TRIALS:
-        return Ratio(estimate, -math.inf, math.inf, n)
+        return Ratio(estimate, -math.inf, math.inf, n, level)
     rng = np.random.default_rng(seed)
     if paired:
-        if cand.size != base.size:
-            raise ValueError(f"paired trials need equal counts, got {cand.size} and {base.size}")
         idx = _resample(rng, n, resamples)
-        draws = _median_ratio(base[idx], cand[idx])
+        draws = _paired_ratio(base[idx], cand[idx])
     else:
         draws = _median_ratio(base[_resample(rng, base.size, resamples)],
                               cand[_resample(rng, cand.size, resamples)])
@@ -85,8 +107,9 @@ def speedup(candidate, baseline, *, paired=True, level=LEVEL, resamples=RESAMPLE
 
 def speedup_growth(short, long, *, level=LEVEL, resamples=RESAMPLES, seed=0) -> Ratio:
     """How many times larger a speedup is at one point than at another: ``short`` and ``long``
-    are (candidate_trials, baseline_trials) pairs, each paired by round; the two points are
-    resampled independently. Above 1 (whole interval): the gain grows."""
+    are (candidate_trials, baseline_trials) pairs, each paired by round (the speedup at each
+    point as in ``speedup``); the two points are resampled independently. Above 1 (whole
+    interval): the gain grows."""
     parts = []
     for cand, base in (short, long):
         cand, base = np.asarray(cand, dtype=float), np.asarray(base, dtype=float)
@@ -96,31 +119,32 @@ def speedup_growth(short, long, *, level=LEVEL, resamples=RESAMPLES, seed=0) -> 
     n = min(p[0].size for p in parts)
     if n == 0:
         return Ratio(float("nan"), float("nan"), float("nan"), 0)
-    estimate = float(_median_ratio(parts[1][1], parts[1][0]) / _median_ratio(parts[0][1], parts[0][0]))
+    estimate = float(_paired_ratio(parts[1][1], parts[1][0]) / _paired_ratio(parts[0][1], parts[0][0]))
     if n < MIN_TRIALS:
         return Ratio(estimate, -math.inf, math.inf, n)
     rng = np.random.default_rng(seed)
     draws = []
     for cand, base in parts:
         idx = _resample(rng, cand.size, resamples)
-        draws.append(_median_ratio(base[idx], cand[idx]))
+        draws.append(_paired_ratio(base[idx], cand[idx]))
     return _interval(estimate, draws[1] / draws[0], level, n)
 
 
 def _interval(estimate, draws, level, n) -> Ratio:
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(draws, [tail, 100 - tail])
-    return Ratio(estimate, float(low), float(high), n)
+    return Ratio(estimate, float(low), float(high), n, level)
 
 
 def row_speedup(table, candidate: str, baseline: str, metric: str = "wall", paired=None,
-                **where) -> Ratio:
+                level: float = LEVEL, **where) -> Ratio:
     """``speedup`` between two methods' rows of a results table (one row each after filtering
     by ``where``, e.g. ``seq_len=100``), from their stored trials. Paired when both rows hold
     the same number of trials (they were interleaved by ``harness.compare``) unless ``paired``
     says otherwise (trials from separate processes are not paired)."""
     cand, base = (method_trials(table, method, metric, **where) for method in (candidate, baseline))
-    return speedup(cand, base, paired=len(cand) == len(base) if paired is None else paired)
+    return speedup(cand, base, paired=len(cand) == len(base) if paired is None else paired,
+                   level=level)
 
 
 def method_trials(table, method: str, metric: str = "wall", **where) -> list:
@@ -182,25 +206,38 @@ def growth_line(table, candidate: str, baseline: str, judge: bool, by: str = "se
             f"the speedup at {by}={values[0]}: {word}.")
 
 
-def quadratic_share(lengths, trials, at, *, level=LEVEL, resamples=RESAMPLES, seed=0) -> Ratio:
+def quadratic_share(lengths, trials, at, *, paired=False, level=LEVEL, resamples=RESAMPLES,
+                    seed=0) -> Ratio:
     """The share (0..1) of the time at length ``at`` that the N**2 term of ``time = a*N + b*N**2``
     accounts for, fitted through the median trial time of each length, with a bootstrap
-    interval: each length's trials are resampled (the lengths ran as separate points, so
-    independently), the medians refitted. ``trials``: one list of trial times per length."""
+    interval. ``trials``: one list of trial times per length. Unpaired (the lengths ran as
+    separate points), each length's trials are resampled on their own. ``paired`` (trial i of
+    every length came from round i of interleaved trials): each round is first divided by its
+    own geometric mean, which takes out the host's speed during that round (the share does not
+    change when every time is scaled alike), and rounds are resampled together."""
     lengths = [float(n) for n in lengths]
     samples = [np.asarray(t, dtype=float) for t in trials]
     if len(samples) != len(lengths):
         raise ValueError(f"one list of trials per length: {len(lengths)} lengths, {len(samples)} lists")
     if any(s.size == 0 for s in samples):
         return Ratio(float("nan"), float("nan"), float("nan"), 0)
+    if paired:
+        if len({s.size for s in samples}) != 1:
+            raise ValueError("paired trials need the same count at every length")
+        rounds = np.stack(samples, axis=1)  # (rounds, lengths)
+        rounds = rounds / np.exp(np.log(rounds).mean(axis=1, keepdims=True))
+        samples = list(rounds.T)
     estimate = analysis.quadratic_share(*analysis.linear_quadratic_fit(
         lengths, [np.median(s) for s in samples]), at)
     n = min(s.size for s in samples)
     if n < MIN_TRIALS:
         return Ratio(estimate, -math.inf, math.inf, n)
     rng = np.random.default_rng(seed)
-    medians = np.stack([np.median(s[_resample(rng, s.size, resamples)], axis=1) for s in samples],
-                       axis=1)
+    if paired:
+        medians = np.median(rounds[_resample(rng, n, resamples)], axis=1)
+    else:
+        medians = np.stack([np.median(s[_resample(rng, s.size, resamples)], axis=1)
+                            for s in samples], axis=1)
     draws = np.array([analysis.quadratic_share(*analysis.linear_quadratic_fit(lengths, row), at)
                       for row in medians])
     return _interval(estimate, draws, level, n)

@@ -35,11 +35,11 @@ _AT_END = ("the gain grows", "the gain shrinks", "within noise", "faster", "slow
 _WORD = re.compile(
     "(?P<count>" + _COUNT + ")"
     + "|(?P<any>" + "|".join(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])" for w in _ANYWHERE) + ")"
-    + "|(?P<term>" + "|".join(re.escape(w) for w in _TERMS) + r")(?: \([^)]*\))?"
+    + "|(?P<term>" + "|".join(re.escape(w) for w in _TERMS) + r")(?: \([^)]*\))?(?: dominates)?"
     + "|(?P<end>" + "|".join(r"(?<![\w-])" + re.escape(w) for w in _AT_END) + r")(?=[.;:,\])]|$)")
 # A list of batch sizes (or lengths) a verdict names: "at batch sizes [8, 32]", "at none".
 _LIST = re.compile(r"\b(at(?: batch(?: sizes?)?)?) (\[[^\]]*\]|none)")
-_NUMBER = re.compile(r"\(95% CI[^)]*\)|\(trials [^)]*\)|[-+]?\d[\d,]*(?:\.\d+)?")
+_NUMBER = re.compile(r"\(\d+(?:\.\d+)?% CI[^)]*\)|\(trials [^)]*\)|[-+]?\d[\d,]*(?:\.\d+)?")
 # Opposite clear verdicts: one run says one, the other run the other.
 OPPOSITE = {("faster", "slower"), ("reproduced", "not reproduced"), ("MET", "NOT MET"),
             ("MET", "MISSED"), ("the gain grows", "the gain shrinks"),

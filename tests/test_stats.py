@@ -38,9 +38,42 @@ def test_pairing_removes_shared_drift():
     assert stats.verdict(stats.speedup(fast, slow, paired=False)) == stats.NOISE
 
 
+def test_paired_ratio_survives_a_host_that_switches_speed():
+    # The host runs fast or twice as slow, stretch by stretch, and both trials of a round share
+    # the stretch (as on a lent H100 host). The per-round ratio keeps a steady 8% gain clear;
+    # the ratio of the two medians lands wherever the medians' stretches fall.
+    rng = np.random.default_rng(21)
+    mode = np.where(rng.random(16) < 0.5, 1.0, 2.0)
+    fast = mode * (1 + 0.01 * rng.standard_normal(16))
+    slow = 1.08 * mode * (1 + 0.01 * rng.standard_normal(16))
+    ratio = stats.speedup(list(fast), list(slow))
+    assert ratio.estimate == pytest.approx(1.08, abs=0.01)
+    assert 1.0 < ratio.low < 1.08 < ratio.high < 1.16 and ratio.verdict() == stats.FASTER
+
+
+def test_paired_estimate_is_the_geometric_mean_of_round_ratios():
+    ratio = stats.speedup([1.0, 2.0, 4.0], [2.0, 2.0, 4.0 * 4])
+    assert ratio.estimate == pytest.approx((2.0 * 1.0 * 4.0) ** (1 / 3))
+    unpaired = stats.speedup([1.0, 2.0, 4.0], [2.0, 2.0, 16.0], paired=False)
+    assert unpaired.estimate == pytest.approx(2.0 / 2.0)  # ratio of medians
+
+
+def test_family_level_widens_each_interval():
+    assert stats.family_level(1) == pytest.approx(0.95)
+    assert stats.family_level(4) == pytest.approx(0.9875)
+    with pytest.raises(ValueError, match="count"):
+        stats.family_level(0)
+    fast, slow = trials(1.0, 0.1, 10, 31), trials(1.1, 0.1, 10, 32)
+    single = stats.speedup(fast, slow)
+    family = stats.speedup(fast, slow, level=stats.family_level(4))
+    assert family.low <= single.low and single.high <= family.high
+    assert "98.75% CI" in str(family) and "95% CI" in str(single)
+
+
 def test_too_few_trials_give_no_verdict():
     ratio = stats.speedup([1.0, 1.0], [3.0, 3.0])
-    assert ratio.estimate == 3.0 and math.isinf(ratio.low) and stats.verdict(ratio) == stats.NOISE
+    assert ratio.estimate == pytest.approx(3.0) and math.isinf(ratio.low)
+    assert stats.verdict(ratio) == stats.NOISE
     assert "too few trials" in str(ratio)
     assert math.isnan(stats.speedup([], [1.0]).estimate)
 
@@ -86,6 +119,41 @@ def test_compare_interleaves_rotated_rounds_and_keeps_trials():
         assert row["status"] == "ok" and row["repeats"] == 3 and row["seq_len"] == 7
         assert len(harness.trials(row)) == 3 and len(harness.trials(row, "cpu")) == 3
         assert math.isnan(row["gpu_median_s"]) and row["bound"] == ""
+
+
+needs_affinity = pytest.mark.skipif(not hasattr(__import__("os"), "sched_getaffinity"),
+                                    reason="thread affinity is Linux-only")
+
+
+@needs_affinity
+def test_compare_pins_its_timed_rounds_to_one_allowed_core_and_restores():
+    import os
+    before = os.sched_getaffinity(0)
+    seen = []
+    methods = {"a": lambda: seen.append(os.sched_getaffinity(0)), "b": lambda: None}
+    rows, _ = harness.compare(methods, device="cpu", repeats=2, warmup=1, pin_cpu=True)
+    assert os.sched_getaffinity(0) == before
+    assert seen[0] == before  # the warm-up round runs unpinned
+    cpu = rows[0]["pinned_cpu"]
+    if len(before) > 1:
+        assert cpu in before and all(s == {cpu} for s in seen[1:])
+    else:
+        assert cpu == -1
+    unpinned, _ = harness.compare(methods, device="cpu", repeats=1, warmup=0)  # off by default
+    assert unpinned[0]["pinned_cpu"] == -1 and seen[-1] == before
+
+
+@needs_affinity
+def test_pinned_restores_the_cpus_after_an_error():
+    import os
+    before = os.sched_getaffinity(0)
+    with pytest.raises(RuntimeError):
+        with harness.pinned(min(before)):
+            assert os.sched_getaffinity(0) == {min(before)}
+            raise RuntimeError("boom")
+    assert os.sched_getaffinity(0) == before
+    with harness.pinned(None):
+        assert os.sched_getaffinity(0) == before
 
 
 def test_compare_budget_adds_rounds_up_to_the_cap():
@@ -158,3 +226,19 @@ def test_quadratic_share_without_enough_trials():
     assert math.isnan(stats.quadratic_share([100, 200], [[], [1.0]], 100).estimate)
     with pytest.raises(ValueError, match="one list of trials per length"):
         stats.quadratic_share([100, 200], [[1.0, 1.0, 1.0]], 100)
+
+
+def test_paired_quadratic_share_divides_out_each_rounds_host_speed():
+    # time = a*N + b*N**2 at three lengths; each round runs on a fast or a twice-slower host.
+    rng = np.random.default_rng(3)
+    lengths, a, b = [100, 200, 400], 5e-3, 2e-5
+    clean = np.array([a * n + b * n * n for n in lengths])
+    mode = np.where(rng.random(8) < 0.5, 1.0, 2.0)
+    rounds = mode[:, None] * clean[None, :] * (1 + 0.01 * rng.standard_normal((8, 3)))
+    truth = b * 400**2 / clean[2]
+    paired = stats.quadratic_share(lengths, list(rounds.T), 400, paired=True)
+    unpaired = stats.quadratic_share(lengths, list(rounds.T), 400)
+    assert paired.low < truth < paired.high and paired.high - paired.low < 0.05
+    assert unpaired.high - unpaired.low > 3 * (paired.high - paired.low)
+    with pytest.raises(ValueError, match="same count"):
+        stats.quadratic_share(lengths, [[1.0] * 4, [2.0] * 4, [3.0] * 5], 400, paired=True)

@@ -21,6 +21,9 @@ def test_verdict_lines_are_read_with_their_words():
     other = verdicts.parse_line("  N=100: 49% of the fitted time is N² work: the N² term "
                                 "(work on the whole sequence) dominates.")
     assert other.key == term.key  # the same line, another verdict
+    neither = verdicts.parse_line("  N=100: 47% of the fitted time is N² work: neither term "
+                                  "clearly dominates (the interval contains 50%).")
+    assert neither.key == term.key and neither.words == ("neither term clearly dominates",)
     claim = verdicts.parse_line("[inconclusive: within noise] Interleaving gains most: eager: "
                                 "within noise at batch [1, 128]; compiled: 1.2x: faster")
     assert claim.words == ("inconclusive: within noise", "faster", "at batch [1, 128]")
@@ -28,6 +31,8 @@ def test_verdict_lines_are_read_with_their_words():
                                 "slower at 0, within noise at 0.")
     assert count.words[0].endswith("at 9/9") and len(count.words) == 3
     assert verdicts.parse_line("distance to the floor: 5.24x (target <= 2x): MISSED").words == ("MISSED",)
+    family = verdicts.parse_line("x: 0.98x (98.75% CI 0.9-1.1, n=5): within noise.")
+    assert family.key == verdicts.parse_line("x: 0.98x (95% CI 0.9-1.1, n=5): within noise.").key
 
 
 def test_lines_without_a_verdict_are_left_out():
