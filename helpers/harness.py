@@ -170,13 +170,11 @@ def fastest_cpu(tries: int = 3):
     if len(allowed) < 2:
         return None
     best, best_s = None, math.inf
-    with contextlib.ExitStack() as stack:
-        stack.callback(os.sched_setaffinity, 0, allowed)
-        for cpu in allowed:
-            os.sched_setaffinity(0, {cpu})
+    for cpu in allowed:
+        with pinned(cpu):
             seconds = min(_loop_s() for _ in range(tries))
-            if seconds < best_s:
-                best, best_s = cpu, seconds
+        if seconds < best_s:
+            best, best_s = cpu, seconds
     return best
 
 
