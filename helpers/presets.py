@@ -36,8 +36,8 @@ NOTEBOOK = {
         "smoke": dict(demo_len=8),
     },
     "01": {
-        # 8 rounds: with 5, the N² share at N=200 sat at the edge of one half (50-69%)
-        "full": dict(repeats=8),
+        # 12 rounds: with 5 and then 8, the N² share at N=100 and 200 sat at the edge of one half
+        "full": dict(repeats=12),
         "workshop": dict(seq_lens=[40, 80, 160]),
     },
     "02": {

@@ -1,7 +1,7 @@
 """Do two runs conclude the same? The printed verdicts of executed notebooks, side by side.
 
 Every conclusion a notebook prints comes from ``stats`` (faster / slower / within noise, the
-gain grows, which term dominates) or from its targets and claims (MET / NOT MET / MISSED,
+gain grows, which term dominates, whether a cost is felt) or from its targets and claims (MET / NOT MET / MISSED,
 reproduced / not reproduced / inconclusive). This module reads those lines from the outputs of
 executed notebooks, pairs the lines of two runs by their text with the numbers taken out, and
 says which verdicts agree: your run against the published H100 run, or two runs of your own.
@@ -29,7 +29,7 @@ from pathlib import Path
 _COUNT = r"(?:faster|slower|within noise)(?: \(95% interval above 1\))? at \d+(?:/\d+)?"
 _ANYWHERE = ("within noise: this run cannot tell", "inconclusive: premise not met",
              "inconclusive: within noise", "not reproduced", "reproduced", "NOT MET", "MISSED",
-             "MET")
+             "MET", "not felt", "felt")
 _TERMS = ("neither term clearly dominates", "the N² term", "the linear term")
 _AT_END = ("the gain grows", "the gain shrinks", "within noise", "faster", "slower")
 _WORD = re.compile(
@@ -43,7 +43,7 @@ _NUMBER = re.compile(r"\(\d+(?:\.\d+)?% CI[^)]*\)|\(trials [^)]*\)|[-+]?\d[\d,]*
 # Opposite clear verdicts: one run says one, the other run the other.
 OPPOSITE = {("faster", "slower"), ("reproduced", "not reproduced"), ("MET", "NOT MET"),
             ("MET", "MISSED"), ("the gain grows", "the gain shrinks"),
-            ("the N² term", "the linear term")}
+            ("the N² term", "the linear term"), ("felt", "not felt")}
 
 
 @dataclass(frozen=True)

@@ -228,17 +228,24 @@ def test_quadratic_share_without_enough_trials():
         stats.quadratic_share([100, 200], [[1.0, 1.0, 1.0]], 100)
 
 
-def test_paired_quadratic_share_divides_out_each_rounds_host_speed():
-    # time = a*N + b*N**2 at three lengths; each round runs on a fast or a twice-slower host.
+def test_paired_quadratic_share_keeps_rounds_whole():
+    # time = a*N + b*N**2 at three lengths; in a slow round the host's per-step cost (a) doubles
+    # and the GPU's N² work (b) does not: the share then depends on the host's speed.
     rng = np.random.default_rng(3)
     lengths, a, b = [100, 200, 400], 5e-3, 2e-5
-    clean = np.array([a * n + b * n * n for n in lengths])
-    mode = np.where(rng.random(8) < 0.5, 1.0, 2.0)
-    rounds = mode[:, None] * clean[None, :] * (1 + 0.01 * rng.standard_normal((8, 3)))
-    truth = b * 400**2 / clean[2]
-    paired = stats.quadratic_share(lengths, list(rounds.T), 400, paired=True)
-    unpaired = stats.quadratic_share(lengths, list(rounds.T), 400)
-    assert paired.low < truth < paired.high and paired.high - paired.low < 0.05
-    assert unpaired.high - unpaired.low > 3 * (paired.high - paired.low)
+    slow = rng.random(12) < 0.25
+    per_step = np.where(slow, 2 * a, a)
+    rounds = np.array([[per_step[r] * n + b * n * n for n in lengths] for r in range(12)])
+    rounds *= 1 + 0.01 * rng.standard_normal(rounds.shape)
+    fast_truth = b * 100 / (a + b * 100)
+    slow_truth = b * 100 / (2 * a + b * 100)
+    paired = stats.quadratic_share(lengths, list(rounds.T), 100, paired=True)
+    assert paired.n == 12 and paired.low <= paired.estimate <= paired.high
+    assert paired.estimate == pytest.approx(fast_truth, abs=0.03)  # most rounds were fast
+    assert paired.low > slow_truth - 0.02  # a slow round's share is not the typical one
+    # Scaling every time alike (a slower clock) leaves the share and its interval unchanged.
+    scaled = stats.quadratic_share(lengths, list(3 * rounds.T), 100, paired=True)
+    assert (scaled.estimate, scaled.low, scaled.high) == pytest.approx(
+        (paired.estimate, paired.low, paired.high))
     with pytest.raises(ValueError, match="same count"):
         stats.quadratic_share(lengths, [[1.0] * 4, [2.0] * 4, [3.0] * 5], 400, paired=True)
