@@ -65,6 +65,24 @@ def lines_by_method(ax, frame, x, y, scale=1.0, marker="o", methods=None):
     ax.legend()
 
 
+def dashed_companions(ax, frame, x, y, label, scale=1.0):
+    """Beside each method's solid line drawn by ``lines_by_method``, its ``y`` as a dashed line
+    of the same colour (for example the GPU's busy time under the wall clock), with one legend
+    entry, ``label``, that explains the dashes. Methods whose ``y`` is all NaN are skipped."""
+    colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+    drawn = False
+    for method in dict.fromkeys(frame["method"]):
+        part = frame[frame["method"] == method].sort_values(x)
+        if method not in colours or part[y].isna().all():
+            continue
+        ax.plot(part[x], part[y] * scale, ls="--", marker=".", color=colours[method])
+        drawn = True
+    if drawn:
+        ax.plot([], [], ls="--", color="gray", label=label)
+        ax.legend()
+    return drawn
+
+
 def plain_log_ticks(ax, axis="both"):
     """Label log-scaled axes with plain numbers (100, 200, 500) instead of powers of ten; an
     axis spanning less than two decades also gets ticks at 2x and 5x each power of ten, so a

@@ -11,7 +11,7 @@ import functools
 import pytest
 import torch
 
-from helpers import bench, graphs, kernels, profiling, static, streams
+from helpers import bench, graphs, harness, kernels, profiling, static, streams
 from helpers.checks import check_same_tokens
 from helpers.generation import (decode_one_token, generate_kv_cache, generate_naive,
                                 uniform_stop_lengths)
@@ -137,6 +137,26 @@ def test_profiler_sees_the_gap_that_the_sync_leaves(cuda):
     busy = profiling.gpu_busy_idle(lambda: streams.generate_sync(model, prompt, 8, eos), 7, "cuda")
     assert busy["kernels_per_step"] > 1 and busy["busy_s"] > 0
     assert busy["busy_s"] + busy["idle_s"] == pytest.approx(busy["span_s"])
+
+
+def test_gpu_busy_time_is_the_profiler_tables_sum(cuda):
+    """harness.gpu_busy_s sums the raw device events; the profiler's own table (key_averages),
+    built from the same run, must give the same total."""
+    from torch.profiler import ProfilerActivity, profile
+    model, eos, prompt = cuda
+    run = lambda: generate_kv_cache(model, prompt, NEW, eos)  # noqa: E731
+    run()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    raw_s = harness.device_event_ns(prof.profiler.kineto_results.events()) * 1e-9
+    table_s = 1e-6 * sum(e.self_device_time_total for e in prof.key_averages()
+                         if e.device_type == torch.autograd.DeviceType.CUDA)
+    assert raw_s > 0
+    assert raw_s == pytest.approx(table_s, rel=0.01)
+    busy = harness.gpu_busy_s(run, "cuda")
+    assert 0.5 * raw_s < busy < 2 * raw_s  # a second run of the same loop: the same order
 
 
 def test_sync_census_finds_the_per_step_check_and_not_the_late_read(cuda):

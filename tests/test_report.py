@@ -101,3 +101,24 @@ def test_render_names_a_method_that_did_not_run(tmp_path):
     text = report.render(figures)
     assert "| naive | 100 |" in text
     assert "**broken, 100 tokens: failed**: RuntimeError: no kernel" in text
+
+
+def test_dashed_companions_share_each_methods_colour():
+    from helpers import plotting
+    frame = pd.DataFrame({"method": ["a", "a", "b", "b"], "seq_len": [1, 2, 1, 2],
+                          "median_s": [1.0, 2.0, 1.5, 3.0],
+                          "gpu_busy_s": [0.2, 0.4, float("nan"), float("nan")]})
+    fig, ax = plotting.subplots()
+    plotting.lines_by_method(ax, frame, "seq_len", "median_s")
+    solid = {l.get_label(): l.get_color() for l in ax.get_lines()}
+    assert plotting.dashed_companions(ax, frame, "seq_len", "gpu_busy_s", "dashed: GPU work")
+    dashed = [l for l in ax.get_lines() if l.get_linestyle() == "--" and len(l.get_xdata())]
+    assert len(dashed) == 1 and dashed[0].get_color() == solid["a"]  # b has no GPU time
+    assert list(dashed[0].get_ydata()) == [0.2, 0.4]
+    assert "dashed: GPU work" in [t.get_text() for t in ax.get_legend().get_texts()]
+    # Nothing to draw (a CPU run): no line, no legend entry.
+    fig, ax = plotting.subplots()
+    plotting.lines_by_method(ax, frame.assign(gpu_busy_s=float("nan")), "seq_len", "median_s")
+    assert not plotting.dashed_companions(ax, frame.assign(gpu_busy_s=float("nan")), "seq_len",
+                                          "gpu_busy_s", "dashed")
+    assert len(ax.get_lines()) == 2

@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from helpers import harness, stats
 
@@ -182,6 +183,36 @@ def test_bound_from_busy_share():
     assert harness.bound(0.9, 1.0) == "GPU-bound"
     assert harness.bound(0.3, 1.0) == "CPU-bound"
     assert harness.bound(float("nan"), 1.0) == ""
+
+
+def test_device_event_sum_keeps_gpu_work_only():
+    """GPU kernels and copies count; CPU-side events (the launch calls) and ranges drawn on the
+    GPU's timeline do not."""
+    class Event:
+        def __init__(self, ns, device, annotation=False):
+            self.ns, self.device, self.annotation = ns, device, annotation
+
+        def duration_ns(self):
+            return self.ns
+
+        def device_type(self):
+            return self.device
+
+        def is_user_annotation(self):
+            return self.annotation
+
+    cuda, cpu = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+    events = [Event(1000, cuda), Event(250, cuda), Event(5000, cpu),
+              Event(9000, cuda, annotation=True), Event(7, cpu, annotation=True)]
+    assert harness.device_event_ns(events) == 1250
+    assert harness.device_event_ns([]) == 0
+    assert math.isnan(harness.gpu_busy_s(lambda: None, "cpu"))
+    # The raw results that gpu_busy_s reads exist in this torch; a CPU-only run has no GPU work.
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        torch.ones(8, 8) @ torch.ones(8, 8)
+    raw = prof.profiler.kineto_results.events()
+    assert len(raw) > 0 and harness.device_event_ns(raw) == 0
 
 
 def test_linear_quadratic_fit_recovers_known_terms():
