@@ -86,7 +86,7 @@ check_crash() {  # exit status, what it was doing
 
 # The environment first, in pure Python (no torch): a CUDA build of PyTorch can abort inside
 # 'import torch' on an allocator setting it cannot parse, which must not look like missing packages.
-rc=0; "$PY" -m helpers.runner --check-env 2>"$ERR" || rc=$?
+rc=0; "$PY" -m helpers.course.runner --check-env 2>"$ERR" || rc=$?
 check_crash "$rc" "checking the environment"
 if (( rc != 0 )); then cat "$ERR" >&2; exit 2; fi
 
@@ -162,4 +162,4 @@ fi
 if [[ $MODE == test ]]; then
   exec "$PY" -m pytest "${ARGS[@]+"${ARGS[@]}"}"
 fi
-exec "$PY" -m helpers.runner "${ARGS[@]+"${ARGS[@]}"}"
+exec "$PY" -m helpers.course.runner "${ARGS[@]+"${ARGS[@]}"}"

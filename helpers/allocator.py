@@ -32,10 +32,10 @@ from pathlib import Path
 
 import torch
 
-from .alloc_conf import ALLOC_ENV_VARS, DEFAULT, OPTIONS, parse_alloc_conf  # noqa: F401 (re-exported)
-from .errors import ParameterError
+from .course.alloc_conf import ALLOC_ENV_VARS, DEFAULT, OPTIONS, parse_alloc_conf  # noqa: F401 (re-exported)
+from .course.errors import ParameterError
 from .generation import generate_kv_cache
-from .harness import bench_row, release_memory
+from .course.harness import bench_row, release_memory
 from .model import build_model, make_prompt, use_tf32
 
 CHILD_TIMEOUT_S = 900

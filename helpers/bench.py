@@ -11,7 +11,7 @@ of the code, runs the tiny model on a CPU).
 - ``course_methods`` picks the methods a run measures; ``run_ladder`` times them (a method that
   raises becomes a ``failed`` row, which ``run.save_table`` then turns into an error).
 - ``add_ladder_columns`` and ``ladder_view``: per-step time, ratio to the floor, speedups.
-The floor is helpers/floor.py, the article's claims helpers/claims.py.
+The floor is helpers/course/floor.py, the article's claims helpers/course/claims.py.
 """
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ from typing import Callable
 import torch
 import transformers
 
-from . import floor, harness, results, static, streams
+from . import static, streams
+
+from .course import floor, harness, results
 from .generation import decode_one_token, generate_kv_cache, generate_naive
 from .graphs import GraphDecoder
 from .model import build_model, make_prompt, use_tf32

@@ -5,7 +5,7 @@ RL trainers (GRPO, RLOO) post-process every generated batch: for each row, the p
 completion tokens that their masks keep, as lists. Done on CUDA tensors, every boolean index
 (``nonzero`` must learn how many elements survive) and every ``tolist()`` waits for the GPU: a
 few host-device syncs per row. Moving the four tensors to the CPU once costs a constant number
-of syncs (``helpers.profiling.find_syncs`` counts them). ``postprocess_per_row`` and ``postprocess_on_host`` are written out in notebook 09;
+of syncs (``helpers.course.profiling.find_syncs`` counts them). ``postprocess_per_row`` and ``postprocess_on_host`` are written out in notebook 09;
 a test keeps both copies identical. The rest is the notebook's plumbing: synthetic batches
 and timing under contention.
 """
@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from . import harness
+from .course import harness
 
 
 def postprocess_per_row(prompt_ids, prompt_mask, completion_ids, completion_mask):

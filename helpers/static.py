@@ -38,7 +38,7 @@ import contextlib
 import torch
 from transformers import StaticCache
 
-from .errors import ParameterError
+from .course.errors import ParameterError
 from .generation import decode_one_token, next_token
 
 COMPILE_MODES = ("default", "reduce-overhead")

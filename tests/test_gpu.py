@@ -11,7 +11,8 @@ import functools
 import pytest
 import torch
 
-from helpers import bench, graphs, harness, kernels, profiling, static, streams
+from helpers import bench, graphs, static, streams
+from helpers.course import harness, kernels, profiling
 from helpers.checks import check_same_tokens
 from helpers.generation import (decode_one_token, generate_kv_cache, generate_naive,
                                 uniform_stop_lengths)

@@ -3,7 +3,7 @@
 ``run_all.sh`` runs from a copy of the repository in a temporary folder with a stand-in
 ``python3`` on PATH: it logs every call, fakes ``venv`` and ``pip`` (nothing is downloaded),
 reports the dependencies missing until pip has "installed" the project, and hands everything
-else (``-m helpers.runner``, the CPU index probe) to the real interpreter. A fake ``nvidia-smi``
+else (``-m helpers.course.runner``, the CPU index probe) to the real interpreter. A fake ``nvidia-smi``
 makes the machine a GPU machine. CI (``.ci/run``) goes through the same install path for real.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ case "$1 $2" in
   "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0 ;;
   "-m pip") [[ "$*" == *" -e "* ]] && touch "$FAKE_STATE/installed"; echo "pip: $*"; exit 0 ;;
   "-m pytest"|"-m ipykernel"|"-m jupyterlab") exit 0 ;;
-  "-m helpers.runner") [[ $3 == --check-env ]] || exit 0 ;;
+  "-m helpers.course.runner") [[ $3 == --check-env ]] || exit 0 ;;
 esac
 if [[ $1 == -c && $2 == "import helpers"* ]]; then
   [[ -f "$FAKE_STATE/installed" ]] && exit 0
@@ -111,7 +111,7 @@ def test_cpu_machine_says_what_it_installs_then_uses_the_cpu_index(machine, cpu_
     assert f"-m pip install --index-url {index} torch" in calls
     assert calls[-1] == "-m pip install -e .[test]"
     assert not any("--quiet" in c or " -q" in c for c in calls), calls  # progress stays visible
-    assert proc.calls[-1] == "-m helpers.runner --smoke"  # then runs the course
+    assert proc.calls[-1] == "-m helpers.course.runner --smoke"  # then runs the course
 
 
 def test_unreachable_cpu_index_falls_back_to_the_plain_requirement(machine):
@@ -156,14 +156,14 @@ def test_bad_allocator_setting_fails_before_torch_and_installs_nothing(machine, 
     proc = machine["run"]("--smoke", **{var: "garbage"})
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"error: environment variable {var}: allocator setting 'garbage'")
-    assert proc.calls == ["-m helpers.runner --check-env"]  # nothing imported torch, no pip
+    assert proc.calls == ["-m helpers.course.runner --check-env"]  # nothing imported torch, no pip
     for mode in ("--test", "--lab"):
         assert machine["run"](mode, **{var: "garbage"}).returncode == 2
 
 
 def test_the_environment_check_never_imports_torch():
     code = ("import os, sys\nos.environ['PYTORCH_ALLOC_CONF'] = 'expandable_segments:maybe'\n"
-            "from helpers import runner\ncode = runner.main(['--check-env'])\n"
+            "from helpers.course import runner\ncode = runner.main(['--check-env'])\n"
             "print(code, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert out.stdout.split() == ["2", "False"], out.stderr
@@ -182,7 +182,7 @@ def test_course_run_dir_cannot_point_into_figures(machine):
     (["--lab", "--port", "8890", "--verbose"], "-m jupyterlab"),
     (["--test", "-m", "not notebook", "-x"], "-m pytest -m not notebook -x"),
     (["-x", "--test", "--help"], "-m pytest -x --help"),
-    (["--only", "01", "--resume", "--smoke", "--quiet"], "-m helpers.runner --only 01 --resume --smoke --quiet"),
+    (["--only", "01", "--resume", "--smoke", "--quiet"], "-m helpers.course.runner --only 01 --resume --smoke --quiet"),
 ])
 def test_options_in_any_order(machine, args, expected):
     (machine["tmp"] / "state" / "installed").touch()

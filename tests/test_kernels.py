@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import floor, kernels
+from helpers.course import floor, kernels
 from helpers.model import build_model
 
 LAYERS = 2

@@ -1,5 +1,5 @@
-"""The ladder of notebook 08 (helpers.bench), the article's claims (helpers.claims) and the
-profiler's busy/idle analysis (helpers.profiling), on known inputs and the tiny model on a CPU;
+"""The ladder of notebook 08 (helpers.bench), the article's claims (helpers.course.claims) and the
+profiler's busy/idle analysis (helpers.course.profiling), on known inputs and the tiny model on a CPU;
 ``python -m helpers.bench`` runs there too."""
 import subprocess
 import sys
@@ -9,10 +9,11 @@ import math
 import pandas as pd
 import pytest
 
-from helpers import bench, claims, profiling, results
-from helpers.errors import ParameterError
+from helpers import bench
+from helpers.course import claims, profiling, results
+from helpers.course.errors import ParameterError
 from helpers.model import build_model, make_prompt
-from helpers.presets import resolve_params
+from helpers.course.presets import resolve_params
 
 ROOT = results.repo_root()
 

@@ -19,7 +19,8 @@ import nbformat
 import pytest
 import torch
 
-from helpers import allocator, postprocess, runner
+from helpers import allocator, postprocess
+from helpers.course import runner
 from helpers.generation import assert_same_tokens, generate_naive
 
 NOTEBOOKS = runner.notebooks()

@@ -13,9 +13,9 @@ from transformers import DynamicCache
 from helpers import allocator, static
 from helpers.generation import (assert_same_tokens, decode_one_token, generate_kv_cache,
                                 uniform_stop_lengths)
-from helpers.errors import ParameterError
+from helpers.course.errors import ParameterError
 from helpers.model import make_prompt
-from helpers.presets import resolve_params
+from helpers.course.presets import resolve_params
 
 
 # --- allocator settings (notebook 03) ---------------------------------------------------------

@@ -9,8 +9,8 @@ import nbformat
 import papermill
 import pytest
 
-from helpers import results, runner
-from helpers.verdicts import printed_lines
+from helpers.course import results, runner
+from helpers.course.verdicts import printed_lines
 
 ROOT = results.repo_root()
 NOTEBOOKS = runner.notebooks()

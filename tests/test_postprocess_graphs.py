@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from helpers import graphs, postprocess
-from helpers.errors import ParameterError
+from helpers.course.errors import ParameterError
 from helpers.generation import assert_same_tokens, generate_naive, uniform_stop_lengths
 from helpers.model import build_model, make_prompt
-from helpers.presets import resolve_params
+from helpers.course.presets import resolve_params
 
 
 # ---------------------------------------------------------------- notebook 09: post-processing

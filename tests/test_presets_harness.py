@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from helpers import analysis, harness, results
-from helpers.presets import ParameterError, resolve_params
+from helpers.course import analysis, harness, results
+from helpers.course.presets import ParameterError, resolve_params
 
 
 def test_presets_resolve_and_overrides():

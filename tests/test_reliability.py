@@ -1,6 +1,6 @@
 """The runner and the harness under bad input, failures and interruptions (CPU only).
 
-Tiny throwaway notebooks run through ``helpers.runner`` with papermill: one that does real work
+Tiny throwaway notebooks run through ``helpers.course.runner`` with papermill: one that does real work
 (``start_notebook``, a sweep, a table, a figure), one that raises, one whose kernel dies, one that
 writes nothing and one that fakes its outputs in no time. Ctrl-C is a real SIGINT sent to a
 runner in a subprocess. Figures are promoted only in a simulated CUDA machine, into a temporary
@@ -25,8 +25,8 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from helpers import harness, plotting, presets, results, runner
-from helpers.presets import ParameterError, resolve_params
+from helpers.course import harness, plotting, presets, results, runner
+from helpers.course.presets import ParameterError, resolve_params
 
 REPO = results.repo_root()
 
@@ -44,7 +44,7 @@ def make_notebook(path: Path, *cells: str) -> Path:
 # Real work through the helpers: a two-point sweep, its table and a figure.
 GOOD = """
 import time
-from helpers import harness, plotting, results
+from helpers.course import harness, plotting, results
 P = {"preset": preset, "device": "cpu", "batch_size": 1}
 run = results.start_notebook("00_good", P, quiet=True)
 rows = harness.sweep([1, 2], lambda n: harness.bench_row(
@@ -146,7 +146,7 @@ def test_failures_do_not_stop_the_run_and_are_named(smoke_run):
 def test_a_notebook_that_did_nothing_fails(smoke_run):
     status = smoke_run["status"]
     assert status["03_nothing"]["status"] == "failed"
-    assert "never called helpers.results.start_notebook" in status["03_nothing"]["error"]
+    assert "never called helpers.course.results.start_notebook" in status["03_nothing"]["error"]
     fast = status["04_too_fast"]
     assert fast["status"] == "failed" and "implausibly fast" in fast["error"], fast
 
@@ -239,7 +239,7 @@ INTERRUPTIBLE_RUNNER = r"""
 import signal, sys
 from pathlib import Path
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a background parent may ignore SIGINT
-from helpers import results, runner
+from helpers.course import results, runner
 root = Path(sys.argv[1])
 results.repo_root = lambda: root
 runner.NOTEBOOKS_DIR = root / "notebooks"

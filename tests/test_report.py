@@ -3,13 +3,13 @@ import json
 
 import pandas as pd
 
-from helpers import report, results
+from helpers.course import report, results
 
 
 def test_readme_results_match_the_committed_figures():
     readme = (results.repo_root() / "README.md").read_text()
     block = readme.split(report.START, 1)[1].split(report.END, 1)[0]
-    assert block == "\n" + report.render(), "run `python -m helpers.report` after updating figures/"
+    assert block == "\n" + report.render(), "run `python -m helpers.course.report` after updating figures/"
 
 
 def test_render_without_a_gpu_run(tmp_path):
@@ -36,7 +36,7 @@ def test_plain_log_ticks_label_a_short_log_axis_with_plain_numbers():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from helpers import plotting
+    from helpers.course import plotting
 
     fig, ax = plt.subplots()
     ax.plot([100, 200, 400], [1.1, 3.0, 8.1], marker="o")
@@ -104,7 +104,7 @@ def test_render_names_a_method_that_did_not_run(tmp_path):
 
 
 def test_dashed_companions_share_each_methods_colour():
-    from helpers import plotting
+    from helpers.course import plotting
     frame = pd.DataFrame({"method": ["a", "a", "b", "b"], "seq_len": [1, 2, 1, 2],
                           "median_s": [1.0, 2.0, 1.5, 3.0],
                           "gpu_busy_s": [0.2, 0.4, float("nan"), float("nan")]})

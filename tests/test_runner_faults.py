@@ -16,7 +16,7 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from helpers import results, runner
+from helpers.course import results, runner
 from test_reliability import make_notebook
 
 

@@ -16,7 +16,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from helpers import site
+from helpers.course import site
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

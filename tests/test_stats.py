@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from helpers import harness, stats
+from helpers.course import harness, stats
 
 
 def trials(center, spread, n, seed):
@@ -216,7 +216,7 @@ def test_device_event_sum_keeps_gpu_work_only():
 
 
 def test_linear_quadratic_fit_recovers_known_terms():
-    from helpers import analysis
+    from helpers.course import analysis
 
     n = np.array([100, 200, 400])
     a, b = analysis.linear_quadratic_fit(n, 0.005 * n + 2e-5 * n**2)

@@ -10,11 +10,12 @@ import torch
 
 matplotlib.use("Agg")
 
-from helpers import profiling, static, streams  # noqa: E402
+from helpers import static, streams  # noqa: E402
+from helpers.course import profiling  # noqa: E402
 from helpers.generation import (assert_same_tokens, generate_kv_cache,  # noqa: E402
                                 generated_lengths, uniform_stop_lengths)
 from helpers.model import build_model, make_prompt  # noqa: E402
-from helpers.presets import ParameterError, resolve_params  # noqa: E402
+from helpers.course.presets import ParameterError, resolve_params  # noqa: E402
 
 PROMPT_LEN = 4
 LATE = [streams.generate_interleaved, streams.generate_event_check]

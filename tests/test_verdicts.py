@@ -1,10 +1,10 @@
-"""helpers.verdicts: the printed verdicts of two runs, read from executed notebooks and paired."""
+"""helpers.course.verdicts: the printed verdicts of two runs, read from executed notebooks and paired."""
 import io
 
 import nbformat
 import pytest
 
-from helpers import stats, verdicts
+from helpers.course import stats, verdicts
 
 
 def test_verdict_lines_are_read_with_their_words():

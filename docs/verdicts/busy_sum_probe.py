@@ -6,7 +6,7 @@ the raw sum took 0.58 s, key_averages 13.52 s."""
 import time
 import torch
 from torch.profiler import ProfilerActivity, profile
-from helpers import harness
+from helpers.course import harness
 from helpers.generation import generate_kv_cache
 from helpers.model import build_model, make_prompt, use_tf32
 

@@ -1,7 +1,8 @@
 """Pinned against unpinned, in one process, alternating: the compiled (CUDA-graph) sync and
 interleaved loops at batch 1 and 32, and the eager KV loop at batch 32. 100 tokens."""
 import os, time, statistics, torch, numpy as np
-from helpers import harness, static
+from helpers import static
+from helpers.course import harness
 from helpers.model import build_model, make_prompt, use_tf32
 from helpers.streams import eager_step, generate_sync, generate_interleaved, generate_no_check
 use_tf32(True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from .allocator import validate_alloc_confs
+from ..allocator import validate_alloc_confs
 from .errors import ParameterError
-from .model import MODEL_CONFIGS, model_config
-from .static import COMPILE_MODES
+from ..model import MODEL_CONFIGS, model_config
+from ..static import COMPILE_MODES
 
 PRESET_NAMES = ("full", "workshop", "smoke")
 
@@ -329,7 +329,7 @@ def resolve_params(notebook: str, preset: str = "auto", **overrides) -> Params:
     for key, value in values.items():
         check = SCHEMA.get(key)
         if check is None:
-            raise ParameterError(f"parameter {key!r} has no check in helpers.presets.SCHEMA")
+            raise ParameterError(f"parameter {key!r} has no check in helpers.course.presets.SCHEMA")
         params[key] = check(key, value)
     if "model" in params:
         n_positions = model_config(params.model).n_positions

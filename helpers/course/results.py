@@ -28,7 +28,7 @@ FAILED = "failed"  # the status of a row whose method raised (helpers.ladder)
 
 
 def repo_root() -> Path:
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def figures_dir() -> Path:

@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 
 from . import floor, profiling
-from .graphs import cache_bytes, capture_graph, prefill
+from ..graphs import cache_bytes, capture_graph, prefill
 
 # Per-block weight GEMMs of a GPT-2 decode step, in the order the step runs them.
 BLOCK_GEMMS = ("QKV", "attention out", "MLP up", "MLP down")

@@ -1,7 +1,7 @@
 """The README's results section, rendered from figures/ (manifest, CSVs) and nothing else, so
 the numbers a reader sees on the front page are the committed measurements.
 
-``python -m helpers.report`` rewrites the block between the README's results markers; the
+``python -m helpers.course.report`` rewrites the block between the README's results markers; the
 runner calls it after it promotes a full GPU run, and a test checks that the two agree.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from . import harness
-from .model import parameter_bytes
+from ..model import parameter_bytes
 
 
 def copy_bandwidth(device, nbytes=None, iters=50) -> float:

@@ -6,8 +6,8 @@ reproduced / not reproduced / inconclusive). This module reads those lines from 
 executed notebooks, pairs the lines of two runs by their text with the numbers taken out, and
 says which verdicts agree: your run against the published H100 run, or two runs of your own.
 
-    python -m helpers.verdicts runs/full figures/notebooks      # folders of executed notebooks
-    python -m helpers.verdicts my_04.ipynb figures/notebooks/04_static_cache.ipynb
+    python -m helpers.course.verdicts runs/full figures/notebooks      # folders of executed notebooks
+    python -m helpers.course.verdicts my_04.ipynb figures/notebooks/04_static_cache.ipynb
 
 A verdict that is clear in one run and "within noise" in the other is a difference, but not a
 contradiction; ``compare`` tells the two apart (``reversed``: faster against slower, or
@@ -154,7 +154,7 @@ def report(first: Path, second: Path, out=sys.stdout) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.verdicts",
+        prog="python -m helpers.course.verdicts",
         description="Compare the printed verdicts of two runs (executed notebooks, or folders "
                     "of them such as runs/full and figures/notebooks).")
     parser.add_argument("first", type=Path)

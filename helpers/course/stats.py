@@ -23,7 +23,8 @@ from . import analysis, harness
 
 LEVEL = 0.95
 RESAMPLES = 4000
-MIN_TRIALS = 3  # fewer trials per method give no interval: the verdict is "within noise"
+MIN_TRIALS = 5  # fewer paired trials give no interval: too few runs to judge (a bootstrap of
+                # three pairs has ten distinct resamples and cannot carry a verdict)
 FASTER, SLOWER, NOISE = "faster", "slower", "within noise"
 
 
@@ -158,6 +159,33 @@ def method_trials(table, method: str, metric: str = "wall", **where) -> list:
     if len(rows) != 1:
         return []
     return harness.trials(rows.iloc[0], metric)
+
+
+def plain(ratio: Ratio, judge: bool = True) -> str:
+    """The one way a lesson states a speedup: "1.42x faster (1.34-1.65)", "1.20x slower
+    (1.10-1.31)", "can't tell apart on this machine (0.96-1.10)", or the ratio with "too few
+    runs to judge" (fewer than ``MIN_TRIALS`` paired trials). A smoke run (``judge`` False)
+    gets the ratio and no verdict."""
+    if math.isnan(ratio.estimate):
+        return "no data"
+    if not judge:
+        return f"{ratio.estimate:.2f}x (smoke run: not a measurement)"
+    if ratio.n < MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
+        return f"{ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge)"
+    word = verdict(ratio)
+    if word == FASTER:
+        return f"{ratio.estimate:.2f}x faster ({ratio.low:.2f}\u2013{ratio.high:.2f})"
+    if word == SLOWER:
+        return (f"{1 / ratio.estimate:.2f}x slower ({1 / ratio.high:.2f}\u2013"
+                f"{1 / ratio.low:.2f})")
+    return f"can't tell apart on this machine ({ratio.low:.2f}\u2013{ratio.high:.2f})"
+
+
+def say(table, candidate: str, baseline: str, judge: bool = True, metric: str = "wall",
+        **where) -> str:
+    """``plain`` for two methods' rows of a results table, e.g. ``say(table, "kv_cache",
+    "naive", seq_len=100)`` -> "1.42x faster (1.34-1.65)"."""
+    return plain(row_speedup(table, candidate, baseline, metric, **where), judge)
 
 
 def can_judge(params) -> bool:

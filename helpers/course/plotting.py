@@ -1,6 +1,6 @@
 """One look for every figure: same size, fonts and colours. (The footer naming the GPU, the
 versions, the preset and the batch size is added when ``run.save_figure`` saves it:
-helpers/results.py.)"""
+helpers/course/results.py.)"""
 from __future__ import annotations
 
 import math

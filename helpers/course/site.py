@@ -1,4 +1,4 @@
-"""The course website, built offline: ``python -m helpers.site [--out site]``.
+"""The course website, built offline: ``python -m helpers.course.site [--out site]``.
 
 Every lesson and its solutions become an HTML page (nbconvert's ``lab`` template, without its
 CDN scripts, so a page needs nothing from the network). A lesson's page comes from its published
@@ -191,7 +191,7 @@ def build(out: Path | None = None) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.site", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m helpers.course.site", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (emptied first)")
     args = parser.parse_args(argv)
     pages = build(args.out)

@@ -33,13 +33,13 @@ from pathlib import Path
 from . import alloc_conf
 from .errors import ParameterError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = REPO / "notebooks"
 # A notebook that finishes faster than this did not do its work (seconds, per preset).
 MIN_SECONDS = {"full": 5.0, "workshop": 2.0, "smoke": 0.5}
 STATUS_FILE = "status.json"
 LOCK_FILE = ".lock"
-RUN_DIR_ENV = "COURSE_RUN_DIR"  # helpers.results reads it; the runner sets it for each kernel
+RUN_DIR_ENV = "COURSE_RUN_DIR"  # helpers.course.results reads it; the runner sets it for each kernel
 
 
 class RunnerError(Exception):
@@ -126,7 +126,7 @@ def choose_preset(requested: str | None, cuda: bool) -> str:
 
 def check_alloc_conf(value: str, var: str = "PYTORCH_ALLOC_CONF") -> None:
     """Raise RunnerError when the allocator setting ``value`` of the environment variable ``var``
-    is not one the course accepts (``helpers.alloc_conf``). Pure Python: ``run_all.sh`` runs it
+    is not one the course accepts (``helpers.course.alloc_conf``). Pure Python: ``run_all.sh`` runs it
     before anything imports torch, since a CUDA build of PyTorch may abort on a value it cannot
     parse, and PyTorch reports other mistakes only at the first CUDA allocation or not at all."""
     if value.strip() == alloc_conf.DEFAULT:
@@ -226,7 +226,7 @@ def check_outputs(run_root: Path, stem: str, seconds: float | None = None,
     ``MIN_SECONDS[preset]``; None skips that check."""
     path = run_root / "outputs" / f"{stem}.json"
     if not path.exists():
-        return "it never called helpers.results.start_notebook (no outputs record)"
+        return "it never called helpers.course.results.start_notebook (no outputs record)"
     record = _record(run_root, stem)
     if record is None:
         return f"its outputs record {shown(path)} is unreadable"

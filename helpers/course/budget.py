@@ -1,0 +1,131 @@
+"""The time budget of one decode step: the spine of the course (taught in notebook 00).
+
+Per generated token, three numbers:
+
+- **wall clock**: what the user waits for, the run's median wall time over its tokens;
+- **GPU work**: the kernels' own time (the profiler's busy time over the tokens);
+- **floor**: the bytes a step must read (every weight once, and the keys and values it attends
+  to) over the GPU's measured copy bandwidth.
+
+Wall clock minus GPU work is the time the GPU sat idle, waiting for the host (Python, kernel
+launches, syncs). When that idle share is large the host sets the pace, and making kernels
+faster changes nothing a user can feel; when it is small the GPU sets the pace, and only less
+GPU work helps. Every lesson shows how its technique moves these numbers in one figure
+(``plot``) and reads it in one sentence (``sentence``).
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import pandas as pd
+
+from . import floor as _floor
+from . import harness, plotting
+
+COLUMNS = ["method", "wall_ms", "gpu_ms", "idle_ms", "floor_ms"]
+
+
+@lru_cache(maxsize=4)
+def _bandwidth(device: str) -> float:
+    return _floor.copy_bandwidth(device)
+
+
+def floor_ms(model, device, batch_size, prompt_len, new_tokens, dtype_bytes=4) -> float:
+    """The floor of one decode step in ms (NaN without a CUDA GPU): weights plus the average
+    keys and values of the filled positions, read once at the measured copy bandwidth."""
+    if not str(device).startswith("cuda"):
+        return float("nan")
+    kv = _floor.kv_bytes_per_step(model.config, batch_size, prompt_len, new_tokens, dtype_bytes)
+    return 1e3 * _floor.floor_per_step(model, _bandwidth(str(device)), kv)
+
+
+def per_step(table, methods=None, floor=float("nan"), labels=None, **where) -> pd.DataFrame:
+    """One row per method (in the order of ``methods``, default the table's) at the point
+    ``where`` selects (e.g. ``seq_len=100``): wall clock, GPU work and GPU idle per generated
+    token in ms, and the ``floor`` in ms. ``labels`` renames methods for the figure. Needs the
+    table's ``gpu_busy_s`` column (``busy=True`` in the measurement); without it (a CPU run) the
+    GPU columns are NaN."""
+    rows = table
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    if "status" in rows:
+        rows = rows[rows["status"] == harness.OK]
+    order = list(methods) if methods else list(dict.fromkeys(rows["method"]))
+    out = []
+    for method in order:
+        part = rows[rows["method"] == method]
+        if len(part) != 1:
+            continue
+        row = part.iloc[0]
+        tokens = float(row["seq_len"])
+        wall = 1e3 * float(row["median_s"]) / tokens
+        busy = float(row.get("gpu_busy_s", float("nan")))
+        gpu = 1e3 * busy / tokens if busy > 0 else float("nan")
+        out.append({"method": (labels or {}).get(method, method), "wall_ms": wall, "gpu_ms": gpu,
+                    "idle_ms": wall - gpu if not math.isnan(gpu) else float("nan"),
+                    "floor_ms": floor})
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time goes"):
+    """Horizontal bars, one method a row (first on top): the wall clock per token (light), the
+    GPU's work inside it (dark), and the floor as a dashed line. Values written on the bars."""
+    names = list(budget["method"])[::-1]
+    data = budget.set_index("method").loc[names]
+    y = range(len(names))
+    ax.barh(y, data["wall_ms"], color="#c9d3df", label="wall clock (what you wait)")
+    ax.barh(y, data["gpu_ms"].fillna(0), height=0.45, color=plotting.PALETTE[0],
+            label="GPU work (kernel time)")
+    top = max(data["wall_ms"].max(), 1e-9)
+    for i, (wall, gpu) in enumerate(zip(data["wall_ms"], data["gpu_ms"])):
+        text = f"{wall:.2f} ms" + ("" if math.isnan(gpu) else f"  (GPU {gpu:.2f})")
+        ax.text(wall + 0.01 * top, i, text, va="center", fontsize=9)
+    floor = data["floor_ms"].dropna()
+    if len(floor):
+        ax.axvline(floor.iloc[0], color=plotting.PALETTE[1], linestyle="--", linewidth=1.2,
+                   label=f"floor ({floor.iloc[0]:.2f} ms)")
+    ax.set_yticks(list(y), names)
+    ax.set_xlim(0, top * 1.35)
+    ax.set_xlabel("ms per generated token")
+    ax.set_title(title, loc="left")
+    ax.grid(axis="y", visible=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, fontsize=9)
+    return ax
+
+
+def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
+    """One plain sentence reading the figure for ``new`` against ``old`` (method labels as in
+    the budget), e.g. "Per token, the GPU's work fell 8.0x (5.71 -> 0.71 ms), but the GPU still
+    waits 5.1 ms for the host, so the wall clock fell only 1.4x (8.12 -> 5.80 ms); the floor is
+    0.22 ms." Empty without GPU numbers (a CPU run)."""
+    data = budget.set_index("method")
+    if new not in data.index or old not in data.index:
+        return ""
+    a, b = data.loc[old], data.loc[new]
+    if any(math.isnan(v) for v in (a["gpu_ms"], b["gpu_ms"])):
+        return ""
+    gpu_word = _moved(a["gpu_ms"], b["gpu_ms"])
+    wall_word = _moved(a["wall_ms"], b["wall_ms"])
+    idle = b["idle_ms"]
+    share = 100 * idle / b["wall_ms"] if b["wall_ms"] > 0 else float("nan")
+    pace = ("the host sets the pace" if share >= 100 - harness.BOUND_BUSY_PCT
+            else "the GPU sets the pace")
+    text = (f"Per token, {new} against {old}: the GPU's work {gpu_word} "
+            f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms) and the wall clock {wall_word} "
+            f"({a['wall_ms']:.2f} -> {b['wall_ms']:.2f} ms). The GPU now idles "
+            f"{max(idle, 0):.2f} ms of each {b['wall_ms']:.2f} ms waiting for the host "
+            f"({max(share, 0):.0f}%): {pace}.")
+    if not math.isnan(b["floor_ms"]):
+        text += (f" The floor is {b['floor_ms']:.2f} ms: this step takes "
+                 f"{b['wall_ms'] / b['floor_ms']:.1f}x that.")
+    return text
+
+
+def _moved(before: float, after: float) -> str:
+    if after <= 0 or before <= 0:
+        return "is unknown"
+    ratio = before / after
+    if 0.95 <= ratio <= 1.05:
+        return "stayed about the same"
+    return f"fell {ratio:.1f}x" if ratio > 1 else f"rose {1 / ratio:.1f}x"
