@@ -13,7 +13,9 @@ import gc
 import math
 import os
 import statistics
+import sys
 import time
+import warnings
 
 import torch
 
@@ -128,9 +130,11 @@ def gpu_busy_s(fn, device) -> float:
     from torch.profiler import ProfilerActivity, profile  # lazy: the profiler is slow to import
 
     sync(device)
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        sync(device)
+    with warnings.catch_warnings():  # the profiler's notes on its own set-up are not the lesson's
+        warnings.simplefilter("ignore")
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            sync(device)
     return device_event_ns(prof.profiler.kineto_results.events()) * 1e-9
 
 
@@ -395,15 +399,15 @@ def device_label(device) -> str:
 
 def sweep(points, run_point, desc="sweep"):
     """Run ``run_point(point)`` for every point and collect the rows it returns (a dict or a
-    list of dicts). Shows a progress bar in JupyterLab and prints one line per point, so a
-    headless log shows where a long run is. A point that runs out of memory outside
-    ``measure`` (building its inputs, say) becomes one row with status 'oom' (the point's keys,
-    when it is a dict, and NaN timings), the allocator is cleaned, and the sweep goes on."""
-    from tqdm.auto import tqdm
-
+    list of dicts). Progress: in JupyterLab a bar that disappears when done; headless (the
+    runner sets ``COURSE_RUN_DIR``) one line per point on the kernel's own stderr, which the
+    runner sends to ``runs/<preset>/NN_topic.log``, so the executed notebook stays quiet. A point
+    that runs out of memory outside ``measure`` (building its inputs, say) becomes one row with
+    status 'oom' (the point's keys, when it is a dict, and NaN timings), the allocator is
+    cleaned, and the sweep goes on."""
     points = list(points)
     rows = []
-    with tqdm(total=len(points), desc=desc, leave=False) as bar:
+    with _progress(len(points), desc) as step:
         for i, point in enumerate(points, start=1):
             start = time.perf_counter()
             oom = None
@@ -419,10 +423,29 @@ def sweep(points, run_point, desc="sweep"):
             new = result if isinstance(result, list) else [result]
             rows.extend(new)
             status = ", ".join(f"{r.get('method', '')} {_short(r)}" for r in new)
-            print(f"[{desc} {i}/{len(points)}] {point}: {status} "
-                  f"({time.perf_counter() - start:.1f}s)", flush=True)
-            bar.update(1)
+            step(f"[{desc} {i}/{len(points)}] {point}: {status} "
+                 f"({time.perf_counter() - start:.1f}s)")
     return rows
+
+
+def headless() -> bool:
+    """True when the runner executes this notebook (papermill), False in JupyterLab or a shell."""
+    return bool(os.environ.get("COURSE_RUN_DIR"))
+
+
+@contextlib.contextmanager
+def _progress(total: int, desc: str):
+    """Yields ``step(line)``: headless, the line goes to the process's real stderr (the run's
+    log); interactive, a tqdm bar advances (no line in the notebook)."""
+    if headless():
+        def step(line):
+            print(line, file=sys.__stderr__, flush=True)
+        yield step
+        return
+    from tqdm.auto import tqdm  # lazy: only an interactive session draws a bar
+
+    with tqdm(total=total, desc=desc, leave=False) as bar:
+        yield lambda line: bar.update(1)
 
 
 def _oom_row(point, desc, error) -> dict:

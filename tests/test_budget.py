@@ -1,0 +1,65 @@
+"""The time budget of a decode step and the one way a lesson states a speedup."""
+import math
+
+import pandas as pd
+import pytest
+
+from helpers.course import budget, harness, stats
+
+
+def table(naive_wall, naive_busy, kv_wall, kv_busy, tokens=100):
+    rows = []
+    for method, wall, busy in (("naive", naive_wall, naive_busy), ("kv", kv_wall, kv_busy)):
+        rows.append({"method": method, "seq_len": tokens, "median_s": wall, "gpu_busy_s": busy,
+                     "status": harness.OK})
+    return pd.DataFrame(rows)
+
+
+def test_per_step_divides_by_the_tokens_and_keeps_the_order():
+    b = budget.per_step(table(0.8, 0.5, 0.5, 0.1), ["kv", "naive"], floor=0.2,
+                        labels={"kv": "KV cache"}, seq_len=100)
+    assert list(b["method"]) == ["KV cache", "naive"]
+    kv = b.iloc[0]
+    assert kv["wall_ms"] == pytest.approx(5.0) and kv["gpu_ms"] == pytest.approx(1.0)
+    assert kv["idle_ms"] == pytest.approx(4.0) and kv["floor_ms"] == 0.2
+
+
+def test_sentence_reads_the_host_bound_step():
+    b = budget.per_step(table(0.8, 0.5, 0.5, 0.1), floor=0.25, seq_len=100)
+    text = budget.sentence(b, "kv", "naive")
+    assert "fell 5.0x" in text and "fell 1.6x" in text and "host sets the pace" in text
+    assert "20.0x" in text  # 5 ms against a 0.25 ms floor
+
+
+def test_sentence_reads_a_gpu_bound_step_and_is_empty_without_gpu_numbers():
+    b = budget.per_step(table(0.8, 0.5, 0.1, 0.095), seq_len=100)
+    assert "GPU sets the pace" in budget.sentence(b, "kv", "naive")
+    assert budget.sentence(budget.per_step(table(0.8, math.nan, 0.5, math.nan), seq_len=100),
+                           "kv", "naive") == ""
+
+
+def test_plot_draws_one_row_per_method(tmp_path):
+    from helpers.course import plotting
+
+    fig, ax = plotting.subplots()
+    budget.plot(ax, budget.per_step(table(0.8, 0.5, 0.5, 0.1), floor=0.2, seq_len=100))
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["kv", "naive"]
+    assert any("floor" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+@pytest.mark.parametrize("trials,expected", [
+    (([1.0] * 6, [2.0, 2.1, 1.9, 2.0, 2.05, 1.95]), "faster"),
+    (([2.0, 2.1, 1.9, 2.0, 2.05, 1.95], [1.0] * 6), "slower"),
+    (([1.0, 1.1, 0.9, 1.0, 1.05, 0.95], [1.0, 0.95, 1.1, 1.0, 1.0, 1.02]), "can't tell apart"),
+    (([1.0] * 3, [2.0] * 3), "too few to judge"),
+])
+def test_plain_has_one_format(trials, expected):
+    text = stats.plain(stats.speedup(*trials))
+    assert expected in text
+    for word in ("CI", "paired", "bootstrap", "noise"):
+        assert word not in text
+
+
+def test_plain_gives_no_verdict_on_a_smoke_run():
+    text = stats.plain(stats.speedup([1.0] * 6, [2.0] * 6), judge=False)
+    assert "faster" not in text and "smoke" in text
