@@ -181,10 +181,13 @@ def test_sweep_progress_in_headless_log_and_in_jupyterlab(smoke_run):
     run_root = smoke_run["run_root"]
     log = (run_root / "00_good.log").read_text()
     assert "[points 1/2] 1: noop" in log and "[points 2/2] 2: noop" in log
+    # The executed notebook stays quiet: no bar, no progress line (they went to the log).
     executed = nbformat.read(run_root / "00_good.ipynb", as_version=4)
     mimetypes = {key for cell in executed.cells for out in cell.get("outputs", [])
                  for key in out.get("data", {})}
-    assert "application/vnd.jupyter.widget-view+json" in mimetypes  # tqdm's JupyterLab bar
+    assert "application/vnd.jupyter.widget-view+json" not in mimetypes
+    shown = "".join(out.get("text", "") for cell in executed.cells for out in cell.get("outputs", []))
+    assert "[points" not in shown
 
 
 @pytest.mark.notebook  # runs throwaway notebooks through papermill
@@ -422,7 +425,7 @@ class Held:
     """Stands for the tensors a failed call held when it ran out of memory."""
 
 
-def test_sweep_records_oom_cleans_the_allocator_and_goes_on(tmp_path, monkeypatch, capsys):
+def test_sweep_records_oom_cleans_the_allocator_and_goes_on(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv(results.RUN_DIR_ENV, str(tmp_path))
     held = []
     cleaned = []
@@ -460,7 +463,8 @@ def test_sweep_records_oom_cleans_the_allocator_and_goes_on(tmp_path, monkeypatc
     fig, ax = plotting.subplots()
     plotting.lines_by_method(ax, frame, "seq_len", "median_s")
     assert [t.get_text() for t in ax.texts].count("OOM") == 1
-    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("[lengths ")]
+    # Headless (the runner's COURSE_RUN_DIR is set): progress goes to the process's real stderr.
+    lines = [l for l in capfd.readouterr().err.splitlines() if l.startswith("[lengths ")]
     assert len(lines) == 3 and "OOM" in lines[1]
 
 
@@ -488,7 +492,7 @@ def test_other_errors_are_not_hidden_as_oom():
         harness.sweep([1], lambda p: broken())
 
 
-def test_sweep_shows_a_progress_bar_and_one_line_per_point(monkeypatch, capsys):
+def test_sweep_shows_a_progress_bar_and_one_line_per_point(monkeypatch, capfd):
     import tqdm.auto
 
     bars = []
@@ -514,11 +518,18 @@ def test_sweep_shows_a_progress_bar_and_one_line_per_point(monkeypatch, capsys):
             self.close()
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Bar)
+    monkeypatch.delenv("COURSE_RUN_DIR", raising=False)  # interactive: a bar, nothing printed
     harness.sweep([1, 2, 3], lambda p: {"method": "m", "median_s": 0.001 * p}, desc="demo")
     assert [(b.total, b.desc, b.n) for b in bars] == [(3, "demo", 3)]
-    out = capsys.readouterr().out.splitlines()
-    assert out == [l for l in out if l.startswith("[demo ")] and len(out) == 3
-    assert out[0].startswith("[demo 1/3] 1: m 1.0 ms")
+    captured = capfd.readouterr()
+    assert captured.out == "" and captured.err == ""
+    # Headless: no bar, one line per point on the real stderr (the run's log).
+    monkeypatch.setenv("COURSE_RUN_DIR", "/tmp/unused")
+    harness.sweep([1, 2, 3], lambda p: {"method": "m", "median_s": 0.001 * p}, desc="demo")
+    assert len(bars) == 1
+    err = capfd.readouterr().err.splitlines()
+    assert err == [l for l in err if l.startswith("[demo ")] and len(err) == 3
+    assert err[0].startswith("[demo 1/3] 1: m 1.0 ms")
 
 
 # --------------------------------------------------------------------------------------------

@@ -124,7 +124,7 @@ def gpu_busy_s(fn, device) -> float:
     a CPU. The device events' durations are summed straight from the profiler's raw results:
     its table of events (``key_averages``) gives the same sum, but building it took 13.5 s
     against 0.6 s for one 400-token loop of notebook 04 (253,000 events; H100 host,
-    ``docs/verdicts/busy_sum_probe.py``)."""
+    ``docs/runs/probes/busy_sum_probe.py``)."""
     if torch.device(device).type != "cuda":
         return float("nan")
     from torch.profiler import ProfilerActivity, profile  # lazy: the profiler is slow to import
