@@ -250,7 +250,7 @@ def times(root: Path | None = None) -> dict:
     table = {s: {"full_s": (full.get(s) or {}).get("seconds"),
                  "peak_gib": (full.get(s) or {}).get("peak_allocated_gib", peaks.get(s)),
                  "workshop_s": (workshop.get(s) or {}).get("seconds")} for s in stems}
-    return {"notebooks": table, "source": source, "gpu": gpu}
+    return {"notebooks": table, "source": source, "gpu": gpu, "one_run": full_path.exists()}
 
 
 def _published_peaks(root: Path) -> dict:
@@ -294,7 +294,9 @@ def header_line(stem: str, info: dict) -> str:
     peak = f" and {row['peak_gib']:.1f} GiB peak" if row.get("peak_gib") is not None else ""
     workshop = (f"; {_seconds(row['workshop_s'])} s in the workshop preset"
                 if row.get("workshop_s") is not None else "; the workshop preset is not timed yet")
-    return f"**On an {gpu}** (this run): {_seconds(row['full_s'])} s{peak} in the full preset{workshop}. {needs}"
+    which = "this run" if info.get("one_run") else "earlier runs"
+    return (f"**On an {gpu}** ({which}): {_seconds(row['full_s'])} s{peak} in the full preset"
+            f"{workshop}. {needs}")
 
 
 def rewrite_headers(paths, info: dict) -> list[Path]:
