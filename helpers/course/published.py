@@ -33,6 +33,9 @@ EARLIER_TIMES = Path("docs") / "h100-run-times.json"  # times of earlier runs, u
 GUIDE = Path("docs") / "instructor-guide.md"
 HEADER_TAG = "course-runs-on"
 GUIDE_START, GUIDE_END = "<!-- times:start -->", "<!-- times:end -->"
+CLAIMS_START, CLAIMS_END = "<!-- claims:start -->", "<!-- claims:end -->"
+CLAIMS = Path("figures") / "data" / "08_results_summary_claims.csv"
+WORKSHOP_CLAIMS = Path("docs") / "workshop-claims.csv"
 GIB = 2**30
 
 
@@ -375,9 +378,31 @@ def update_guide(guide: Path | None = None, root: Path | None = None) -> bool:
     guide = Path(guide or root / GUIDE)
     text = guide.read_text()
     new = replace_block(text, GUIDE_START, GUIDE_END, guide_block(times(root), root))
+    if CLAIMS_START in new:
+        new = replace_block(new, CLAIMS_START, CLAIMS_END, claims_block(root))
     if new != text:
         results.atomic_write_text(guide, new)
     return new != text
+
+
+def claims_block(root: Path | None = None) -> str:
+    """Markdown: every claim 08 judges, its verdict in the published full run and in the
+    committed workshop run (``docs/workshop-claims.csv``), side by side."""
+    import pandas as pd
+
+    root = Path(root or results.repo_root())
+    read = lambda path: (pd.read_csv(root / path).set_index("claim")["verdict"].to_dict()
+                         if (root / path).exists() else {})
+    full, workshop = read(CLAIMS), read(WORKSHOP_CLAIMS)
+    if not full and not workshop:
+        return "No claims table committed yet.\n"
+    note = "" if workshop else " (no workshop run committed yet)"
+    lines = ["| claim | full run | workshop run |", "|---|---|---|"]
+    for claim in dict.fromkeys([*full, *workshop]):
+        lines.append(f"| {claim} | {full.get(claim, '–')} | {workshop.get(claim, '–')}{note if not workshop else ''} |")
+    lines += ["", f"From `{CLAIMS.as_posix()}` and `{WORKSHOP_CLAIMS.as_posix()}`; rendered by "
+              "`python -m helpers.course.report --guide`."]
+    return "\n".join(lines) + "\n"
 
 
 def publish_workshop(run_root: Path | None = None, root: Path | None = None) -> Path:
@@ -395,4 +420,7 @@ def publish_workshop(run_root: Path | None = None, root: Path | None = None) -> 
     if missing or run.get("gpu", "cpu") in ("cpu", "unknown"):
         raise ValueError(f"{run_root}/status.json is not a whole workshop run on a CUDA GPU "
                          f"(GPU {run.get('gpu')!r}; not finished ok: {missing or 'none'})")
+    claims = run_root / "data" / "08_results_summary_claims.csv"
+    if claims.exists():
+        results.atomic_write(root / WORKSHOP_CLAIMS, lambda tmp: tmp.write_bytes(claims.read_bytes()))
     return results.atomic_write_text(root / WORKSHOP_STATUS, json.dumps(status, indent=2) + "\n")
