@@ -24,7 +24,11 @@ import re
 import subprocess
 from pathlib import Path
 
+import pandas as pd
+import torch
+
 from . import results
+from .env import cpu_model
 
 RUN_KEY = "_run"  # the status file's key for the run's identity
 RUN_STATUS = "run-status.json"  # in figures/: the published full run's status file
@@ -59,8 +63,6 @@ def git_commit(repo: Path | None = None) -> str:
 
 def _gpu_name() -> str:
     try:
-        import torch
-
         return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
     except Exception:  # noqa: BLE001 - a broken driver must not stop the run from starting
         return "unknown"
@@ -72,8 +74,6 @@ def run_identity(status: dict, resume: bool = False, now: datetime.datetime | No
     old = status.get(RUN_KEY)
     if resume and isinstance(old, dict) and old.get("id"):
         return {**old, "end": None, "resumed": [*old.get("resumed", []), _now(now)]}
-    from .env import cpu_model
-
     now = now or datetime.datetime.now(datetime.timezone.utc)
     commit = git_commit()
     return {"id": f"{now:%Y%m%dT%H%M%SZ}-{commit[:7]}", "commit": commit, "gpu": _gpu_name(),
@@ -86,8 +86,6 @@ def _now(now: datetime.datetime | None = None) -> str:
 
 def peak_gib(run_root: Path, stem: str) -> float | None:
     """The largest ``peak_allocated_bytes`` of the tables a notebook wrote (GiB), or None."""
-    import pandas as pd
-
     try:
         record = json.loads((Path(run_root) / "outputs" / f"{stem}.json").read_text())
     except (OSError, ValueError):
@@ -258,8 +256,6 @@ def times(root: Path | None = None) -> dict:
 
 def _published_peaks(root: Path) -> dict:
     """Each notebook's largest allocated peak (GiB) in its published tables (figures/data)."""
-    import pandas as pd
-
     path = root / "figures" / "manifest.json"
     if not path.exists():
         return {}
@@ -388,8 +384,6 @@ def update_guide(guide: Path | None = None, root: Path | None = None) -> bool:
 def claims_block(root: Path | None = None) -> str:
     """Markdown: every claim 08 judges, its verdict in the published full run and in the
     committed workshop run (``docs/workshop-claims.csv``), side by side."""
-    import pandas as pd
-
     root = Path(root or results.repo_root())
     read = lambda path: (pd.read_csv(root / path).set_index("claim")["verdict"].to_dict()
                          if (root / path).exists() else {})

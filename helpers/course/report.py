@@ -6,13 +6,14 @@ runner calls it after it promotes a full GPU run, and a test checks that the two
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from . import results
+from . import published, results
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 SUMMARY = "08_results_summary"
@@ -184,10 +185,6 @@ def main(argv=None) -> int:
     """``python -m helpers.course.report``: the README's results block; with ``--headers``,
     every notebook's "On an H100" cell; with ``--guide``, the instructor guide's times; with
     ``--publish-workshop``, the workshop run's status into docs/ (``helpers.course.published``)."""
-    import argparse
-
-    from . import published
-
     parser = argparse.ArgumentParser(prog="python -m helpers.course.report", description=main.__doc__)
     parser.add_argument("--headers", action="store_true",
                         help="rewrite every notebook's course-runs-on cell from the run's status files")
