@@ -134,3 +134,34 @@ def test_every_page_loads_in_chromium_with_images_and_no_console_errors(served):
             problems += [f"{rel}: console error: {e}" for e in errors]
         browser.close()
     assert not problems, "\n".join(problems)
+
+
+def test_slides_have_every_lesson_with_its_figure_and_message():
+    from helpers.course import slides
+
+    text = slides.render()
+    messages = slides.key_messages()
+    for nb in site.lessons():
+        number = nb.stem[:2]
+        assert f'id="lesson-{number}"' in text, nb.name
+        assert messages.get(number), f"no key message for lesson {number} in the guide"
+    assert text.count('<img src="data:image/png;base64,') >= len(site.lessons()) - 1
+    assert 'src="http' not in text and 'href="http' not in text  # self-contained
+
+
+def test_slides_open_and_page_with_the_keyboard(served):
+    from playwright.sync_api import sync_playwright
+
+    out, pages, base = served
+    assert out / "slides.html" in pages
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(base + "slides.html", wait_until="load")
+        count = page.eval_on_selector_all("section.slide", "s => s.length")
+        assert count == len(site.lessons()) + 1
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("location.hash === '#lesson-00'")
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("location.hash === '#lesson-01'")
+        browser.close()

@@ -16,6 +16,8 @@
 - ``alloc_conf``  the allocator-setting parser, torch-free, so ``run_all.sh`` checks it before import
 - ``runner``      runs every notebook headless with papermill (``./run_all.sh``)
 - ``site``        the course website, built offline from the published notebooks
-- ``report``      the README's results section, rendered from figures/
+- ``report``      the README's results section, rendered from figures/ (``--headers``, ``--guide``)
+- ``published``   the published run's identity, the one-run check, times rendered from status files
+- ``slides``      the slide deck: each lesson's key figure and message (``site --slides``)
 - ``verdicts``    two runs' printed verdicts side by side (``python -m helpers.course.verdicts A B``)
 """

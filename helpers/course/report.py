@@ -6,13 +6,14 @@ runner calls it after it promotes a full GPU run, and a test checks that the two
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from . import results
+from . import published, results
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 SUMMARY = "08_results_summary"
@@ -180,6 +181,29 @@ def show_reference(notebook: str, figures: Path | None = None) -> None:
             display(Image(filename=str(value)))
 
 
+def main(argv=None) -> int:
+    """``python -m helpers.course.report``: the README's results block; with ``--headers``,
+    every notebook's "On an H100" cell; with ``--guide``, the instructor guide's times; with
+    ``--publish-workshop``, the workshop run's status into docs/ (``helpers.course.published``)."""
+    parser = argparse.ArgumentParser(prog="python -m helpers.course.report", description=main.__doc__)
+    parser.add_argument("--headers", action="store_true",
+                        help="rewrite every notebook's course-runs-on cell from the run's status files")
+    parser.add_argument("--guide", action="store_true",
+                        help="rewrite the times block of docs/instructor-guide.md")
+    parser.add_argument("--publish-workshop", action="store_true",
+                        help="copy runs/workshop/status.json to docs/workshop-status.json")
+    args = parser.parse_args(argv)
+    if args.publish_workshop:
+        print(f"wrote {published.publish_workshop()}")
+    if args.headers:
+        changed = published.rewrite_headers(published.header_paths(), published.times())
+        print(f"{len(changed)} notebook(s) rewritten: {', '.join(p.name for p in changed) or 'none'}")
+    if args.guide:
+        print("guide updated" if published.update_guide() else "guide already up to date")
+    if not (args.headers or args.guide or args.publish_workshop):
+        print("README updated" if update_readme() else "README already up to date")
+    return 0
+
+
 if __name__ == "__main__":
-    print("README updated" if update_readme() else "README already up to date")
-    sys.exit(0)
+    sys.exit(main())

@@ -250,12 +250,14 @@ def _copy(src: Path, dst: Path) -> None:
     results.atomic_write(dst, lambda tmp: shutil.copyfile(src, tmp))
 
 
-def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]:
+def promote(run_root: Path, stem: str, figures: Path | None = None,
+            run: dict | None = None) -> list[str]:
     """Copy a successful full GPU run's figures, tables and executed notebook (with its
     outputs, to ``figures/notebooks/``) into ``figures/`` and replace the notebook's entries in
     ``figures/manifest.json`` (its files that the new run no longer writes are removed). Refuses
-    anything not measured on CUDA with the full preset."""
-    from . import results
+    anything not measured on CUDA with the full preset. ``run`` (``published.run_identity``) is
+    named in every entry, in the manifest's ``runs`` and in the published notebook's metadata."""
+    from . import published, results
 
     figures = figures or results.figures_dir()
     record = json.loads((run_root / "outputs" / f"{stem}.json").read_text())
@@ -281,6 +283,8 @@ def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]
                 "driver": env["driver"], "cuda": env["cuda"], "torch": env["torch"],
                 "transformers": env["transformers"], "cpu": env.get("cpu", "unknown"),
                 "date": env["date"]}
+        if run:
+            meta.update(run=run["id"], commit=run["commit"])
         if entry["kind"] == "figure":
             manifest["figures"][entry["path"]] = {**meta, "csv": entry.get("csv"),
                                                   "title": entry.get("title", "")}
@@ -290,6 +294,10 @@ def promote(run_root: Path, stem: str, figures: Path | None = None) -> list[str]
     if executed.exists():  # the published run: every output, readable without a GPU
         _copy(executed, figures / "notebooks" / executed.name)
         copied.append(f"notebooks/{executed.name}")
+        if run:
+            published.stamp_notebook(figures / "notebooks" / executed.name, run, record["preset"])
+    if run:
+        published.record_run(manifest, run, f"{stem}.ipynb")
     for section in ("figures", "tables"):
         manifest[section] = dict(sorted(manifest[section].items()))
     results.atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
@@ -501,8 +509,11 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
                           "promotion after a full run on a CUDA GPU")
     if promote_figures is None:  # reference figures come only from unmodified full GPU runs
         promote_figures = preset == "full" and torch.cuda.is_available() and not parameters
+    from . import published
+
     with run_lock(run_root):
         status = load_status(run_root, strict=resume)
+        identity = status[published.RUN_KEY] = published.run_identity(status, resume)  # --resume keeps it
         this = {}
         width = max((len(p.stem) for p in paths), default=0)
         total = time.perf_counter()
@@ -518,9 +529,12 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
                 save_status(run_root, status)
                 print(f"  run     {stem:<{width}}  preset {preset} ...", flush=True)
                 entry = execute(path, run_root, preset, echo=echo, parameters=parameters)
+                entry["run"] = identity["id"]
+                if entry["status"] == "ok" and published.peak_gib(run_root, stem) is not None:
+                    entry["peak_allocated_gib"] = published.peak_gib(run_root, stem)
                 if entry["status"] == "ok" and promote_figures:
                     try:
-                        entry["promoted"] = promote(run_root, stem)
+                        entry["promoted"] = promote(run_root, stem, run=identity)
                     except Exception as error:  # noqa: BLE001 - report, never half-promote silently
                         entry.update(status="failed", error=f"promotion to figures/ failed: {error}")
                 status[stem] = this[stem] = entry
@@ -544,7 +558,10 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
             raise RunInterrupted(this) from None
         finally:
             status["_total_seconds"] = round(time.perf_counter() - total, 1)
+            identity["end"] = published._now()
             save_status(run_root, status)
+            if promote_figures:  # the published run's status times go beside its figures
+                published.publish_status(run_root)
         this["_total_seconds"] = status["_total_seconds"]
     return this
 

@@ -187,13 +187,24 @@ def build(out: Path | None = None) -> list[Path]:
     site.markdown(ROOT / "README.md", title=TITLE)
     while site.pending:
         site.markdown(site.pending.pop())
+    from . import slides
+
+    slides.write(out / "slides.html")  # the deck: each lesson's key figure and message
+    site.done.add(PurePosixPath("slides.html"))
     return sorted(out / p for p in site.done)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.course.site", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (emptied first)")
+    parser.add_argument("--slides", action="store_true",
+                        help="write only the slide deck, <out>/slides.html (no other page)")
     args = parser.parse_args(argv)
+    if args.slides:
+        from . import slides
+
+        print(f"wrote {slides.write(args.out / 'slides.html')}")
+        return 0
     pages = build(args.out)
     published = sum((PUBLISHED / p.name).exists() for p in lessons())
     print(f"{len(pages)} pages in {args.out} ({published}/{len(lessons())} lessons from a published "

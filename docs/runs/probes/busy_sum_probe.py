@@ -1,6 +1,6 @@
 """How long the profiler's table of events (key_averages) takes against harness.device_event_ns,
 on notebook 04's longest eager loop (GPT-2, batch 32, 400 tokens). Run on the GPU host from the
-repository root: `PYTHONPATH=. python docs/verdicts/busy_sum_probe.py`. H100, 2026-11-23: one profiled run
+repository root: `PYTHONPATH=. python docs/runs/probes/busy_sum_probe.py`. H100, 2026-11-23: one profiled run
 4.07 s (1.94 s unprofiled), 252,795 raw events, the same 1009.4 ms of kernel time from both;
 the raw sum took 0.58 s, key_averages 13.52 s."""
 import time

@@ -1,0 +1,420 @@
+"""The published run: which run ``figures/`` comes from, its status times, and the text rendered
+from them (every notebook's "On an H100" line and the instructor guide's table of times).
+
+A full run on a CUDA GPU has one identity (``run_identity``): an id made of its UTC start time and
+short commit, the commit, GPU, CPU, start and end. ``--resume`` keeps it. The runner writes it
+into ``runs/<preset>/status.json`` (key ``_run``), names it in every status entry, in every
+manifest entry it publishes and in the metadata of every published notebook
+(``metadata.course_run``), and copies the run's status file to ``figures/run-status.json``.
+``one_run_problems`` says whether ``figures/`` is one run (``tests/test_published_run.py``).
+
+A workshop run is not published by the runner (an instructor's run must not dirty the
+repository); ``python -m helpers.course.report --publish-workshop`` copies its status and the
+lines the guide shows into ``docs/workshop-status.json``.
+
+    python -m helpers.course.report --headers   # every notebook's "On an H100" cell
+    python -m helpers.course.report --guide     # the times block of docs/instructor-guide.md
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from . import results
+from .env import cpu_model
+
+RUN_KEY = "_run"  # the status file's key for the run's identity
+RUN_STATUS = "run-status.json"  # in figures/: the published full run's status file
+WORKSHOP_STATUS = Path("docs") / "workshop-status.json"
+EARLIER_TIMES = Path("docs") / "h100-run-times.json"  # times of earlier runs, until a run is published
+GUIDE = Path("docs") / "instructor-guide.md"
+HEADER_TAG = "course-runs-on"
+GUIDE_START, GUIDE_END = "<!-- times:start -->", "<!-- times:end -->"
+CLAIMS_START, CLAIMS_END = "<!-- claims:start -->", "<!-- claims:end -->"
+CLAIMS = Path("figures") / "data" / "08_results_summary_claims.csv"
+WORKSHOP_CLAIMS = Path("docs") / "workshop-claims.csv"
+GIB = 2**30
+
+
+# ---------------------------------------------------------------- the run's identity
+
+def git_commit(repo: Path | None = None) -> str:
+    """The checked-out commit (``-dirty`` when tracked files differ from it), else
+    ``$COURSE_COMMIT`` (a copy of the tree without ``.git``), else ``unknown``."""
+    repo = repo or results.repo_root()
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode == 0 and head.stdout.strip():
+            dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain",
+                                    "--untracked-files=no"], capture_output=True, text=True, timeout=10)
+            return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return os.environ.get("COURSE_COMMIT") or "unknown"
+
+
+def _gpu_name() -> str:
+    try:
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    except Exception:  # noqa: BLE001 - a broken driver must not stop the run from starting
+        return "unknown"
+
+
+def run_identity(status: dict, resume: bool = False, now: datetime.datetime | None = None) -> dict:
+    """This run's identity. ``--resume`` keeps the one in ``status`` (the run it resumes, its end
+    cleared); otherwise a new one: id ``<UTC start>-<short commit>``, commit, GPU, CPU, start."""
+    old = status.get(RUN_KEY)
+    if resume and isinstance(old, dict) and old.get("id"):
+        return {**old, "end": None, "resumed": [*old.get("resumed", []), _now(now)]}
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    commit = git_commit()
+    return {"id": f"{now:%Y%m%dT%H%M%SZ}-{commit[:7]}", "commit": commit, "gpu": _gpu_name(),
+            "cpu": cpu_model(), "start": _now(now), "end": None}
+
+
+def _now(now: datetime.datetime | None = None) -> str:
+    return (now or datetime.datetime.now(datetime.timezone.utc)).isoformat(timespec="seconds")
+
+
+def peak_gib(run_root: Path, stem: str) -> float | None:
+    """The largest ``peak_allocated_bytes`` of the tables a notebook wrote (GiB), or None."""
+    try:
+        record = json.loads((Path(run_root) / "outputs" / f"{stem}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    peaks = []
+    for entry in record.get("files", []):
+        if entry.get("kind") != "table":
+            continue
+        try:
+            frame = pd.read_csv(Path(run_root) / entry["path"])
+        except (OSError, ValueError):
+            continue
+        if "peak_allocated_bytes" in frame:
+            column = pd.to_numeric(frame["peak_allocated_bytes"], errors="coerce").dropna()
+            peaks += [float(column.max())] if len(column) else []
+    return round(max(peaks) / GIB, 1) if peaks else None
+
+
+def stamp_notebook(path: Path, run: dict, preset: str) -> None:
+    """Write the run's identity into a published notebook's metadata (``course_run``)."""
+    nb = json.loads(Path(path).read_text())
+    nb.setdefault("metadata", {})["course_run"] = {
+        "id": run["id"], "commit": run["commit"], "gpu": run["gpu"], "cpu": run["cpu"],
+        "preset": preset}
+    results.atomic_write_text(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def record_run(manifest: dict, run: dict, notebook: str, seconds=None) -> None:
+    """Name ``run`` in the manifest: its identity under ``runs``, the notebook's entry under
+    ``notebooks``; runs no entry names any more are dropped."""
+    manifest.setdefault("runs", {})[run["id"]] = {
+        k: run.get(k) for k in ("id", "commit", "gpu", "cpu", "start", "end")}
+    manifest.setdefault("notebooks", {})[notebook] = {"run": run["id"], "commit": run["commit"],
+                                                      "gpu": run["gpu"]}
+    manifest["notebooks"] = dict(sorted(manifest["notebooks"].items()))
+    named = {e.get("run") for section in ("figures", "tables", "notebooks")
+             for e in manifest.get(section, {}).values()}
+    manifest["runs"] = {k: v for k, v in manifest["runs"].items() if k in named}
+
+
+def publish_status(run_root: Path, figures: Path | None = None) -> Path | None:
+    """Copy the run's status file to ``figures/run-status.json`` and write the run's end into
+    the manifest; None when nothing of this run was published."""
+    figures = Path(figures or results.figures_dir())
+    status_path = Path(run_root) / "status.json"
+    manifest_path = figures / "manifest.json"
+    if not status_path.exists() or not manifest_path.exists():
+        return None
+    status = json.loads(status_path.read_text())
+    run = status.get(RUN_KEY) or {}
+    manifest = json.loads(manifest_path.read_text())
+    if run.get("id") not in manifest.get("runs", {}):
+        return None
+    manifest["runs"][run["id"]]["end"] = run.get("end")
+    results.atomic_write_text(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    return results.atomic_write_text(figures / RUN_STATUS, json.dumps(status, indent=2) + "\n")
+
+
+# ---------------------------------------------------------------- is figures/ one run?
+
+def one_run_problems(figures: Path | None = None) -> list[str]:
+    """Why the published set in ``figures/`` is not one run (empty when it is): the manifest
+    names exactly one run with its commit, GPU, CPU, start and end; every figure, table and
+    notebook entry names it; every published notebook carries it in its metadata; the
+    published status file is that run's."""
+    figures = Path(figures or results.figures_dir())
+    path = figures / "manifest.json"
+    if not path.exists():
+        return [f"{path} does not exist"]
+    manifest = json.loads(path.read_text())
+    problems = []
+    runs = manifest.get("runs") or {}
+    if len(runs) != 1:
+        problems.append(f"the manifest names {len(runs)} runs ({sorted(runs)}), not one")
+    run_id, run = next(iter(runs.items())) if runs else (None, {})
+    for key in ("commit", "gpu", "cpu", "start", "end"):
+        if runs and not run.get(key):
+            problems.append(f"run {run_id}: no {key} recorded")
+    for section in ("figures", "tables", "notebooks"):
+        for name, entry in manifest.get(section, {}).items():
+            if entry.get("run") != run_id:
+                problems.append(f"{section} entry {name}: run {entry.get('run')!r}, not {run_id!r}")
+            for key in ("commit", "gpu"):
+                if key in entry and run and entry[key] != run.get(key):
+                    problems.append(f"{section} entry {name}: {key} {entry[key]!r}, not {run.get(key)!r}")
+    published = sorted((figures / "notebooks").glob("*.ipynb"))
+    listed = set(manifest.get("notebooks", {}))
+    for nb_path in published:
+        meta = json.loads(nb_path.read_text()).get("metadata", {}).get("course_run") or {}
+        if meta.get("id") != run_id:
+            problems.append(f"notebooks/{nb_path.name}: run {meta.get('id')!r}, not {run_id!r}")
+        elif meta.get("commit") != run.get("commit") or meta.get("gpu") != run.get("gpu"):
+            problems.append(f"notebooks/{nb_path.name}: commit or GPU differ from the run's")
+        if nb_path.name not in listed:
+            problems.append(f"notebooks/{nb_path.name} has no entry in the manifest's notebooks")
+    for name in {e.get("notebook") for s in ("figures", "tables")
+                 for e in manifest.get(s, {}).values()} - {p.name for p in published}:
+        problems.append(f"{name} has figures or tables but no published notebook")
+    status_path = figures / RUN_STATUS
+    if not status_path.exists():
+        problems.append(f"{RUN_STATUS} (the run's status times) is missing")
+    else:
+        status = json.loads(status_path.read_text())
+        if (status.get(RUN_KEY) or {}).get("id") != run_id:
+            problems.append(f"{RUN_STATUS} is run {(status.get(RUN_KEY) or {}).get('id')!r}, not {run_id!r}")
+        for nb_path in published:
+            entry = status.get(nb_path.stem) or {}
+            if entry.get("status") != "ok" or entry.get("run") != run_id:
+                problems.append(f"{RUN_STATUS}: {nb_path.stem} did not finish ok in run {run_id!r}")
+    return problems
+
+
+# ---------------------------------------------------------------- the times, from status files
+
+def _entries(status: dict) -> dict:
+    return {k: v for k, v in status.items() if not k.startswith("_") and isinstance(v, dict)}
+
+
+def _earlier(root: Path) -> tuple[dict, dict, str]:
+    """Full and workshop times from ``docs/h100-run-times.json`` (several earlier runs): each
+    notebook's latest successful full time, and the cold-cache workshop run."""
+    data = json.loads((root / EARLIER_TIMES).read_text())
+    full, workshop = {}, {}
+    for name, status in data.get("runs", {}).items():
+        target = full if name.startswith("full") else workshop if name.startswith(
+            "workshop, cold") else None
+        if target is None:
+            continue
+        for stem, entry in _entries(status).items():
+            if entry.get("status") == "ok":
+                target[stem] = {**target.get(stem, {}), **entry}
+    return full, workshop, f"{data.get('gpu', 'H100')} (earlier runs, {EARLIER_TIMES.as_posix()})"
+
+
+def times(root: Path | None = None) -> dict:
+    """Per notebook stem: full seconds, full peak GiB, workshop seconds (None where unknown),
+    from the published run's status files, else from the earlier runs' times; and the source."""
+    root = Path(root or results.repo_root())
+    full_path, workshop_path = root / "figures" / RUN_STATUS, root / WORKSHOP_STATUS
+    source = []
+    if full_path.exists():
+        status = json.loads(full_path.read_text())
+        run = status.get(RUN_KEY) or {}
+        full = {k: v for k, v in _entries(status).items() if v.get("status") == "ok"
+                and v.get("run", run.get("id")) == run.get("id")}
+        gpu = run.get("gpu", "?")
+        source.append(f"full: run {run.get('id', '?')} on {gpu} (figures/{RUN_STATUS})")
+    else:
+        full, _, label = _earlier(root)
+        gpu = label
+        source.append(f"full: {label}")
+    if workshop_path.exists():
+        status = json.loads(workshop_path.read_text())
+        run = status.get(RUN_KEY) or {}
+        workshop = {k: v for k, v in _entries(status).items() if v.get("status") == "ok"}
+        source.append(f"workshop: run {run.get('id', '?')} on {run.get('gpu', '?')} "
+                      f"({WORKSHOP_STATUS.as_posix()})")
+    else:
+        _, workshop, label = _earlier(root)
+        source.append(f"workshop: {label}")
+    peaks = _published_peaks(root)
+    stems = sorted(set(full) | set(workshop))
+    table = {s: {"full_s": (full.get(s) or {}).get("seconds"),
+                 "peak_gib": (full.get(s) or {}).get("peak_allocated_gib", peaks.get(s)),
+                 "workshop_s": (workshop.get(s) or {}).get("seconds")} for s in stems}
+    return {"notebooks": table, "source": source, "gpu": gpu, "one_run": full_path.exists()}
+
+
+def _published_peaks(root: Path) -> dict:
+    """Each notebook's largest allocated peak (GiB) in its published tables (figures/data)."""
+    path = root / "figures" / "manifest.json"
+    if not path.exists():
+        return {}
+    peaks = {}
+    for name, entry in json.loads(path.read_text()).get("tables", {}).items():
+        try:
+            frame = pd.read_csv(root / "figures" / name)
+        except (OSError, ValueError):
+            continue
+        if "peak_allocated_bytes" in frame:
+            column = pd.to_numeric(frame["peak_allocated_bytes"], errors="coerce").dropna()
+            if len(column):
+                stem = entry["notebook"].removesuffix(".ipynb")
+                peaks[stem] = max(peaks.get(stem, 0.0), round(float(column.max()) / GIB, 1))
+    return peaks
+
+
+def short_gpu(name: str) -> str:
+    """"NVIDIA H100 80GB HBM3" -> "H100" (the model the sentence names)."""
+    match = re.search(r"\b([A-Z]{1,2}\d{2,4}[A-Za-z]*)\b", name or "")
+    return match[1] if match else (name or "GPU")
+
+
+def _seconds(value) -> str:
+    return f"{value:.0f}" if isinstance(value, (int, float)) else "?"
+
+
+def header_line(stem: str, info: dict) -> str:
+    """The one line of a notebook's ``course-runs-on`` cell."""
+    row = info["notebooks"].get(stem, {})
+    gpu = short_gpu(info.get("gpu", ""))
+    needs = "**Needs** a CUDA GPU to measure; without one the smoke preset runs on the CPU."
+    if row.get("full_s") is None:
+        return f"**On an {gpu}**: not timed in the published run yet. {needs}"
+    peak = f" and {row['peak_gib']:.1f} GiB peak" if row.get("peak_gib") is not None else ""
+    workshop = (f"; {_seconds(row['workshop_s'])} s in the workshop preset"
+                if row.get("workshop_s") is not None else "; the workshop preset is not timed yet")
+    which = "this run" if info.get("one_run") else "earlier runs"
+    return (f"**On an {gpu}** ({which}): {_seconds(row['full_s'])} s{peak} in the full preset"
+            f"{workshop}. {needs}")
+
+
+def rewrite_headers(paths, info: dict) -> list[Path]:
+    """Rewrite the ``course-runs-on`` cell of every notebook in ``paths``; returns those changed.
+    A notebook without the cell is left alone."""
+    changed = []
+    for path in paths:
+        path = Path(path)
+        nb = json.loads(path.read_text())
+        stem = path.stem.removesuffix("_solutions")
+        touched = False
+        for cell in nb.get("cells", []):
+            if HEADER_TAG in cell.get("metadata", {}).get("tags", []):
+                line = header_line(stem, info)
+                old = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                if old != line:
+                    cell["source"] = line
+                    touched = True
+        if touched:
+            results.atomic_write_text(path, json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            changed.append(path)
+    return changed
+
+
+def header_paths(root: Path | None = None) -> list[Path]:
+    root = Path(root or results.repo_root())
+    return sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")) + \
+        sorted((root / "figures" / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+# ---------------------------------------------------------------- the guide's block
+
+BUDGET = {"full": 1200, "workshop": 300, "workshop_each": 60}
+
+
+def guide_block(info: dict, root: Path | None = None) -> str:
+    """Markdown for the guide's times block: per notebook full and workshop seconds and peak
+    memory, the totals against the budgets, and where the numbers come from."""
+    root = Path(root or results.repo_root())
+    titles = {}
+    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        titles[path.stem] = path.stem[3:].replace("_", " ")
+    rows = info["notebooks"]
+    lines = ["| notebook | full, s | peak GiB (full) | workshop, s |", "|---|---|---|---|"]
+    total_full = total_workshop = 0.0
+    for stem in sorted(set(rows) | set(titles)):
+        row = rows.get(stem, {})
+        total_full += row.get("full_s") or 0
+        total_workshop += row.get("workshop_s") or 0
+        over = " (over 60 s)" if (row.get("workshop_s") or 0) > BUDGET["workshop_each"] else ""
+        peak = f"{row['peak_gib']:.1f}" if row.get("peak_gib") is not None else "–"
+        full = _seconds(row.get("full_s")) if row.get("full_s") is not None else "–"
+        workshop = _seconds(row.get("workshop_s")) if row.get("workshop_s") is not None else "–"
+        lines.append(f"| {stem[:2]} {titles.get(stem, stem[3:].replace('_', ' '))} | {full} | "
+                     f"{peak} | {workshop}{over} |")
+    lines.append(f"| **total** | **{total_full:.0f}** ({total_full / 60:.1f} min; budget "
+                 f"{BUDGET['full']}) | | **{total_workshop:.0f}** ({total_workshop / 60:.1f} min; "
+                 f"budget {BUDGET['workshop']}) |")
+    lines += ["", "Seconds of wall clock per notebook, kernel start included, from "
+              + "; ".join(info["source"]) + ". Rendered by "
+              "`python -m helpers.course.report --guide`; do not edit by hand."]
+    return "\n".join(lines) + "\n"
+
+
+def replace_block(text: str, start: str, end: str, block: str) -> str:
+    if start not in text or end not in text:
+        raise ValueError(f"the markers {start} ... {end} are missing")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{block}{end}{tail}"
+
+
+def update_guide(guide: Path | None = None, root: Path | None = None) -> bool:
+    """Rewrite the guide's times block from the status files; True if it changed."""
+    root = Path(root or results.repo_root())
+    guide = Path(guide or root / GUIDE)
+    text = guide.read_text()
+    new = replace_block(text, GUIDE_START, GUIDE_END, guide_block(times(root), root))
+    if CLAIMS_START in new:
+        new = replace_block(new, CLAIMS_START, CLAIMS_END, claims_block(root))
+    if new != text:
+        results.atomic_write_text(guide, new)
+    return new != text
+
+
+def claims_block(root: Path | None = None) -> str:
+    """Markdown: every claim 08 judges, its verdict in the published full run and in the
+    committed workshop run (``docs/workshop-claims.csv``), side by side."""
+    root = Path(root or results.repo_root())
+    read = lambda path: (pd.read_csv(root / path).set_index("claim")["verdict"].to_dict()
+                         if (root / path).exists() else {})
+    full, workshop = read(CLAIMS), read(WORKSHOP_CLAIMS)
+    if not full and not workshop:
+        return "No claims table committed yet.\n"
+    note = "" if workshop else " (no workshop run committed yet)"
+    lines = ["| claim | full run | workshop run |", "|---|---|---|"]
+    for claim in dict.fromkeys([*full, *workshop]):
+        lines.append(f"| {claim} | {full.get(claim, '–')} | {workshop.get(claim, '–')}{note if not workshop else ''} |")
+    lines += ["", f"From `{CLAIMS.as_posix()}` and `{WORKSHOP_CLAIMS.as_posix()}`; rendered by "
+              "`python -m helpers.course.report --guide`."]
+    return "\n".join(lines) + "\n"
+
+
+def publish_workshop(run_root: Path | None = None, root: Path | None = None) -> Path:
+    """Copy a finished workshop run's status (``runs/workshop/status.json``) to
+    ``docs/workshop-status.json``. Refused unless it ran on a CUDA GPU and every notebook of the
+    course finished ok in it."""
+    root = Path(root or results.repo_root())
+    run_root = Path(run_root or root / "runs" / "workshop")
+    status = json.loads((run_root / "status.json").read_text())
+    run = status.get(RUN_KEY) or {}
+    entries = _entries(status)
+    stems = {p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb")}
+    missing = sorted(s for s in stems if (entries.get(s) or {}).get("status") != "ok"
+                     or (entries[s].get("run") or run.get("id")) != run.get("id"))
+    if missing or run.get("gpu", "cpu") in ("cpu", "unknown"):
+        raise ValueError(f"{run_root}/status.json is not a whole workshop run on a CUDA GPU "
+                         f"(GPU {run.get('gpu')!r}; not finished ok: {missing or 'none'})")
+    claims = run_root / "data" / "08_results_summary_claims.csv"
+    if claims.exists():
+        results.atomic_write(root / WORKSHOP_CLAIMS, lambda tmp: tmp.write_bytes(claims.read_bytes()))
+    return results.atomic_write_text(root / WORKSHOP_STATUS, json.dumps(status, indent=2) + "\n")
