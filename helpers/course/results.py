@@ -61,6 +61,24 @@ def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text))
 
 
+SMOKE_MARK = "smoke run: exercises the code, not a measurement"
+
+
+def mark_smoke(fig) -> None:
+    """Stamp a smoke run's figure so that it cannot pass for a measurement: a red banner across
+    its top and the same words large, light and diagonal over the plots."""
+    width, height = fig.get_size_inches()
+    size = min(28.0, 2.5 * width, 5.4 * height)  # the diagonal fits inside the figure
+    mark = fig.text(0.5, 0.5, SMOKE_MARK, fontsize=size, color="#d62728", alpha=0.18,
+                    rotation=25, ha="center", va="center", weight="bold", zorder=1000,
+                    gid="smoke-mark")
+    mark.set_in_layout(False)  # never widens a tight bounding box
+    fig.text(0.5, 1.0, f"  {SMOKE_MARK.upper()}  ", fontsize=min(12.0, 2.2 * width), color="white",
+             weight="bold",
+             ha="center", va="bottom", zorder=1001, gid="smoke-banner",
+             bbox=dict(boxstyle="square,pad=0.3", facecolor="#d62728", edgecolor="none"))
+
+
 class MeasurementFailed(RuntimeError):
     """A table was saved with rows whose status is ``failed``: the run must not pass as good."""
 
@@ -121,9 +139,12 @@ class Run:
         return " · ".join(parts)
 
     def save_figure(self, fig, name: str, csv: str | None = None, title: str = "") -> None:
-        """Add the footer, write ``<name>.png`` into the run folder atomically and record it
-        with the CSV behind it (``csv`` is a table name given to ``save_table``)."""
+        """Add the footer (and, on a smoke run, the smoke mark), write ``<name>.png`` into the run
+        folder atomically and record it with the CSV behind it (``csv`` is a table name given to
+        ``save_table``)."""
         fig.text(0.01, -0.02, self.footer(), fontsize=8, color="#555555", ha="left", va="top")
+        if self.params.get("preset") == "smoke":
+            mark_smoke(fig)
         path = run_dir() / f"{name}.png"
         atomic_write(path, lambda tmp: fig.savefig(tmp, format="png"))
         self._record("figure", path, csv=f"data/{csv}.csv" if csv else None, title=title)

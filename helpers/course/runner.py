@@ -175,8 +175,9 @@ def check_alloc_env(environ=None) -> None:
 
 
 def load_status(run_root: Path, strict: bool = False) -> dict:
-    """The run's status file, or {} when there is none. An unreadable one is an error when
-    ``strict`` (``--resume`` cannot tell what finished), otherwise noted and started afresh."""
+    """The run's status file, or {} when there is none. An unreadable one is rebuilt from the
+    executed notebooks that are there when ``strict`` (``--resume`` keeps what finished),
+    otherwise noted and started afresh."""
     path = run_root / STATUS_FILE
     if not path.exists():
         return {}
@@ -188,11 +189,46 @@ def load_status(run_root: Path, strict: bool = False) -> dict:
     except (OSError, UnicodeDecodeError, ValueError) as error:
         reason = getattr(error, "strerror", None) or str(error).splitlines()[0]
         if strict:
-            raise RunnerError(f"{shown(path)} is unreadable ({reason}), so --resume cannot tell "
-                              f"what finished; delete it (rm {shown(path)}) and run without "
-                              "--resume") from None
+            status = status_from_executed(run_root)
+            done = sorted(k for k, v in status.items() if v["status"] == "ok")
+            print(f"note: {shown(path)} was unreadable ({reason}); rebuilt from the executed "
+                  f"notebooks in {shown(run_root)}: {len(done)} finished "
+                  f"({', '.join(k[:2] for k in done) or 'none'}), the others run again", flush=True)
+            return status
         print(f"note: {shown(path)} was unreadable ({reason}); starting a new one", flush=True)
         return {}
+
+
+def completed_without_error(nb: dict) -> bool:
+    """True when an executed notebook shows no error output and no cell that papermill left
+    pending, running or failed (an interrupted copy has such cells)."""
+    if (nb.get("metadata", {}).get("papermill") or {}).get("exception"):
+        return False
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        if (cell.get("metadata", {}).get("papermill") or {}).get("status") in ("pending", "running", "failed"):
+            return False
+        if any(out.get("output_type") == "error" for out in cell.get("outputs", [])):
+            return False
+    return True
+
+
+def status_from_executed(run_root: Path) -> dict:
+    """A status rebuilt from the executed notebooks in ``run_root`` (``NN_topic.ipynb``): one
+    that completed without an error output counts as finished (``--resume`` then also checks
+    its outputs, as for any entry), any other as failed."""
+    status = {}
+    for executed in notebooks(run_root):
+        try:
+            ok = completed_without_error(read_notebook(executed))
+        except RunnerError:
+            ok = False
+        status[executed.stem] = {"notebook": executed.name, "executed": str(executed),
+                                 "status": "ok" if ok else "failed",
+                                 "error": "" if ok else "rebuilt from its executed copy: not finished",
+                                 "rebuilt": True}
+    return status
 
 
 def save_status(run_root: Path, status: dict) -> None:
@@ -250,6 +286,36 @@ def _copy(src: Path, dst: Path) -> None:
     results.atomic_write(dst, lambda tmp: shutil.copyfile(src, tmp))
 
 
+def params_differ(record: dict, stem: str) -> str | None:
+    """How the parameters a notebook ran with (its outputs record, written by
+    ``results.start_notebook`` from the resolved ``P``) differ from its preset's values, or None.
+    The runner injects only ``preset``; a value typed into the notebook's parameters cell shows
+    up here."""
+    from . import presets
+
+    ran = record.get("params") or {}
+    try:
+        expected = presets.preset_values(stem[:2], record.get("preset"))
+    except Exception as error:  # noqa: BLE001 - an unknown preset is a difference too
+        return str(error)
+    diffs = []
+    for key, value in expected.items():
+        check = presets.SCHEMA.get(key)
+        if check is not None and key != "device":  # as resolve_params normalises it
+            with contextlib.suppress(Exception):
+                value = check(key, value)
+        want = json.loads(json.dumps(value, default=str))
+        if key == "device" and value == "auto":
+            continue  # resolved to whatever the machine has
+        if key not in ran:
+            diffs.append(f"{key} missing")
+        elif ran[key] != want:
+            diffs.append(f"{key}={ran[key]!r}, preset {want!r}")
+    diffs += [f"{key}={ran[key]!r} not in the preset" for key in ran
+              if key not in expected and key not in ("preset", "notebook")]
+    return "; ".join(diffs) or None
+
+
 def promote(run_root: Path, stem: str, figures: Path | None = None,
             run: dict | None = None) -> list[str]:
     """Copy a successful full GPU run's figures, tables and executed notebook (with its
@@ -266,6 +332,11 @@ def promote(run_root: Path, stem: str, figures: Path | None = None,
     if record.get("preset") != "full" or env.get("gpu", "cpu") == "cpu" or not device.startswith("cuda"):
         raise RuntimeError(f"refusing to promote {stem}: preset {record.get('preset')!r} "
                            f"on {env.get('gpu')!r} (device {device!r}) is not a full run on a CUDA GPU")
+    changed = params_differ(record, stem)
+    if changed:  # a parameters cell edited by hand: the run is not the preset's
+        raise RuntimeError(f"refusing to promote {stem}: it ran with parameters that differ from "
+                           f"the {record['preset']!r} preset ({changed}); restore its parameters "
+                           f"cell (git checkout -- notebooks/{stem}.ipynb) and run it again")
     manifest_path = figures / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     manifest.setdefault("figures", {})
@@ -586,9 +657,16 @@ def summary(status: dict) -> tuple[str, int]:
     return "\n".join(lines), (1 if failed else 0)
 
 
-def main(argv=None) -> int:
+# The options a user can give (run_all.sh's modes included); --check-env is run_all.sh's own.
+USAGE = ("./run_all.sh [--lab [ARGS] | --test [ARGS] | --site] [--smoke | --preset NAME] "
+         "[--only NN[,NN]] [--resume] [--list] [--verbose | --quiet] [--help]")
+PRESETS = ("full", "workshop", "smoke")  # helpers.course.presets.PRESET_NAMES, without torch
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="run_all.sh", description="Run the course's notebooks headless (see ./run_all.sh --help).")
+        prog="run_all.sh", usage=USAGE, allow_abbrev=False,
+        description="Run the course's notebooks headless (see ./run_all.sh --help).")
     parser.add_argument("--preset", help="one of full, workshop, smoke "
                                          "(default: full on a CUDA GPU, smoke otherwise)")
     parser.add_argument("--smoke", action="store_true", help="same as --preset smoke")
@@ -600,24 +678,59 @@ def main(argv=None) -> int:
                         help="echo every cell's output and the kernels' messages")
     parser.add_argument("--quiet", action="store_true",
                         help="one status line per notebook (the default)")
-    parser.add_argument("--check-env", action="store_true",
-                        help="check the environment variables (no torch) and exit")
-    args = parser.parse_args(argv)
+    parser.add_argument("--check-env", action="store_true", help=argparse.SUPPRESS)
+    return parser
+
+
+def check_args(args) -> list[Path]:
+    """The notebooks the arguments name; RunnerError for options that disagree or a preset
+    that does not exist. Pure Python: run_all.sh runs it before anything imports torch."""
+    paths = select(notebooks(), args.only)
+    if args.smoke and args.preset not in (None, "smoke"):
+        raise RunnerError("--smoke and --preset disagree; give one of them")
+    if args.preset is not None and args.preset not in PRESETS:
+        raise RunnerError(f"unknown preset {args.preset!r}; choose one of {list(PRESETS)}")
+    if args.verbose and args.quiet:
+        raise RunnerError("--verbose and --quiet disagree; give one of them")
+    return paths
+
+
+def next_step(status: dict, preset: str, run_root: Path) -> str:
+    """One line after a run: where its results are and what to do next."""
+    entries = {k: v for k, v in status.items() if not k.startswith("_")}
+    failed = sorted(k[:2] for k, v in entries.items() if v.get("status") != "ok")
+    flag = "--smoke" if preset == "smoke" else f"--preset {preset}"
+    where = (f"Results in {shown(run_root)}/ (executed notebooks NN_topic.ipynb, figures "
+             "NN_topic.png, tables data/NN_topic.csv)")
+    if failed:
+        then = (f"read each failure above in its executed notebook, then "
+                f"'./run_all.sh {flag} --only {','.join(failed)}' re-runs what failed")
+    elif any(v.get("promoted") for v in entries.values()):
+        where += "; published into figures/ and README.md's results"
+        then = "review them with 'git diff --stat figures README.md'"
+    elif preset == "smoke":
+        then = ("open them in JupyterLab ('./run_all.sh --lab'); a smoke run exercises the code, it "
+                "measures nothing: the measurements need a CUDA GPU ('./run_all.sh' there)")
+    else:
+        then = (f"open them in JupyterLab ('./run_all.sh --lab'), or compare with the published run: "
+                f"'{shown(Path(sys.executable))} -m helpers.course.verdicts {shown(run_root)} "
+                "figures/notebooks'")
+    return f"{where}. Next: {then}."
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     try:
+        paths = check_args(args)
         if args.check_env:
             check_alloc_env()
             check_run_dir()
             return 0
-        paths = select(notebooks(), args.only)
         titles = {path: title(path) for path in paths}  # an unreadable notebook stops here
         if args.list:
             for path in paths:
                 print(f"{path.stem[:2]}  {path.name:<34} {titles[path]}")
             return 0
-        if args.smoke and args.preset not in (None, "smoke"):
-            raise RunnerError("--smoke and --preset disagree; give one of them")
-        if args.verbose and args.quiet:
-            raise RunnerError("--verbose and --quiet disagree; give one of them")
         check_alloc_env()
         check_run_dir()
         import torch
@@ -647,6 +760,8 @@ def main(argv=None) -> int:
         return 2
     text, failed = summary(status)
     print(text, flush=True)
+    if code is None:
+        print(next_step(status, preset, run_root), flush=True)
     return failed if code is None else code
 
 
