@@ -1,4 +1,5 @@
-"""The course website, built offline: ``python -m helpers.course.site [--out site]``.
+"""The course website, built offline: ``./run_all.sh --site [--out site]`` (which runs
+``python -m helpers.course.site`` with the project's interpreter).
 
 Every lesson and its solutions become an HTML page (nbconvert's ``lab`` template, without its
 CDN scripts, so a page needs nothing from the network). A lesson's page comes from its published
@@ -6,7 +7,8 @@ run (``figures/notebooks/<stem>.ipynb``, executed on a GPU, with outputs) where 
 else from the teaching notebook in ``notebooks/`` under a banner that says so. The index page is
 the README; Markdown files the pages link to (the instructor guide, troubleshooting) become pages
 too, and every other file a page links to or shows (figures, diagrams, data) is copied beside
-it, so every internal link of the site resolves.
+it, so every internal link of the site resolves. Each lesson's page links to the previous and the
+next lesson, at its top and its foot.
 """
 from __future__ import annotations
 
@@ -33,10 +35,13 @@ TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
 {%- block extra_css -%}<link rel="icon" href="data:,"><style>""" + """
 .course-nav { font: 14px sans-serif; padding: 8px 16px; background: #f3f4f6; border-bottom: 1px solid #ddd; }
+.course-pager { font: 14px sans-serif; display: flex; justify-content: space-between; gap: 16px;
+                padding: 12px 16px; border-top: 1px solid #ddd; margin-top: 24px; }
 .course-banner { font: 14px sans-serif; margin: 12px 16px; padding: 10px 14px; background: #fff7e0;
                  border-left: 4px solid #e0a800; }
 </style>{%- endblock extra_css -%}
 {%- block body_header -%}{{ super() }}{{ resources.course_header }}{%- endblock body_header -%}
+{%- block body_footer -%}{{ resources.course_footer }}{{ super() }}{%- endblock body_footer -%}
 """
 
 PAGE = """<!DOCTYPE html>
@@ -70,6 +75,16 @@ def solutions() -> list[Path]:
     return sorted((ROOT / "notebooks" / "solutions").glob("*.ipynb"))
 
 
+def _heading(notebook: Path) -> str:
+    """A notebook's first Markdown heading (its title), else its file name."""
+    from .runner import RunnerError, title
+
+    try:
+        return title(notebook)
+    except RunnerError:
+        return notebook.stem
+
+
 def page_of(source: Path) -> PurePosixPath:
     """Where a repository file's page lands in the site (repository-relative, .ipynb/.md -> .html)."""
     rel = PurePosixPath(source.resolve().relative_to(ROOT).as_posix())
@@ -92,6 +107,7 @@ class Site:
         self.out = out
         self.pending: list[Path] = []
         self.done: set[PurePosixPath] = set()
+        self.order = [(page_of(nb), _heading(nb)) for nb in lessons()]  # previous/next links
 
     def link(self, url: str, source_dir: Path, page: PurePosixPath) -> str:
         """``url`` as seen from ``page``: notebooks and Markdown point at their pages, any other
@@ -125,7 +141,26 @@ class Site:
 
     def nav(self, page: PurePosixPath) -> str:
         return (f'<nav class="course-nav"><a href="{_relative(PurePosixPath("index.html"), page)}">'
-                f'{TITLE}</a></nav>')
+                f'{TITLE}</a>{self.pager(page, "header")}</nav>')
+
+    def pager(self, page: PurePosixPath, where: str) -> str:
+        """A lesson's links to the previous and the next lesson (nothing on other pages)."""
+        pages = [p for p, _ in self.order]
+        if page not in pages:
+            return ""
+        i = pages.index(page)
+        links = []
+        if i > 0:
+            links.append(f'<a rel="prev" href="{_relative(pages[i - 1], page)}">'
+                         f'&larr; {html.escape(self.order[i - 1][1])}</a>')
+        else:
+            links.append("<span></span>")
+        if i + 1 < len(pages):
+            links.append(f'<a rel="next" href="{_relative(pages[i + 1], page)}">'
+                         f'{html.escape(self.order[i + 1][1])} &rarr;</a>')
+        if where == "header":
+            return f' &middot; lesson {i + 1} of {len(pages)}'
+        return f'<nav class="course-pager">{"".join(links)}</nav>'
 
     def write(self, page: PurePosixPath, text: str) -> None:
         dest = self.out / page
@@ -151,7 +186,8 @@ class Site:
                                 template_file="course.html.j2")
         nb = nbformat.read(source, as_version=4)
         body, _ = exporter.from_notebook_node(
-            nb, resources={"course_header": self.nav(page) + banner})
+            nb, resources={"course_header": self.nav(page) + banner + self.pager(page, "top"),
+                           "course_footer": self.pager(page, "footer")})
         # Links resolve from the teaching notebook's folder: a published copy carries the same
         # Markdown, written for notebooks/.
         self.write(page, self.rewrite(body, teaching.parent, page))
@@ -195,7 +231,7 @@ def build(out: Path | None = None) -> list[Path]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.course.site", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="./run_all.sh --site", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (emptied first)")
     parser.add_argument("--slides", action="store_true",
                         help="write only the slide deck, <out>/slides.html (no other page)")
