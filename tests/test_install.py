@@ -30,8 +30,13 @@ if [[ -n "${FAKE_CRASH:-}" && $1 == -c && $2 == "import helpers"* ]]; then
 fi
 case "$1 $2" in
   "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0 ;;
-  "-m pip") [[ "$*" == *" -e "* ]] && touch "$FAKE_STATE/installed"; echo "pip: $*"; exit 0 ;;
-  "-m pytest"|"-m ipykernel"|"-m jupyterlab") exit 0 ;;
+  "-m pip")
+    if [[ "$*" == *--dry-run* ]]; then  # the report a dry run would write: FAKE_REPORT's
+      prev=""; for a in "$@"; do [[ $prev == --report && -n "${FAKE_REPORT:-}" ]] && cp "$FAKE_REPORT" "$a"; prev=$a; done
+      exit 0
+    fi
+    [[ "$*" == *" -e "* ]] && touch "$FAKE_STATE/installed"; echo "pip: $*"; exit 0 ;;
+  "-m pytest"|"-m ipykernel"|"-m jupyterlab"|"-m helpers.course.site") exit 0 ;;
   "-m helpers.course.runner") [[ $3 == --check-env ]] || exit 0 ;;
 esac
 if [[ $1 == -c && $2 == "import helpers"* ]]; then
@@ -63,7 +68,11 @@ def machine(tmp_path):
     log = tmp_path / "calls.log"
     log.touch()
 
-    def run(*args, gpu=False, **env):
+    def run(*args, gpu=False, uid=None, **env):
+        if uid is not None:  # who runs it, as 'id -u' says
+            fake_id = bin_dir / "id"
+            fake_id.write_text(f"#!/bin/sh\necho {uid}\n")
+            fake_id.chmod(0o755)
         if gpu:
             smi = bin_dir / "nvidia-smi"
             smi.write_text("#!/bin/sh\necho 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)'\n")
@@ -80,7 +89,21 @@ def machine(tmp_path):
 
 
 def pip_calls(proc):
-    return [c for c in proc.calls if c.startswith("-m pip")]
+    """The pip calls that install (the dry run that only asks what would be installed apart)."""
+    return [c for c in proc.calls if c.startswith("-m pip") and "--dry-run" not in c]
+
+
+def torch_report(tmp_path, cuda: bool, url: str):
+    """A pip dry-run report for torch: the CUDA build (it requires NVIDIA's libraries) or not."""
+    import json
+
+    requires = ["nvidia-cuda-runtime-cu12==12.8.90; platform_system == 'Linux'"] if cuda else []
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"install": [{
+        "metadata": {"name": "torch", "version": "2.13.0" if cuda else "2.13.0+cpu",
+                     "requires_dist": requires + ["filelock"]},
+        "download_info": {"url": url}}]}))
+    return str(path)
 
 
 @pytest.fixture
@@ -115,11 +138,36 @@ def test_cpu_machine_says_what_it_installs_then_uses_the_cpu_index(machine, cpu_
 
 
 def test_unreachable_cpu_index_falls_back_to_the_plain_requirement(machine):
-    proc = machine["run"]("--test", TORCH_SPEC="torch==2.13.0", COURSE_EXTRAS="test,site")
+    report = torch_report(machine["tmp"], cuda=False,
+                          url="file:///opt/wheels/torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl")
+    proc = machine["run"]("--test", TORCH_SPEC="torch==2.13.0", COURSE_EXTRAS="test,site",
+                          FAKE_REPORT=report)
     assert proc.returncode == 0, proc.stderr
-    assert "is not reachable" in proc.stdout
+    out = proc.stdout
+    assert "is not reachable" in out
+    # The build pip's default index gives was asked for (a dry run) and said before pip starts.
+    assert "CPU build already on this machine" in out and "1.6 GB" in out
+    assert out.index("already on this machine") < out.index("[1/3] pip")
+    assert any("--dry-run" in c and "torch==2.13.0" in c for c in proc.calls)
     assert pip_calls(proc)[1:] == ["-m pip install torch==2.13.0", "-m pip install -e .[test,site]"]
     assert proc.calls[-1] == "-m pytest"
+
+
+@pytest.mark.parametrize("report", ["cuda", None])
+def test_only_the_cuda_build_is_said_with_its_size_and_the_way_out_before_pip(machine, report):
+    """No GPU, no CPU index: where pip's default index has only the CUDA build (or pip cannot
+    tell), the install says so, with its size and TORCH_CPU_INDEX / TORCH_SPEC, before pip."""
+    env = {"FAKE_REPORT": torch_report(machine["tmp"], cuda=True, url="https://files.example/torch-2.13.0-cp311-manylinux_2_28_x86_64.whl")} if report else {}
+    proc = machine["run"]("--smoke", **env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    warning = out.index("WARNING:")
+    assert warning < out.index("[1/3] pip")
+    said = out[warning:out.index("[1/3] pip")]
+    assert "CUDA build" in said and "2.7 GB" in said and "6 GB" in said
+    assert "TORCH_CPU_INDEX" in said and "TORCH_SPEC" in said
+    assert "350 MB" not in out  # the CPU build's size is not promised
+    assert "-m pip install torch" in pip_calls(proc)
 
 
 def test_gpu_machine_gets_the_default_build_and_its_size(machine):
@@ -156,7 +204,7 @@ def test_bad_allocator_setting_fails_before_torch_and_installs_nothing(machine, 
     proc = machine["run"]("--smoke", **{var: "garbage"})
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"error: environment variable {var}: allocator setting 'garbage'")
-    assert proc.calls == ["-m helpers.course.runner --check-env"]  # nothing imported torch, no pip
+    assert proc.calls == ["-m helpers.course.runner --check-env --smoke"]  # no torch, no pip
     for mode in ("--test", "--lab"):
         assert machine["run"](mode, **{var: "garbage"}).returncode == 2
 
@@ -226,3 +274,58 @@ def test_readme_documents_the_cpu_index_and_install_sizes():
     assert CPU_INDEX in readme and CPU_INDEX in script and "TORCH_SPEC" in readme
     section = readme[readme.index("## Two commands"):readme.index("## The notebooks")]
     assert "CPU" in section and "GPU" in section and "GB" in section and "min" in section
+
+
+def test_sh_is_told_to_use_bash(machine):
+    proc = subprocess.run(["sh", "run_all.sh", "--smoke"], cwd=machine["clone"], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 2
+    assert "bash script" in proc.stderr and "pipefail" not in proc.stderr
+
+
+def test_a_usage_error_answers_at_once_with_the_real_options():
+    env = {**os.environ, "PYTHON": sys.executable}
+    start = time.perf_counter()
+    proc = subprocess.run(["./run_all.sh", "--onyl", "02"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=30)
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 2
+    assert "unrecognized arguments: --onyl 02" in proc.stderr
+    usage = proc.stderr.splitlines()[0]
+    assert usage.startswith("usage: ./run_all.sh") and "--check-env" not in proc.stderr
+    for option in ("--lab", "--test", "--site", "--only", "--smoke", "--preset"):
+        assert option in usage, usage
+    assert elapsed < 1.0, f"the usage error took {elapsed:.2f} s"
+
+
+@pytest.mark.parametrize("broken", ["gone", "not executable"])
+def test_a_broken_venv_says_remove_it_and_installs_nothing(machine, broken):
+    venv_bin = machine["clone"] / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    if broken == "gone":
+        (venv_bin / "python").symlink_to("/usr/bin/python3.0-removed")
+    else:
+        (venv_bin / "python").write_text("#!/bin/sh\n")
+        (venv_bin / "python").chmod(0o644)
+    proc = machine["run"]("--smoke", uid=1000)
+    assert proc.returncode == 2
+    assert ".venv is broken" in proc.stderr and "rm -rf .venv" in proc.stderr
+    assert "python3-venv" not in proc.stderr and not pip_calls(proc)
+
+
+@pytest.mark.parametrize("uid", [0, 1000])
+def test_lab_as_root_passes_allow_root_and_says_so(machine, uid):
+    (machine["tmp"] / "state" / "installed").touch()
+    proc = machine["run"]("--lab", "--no-browser", uid=uid)
+    assert proc.returncode == 0, proc.stderr
+    lab = [c for c in proc.calls if c.startswith("-m jupyterlab")]
+    assert lab and (("--allow-root" in lab[-1]) == (uid == 0)), lab
+    assert ("passing --allow-root" in proc.stdout) == (uid == 0)
+
+
+def test_site_builds_in_the_projects_environment(machine):
+    (machine["tmp"] / "state" / "installed").touch()
+    proc = machine["run"]("--site", "--out", "elsewhere")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.calls[-1] == "-m helpers.course.site --out elsewhere"
+    assert any(c.startswith("-c import") and "nbconvert" in c for c in proc.calls)
