@@ -48,7 +48,7 @@ def lab(tmp_path_factory):
         ["./run_all.sh", "--lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--port={port}",
          "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         "--LabApp.extension_manager=readonly"] + (["--allow-root"] if os.geteuid() == 0 else []),
+         "--LabApp.extension_manager=readonly"],  # as root run_all.sh adds --allow-root itself
         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"token {token}"}

@@ -16,7 +16,7 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from helpers.course import results, runner
+from helpers.course import presets, results, runner
 from test_reliability import make_notebook
 
 
@@ -149,15 +149,72 @@ def test_read_only_run_folder_is_one_line(course, monkeypatch, capsys):
     assert "writable" in error_line(capsys)
 
 
-def test_corrupt_status_with_resume_is_one_line(course, monkeypatch, capsys):
-    course["run_root"].mkdir(parents=True)
-    (course["run_root"] / runner.STATUS_FILE).write_text('{"00_n0": {"status": "ok"')
+def test_corrupt_status_with_resume_is_rebuilt_from_the_executed_notebooks(course, monkeypatch, capsys):
     monkeypatch.setattr(runner, "execute", fake_execute())
-    assert runner.main(["--smoke", "--resume"]) == 2
-    err = error_line(capsys)
-    assert "status.json is unreadable" in err and "delete it" in err
+    assert runner.main(["--smoke"]) == 0
+    (course["run_root"] / runner.STATUS_FILE).write_text('{"00_n0": {"status": "ok"')
+    broken = new_notebook(cells=[new_code_cell("1/0")])  # 01's executed copy shows an error
+    broken.cells[0].outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError",
+                                                      evalue="division by zero", traceback=[])]
+    nbformat.write(broken, course["run_root"] / "01_n1.ipynb")
+    capsys.readouterr()
+    ran = []
+    monkeypatch.setattr(runner, "execute", fake_execute(ran))
+    assert runner.main(["--smoke", "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "status.json was unreadable" in out and "rebuilt from the executed notebooks" in out
+    assert "2 finished (00, 02)" in out
+    assert ran == ["01_n1"]  # only the notebook whose executed copy shows an error runs again
     assert runner.main(["--smoke"]) == 0  # without --resume: noted, and a new status written
-    assert "was unreadable" in capsys.readouterr().out
+
+
+def test_an_interrupted_executed_copy_does_not_count_as_finished():
+    nb = new_notebook(cells=[new_code_cell("x = 1"), new_code_cell("y = 2")])
+    nb.cells[0].metadata["papermill"] = {"status": "completed"}
+    nb.cells[1].metadata["papermill"] = {"status": "pending"}
+    assert not runner.completed_without_error(nb)
+    nb.cells[1].metadata["papermill"] = {"status": "completed"}
+    assert runner.completed_without_error(nb)
+
+
+def test_a_mistyped_option_shows_the_users_options_not_the_internal_ones(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        runner.main(["--onyl", "02"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --onyl 02" in err
+    assert "--lab" in err and "--test" in err and "--site" in err and "--check-env" not in err
+    assert runner.PRESETS == __import__("helpers.course.presets", fromlist=["x"]).PRESET_NAMES
+
+
+def test_after_a_run_one_line_says_where_the_results_are_and_what_next(course, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "execute", fake_execute())
+    assert runner.main(["--smoke"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("Results in ") and "runs/smoke/" in last
+    assert "Next:" in last and "--lab" in last and "measures nothing" in last
+    monkeypatch.setattr(runner, "execute", fake_execute(outcome="failed"))
+    assert runner.main(["--smoke", "--only", "01"]) == 1
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "'./run_all.sh --smoke --only 01' re-runs what failed" in last
+
+
+def test_smoke_figures_carry_a_visible_mark(tmp_path, monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.setenv(results.RUN_DIR_ENV, str(tmp_path))
+    for preset, marked in (("smoke", True), ("full", False)):
+        run = results.start_notebook("02_x", {"preset": preset}, quiet=True)
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot([1, 2])
+        run.save_figure(fig, f"02_x_{preset}")
+        texts = [t.get_text() for t in fig.texts]
+        assert (results.SMOKE_MARK in texts) == marked, texts
+        assert any(results.SMOKE_MARK.upper() in t for t in texts) == marked
+        plt.close(fig)
+    assert results.SMOKE_MARK == "smoke run: exercises the code, not a measurement"
 
 
 def test_unreadable_notebook_is_one_line(course, capsys):
@@ -194,7 +251,8 @@ def test_executed_notebook_is_published_beside_the_figures_only_by_a_full_gpu_ru
     nbformat.write(executed, run_root / f"{stem}.ipynb")
     env = {"gpu": "NVIDIA H100 80GB HBM3", "driver": "580", "cuda": "13.0", "torch": "2.11",
            "transformers": "5.17", "date": "2026-01-01"}
-    record = {"notebook": stem, "preset": "full", "params": {"device": "cuda"}, "env": env,
+    params = {"preset": "full", "notebook": "07", **presets.preset_values("07", "full")}
+    record = {"notebook": stem, "preset": "full", "params": params, "env": env,
               "files": [{"kind": "table", "path": f"data/{stem}.csv"},
                         {"kind": "figure", "path": f"{stem}.png", "csv": f"data/{stem}.csv"}]}
     results.atomic_write_text(run_root / "outputs" / f"{stem}.json", json.dumps(record))
@@ -202,8 +260,15 @@ def test_executed_notebook_is_published_beside_the_figures_only_by_a_full_gpu_ru
     assert f"notebooks/{stem}.ipynb" in copied
     published = nbformat.read(figures / "notebooks" / f"{stem}.ipynb", as_version=4)
     assert published.cells[0].outputs[0]["text"] == "1\n"
-    # A smoke (CPU) record is refused before anything is copied.
+    # A parameters cell edited by hand (the record shows what the notebook ran with) is refused.
     (figures / "notebooks" / f"{stem}.ipynb").unlink()
+    results.atomic_write_text(run_root / "outputs" / f"{stem}.json",
+                              json.dumps({**record, "params": {**params, "batch_size": 8}}))
+    with pytest.raises(RuntimeError, match=r"parameters that differ from the 'full' preset "
+                                           r"\(batch_size=8, preset 32\)"):
+        runner.promote(run_root, stem, figures)
+    assert not (figures / "notebooks" / f"{stem}.ipynb").exists()
+    # A smoke (CPU) record is refused before anything is copied.
     record.update(preset="smoke", env={**env, "gpu": "cpu"})
     results.atomic_write_text(run_root / "outputs" / f"{stem}.json", json.dumps(record))
     with pytest.raises(RuntimeError, match="not a full run on a CUDA GPU"):
@@ -230,7 +295,7 @@ def test_quiet_by_default(one_real_notebook, capfd):
     assert "without encryption" not in out + err
     lines = [l for l in out.splitlines() if l.strip()]
     assert [l.split()[0] for l in lines] == ["Running", "run", "FAILED", "0/1", "FAILED",
-                                             "executed"], lines
+                                             "executed", "Results"], lines
     log = (one_real_notebook["run_root"] / "00_n0.log").read_text()
     assert "a line from a cell" in log  # the output is kept, in the log
 

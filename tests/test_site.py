@@ -7,6 +7,7 @@ the test skips, unless COURSE_REQUIRE_BROWSER=1 (as CI sets), where a missing br
 import functools
 import http.server
 import os
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -165,3 +166,24 @@ def test_slides_open_and_page_with_the_keyboard(served):
         page.keyboard.press("ArrowRight")
         page.wait_for_function("location.hash === '#lesson-01'")
         browser.close()
+
+
+def test_lessons_link_to_the_previous_and_the_next_lesson(tmp_path):
+    """Needs only nbconvert (the 'site' extra), no browser: three lesson pages are built."""
+    pytest.importorskip("nbconvert")
+    lessons = site.lessons()
+    built = site.Site(tmp_path)
+    pages = {i: built.notebook(lessons[i]) for i in (0, 1, len(lessons) - 1)}
+    def links(i):
+        text = (tmp_path / pages[i]).read_text(encoding="utf-8")
+        return (re.findall(r'<a href="([^"]+)" rel="prev"', text) or
+                re.findall(r'<a rel="prev" href="([^"]+)"', text),
+                re.findall(r'<a href="([^"]+)" rel="next"', text) or
+                re.findall(r'<a rel="next" href="([^"]+)"', text))
+    prev, nxt = links(1)
+    assert prev and prev[0].endswith(f"{lessons[0].stem}.html")
+    assert nxt and nxt[0].endswith(f"{lessons[2].stem}.html")
+    assert not links(0)[0] and links(0)[1]  # the first lesson has no previous one
+    assert links(len(lessons) - 1)[0] and not links(len(lessons) - 1)[1]
+    for href in prev + nxt:  # each resolves to a lesson page of the site
+        assert (tmp_path / pages[1]).parent.joinpath(href).resolve().name.endswith(".html")
