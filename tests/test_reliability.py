@@ -26,7 +26,7 @@ import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
 from helpers.course import harness, plotting, presets, results, runner
-from helpers.course.presets import ParameterError, resolve_params
+from helpers.course.presets import ParameterError, preset_values, resolve_params
 
 REPO = results.repo_root()
 
@@ -327,7 +327,10 @@ def _gpu_execute(outcome="ok", gpu="NVIDIA H100 80GB HBM3", files=("",)):
                         {"kind": "figure", "path": f"{name}.png", "csv": f"data/{name}.csv"}]
         env = {"gpu": gpu, "driver": "580", "cuda": "13.0", "torch": "2.11", "transformers": "5.17",
                "date": "2026-01-01"}
-        record = {"notebook": stem, "preset": preset, "params": {"device": "cuda"}, "env": env,
+        # What the notebook ran with: its preset's values (a hand-edited cell would differ).
+        params = {"preset": preset, "notebook": stem[:2], **preset_values(stem[:2], preset),
+                  "device": "cuda"}
+        record = {"notebook": stem, "preset": preset, "params": params, "env": env,
                   "files": entries}
         results.atomic_write_text(run_root / "outputs" / f"{stem}.json", json.dumps(record))
         return {"notebook": path.name, "executed": str(run_root / path.name), "status": outcome,
@@ -361,11 +364,21 @@ def test_full_cuda_run_promotes_figures(gpu_machine, monkeypatch):
 
 
 @pytest.mark.parametrize("case", ["smoke preset", "workshop preset", "no GPU", "failed",
-                                  "parameter override", "measured on cpu"])
+                                  "parameter override", "measured on cpu", "edited parameters cell"])
 def test_other_runs_never_touch_figures(gpu_machine, monkeypatch, case):
     preset = {"smoke preset": "smoke", "workshop preset": "workshop"}.get(case, "full")
-    monkeypatch.setattr(runner, "execute", _gpu_execute(
-        "failed" if case == "failed" else "ok", gpu="cpu" if case == "measured on cpu" else "H100"))
+    fake = _gpu_execute("failed" if case == "failed" else "ok",
+                        gpu="cpu" if case == "measured on cpu" else "H100")
+    if case == "edited parameters cell":  # the runner injected only the preset; the cell said 8
+        def edited(path, run_root, *args, **kwargs):
+            entry = fake(path, run_root, *args, **kwargs)
+            record = json.loads((run_root / "outputs" / f"{path.stem}.json").read_text())
+            record["params"]["batch_size"] = 8
+            results.atomic_write_text(run_root / "outputs" / f"{path.stem}.json", json.dumps(record))
+            return entry
+        monkeypatch.setattr(runner, "execute", edited)
+    else:
+        monkeypatch.setattr(runner, "execute", fake)
     if case == "no GPU":
         monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     promote = True if case == "measured on cpu" else None
@@ -376,6 +389,9 @@ def test_other_runs_never_touch_figures(gpu_machine, monkeypatch, case):
     if case == "measured on cpu":  # the promotion guard refuses and says why; the run fails
         assert status["07_topic"]["status"] == "failed"
         assert "not a full run on a CUDA GPU" in status["07_topic"]["error"]
+    if case == "edited parameters cell":
+        assert status["07_topic"]["status"] == "failed"
+        assert "parameters that differ from the 'full' preset" in status["07_topic"]["error"]
 
 
 # --------------------------------------------------------------------------------------------
