@@ -115,7 +115,7 @@ if (( rc != 0 )); then cat "$ERR" >&2; exit 2; fi
 has_nvidia_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }
 
 # Which build of PyTorch pip's default index would give for the requirement, without
-# downloading it (a dry run reads the wheel's metadata): "cuda URL", "cpu URL" or "unknown".
+# downloading it (a dry run reads the wheel's metadata): "cuda|cpu file|remote WHEEL" or "unknown".
 torch_build() {
   local report out
   report=$(mktemp)
@@ -123,13 +123,16 @@ torch_build() {
   if "$PY" -m pip install --dry-run --quiet --no-deps --report "$report" --retries 0 --timeout 15 \
       "$1" >/dev/null 2>&1; then
     out=$("$PY" -c '
-import json, sys
+import json, re, sys
+from urllib.parse import unquote
 try:
     install = json.load(open(sys.argv[1])).get("install", [])
     meta, info = install[0]["metadata"], install[0]["download_info"]
-    cuda = "+cu" in meta["version"] or any(d.lower().startswith("nvidia-")
+    cuda = bool(re.search(r"\+cu\d", meta["version"])) or any(d.lower().startswith("nvidia-")
                                            for d in meta.get("requires_dist") or [])
-    print("cuda" if cuda else "cpu", info["url"])
+    url = info["url"]
+    where = "file" if url.startswith("file:") else "remote"
+    print("cuda" if cuda else "cpu", where, unquote(url.rsplit("/", 1)[-1]))
 except Exception:
     print("unknown")' "$report" 2>/dev/null || echo unknown)
   fi
@@ -164,14 +167,14 @@ install_project() {
     echo "'$spec' comes from pip's default index instead."
     build=$(torch_build "$spec")
     case "$build" in
-      cpu\ file:*)
-        echo "There it is a CPU build already on this machine (${build#cpu }): nothing to download for"
-        echo "PyTorch, about 100 MB for the rest, and a .venv of about 1.6 GB." ;;
+      cpu\ file\ *)
+        echo "There it is a CPU build already on this machine (${build#cpu file }): nothing to"
+        echo "download for PyTorch, about 100 MB for the rest, and a .venv of about 1.6 GB." ;;
       cpu\ *)
-        echo "There it is a CPU build (${build#cpu }): about 350 MB to download and a .venv of about 1.6 GB." ;;
+        echo "There it is a CPU build (${build#cpu remote }): about 350 MB to download, a .venv of about 1.6 GB." ;;
       *)
         if [[ $build == cuda* ]]; then
-          echo "WARNING: there it is the CUDA build (${build#cuda }): about 2.7 GB to download"
+          echo "WARNING: there it is the CUDA build (${build#cuda * }): about 2.7 GB to download"
         else
           echo "WARNING: pip could not tell beforehand which build that is; on Linux a plain 'torch' from"
           echo "PyPI is the CUDA build: about 2.7 GB to download"
