@@ -442,6 +442,7 @@ class Held:
 
 
 def test_sweep_records_oom_cleans_the_allocator_and_goes_on(tmp_path, monkeypatch, capfd):
+    monkeypatch.delenv(harness.PROGRESS_LOG_ENV, raising=False)  # start_notebook sets it below
     monkeypatch.setenv(results.RUN_DIR_ENV, str(tmp_path))
     held = []
     cleaned = []
@@ -479,8 +480,13 @@ def test_sweep_records_oom_cleans_the_allocator_and_goes_on(tmp_path, monkeypatc
     fig, ax = plotting.subplots()
     plotting.lines_by_method(ax, frame, "seq_len", "median_s")
     assert [t.get_text() for t in ax.texts].count("OOM") == 1
-    # Headless (the runner's COURSE_RUN_DIR is set): progress goes to the process's real stderr.
-    lines = [l for l in capfd.readouterr().err.splitlines() if l.startswith("[lengths ")]
+    # Headless (the runner's COURSE_RUN_DIR is set): progress goes to the notebook's log.
+    log = tmp_path / "progress.log"
+    monkeypatch.setenv(harness.PROGRESS_LOG_ENV, str(log))
+    capfd.readouterr()
+    harness.sweep([4, 8, 16], point, desc="lengths")
+    assert capfd.readouterr().err == ""
+    lines = [l for l in log.read_text().splitlines() if l.startswith("[lengths ")]
     assert len(lines) == 3 and "OOM" in lines[1]
 
 
@@ -508,7 +514,7 @@ def test_other_errors_are_not_hidden_as_oom():
         harness.sweep([1], lambda p: broken())
 
 
-def test_sweep_shows_a_progress_bar_and_one_line_per_point(monkeypatch, capfd):
+def test_sweep_shows_a_progress_bar_and_one_line_per_point(monkeypatch, capfd, tmp_path):
     import tqdm.auto
 
     bars = []
@@ -539,13 +545,16 @@ def test_sweep_shows_a_progress_bar_and_one_line_per_point(monkeypatch, capfd):
     assert [(b.total, b.desc, b.n) for b in bars] == [(3, "demo", 3)]
     captured = capfd.readouterr()
     assert captured.out == "" and captured.err == ""
-    # Headless: no bar, one line per point on the real stderr (the run's log).
-    monkeypatch.setenv("COURSE_RUN_DIR", "/tmp/unused")
+    # Headless: no bar, nothing printed, one line per point in the notebook's log.
+    log = tmp_path / "demo.log"
+    monkeypatch.setenv("COURSE_RUN_DIR", str(tmp_path))
+    monkeypatch.setenv(harness.PROGRESS_LOG_ENV, str(log))
     harness.sweep([1, 2, 3], lambda p: {"method": "m", "median_s": 0.001 * p}, desc="demo")
     assert len(bars) == 1
-    err = capfd.readouterr().err.splitlines()
-    assert err == [l for l in err if l.startswith("[demo ")] and len(err) == 3
-    assert err[0].startswith("[demo 1/3] 1: m 1.0 ms")
+    captured = capfd.readouterr()
+    assert captured.out == "" and captured.err == ""
+    lines = log.read_text().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("[demo 1/3] 1: m 1.0 ms")
 
 
 # --------------------------------------------------------------------------------------------

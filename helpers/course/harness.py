@@ -400,8 +400,8 @@ def device_label(device) -> str:
 def sweep(points, run_point, desc="sweep"):
     """Run ``run_point(point)`` for every point and collect the rows it returns (a dict or a
     list of dicts). Progress: in JupyterLab a bar that disappears when done; headless (the
-    runner sets ``COURSE_RUN_DIR``) one line per point on the kernel's own stderr, which the
-    runner sends to ``runs/<preset>/NN_topic.log``, so the executed notebook stays quiet. A point
+    runner sets ``COURSE_RUN_DIR``) one line per point appended to ``runs/<preset>/NN_topic.log``,
+    so the executed notebook stays quiet. A point
     that runs out of memory outside ``measure`` (building its inputs, say) becomes one row with
     status 'oom' (the point's keys, when it is a dict, and NaN timings), the allocator is
     cleaned, and the sweep goes on."""
@@ -433,13 +433,21 @@ def headless() -> bool:
     return bool(os.environ.get("COURSE_RUN_DIR"))
 
 
+PROGRESS_LOG_ENV = "COURSE_PROGRESS_LOG"  # results.start_notebook points it at the run's log
+
+
 @contextlib.contextmanager
 def _progress(total: int, desc: str):
-    """Yields ``step(line)``: headless, the line goes to the process's real stderr (the run's
-    log); interactive, a tqdm bar advances (no line in the notebook)."""
+    """Yields ``step(line)``: headless, the line is appended to the notebook's log in the run
+    folder (``runs/<preset>/NN_topic.log``), never to the notebook's own output (the kernel
+    forwards even its raw stderr there); interactive, a tqdm bar advances and disappears."""
     if headless():
+        log = os.environ.get(PROGRESS_LOG_ENV)
+
         def step(line):
-            print(line, file=sys.__stderr__, flush=True)
+            if log:
+                with open(log, "a") as handle:
+                    handle.write(line + "\n")
         yield step
         return
     from tqdm.auto import tqdm  # lazy: only an interactive session draws a bar

@@ -170,6 +170,8 @@ def start_notebook(notebook: str, params, quiet: bool = False) -> Run:
     notebook saves its tables and figures (``run.save_table``, ``run.save_figure``)."""
     run = Run(notebook, params)
     quiet_known_noise()
+    if os.environ.get(RUN_DIR_ENV):  # headless: harness.sweep's progress goes to the run's log
+        os.environ["COURSE_PROGRESS_LOG"] = str(run_dir() / f"{notebook}.log")
     if not quiet:
         print_report(run.env, params)
     return run
