@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from .course import budget, harness
+from .course import budget, harness, stats
 
 
 def postprocess_per_row(prompt_ids, prompt_mask, completion_ids, completion_mask):
@@ -134,6 +134,14 @@ def speedups(frame, slow="per row", fast="on host", keys=("condition", "batch_si
     wide.columns.name = None
     wide["speedup"] = wide[slow] / wide[fast]
     return wide
+
+
+def transfer_speedup(table, condition, **where):
+    """``stats.row_speedup`` of one transfer over per-row syncs in one condition. Contended
+    trials are timed one method at a time, each with its own side load, so they are not paired
+    (trials of the methods timed alone are interleaved, so they are)."""
+    return stats.row_speedup(table, "on host", "per row", paired=condition == "alone",
+                             condition=condition, **where)
 
 
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):

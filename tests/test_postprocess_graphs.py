@@ -66,6 +66,15 @@ def test_call_budget_reads_one_call_three_ways():
     assert postprocess.call_sentence(call.assign(gpu_ms=float("nan"))) == ""
 
 
+def test_transfer_speedup_of_known_trials():
+    trials = {"per row": "4 4 4 4 4 4", "on host": "1 1 1 1 1 1"}
+    rows = [{"method": m, "condition": c, "batch_size": 4, "seq_len": 8, "status": "ok",
+             "trials_wall_ms": t} for c in ("alone", "contended") for m, t in trials.items()]
+    for condition in ("alone", "contended"):
+        ratio = postprocess.transfer_speedup(pd.DataFrame(rows), condition, batch_size=4)
+        assert ratio.estimate == pytest.approx(4.0) and ratio.n == 6
+
+
 def test_figure_footer_names_a_sweeps_batch_sizes(monkeypatch, tmp_path):
     from helpers.course import results
 
