@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from .course import harness
+from .course import budget, harness, stats
 
 
 def postprocess_per_row(prompt_ids, prompt_mask, completion_ids, completion_mask):
@@ -134,3 +134,36 @@ def speedups(frame, slow="per row", fast="on host", keys=("condition", "batch_si
     wide.columns.name = None
     wide["speedup"] = wide[slow] / wide[fast]
     return wide
+
+
+def transfer_speedup(table, condition, **where):
+    """``stats.row_speedup`` of one transfer over per-row syncs in one condition. Contended
+    trials are timed one method at a time, each with its own side load, so they are not paired
+    (trials of the methods timed alone are interleaved, so they are)."""
+    return stats.row_speedup(table, "on host", "per row", paired=condition == "alone",
+                             condition=condition, **where)
+
+
+def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):
+    """The time budget of one post-processing call at a point timed alone (``busy=True``), in
+    ms per call: the host's wall clock, the GPU's work inside it (for one transfer: the copies)
+    and the GPU's idle time; the columns of ``budget.per_step``, which ``budget.plot`` draws.
+    There is no floor: nothing here has to be read at the GPU's bandwidth."""
+    rows = table[(table["condition"] == "alone") & (table["batch_size"] == batch_size)
+                 & (table["seq_len"] == seq_len)]
+    return budget.per_step(rows.assign(seq_len=1), list(methods))
+
+
+def call_sentence(frame, syncs_per_row=float("nan")) -> str:
+    """``call_budget`` read in one sentence; empty without the GPU's numbers (a CPU run)."""
+    data = frame.set_index("method")
+    if len(data) < 2 or data["gpu_ms"].isna().any():
+        return ""
+    slow, fast = data.iloc[0], data.iloc[1]
+    syncs = "" if math.isnan(syncs_per_row) else f", {syncs_per_row:.0f} syncs a row"
+    return (f"The per-row loop keeps the host busy {slow['wall_ms']:.2f} ms per batch while the "
+            f"GPU works {slow['gpu_ms']:.2f} ms of it: the rest is Python issuing tiny kernels "
+            f"and waiting for each{syncs}. One transfer costs the GPU {fast['gpu_ms']:.2f} ms of "
+            f"copies, and the whole call {fast['wall_ms']:.2f} ms ({slow['wall_ms'] / fast['wall_ms']:.1f}x "
+            "less)" + (", most of it the host's list building." if fast["gpu_ms"] < fast["wall_ms"] / 2
+                       else "."))

@@ -10,11 +10,15 @@ stop flag one step late, after the next step is already queued:
 - ``generate_no_check``: never checks; always runs ``max_new_tokens`` steps (the upper bound).
 - ``trim_finished``: cuts the no-check output to the sync loop's (drops columns after every row
   has finished).
+- ``generate_event_check``: reads the stop flag one step late on a single stream: the flag is
+  copied without blocking into pinned host memory and a CUDA event marks when it has landed.
 - ``stream_pair``: the two side streams, made once per device (the allocator reuses a block only
   on the stream that allocated it).
-- ``generate_interleaved``: two CUDA streams in ping-pong; the stop flag is copied without
-  blocking into pinned host memory and read one step late.
-- ``generate_event_check``: the same one-step-late read on a single stream with CUDA events.
+- ``generate_interleaved``: the article's version of the same idea, two CUDA streams in ping-pong.
+
+``# NEW`` and ``# CHANGED`` mark the lines each loop adds to the loop it grows from (notebook 02's
+``generate_kv_cache`` for ``generate_sync``; ``generate_sync`` for the others, and
+``generate_event_check`` for ``generate_interleaved``).
 
 All follow the contract of helpers/generation.py and take an optional decode ``step``
 (``step(token_ids, cache) -> logits``, e.g. ``helpers.static.compiled_step``) with its ``cache``
@@ -41,11 +45,11 @@ def eager_step(model):
 def generate_sync(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
                   step=None, cache=None):
     """Notebook 02's loop with a pluggable decode step: the stop check syncs every step."""
-    step = step or eager_step(model)
-    if cache is not None:
-        cache.reset()  # a static cache is reused: same tensors, same addresses
+    step = step or eager_step(model)  # NEW: any decode step (eager, or 05's compiled one)
+    if cache is not None:  # NEW: a static cache is reused: same tensors, same addresses
+        cache.reset()  # NEW
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-    out = model(input_ids, past_key_values=cache, use_cache=True)
+    out = model(input_ids, past_key_values=cache, use_cache=True)  # CHANGED: the given cache
     cache, logits = out.past_key_values, out.logits[:, -1, :]
     tokens = [input_ids]
     for i in range(max_new_tokens):
@@ -53,7 +57,7 @@ def generate_sync(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=N
         tokens.append(token[:, None])
         if finished.all() or i + 1 == max_new_tokens:  # the CPU waits for the GPU here
             break
-        logits = step(token[:, None], cache)
+        logits = step(token[:, None], cache)  # CHANGED: the given step
     return torch.cat(tokens, dim=1)
 
 
@@ -72,7 +76,7 @@ def generate_no_check(model, input_ids, max_new_tokens, eos_token_id, stop_lengt
     for i in range(max_new_tokens):
         token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
         tokens.append(token[:, None])
-        if i + 1 < max_new_tokens:
+        if i + 1 < max_new_tokens:  # CHANGED: no `finished.all()`, so no wait
             logits = step(token[:, None], cache)
     return torch.cat(tokens, dim=1)
 
@@ -82,6 +86,41 @@ def trim_finished(tokens, prompt_len, eos_token_id):
     checks every step returns (it stops right there)."""
     longest = int(generated_lengths(tokens, prompt_len, eos_token_id).max())
     return tokens[:, :prompt_len + longest]
+
+
+@torch.no_grad()
+def generate_event_check(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
+                         step=None, cache=None):
+    """The stop check read one step late on a single stream: a CUDA event marks where step
+    i-1's stop flag has landed in pinned host memory, and the CPU waits on that event only after
+    it has queued step i, which the GPU then runs without a pause."""
+    step = step or eager_step(model)
+    if cache is not None:
+        cache.reset()
+    device = input_ids.device  # NEW
+    cuda = device.type == "cuda"  # NEW: on a CPU, no events and no pinned memory
+    events = [torch.cuda.Event() if cuda else None for _ in range(2)]  # NEW
+    flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)  # NEW: host memory the GPU writes
+    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=device)
+    out = model(input_ids, past_key_values=cache, use_cache=True)
+    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    tokens = [input_ids]
+    for i in range(max_new_tokens):
+        slot = i % 2  # NEW: steps alternate between two flags and two events
+        if i > 0:  # CHANGED: step i is queued first ...
+            logits = step(tokens[-1], cache)  # CHANGED
+        token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
+        tokens.append(token[:, None])
+        flags[slot].copy_(finished.all(), non_blocking=True)  # NEW: no wait
+        if cuda:  # NEW
+            events[slot].record()  # NEW: marks "this step's flag has landed"
+        if i > 0:  # CHANGED: ... then step i-1's flag is read
+            if cuda:  # NEW
+                events[1 - slot].synchronize()  # NEW: waits for step i-1 only
+            if flags[1 - slot]:  # CHANGED: every row had finished at step i-1
+                tokens.pop()  # NEW: step i's token (EOS everywhere) is one too many
+                break
+    return torch.cat(tokens, dim=1)
 
 
 @functools.cache
@@ -95,77 +134,43 @@ def stream_pair(device):
 @torch.no_grad()
 def generate_interleaved(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
                          step=None, cache=None):
-    """Two CUDA streams in ping-pong: queue step i on one stream, then wait for step i-1 on the
-    other and read its stop flag, copied without blocking into pinned host memory. When that
-    flag says every row had finished, step i was one step too many: its token is dropped."""
+    """The article's version: two CUDA streams in ping-pong. Step i is queued on stream i % 2,
+    then the CPU waits for the other stream (step i-1) and reads its stop flag, copied without
+    blocking into pinned host memory. When it says every row had finished, step i's token is
+    dropped."""
     step = step or eager_step(model)
     if cache is not None:
         cache.reset()
     device = input_ids.device
     cuda = device.type == "cuda"
-    streams = stream_pair(device) if cuda else (None, None)  # made once, reused by every call
-    flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)  # host memory the GPU writes into
+    streams = stream_pair(device) if cuda else (None, None)  # NEW: made once, reused
+    flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=device)
-    if cuda:
-        streams[0].wait_stream(torch.cuda.current_stream(device))  # the prompt is ready
-    with torch.cuda.stream(streams[0]):  # the prompt too: its freed blocks stay with stream 0
+    if cuda:  # NEW
+        streams[0].wait_stream(torch.cuda.current_stream(device))  # NEW: the prompt is ready
+    with torch.cuda.stream(streams[0]):  # NEW: the prompt's freed blocks stay with stream 0
         out = model(input_ids, past_key_values=cache, use_cache=True)
-        cache, logits = out.past_key_values, out.logits[:, -1, :].clone()
-        del out  # the prompt's logits for every position
+        cache, logits = out.past_key_values, out.logits[:, -1, :].clone()  # CHANGED
+        del out  # NEW: the prompt's logits for every position
     tokens = [input_ids]
-    previous = streams[0]  # where step i-1 was queued (None on a CPU)
+    previous = streams[0]  # NEW: where step i-1 was queued (None on a CPU)
     for i in range(max_new_tokens):
         slot = i % 2
-        with torch.cuda.stream(streams[slot]):  # a no-op when the stream is None (CPU)
-            if cuda:
-                streams[slot].wait_stream(previous)  # step i needs step i-1's token and cache
+        with torch.cuda.stream(streams[slot]):  # NEW: a no-op when the stream is None (CPU)
+            if cuda:  # NEW
+                streams[slot].wait_stream(previous)  # NEW: step i needs step i-1's token, cache
             if i > 0:
                 logits = step(tokens[-1], cache)
             token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
             tokens.append(token[:, None])
             flags[slot].copy_(finished.all(), non_blocking=True)
-        previous = streams[slot]
+        previous = streams[slot]  # NEW
         if i > 0:
             if cuda:
-                streams[1 - slot].synchronize()  # waits for step i-1; step i stays queued
-            if flags[1 - slot]:  # every row had finished at step i-1
-                tokens.pop()  # step i's token (EOS everywhere) is one too many
-                break
-    if cuda:
-        torch.cuda.current_stream(device).wait_stream(previous)  # the caller sees every step
-    return torch.cat(tokens, dim=1)
-
-
-@torch.no_grad()
-def generate_event_check(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
-                         step=None, cache=None):
-    """The one-step-late check on a single stream: a CUDA event marks where step i-1's stop flag
-    has landed in pinned host memory, and the CPU waits on that event only after it has queued
-    step i, which the GPU then runs without a pause."""
-    step = step or eager_step(model)
-    if cache is not None:
-        cache.reset()
-    device = input_ids.device
-    cuda = device.type == "cuda"
-    events = [torch.cuda.Event() if cuda else None for _ in range(2)]
-    flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)
-    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=device)
-    out = model(input_ids, past_key_values=cache, use_cache=True)
-    cache, logits = out.past_key_values, out.logits[:, -1, :]
-    tokens = [input_ids]
-    for i in range(max_new_tokens):
-        slot = i % 2
-        if i > 0:
-            logits = step(tokens[-1], cache)
-        token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
-        tokens.append(token[:, None])
-        flags[slot].copy_(finished.all(), non_blocking=True)
-        if cuda:
-            events[slot].record()
-        if i > 0:
-            if cuda:
-                events[1 - slot].synchronize()  # step i-1's flag is in host memory
+                streams[1 - slot].synchronize()  # CHANGED: waits for step i-1's stream
             if flags[1 - slot]:
                 tokens.pop()
                 break
+    if cuda:  # NEW
+        torch.cuda.current_stream(device).wait_stream(previous)  # NEW: the caller sees every step
     return torch.cat(tokens, dim=1)

@@ -50,6 +50,40 @@ def test_speedups_pivot_known_rows():
     assert wide.loc["contended", "speedup"] == pytest.approx(5.0)
 
 
+def test_call_budget_reads_one_call_three_ways():
+    """09's three-way reading of one call: wall clock and GPU work per call (not per token), and a
+    sentence only when the GPU's numbers exist."""
+    rows = [{"method": m, "condition": c, "batch_size": 4, "seq_len": 32, "status": "ok",
+             "median_s": s, "gpu_busy_s": g}
+            for m, c, s, g in (("per row", "alone", 0.010, 0.002), ("on host", "alone", 0.002, 0.0005),
+                               ("per row", "contended", 0.050, float("nan")))]
+    call = postprocess.call_budget(pd.DataFrame(rows), 4, 32)
+    assert call["method"].tolist() == ["per row", "on host"]
+    assert call["wall_ms"].tolist() == pytest.approx([10.0, 2.0])
+    assert call["gpu_ms"].tolist() == pytest.approx([2.0, 0.5])
+    text = postprocess.call_sentence(call, 4.0)
+    assert "10.00 ms" in text and "0.50 ms of copies" in text and "5.0x" in text and "4 syncs" in text
+    assert postprocess.call_sentence(call.assign(gpu_ms=float("nan"))) == ""
+
+
+def test_transfer_speedup_of_known_trials():
+    trials = {"per row": "4 4 4 4 4 4", "on host": "1 1 1 1 1 1"}
+    rows = [{"method": m, "condition": c, "batch_size": 4, "seq_len": 8, "status": "ok",
+             "trials_wall_ms": t} for c in ("alone", "contended") for m, t in trials.items()]
+    for condition in ("alone", "contended"):
+        ratio = postprocess.transfer_speedup(pd.DataFrame(rows), condition, batch_size=4)
+        assert ratio.estimate == pytest.approx(4.0) and ratio.n == 6
+
+
+def test_figure_footer_names_a_sweeps_batch_sizes(monkeypatch, tmp_path):
+    from helpers.course import results
+
+    run = results.start_notebook("09_test", resolve_params("09", "smoke"), quiet=True)
+    assert "batch 2, 8" in run.footer()
+    run = results.start_notebook("06_test", resolve_params("06", "smoke"), quiet=True)
+    assert run.footer().endswith("batch 2")
+
+
 @pytest.mark.parametrize("kwargs,wrong", [
     (dict(completion_lens=[0]), "completion_lens"),
     (dict(contention_s=0), "contention_s"),

@@ -5,6 +5,7 @@ import json
 import math
 
 import matplotlib
+import pandas as pd
 import pytest
 import torch
 
@@ -179,7 +180,26 @@ def test_plot_timeline_draws_lanes():
                             title="synthetic")
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == ["CPU: step ranges", "CPU: waiting for the GPU", "GPU stream 7", "GPU stream 8"]
+    # the GPU's idle gap between step 0 (ends at 130 µs) and step 1 (starts at 160) is marked
+    assert "GPU idle 30 µs" in [t.get_text() for t in ax.texts]
     plt.close(fig)
+
+
+def test_late_check_summary_and_its_words():
+    from helpers.course import late_check
+
+    rows = [{"regime": "compiled", "batch_size": 8, "method": m, "status": "ok", "ms_per_step": t}
+            for m, t in (("sync", 2.0), ("interleaved", 1.1), ("event", 1.05), ("no_check", 1.0))]
+    rows += [{"regime": "eager", "batch_size": 8, "method": m, "status": "ok", "ms_per_step": t}
+             for m, t in (("sync", 8.0), ("interleaved", 8.2), ("event", 8.1), ("no_check", 8.3))]
+    summary = late_check.summary(pd.DataFrame(rows)).set_index("regime")
+    graph, eager = summary.loc["compiled"], summary.loc["eager"]
+    assert graph["check_cost_us"] == pytest.approx(1000.0)
+    assert graph["interleaved_recovered_pct"] == pytest.approx(90.0)
+    assert late_check.recovered_line(graph, "event") == "recovers 95% of the check's cost"
+    assert math.isnan(eager["interleaved_recovered_pct"])
+    assert late_check.recovered_line(eager, "interleaved").startswith("has nothing to recover")
+    assert "not judged" in late_check.recovered_line(graph, "event", judge=False)
 
 
 def test_step_ranges_and_profile_steps_on_cpu(tiny_batch6):

@@ -279,7 +279,9 @@ def step_gaps(trace: dict) -> pd.DataFrame:
 
 def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, title: str = ""):
     """CPU step ranges and waits against GPU events, over ``steps`` steps from ``first_step``;
-    alternate steps in alternate colours, time in ms from the first shown step's start."""
+    alternate steps in alternate colours, time in ms from the first shown step's start. The
+    CPU's waits at a sync are red on their own lane, and every idle gap of the GPU between two
+    steps is shaded grey across the GPU lanes, with its length written above it."""
     shown = frame[(frame["step"] >= first_step) & (frame["step"] < first_step + steps)]
     if shown.empty:
         ax.set_title(title + " (no events)")
@@ -295,13 +297,22 @@ def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, 
             bars = [((s - t0) / 1e3, max((e - s) / 1e3, 1e-4)) for s, e in zip(sel["start_us"], sel["end_us"])]
             color = plotting.PALETTE[1] if lane.startswith("CPU: waiting") else colors[parity]
             ax.broken_barh(bars, (y - 0.35, 0.7), color=color, linewidth=0)
+    gaps = gpu_idle_gaps(gpu_event_tuples(shown))
+    span_ms = (shown["end_us"].max() - t0) / 1e3
+    for first, gap in zip(gaps["first_us"], gaps["gap_before_us"]):
+        if gap > 0 and gap / 1e3 > 0.004 * span_ms:  # wide enough to see at this scale
+            left = (first - gap - t0) / 1e3
+            ax.axvspan(left, left + gap / 1e3, ymin=0, ymax=1, color="#999999", alpha=0.25,
+                       linewidth=0)
+            ax.annotate(f"GPU idle {gap:.0f} µs", (left + gap / 2e3, len(lanes) - 1 + 0.45), fontsize=7,
+                        ha="center", va="top", color="#333333")
     for _, row in shown[shown["kind"] == "step"].iterrows():
         ax.annotate(f"{int(row['step'])}", ((row["start_us"] - t0) / 1e3, -0.45), fontsize=8,
                     ha="left", va="top", color="#333333")
     ax.set_yticks(range(len(lanes)), lanes)
-    ax.set_ylim(len(lanes) - 0.5, -0.8)
+    ax.set_ylim(len(lanes) - 0.5 + 0.45, -0.8)
     ax.set_xlabel("ms from the first shown step")
-    ax.set_title(title)
+    ax.set_title(title, loc="left")
     ax.grid(axis="y", visible=False)
     return ax
 

@@ -130,11 +130,15 @@ class Run:
         return frame
 
     def footer(self) -> str:
-        """GPU, versions, preset and batch size, for the foot of every figure."""
+        """GPU, versions, preset and batch size (the sweep's sizes where there is one), for
+        the foot of every figure."""
         parts = [self.env.get("gpu", "?"), f"torch {self.env.get('torch', '?')}",
                  f"transformers {self.env.get('transformers', '?')}",
                  f"preset {self.params.get('preset')}"]
-        if "batch_size" in self.params:
+        sizes = self.params.get("batch_sizes")
+        if sizes:
+            parts.append("batch " + ", ".join(str(b) for b in sizes))
+        elif "batch_size" in self.params:
             parts.append(f"batch {self.params['batch_size']}")
         return " · ".join(parts)
 

@@ -1,0 +1,140 @@
+"""Notebook 07's measuring, table and figure: the stop check read one step late, timed against
+the per-step sync and against no check at all, with the eager step and with notebook 05's
+compiled CUDA-graph step. The loops themselves are taught in the notebook (helpers/streams.py);
+this is the plumbing behind its one measurement call and its one figure."""
+from __future__ import annotations
+
+import math
+import time
+
+import pandas as pd
+import torch
+
+from . import budget, harness, plotting, profiling
+from .. import static
+from ..model import make_prompt
+from ..streams import eager_step, generate_sync
+
+REGIME_LABELS = {"eager": "eager", "compiled": "CUDA graph"}
+
+
+class Decoders:
+    """``(step, cache, first_call_s)`` per regime and batch size, built and warmed up once: the
+    eager step on a DynamicCache, or the compiled step (``mode="reduce-overhead"``, one CUDA
+    graph per batch size) on a static cache. ``first_call_s`` (compile and capture, or the
+    eager warm-up) is timed apart and never inside a measurement."""
+
+    def __init__(self, model, prompt_len, n_tokens, device, seed=0):
+        self.model, self.prompt_len, self.n_tokens = model, prompt_len, n_tokens
+        self.device, self.seed, self.built, self.compiled = device, seed, {}, None
+
+    def __call__(self, regime, batch):
+        if (regime, batch) not in self.built:
+            if regime == "eager":
+                step, cache = eager_step(self.model), None
+            else:
+                if self.compiled is None:
+                    # One dynamo cache for every batch size's graph: past the default limit of 8
+                    # recompilations dynamo would silently run the step uncompiled.
+                    torch._dynamo.config.recompile_limit = 64
+                    self.compiled = static.compiled_step(self.model, "reduce-overhead")
+                step = self.compiled
+                cache = static.make_static_cache(self.model, batch, self.prompt_len + self.n_tokens,
+                                                 self.device, self.model.dtype)
+            start = time.perf_counter()
+            generate_sync(self.model, self.prompt(batch), self.n_tokens,
+                          self.model.config.eos_token_id, step=step, cache=cache)
+            harness.sync(self.device)
+            self.built[regime, batch] = (step, cache, time.perf_counter() - start)
+        return self.built[regime, batch]
+
+    def prompt(self, batch):
+        return make_prompt(batch, self.prompt_len, self.model.config.vocab_size,
+                           self.model.config.eos_token_id, self.device, seed=self.seed)
+
+
+def measure(decoders, methods, points, *, repeats, compiled_repeats, warmup, budget_s):
+    """Every loop of ``methods`` at every ``(regime, batch_size)`` point, as interleaved trials
+    (one of each per round, no profiler), every row running to ``n_tokens`` (no forced stops:
+    the loops differ by their stop check only), with the GPU's busy time (``busy=True``) for the
+    time budget. One row per loop and point."""
+    model, n_tokens, eos = decoders.model, decoders.n_tokens, decoders.model.config.eos_token_id
+
+    def run_point(point):
+        regime, batch = point
+        step, cache, first = decoders(regime, batch)
+        prompt = decoders.prompt(batch)
+        calls = {name: (lambda g=generate: g(model, prompt, n_tokens, eos, step=step, cache=cache))
+                 for name, generate in methods.items()}
+        rows, _ = harness.compare_row(
+            calls, device=decoders.device, batch_size=batch, seq_len=n_tokens,
+            repeats=compiled_repeats if regime == "compiled" else repeats, warmup=warmup,
+            budget_s=budget_s, busy=True, regime=regime, first_call_s=first)
+        for row in rows:
+            row["ms_per_step"] = row["median_s"] * 1e3 / n_tokens
+        return rows
+
+    return pd.DataFrame(harness.sweep(points, run_point, desc="stop check"))
+
+
+def summary(table) -> pd.DataFrame:
+    """One row per regime and batch size: each loop's ms per step, what the per-step check
+    costs per step (sync against no check, µs) and the share of that cost each one-step-late
+    loop wins back (NaN where the check costs nothing here)."""
+    ok = table[table["status"] == harness.OK]
+    wide = ok.pivot_table(index=["regime", "batch_size"], columns="method",
+                          values="ms_per_step").reset_index()
+    wide.columns.name = None
+    wide["check_cost_us"] = 1e3 * (wide["sync"] - wide["no_check"])
+    for name in ("interleaved", "event"):
+        wide[f"{name}_recovered_pct"] = [profiling.recovered_pct(s, m, f) for s, m, f in
+                                         zip(wide["sync"], wide[name], wide["no_check"])]
+    return wide.round(3)
+
+
+def step_budget(model, table, params, methods):
+    """``budget.per_step`` of every regime's loops at ``params.batch_size``, labelled
+    "<regime>, <loop>" (eager first), with the floor of that point."""
+    part = table[table["batch_size"] == params.batch_size]
+    labelled = part.assign(method=part["regime"].map(REGIME_LABELS) + ", " + part["method"])
+    order = [f"{REGIME_LABELS[r]}, {m}" for r in ("eager", "compiled") for m in methods]
+    floor = budget.floor_ms(model, params.device, params.batch_size, params.prompt_len,
+                            int(part["seq_len"].max()) if len(part) else 1)
+    return budget.per_step(labelled, order, floor=floor)
+
+
+def plot(fig_axes, table, step_costs, params):
+    """Left: the time budget of one step at ``batch_size``; right: ms per step of each loop
+    against batch size with the CUDA-graph step (where the check's cost shows)."""
+    ax_budget, ax_batch = fig_axes
+    budget.plot(ax_budget, step_costs, title=f"One step at batch {params.batch_size}")
+    compiled = table[(table["regime"] == "compiled") & (table["status"] == harness.OK)]
+    if compiled.empty:
+        ax_batch.text(0.5, 0.5, "no CUDA-graph step on a CPU run", ha="center", va="center",
+                      transform=ax_batch.transAxes, color="#555555")
+        ax_batch.set_axis_off()
+        return
+    for i, (name, part) in enumerate(compiled.groupby("method", sort=False)):
+        part = part.sort_values("batch_size")
+        ax_batch.plot(part["batch_size"], part["ms_per_step"], marker="o",
+                      color=plotting.PALETTE[i], label=name)
+    sizes = sorted(compiled["batch_size"].unique())
+    ax_batch.set_xscale("log")
+    ax_batch.set_xticks(sizes, [str(b) for b in sizes])
+    ax_batch.minorticks_off()
+    ax_batch.set_ylim(bottom=0)
+    ax_batch.set(xlabel="batch size", ylabel="ms per step")
+    ax_batch.set_title("CUDA-graph step: ms per step", loc="left")
+    ax_batch.legend(loc="upper left", fontsize=9, frameon=False)
+
+
+def recovered_line(row, name, judge=True) -> str:
+    """"recovers 93% of the check's cost" for one loop in a ``summary`` row, or that there is
+    nothing to recover (the per-step sync was not slower than no check at all); no claim on a
+    run that cannot judge (a smoke run)."""
+    if not judge:
+        return "is not judged (smoke run: not a measurement)"
+    pct = row[f"{name}_recovered_pct"]
+    if math.isnan(pct):
+        return "has nothing to recover (the check costs nothing measurable here)"
+    return f"recovers {pct:.0f}% of the check's cost"
