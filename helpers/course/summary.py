@@ -54,10 +54,11 @@ WHAT = {  # what each lesson's rung changes (lessons without a rung say why), at
     "04": "a preallocated cache of fixed shape, eager",
     "05": "the step compiled (static cache: CUDA graphs)",
     "06": "no rung: measures what the stop check costs",
-    "07": "stop check read a step late (compiled step)",
+    "07": "the stop check read a step late, second stream",
     "10": "the whole step captured in one CUDA graph",
     "11": "fused kernels, fewer of them, toward the floor",
     "peer": "transformers' own loop, for comparison",
+    FUSED: "fused kernels, fewer of them, toward the floor",
 }
 
 
@@ -81,12 +82,12 @@ def ladder_methods(model, eos_token_id, *, compile_dynamic=False, peers=PEERS) -
 
 def lessons(methods) -> pd.DataFrame:
     """Which lesson each rung comes from and what it changes, lessons without a rung included."""
-    rows = [{"lesson": m.notebook, "method": name, "what it changes": WHAT.get(m.notebook, "")}
+    rows = [{"lesson": m.notebook, "method": name,
+             "what it changes": WHAT.get(name, WHAT.get(m.notebook, ""))}
             for name, m in methods.items()]
     for lesson in ("03", "06"):
         rows.append({"lesson": lesson, "method": "-", "what it changes": WHAT[lesson]})
-    order = {lesson: i for i, lesson in enumerate(sorted(WHAT, key=lambda k: (k == "peer", k)))}
-    return pd.DataFrame(rows).sort_values("lesson", key=lambda s: s.map(order),
+    return pd.DataFrame(rows).sort_values("lesson", key=lambda s: s.map(lambda v: (v == "peer", v)),
                                           kind="stable").reset_index(drop=True)
 
 
