@@ -382,12 +382,12 @@ def this_run_tables(mine, names=None) -> tuple:
     return tables, why, pd.DataFrame(rows)
 
 
-def run_first(sources) -> str:
+def run_first(sources, preset="<preset>") -> str:
     """One line naming the notebooks to run before 08 (empty when every table is there)."""
     absent = sources[~sources["in this run"]]
     if not len(absent):
         return ""
     numbers = ",".join(absent["notebook"])
     return (f"Not in this run: notebook(s) {', '.join(absent['notebook'])}. Run them before 08 in "
-            f"the same preset (./run_all.sh --preset <preset> --only {numbers},08, or open them "
+            f"the same preset (./run_all.sh --preset {preset} --only {numbers},08, or open them "
             "in JupyterLab first); the claims that need them are not judged.")

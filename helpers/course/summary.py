@@ -185,10 +185,10 @@ def reading(table, seq_len, judge) -> list:
     best = fastest(table, seq_len)
     name = best["method"]
     floor = best["per_step_s"] / best["floor_ratio"] * 1e3 if best["floor_ratio"] > 0 else math.nan
-    lines = [f"Fastest: {name} (lesson {best['notebook']}), {best['per_step_s'] * 1e3:.2f} ms per "
-             f"token at batch {int(best['batch_size'])} and {int(seq_len)} tokens"
-             + (f", {best['floor_ratio']:.1f}x the floor of {floor:.2f} ms." if floor == floor
-                else " (no floor on a CPU run).")]
+    lines = [f"The fastest rung, {name} (lesson {best['notebook']}), takes "
+             f"{best['per_step_s'] * 1e3:.2f} ms per token at batch {int(best['batch_size'])} and "
+             f"{int(seq_len)} tokens" + (f": {best['floor_ratio']:.1f}x the floor of {floor:.2f} ms."
+                                         if floor == floor else " (no floor on a CPU run).")]
     for other in [NAIVE, *PEERS]:
         if other in set(table["method"]):
             lines.append(f"  {name} against {other}: "
@@ -210,3 +210,9 @@ def one_line(table, seq_len, judge) -> str:
     if peer:
         text += f"; {best[column[peer]]:.1f}x the speed of {peer}"
     return text + ("." if judge else " (smoke run: exercises the code, not a measurement).")
+
+
+def labels(methods) -> dict:
+    """Each method's name with its lesson, for the figure: "KV cache (02)"."""
+    return {name: name if m.notebook == "peer" else f"{name} ({m.notebook})"
+            for name, m in methods.items()}
