@@ -1,16 +1,17 @@
 """The ladder of notebook 08 (helpers.bench), the article's claims (helpers.course.claims) and the
 profiler's busy/idle analysis (helpers.course.profiling), on known inputs and the tiny model on a CPU;
 ``python -m helpers.bench`` runs there too."""
+import json
+import math
 import subprocess
 import sys
 
-import math
 
 import pandas as pd
 import pytest
 
 from helpers import bench
-from helpers.course import claims, profiling, results
+from helpers.course import claims, profiling, results, summary
 from helpers.course.errors import ParameterError
 from helpers.model import build_model, make_prompt
 from helpers.course.presets import resolve_params
@@ -61,8 +62,8 @@ def test_ladder_columns_of_known_rows():
 # ---------------------------------------------------------------- notebook 08: the claims check
 
 def rows(method, times, frag=None, **extra):
-    """Ladder-like rows: one per (length, seconds), each with 8 trials scattered +-2% around
-    its median, in a pattern of its own (so two methods' trials are not identical)."""
+    """Table rows: one per (length, seconds), each with 8 trials scattered +-2% around its
+    median, in a pattern of its own (so two methods' trials are not identical)."""
     phase = sum(map(ord, method)) % 7
 
     def trial_text(t):
@@ -73,10 +74,10 @@ def rows(method, times, frag=None, **extra):
             for n, t in times.items()]
 
 
-def verdicts(ladder_rows, tables=None):
-    frame = claims.check_claims(pd.DataFrame(ladder_rows), tables or {})
+def verdicts(ladder_rows, tables=None, **kwargs):
+    frame = claims.check_claims(pd.DataFrame(ladder_rows), tables or {}, **kwargs)
     assert list(frame.columns) == ["claim", "verdict", "evidence", "source"]
-    return dict(zip(frame["claim"], frame["verdict"])), frame
+    return dict(zip(frame["claim"], frame["verdict"])), frame.set_index("claim")["evidence"]
 
 
 QUAD = "Runtime quadruples when the length doubles (naive loop)"
@@ -86,27 +87,52 @@ STATIC = "The static cache lowers fragmentation, loses at 100 tokens, wins at 20
 COMPILE = "Compile helps most with the static cache"
 INTERLEAVE = "Interleaving gains most at the smallest batch"
 FIVE = "Compile plus interleaving reaches about 5x the baseline"
+T01, T02, T03, T04, T07 = (claims.TABLES[k] for k in ("01", "02", "03", "04", "07"))
 
 
-def test_claims_reproduced_not_reproduced_and_missing():
-    ladder = (rows("naive", {100: 1.0, 200: 4.0}) + rows("kv cache", {100: 0.5, 200: 3.0}))
-    result, frame = verdicts(ladder)
+def test_claims_from_notebooks_01_and_02_tables():
+    table01 = pd.DataFrame(rows("naive", {100: 1.0, 200: 4.0}))
+    table02 = pd.DataFrame(rows("naive", {100: 1.0, 200: 4.0}) + rows("kv_cache", {100: 0.5, 200: 3.0}))
+    result, evidence = verdicts([], {T01: table01, T02: table02})
     assert result[QUAD] == claims.REPRODUCED  # x4.0 per doubling
+    assert "x4.00 per doubling" in evidence[QUAD]
     assert result[KV] == claims.NOT_REPRODUCED  # gain 2.0x, then 1.33x: shrinks
-    assert result[EXPANDABLE] == claims.NO_DATA  # no table from notebook 03, none in this run
-    assert result[FIVE] == claims.NO_DATA
-    assert "x4.00 per doubling" in frame.set_index("claim").loc[QUAD, "evidence"]
+    assert "(" in evidence[KV] and "slower" in evidence[KV]  # stats.plain's words and range
+    linear = pd.DataFrame(rows("naive", {100: 1.0, 200: 2.0, 400: 4.0}))
+    growing = pd.DataFrame(rows("naive", {100: 1.0, 200: 4.0}) + rows("kv_cache", {100: 0.5, 200: 1.0}))
+    result, _ = verdicts([], {T01: linear, T02: growing})
+    assert result[QUAD] == claims.NOT_REPRODUCED  # x2 per doubling
+    assert result[KV] == claims.REPRODUCED  # 2x, then 4x
 
 
-def test_claims_fall_back_to_other_notebooks_tables():
-    ladder = rows("naive", {100: 1.0})  # one length only: 01's and 02's tables decide
-    table01 = pd.DataFrame(rows("naive", {100: 1.0, 200: 2.0, 400: 4.0}))
-    table02 = pd.DataFrame(rows("naive", {100: 1.0, 200: 4.0}) + rows("kv_cache", {100: 0.5, 200: 1.0}))
-    result, frame = verdicts(ladder, {"01_naive_generation": table01, "02_kv_cache": table02})
-    assert result[QUAD] == claims.NOT_REPRODUCED  # x2 per doubling: linear
-    assert result[KV] == claims.REPRODUCED  # 2x then 4x
-    sources = frame.set_index("claim")["source"]
-    assert sources[QUAD] == "01_naive_generation" and sources[KV] == "02_kv_cache"
+def test_a_missing_table_names_the_notebook_to_run_and_judges_nothing():
+    result, evidence = verdicts([], {}, why={T03: "not in this run's folder"})
+    for claim in (QUAD, KV, EXPANDABLE, STATIC, INTERLEAVE):
+        assert result[claim] == claims.NOT_RUN
+    assert "run notebook 03 before 08" in evidence[EXPANDABLE]
+    assert result[FIVE] == claims.NO_DATA and "08's ladder" in evidence[FIVE]
+
+
+def test_workshop_sizes_leave_claims_to_the_full_run():
+    # three runs per point, one length of notebook 04, one batch size in 07
+    def three(frame):
+        return frame.assign(trials_wall_ms=[" ".join(t.split()[:3]) for t in frame["trials_wall_ms"]])
+    table02 = three(pd.DataFrame(rows("naive", {50: 1.0, 300: 6.0}) + rows("kv_cache", {50: 0.9, 300: 3.0})))
+    table04 = pd.DataFrame(rows("kv_cache (dynamic)", {48: 1.0}, frag={48: 20.0}) +
+                           rows("static", {48: 1.2}, frag={48: 2.0}))
+    table07 = pd.DataFrame(rows("sync", {50: 1.0}, regime="compiled", batch_size=16) +
+                           rows("no_check", {50: 0.8}, regime="compiled", batch_size=16) +
+                           rows("interleaved", {50: 0.8}, regime="compiled", batch_size=16))
+    ladder = rows("naive loop", {50: 10.0}) + rows("stop check a step late", {50: 1.0})
+    result, evidence = verdicts(ladder, {T02: table02, T04: table04, T07: table07},
+                                preset="workshop")
+    for claim in (KV, STATIC, COMPILE, INTERLEAVE):
+        assert result[claim] == claims.FULL_RUN, (claim, evidence[claim])
+    assert "only 3 runs" in evidence[KV] and "[48]" in evidence[STATIC]
+    assert "one batch size" in evidence[INTERLEAVE]
+    assert result[FIVE] == claims.REPRODUCED  # 10x with 8 runs: its sizes can show it
+    # the same sizes in a full run are not "left to the full run"
+    assert verdicts(ladder, {T02: table02}, preset="full")[0][KV] == claims.TOO_FEW
 
 
 def test_fragmentation_claims_from_notebooks_03_and_04():
@@ -116,55 +142,118 @@ def test_fragmentation_claims_from_notebooks_03_and_04():
                                 frag={100: 20.0, 200: 25.0, 400: 30.0}) +
                            rows("static", {100: 1.2, 200: 2.5, 400: 6.0},
                                 frag={100: 2.0, 200: 2.0, 400: 2.0}))
-    tables = {"03_expandable_segments": table03, "04_static_cache": table04}
-    result, _ = verdicts([], tables)
+    result, _ = verdicts([], {T03: table03, T04: table04})
     assert result[EXPANDABLE] == claims.REPRODUCED
     assert result[STATIC] == claims.REPRODUCED
-    # this run's numbers come first: a static cache that wins at 100 tokens breaks the claim
-    ladder = rows("kv cache", {100: 1.0}, frag={100: 20.0}) + rows("static cache", {100: 0.8},
-                                                                   frag={100: 2.0})
-    result, frame = verdicts(ladder, tables)
-    assert result[STATIC] == claims.NOT_REPRODUCED
-    assert "this run" in frame.set_index("claim").loc[STATIC, "source"]
-    # a 1% difference inside +-2% noise at 400 tokens is no win: the claim is inconclusive
+    # a static cache that wins at 100 tokens breaks the claim
+    wins = table04.copy()
+    wins.loc[(wins["method"] == "static") & (wins["seq_len"] == 100), "trials_wall_ms"] = \
+        rows("static", {100: 0.8})[0]["trials_wall_ms"]
+    assert verdicts([], {T04: wins})[0][STATIC] == claims.NOT_REPRODUCED
+    # a 1% difference inside +-2% noise at 400 tokens is no win
     tie = pd.DataFrame(rows("kv_cache (dynamic)", {100: 1.0, 200: 3.0, 400: 9.0},
                             frag={100: 20.0, 200: 25.0, 400: 30.0}) +
                        rows("static", {100: 1.2, 200: 2.5, 400: 8.9},
                             frag={100: 2.0, 200: 2.0, 400: 2.0}))
-    result, frame = verdicts([], {"04_static_cache": tie})
-    assert result[STATIC] == claims.INCONCLUSIVE
-    assert "400 tokens static/dynamic speedup" in frame.set_index("claim").loc[STATIC, "evidence"]
-    # without fragmentation (a CPU run) there is no verdict
-    no_frag = {"04_static_cache": table04.assign(fragmentation_pct=float("nan"))}
-    assert verdicts([], no_frag)[0][STATIC] == claims.NO_DATA
+    result, evidence = verdicts([], {T04: tie})
+    assert result[STATIC] == claims.CANT_TELL
+    assert "can't tell apart on this machine" in evidence[STATIC]
+    # without fragmentation (a CPU run) notebook 03 gives no verdict
+    assert verdicts([], {T03: table03.assign(fragmentation_pct=float("nan"))})[0][EXPANDABLE] \
+        == claims.NO_DATA
 
 
 def test_compile_interleave_and_five_x_claims():
-    ladder = (rows("naive", {100: 12.0}) + rows("kv cache", {100: 4.0}) +
-              rows("static cache", {100: 5.0}) + rows("static compiled (default)", {100: 2.0}) +
-              rows("static compiled (reduce-overhead)", {100: 1.0}) +
-              rows("kv cache, compiled (dynamic shapes)", {100: 3.0}) +
-              rows("interleaved (compiled)", {100: 2.5}))
+    ladder = (rows("naive loop", {100: 12.0}) + rows("KV cache", {100: 4.0}) +
+              rows("static cache", {100: 5.0}) + rows("static cache, compiled", {100: 1.0}) +
+              rows("KV cache, compiled", {100: 3.0}) + rows("stop check a step late", {100: 2.5}))
     sweep = pd.DataFrame(rows("sync", {100: 1.0}, regime="compiled", batch_size=1) +
                          rows("interleaved", {100: 0.5}, regime="compiled", batch_size=1) +
                          rows("no_check", {100: 0.45}, regime="compiled", batch_size=1) +
                          rows("sync", {100: 2.0}, regime="compiled", batch_size=32) +
                          rows("interleaved", {100: 1.8}, regime="compiled", batch_size=32) +
                          rows("no_check", {100: 1.7}, regime="compiled", batch_size=32))
-    result, _ = verdicts(ladder, {"07_stream_interleaving": sweep})
+    result, _ = verdicts(ladder, {T07: sweep})
     assert result[COMPILE] == claims.REPRODUCED  # 5.0x with the static cache, 1.33x without
     assert result[INTERLEAVE] == claims.REPRODUCED  # 50% saved at batch 1, 10% at 32
     assert result[FIVE] == claims.REPRODUCED  # 12 / 2.5 = 4.8x
-    # a CPU-bound regime where no check is not clearly faster than the per-step sync: the
-    # article's premise (a GPU-bound step) does not hold, so there is no verdict from it
+    # a regime where dropping the check is not clearly faster: the premise does not hold
     eager = sweep.assign(regime="eager", trials_wall_ms=[
         r["trials_wall_ms"] for r in rows("sync", {100: 1.0}) * 6])
-    result, frame = verdicts(ladder, {"07_stream_interleaving": eager})
-    assert result[INTERLEAVE] == claims.PREMISE_NOT_MET
-    assert "premise not met" in frame.set_index("claim").loc[INTERLEAVE, "evidence"]
-    slow = [r for r in ladder if r["method"] != "interleaved (compiled)"] + \
-        rows("interleaved (compiled)", {100: 5.0})
-    assert verdicts(slow)[0][FIVE] == claims.NOT_REPRODUCED  # 2x
+    result, evidence = verdicts(ladder, {T07: eager})
+    assert result[INTERLEAVE] == claims.PREMISE
+    assert "host sets the pace" in evidence[INTERLEAVE]
+    slow = [r for r in ladder if r["method"] != "stop check a step late"] + \
+        rows("stop check a step late", {100: 5.0})
+    assert verdicts(slow)[0][FIVE] == claims.NOT_REPRODUCED  # 2.4x
+    # a smoke run: every claim "not judged", and no verdict word in the evidence
+    result, evidence = verdicts(ladder, {T07: sweep}, judge=False)
+    assert set(result.values()) == {claims.NOT_JUDGED}
+    assert not any(w in " ".join(evidence) for w in ("faster", "slower", "can't tell"))
+
+
+def _write(folder, name, record):
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    (folder / "outputs").mkdir(exist_ok=True)
+    pd.DataFrame(rows("naive", {100: 1.0, 200: 4.0})).to_csv(folder / "data" / f"{name}.csv")
+    (folder / "outputs" / f"{name}.json").write_text(json.dumps(
+        {"files": [{"kind": "table", "path": f"data/{name}.csv"}], **record}))
+
+
+def test_only_this_runs_tables_count(tmp_path, monkeypatch):
+    monkeypatch.setenv(results.RUN_DIR_ENV, str(tmp_path))
+    env = {"gpu": "H100", "cpu": "Xeon", "torch": "2.11", "transformers": "5.17",
+           "date": "2026-11-23T10:00:00+00:00"}
+    mine = {"preset": "full", "env": env}
+    _write(tmp_path, T01, {"preset": "full", "env": {**env, "date": "2026-11-23T09:50:00+00:00"}})
+    _write(tmp_path, T02, {"preset": "workshop", "env": env})
+    _write(tmp_path, T03, {"preset": "full", "env": {**env, "gpu": "H200"}})
+    _write(tmp_path, T04, {"preset": "full", "env": {**env, "date": "2026-11-20T10:00:00+00:00"}})
+    tables, why, sources = claims.this_run_tables(mine)
+    assert tables[T01] is not None and list(sources["in this run"]) == [True] + [False] * 4
+    assert "workshop preset" in why[T02] and "gpu" in why[T03] and "too long before" in why[T04]
+    assert why[T07] == "not in this run's folder"  # figures/ holds one: it is never read
+    assert "--only 02,03,04,07,08" in claims.run_first(sources)
+    result, evidence = verdicts([], tables, why=why)
+    assert result[QUAD] == claims.REPRODUCED and result[KV] == claims.NOT_RUN
+    assert "workshop preset" in evidence[KV]
+    # a run id, where both records carry one, decides alone
+    _write(tmp_path, T02, {"preset": "workshop", "env": env, "run_id": "a"})
+    assert claims.why_not_this_run(T02, {**mine, "run_id": "a"}) is None
+    assert claims.why_not_this_run(T02, {**mine, "run_id": "b"}) == "written by another run"
+
+
+def test_ladder_methods_in_lesson_order_on_a_cpu(tiny6):
+    model, eos, prompt = tiny6
+    methods = summary.ladder_methods(model, eos, compile_dynamic=True)
+    assert list(methods) == ["naive loop", "KV cache", "static cache", "stop check a step late",
+                             "generate()", "generate() static"]
+    assert [m.notebook for m in methods.values()] == ["01", "02", "04", "07", "peer", "peer"]
+    shown = summary.lessons(methods)
+    assert list(shown["lesson"]) == ["01", "02", "03", "04", "06", "07", "peer", "peer"]
+
+
+def test_measure_times_every_method_in_one_call_and_records_a_failure(tiny6):
+    model, eos, prompt = tiny6
+    methods = dict(list(summary.ladder_methods(model, eos, peers=["generate()"]).items())[:2])
+
+    def broken(p, n):
+        raise RuntimeError("no such kernel")
+
+    methods["broken"] = bench.Method("99", broken)
+    methods["generate()"] = summary.ladder_methods(model, eos, peers=["generate()"])["generate()"]
+    table = summary.add_columns(results.table_frame(
+        summary.measure(methods, prompt, [3], device="cpu", repeats=2)), {3: float("nan")})
+    by = table.set_index("method")
+    assert by.loc["broken", "status"] == "failed" and "no such kernel" in by.loc["broken", "error"]
+    assert by.loc["naive loop", "speedup_vs_naive"] == pytest.approx(1.0)
+    assert by.loc["KV cache", "repeats"] == 2 and by.loc["KV cache", "first_call_s"] > 0
+    assert pd.notna(by.loc["KV cache", "speedup_vs_generate"])
+    view = summary.view(table[table["status"] == "ok"])
+    assert list(view["method"]) == ["naive loop", "KV cache", "generate()"]  # lesson order
+    assert "÷ floor" not in view  # no floor on a CPU
+    line = summary.one_line(table[table["status"] == "ok"], 3, judge=False)
+    assert line.startswith("In one line:") and "not a measurement" in line
 
 
 def test_run_ladder_records_a_failing_method_and_goes_on(tiny6):

@@ -1,11 +1,24 @@
-"""The article's claims, judged on a run's numbers (notebook 08): reproduced, not reproduced,
-inconclusive, or no data. Each claim reads this run's ladder first and falls back to the table
-of the notebook that measured it (``load_tables``); every verdict carries its evidence and
-source. Timing claims are judged only through ``stats`` (95% intervals over interleaved
-trials): a difference the noise cannot support makes a claim inconclusive, never a win or a
-loss; a claim whose premise does not hold on this GPU is judged where it holds, or marked so.
+"""The article's claims, judged on one run's own tables (notebook 08).
+
+Each claim reads the table of the notebook that measured it, from this run's folder only
+(``this_run_tables``: never ``figures/``, never a table another run left behind), or 08's own
+ladder. Every verdict comes with its evidence in plain words and names its source:
+
+- "reproduced" / "not reproduced": the data decide, timing differences through ``stats``
+  (a difference the noise cannot support is never a win or a loss: "can't tell on this
+  machine");
+- "premise does not hold here": the claim is about a situation this GPU does not produce;
+- "left to the full run": the workshop's sizes (lengths, batch sizes, runs per point) cannot
+  show it, and the evidence says what is missing;
+- "not in this run": the notebook that measures it has not run yet in this run folder, and
+  the evidence names it;
+- "not judged: smoke run": a smoke run only exercises the code.
 """
 from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -13,40 +26,60 @@ from . import results, stats
 from .analysis import growth_exponent
 from .harness import OK
 
-REPRODUCED, NOT_REPRODUCED, NO_DATA = "reproduced", "not reproduced", "no data"
-INCONCLUSIVE = "inconclusive: within noise"
-PREMISE_NOT_MET = "inconclusive: premise not met"
+REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
+CANT_TELL = "can't tell on this machine"
+PREMISE = "premise does not hold here"
+FULL_RUN = "left to the full run"
+NOT_RUN = "not in this run"
+NO_DATA = "no data"
+TOO_FEW = "too few runs to judge"
+NOT_JUDGED = "not judged: smoke run"
 QUADRUPLE_RANGE = (3.5, 4.5)  # "runtime quadruples": the factor per doubling of the length
 ABOUT_5X_MIN = 4.0  # "reaches about 5x": the whole interval of the speedup at least this
+MAX_AGE_H = 24  # a table older than this (against 08's own start) is from another run
+
+# The tables the claims read, by the notebook that writes them (08's own ladder is passed apart).
+TABLES = {"01": "01_naive_generation", "02": "02_kv_cache", "03": "03_expandable_segments",
+          "04": "04_static_cache", "07": "07_stream_interleaving"}
+# What must agree between a table's record and 08's own for the table to count as this run's.
+SAME_RUN_KEYS = ("gpu", "cpu", "torch", "transformers")
+
+# Method names in 08's ladder (helpers.course.summary) and in the other notebooks' tables.
+NAIVE, KV, STATIC = "naive loop", "KV cache", "static cache"
+KV_COMPILED, STATIC_COMPILED, LATE = "KV cache, compiled", "static cache, compiled", \
+    "stop check a step late"
 
 
-def _combine(outcomes) -> str:
-    """A claim made of several parts: any part clearly against it -> not reproduced; else any
-    part inside the noise -> inconclusive; else reproduced."""
-    outcomes = list(outcomes)
-    if NOT_REPRODUCED in outcomes:
-        return NOT_REPRODUCED
-    if INCONCLUSIVE in outcomes:
-        return INCONCLUSIVE
-    return REPRODUCED
+@dataclass
+class Context:
+    """What every claim reads: 08's ladder, the other notebooks' tables (None where absent,
+    with the reason in ``why``), whether to judge, and the preset."""
+    ladder: pd.DataFrame | None
+    tables: dict
+    judge: bool = True
+    preset: str = "full"
+    why: dict = field(default_factory=dict)
 
+    def table(self, number):
+        return _ok(self.tables.get(TABLES[number]))
 
-def _expect(ratio, expected: str) -> str:
-    """Compare a speedup's verdict with the one the claim expects."""
-    word = stats.verdict(ratio)
-    if word == stats.NOISE:
-        return INCONCLUSIVE
-    return REPRODUCED if word == expected else NOT_REPRODUCED
+    def missing(self, number) -> tuple:
+        """The verdict and evidence for a claim whose notebook's table is absent."""
+        reason = self.why.get(TABLES[number], "not in this run's folder")
+        return NOT_RUN, (f"needs notebook {number}'s table ({reason}): run notebook {number} "
+                         f"before 08, in the same preset")
 
+    def short(self, what) -> tuple:
+        """A claim these sizes cannot show: left to the full run, or (in a full run) no data."""
+        return (FULL_RUN if self.preset != "full" else NO_DATA), what
 
-def _trials(frame, method, **where):
-    frame = _ok(frame)
-    return [] if frame is None else stats.method_trials(frame, method, **where)
-
-
-def _speedup(frame, candidate, baseline, **where) -> stats.Ratio:
-    return stats.row_speedup(_ok(frame), candidate, baseline, **where) if _ok(frame) is not None \
-        else stats.Ratio(float("nan"), float("nan"), float("nan"), 0)
+    def few(self, ratio) -> tuple | None:
+        """(verdict, reason) when ``ratio`` rests on too few runs; None when it can judge."""
+        if ratio.n >= stats.MIN_TRIALS:
+            return None
+        what = f"only {ratio.n} runs per point"
+        return self.short(what + " at this preset's sizes") if self.preset != "full" \
+            else (TOO_FEW, what)
 
 
 def _ok(frame):
@@ -57,225 +90,304 @@ def _ok(frame):
 
 
 def _medians(frame, method, column="median_s"):
-    """``column`` by length for one method's ok rows (empty if the table or method is absent)."""
-    frame = _ok(frame)
+    """``column`` by length for one method's rows (empty if the table or method is absent)."""
     if frame is None or column not in frame:
         return pd.Series(dtype=float)
-    part = frame[frame["method"] == method]
-    return part.groupby("seq_len")[column].median().dropna()
+    return frame[frame["method"] == method].groupby("seq_len")[column].median().dropna()
 
 
 def _ms(series):
     return ", ".join(f"{int(n)}: {v * 1e3:.0f} ms" for n, v in series.items())
 
 
-def _claim_quadratic(ladder, tables):
-    times, source = _medians(ladder, "naive"), "this run"
+def _expect(ratio, expected) -> str:
+    """Compare a speedup's verdict with the one the claim expects."""
+    word = stats.verdict(ratio)
+    if word == stats.NOISE:
+        return CANT_TELL
+    return REPRODUCED if word == expected else NOT_REPRODUCED
+
+
+def _combine(outcomes) -> str:
+    """Several parts: any part clearly against -> not reproduced; else any part the noise hides
+    -> can't tell; else reproduced."""
+    outcomes = list(outcomes)
+    for verdict in (NOT_REPRODUCED, CANT_TELL):
+        if verdict in outcomes:
+            return verdict
+    return REPRODUCED
+
+
+def _growth(frame, candidate, baseline, short, long):
+    """How many times larger candidate's speedup over baseline is at ``long`` than at ``short``."""
+    pairs = [(stats.method_trials(frame, candidate, seq_len=n),
+              stats.method_trials(frame, baseline, seq_len=n)) for n in (short, long)]
+    if not all(a and b and len(a) == len(b) for a, b in pairs):
+        return stats.Ratio(float("nan"), float("nan"), float("nan"), 0)
+    return stats.speedup_growth(*pairs)
+
+
+def _point(ratio) -> str:
+    return "n/a" if ratio.estimate != ratio.estimate else f"{ratio.estimate:.2f}x"
+
+
+# ---------------------------------------------------------------- the claims, one function each
+
+def claim_quadratic(ctx):
+    frame = ctx.table("01")
+    if frame is None:
+        return ctx.missing("01")
+    times = _medians(frame, "naive")
     if len(times) < 2:
-        times, source = _medians(tables.get("01_naive_generation"), "naive"), "01_naive_generation"
-    if len(times) < 2:
-        return NO_DATA, "needs the naive loop at two lengths or more", source
+        return ctx.short("needs the naive loop at two lengths or more")
     k = growth_exponent(times.index, times.values)
     low, high = QUADRUPLE_RANGE
     verdict = REPRODUCED if low <= 2**k <= high else NOT_REPRODUCED
-    return verdict, (f"naive loop {_ms(times)}: time ~ N^{k:.2f}, x{2**k:.2f} per doubling "
-                     f"(quadrupling: {low:g} to {high:g})"), source
+    return verdict, (f"naive loop {_ms(times)}: time grows as N^{k:.2f}, x{2**k:.2f} per "
+                     f"doubling (quadrupling: x{low:g} to x{high:g})")
 
 
-def _claim_kv_gain(ladder, tables):
-    for frame, kv_name, source in ((ladder, "kv cache", "this run"),
-                                   (tables.get("02_kv_cache"), "kv_cache", "02_kv_cache")):
-        naive, kv = _medians(frame, "naive"), _medians(frame, kv_name)
-        common = naive.index.intersection(kv.index)
-        if len(common) >= 2:
-            break
-    else:
-        return NO_DATA, "needs the naive and KV-cache loops at two lengths or more", source
+def claim_kv_gain(ctx):
+    frame = ctx.table("02")
+    if frame is None:
+        return ctx.missing("02")
+    common = _medians(frame, "naive").index.intersection(_medians(frame, "kv_cache").index)
+    if len(common) < 2:
+        return ctx.short(f"needs the naive and KV-cache loops at two lengths; this run has "
+                         f"{[int(n) for n in common]}")
     short, long = common.min(), common.max()
-    pairs = [(_trials(frame, kv_name, seq_len=n), _trials(frame, "naive", seq_len=n))
-             for n in (short, long)]
-    growth = stats.speedup_growth(*pairs)
+    gains = {int(n): stats.row_speedup(frame, "kv_cache", "naive", seq_len=n) for n in (short, long)}
+    growth = _growth(frame, "kv_cache", "naive", short, long)
+    gain_text = ", ".join(f"{_point(r)} at {n} tokens" for n, r in gains.items())
+    few = ctx.few(growth)
+    if few:
+        return few[0], f"KV cache over naive: {gain_text}; {few[1]}"
     verdict = {stats.FASTER: REPRODUCED, stats.SLOWER: NOT_REPRODUCED,
-               stats.NOISE: INCONCLUSIVE}[stats.verdict(growth)]
-    gains = ", ".join(f"{int(n)} tokens {_speedup(frame, kv_name, 'naive', seq_len=n)}"
-                      for n in common)
-    return verdict, (f"KV cache speedup over naive: {gains}; growth {int(long)} against "
-                     f"{int(short)} tokens: {growth}"), source
+               stats.NOISE: CANT_TELL}[stats.verdict(growth)]
+    return verdict, (f"KV cache over naive: {gain_text}; the gain at {int(long)} tokens against "
+                     f"{int(short)}: {stats.plain(growth, ctx.judge)}")
 
 
-def _fragmentation_pairs(frame, base, other):
-    a = _medians(frame, base, "fragmentation_pct")
-    b = _medians(frame, other, "fragmentation_pct")
-    common = a.index.intersection(b.index)
-    return a[common], b[common]
+def claim_expandable(ctx):
+    frame = ctx.table("03")
+    if frame is None:
+        return ctx.missing("03")
+    default = _medians(frame, "default", "fragmentation_pct")
+    expandable = _medians(frame, "expandable_segments:True", "fragmentation_pct")
+    common = default.index.intersection(expandable.index)
+    if not len(common):
+        return NO_DATA, ("needs peak fragmentation with and without expandable segments "
+                         "(a CUDA run of notebook 03 with both settings)")
+    verdict = REPRODUCED if (expandable[common] < default[common]).all() else NOT_REPRODUCED
+    return verdict, "fragmentation, default against expandable segments: " + ", ".join(
+        f"{int(n)} tokens {default[n]:.1f}% against {expandable[n]:.1f}%" for n in common)
 
 
-def _claim_expandable(ladder, tables):
-    candidates = [(ladder, "kv cache", "kv cache, expandable_segments:True", "this run"),
-                  (tables.get("03_expandable_segments"), "default", "expandable_segments:True",
-                   "03_expandable_segments")]
-    for frame, base, other, source in candidates:
-        default, expandable = _fragmentation_pairs(frame, base, other)
-        if len(default):
-            verdict = REPRODUCED if (expandable < default).all() else NOT_REPRODUCED
-            return verdict, "fragmentation, default against expandable segments: " + ", ".join(
-                f"{int(n)} tokens {d:.1f}% vs {e:.1f}%"
-                for n, d, e in zip(default.index, default, expandable)), source
-    return NO_DATA, "needs peak fragmentation (a CUDA run) with and without expandable segments", \
-        "03_expandable_segments"
+def claim_static(ctx):
+    """Lower fragmentation at every length; slower at 100 tokens; faster at 200 and 400 (or the
+    shortest length up to 100 and a length of 200 or more), from notebook 04's eager loops."""
+    frame = ctx.table("04")
+    if frame is None:
+        return ctx.missing("04")
+    dyn, stat = "kv_cache (dynamic)", "static"
+    lengths = sorted(_medians(frame, dyn).index.intersection(_medians(frame, stat).index))
+    short = [n for n in lengths if n <= 100]
+    long = [n for n in lengths if n >= 200]
+    if not short or not long:
+        return ctx.short(f"needs notebook 04 at 100 tokens and at 200 or 400; this run measured "
+                         f"{[int(n) for n in lengths]}")
+    points = {short[-1]: stats.SLOWER, **{n: stats.FASTER for n in long}}
+    ratios = {n: stats.row_speedup(frame, stat, dyn, seq_len=n) for n in points}
+    for ratio in ratios.values():
+        few = ctx.few(ratio)
+        if few:
+            return few[0], f"static against dynamic cache: {few[1]}"
+    frag_d, frag_s = (_medians(frame, m, "fragmentation_pct") for m in (dyn, stat))
+    frag = [n for n in points if n in frag_d.index and n in frag_s.index]
+    outcomes = [_expect(ratios[n], points[n]) for n in points]
+    parts = [f"{int(n)} tokens {stats.plain(ratios[n], ctx.judge)}" for n in points]
+    if frag:
+        outcomes.append(REPRODUCED if all(frag_s[n] < frag_d[n] for n in frag) else NOT_REPRODUCED)
+        parts.append("fragmentation " + ", ".join(f"{frag_s[n]:.1f}% against {frag_d[n]:.1f}%"
+                                                  for n in frag))
+    return _combine(outcomes), "static cache against dynamic: " + "; ".join(parts)
 
 
-def _claim_static(ladder, tables):
-    """Static cache: lower fragmentation at every length; slower at 100 tokens; faster at 200
-    and 400 (this run's lengths first, notebook 04's table for the others), each by the
-    interval of its interleaved trials."""
-    table04 = tables.get("04_static_cache")
-    sources = [(ladder, "kv cache", "static cache", "this run"),
-               (table04, "kv_cache (dynamic)", "static", "04_static_cache")]
-    found, frags, used = {}, {}, []
-    for frame, dyn, stat, source in sources:
-        d, st = _medians(frame, dyn), _medians(frame, stat)
-        fd, fs = _fragmentation_pairs(frame, dyn, stat)
-        for n in d.index.intersection(st.index):
-            if int(n) in (100, 200, 400) and int(n) not in found:
-                found[int(n)] = _speedup(frame, stat, dyn, seq_len=n)
-                used.append(source)
-                if n in fd.index:
-                    frags[int(n)] = (fd[n], fs[n])
-    if 100 not in found or not {200, 400} & set(found) or not frags:
-        return NO_DATA, ("needs the dynamic and static caches at 100 tokens and at 200 or 400, "
-                         "with fragmentation (a CUDA run)"), "this run, 04_static_cache"
-    expected = {100: stats.SLOWER, 200: stats.FASTER, 400: stats.FASTER}
-    outcomes, parts = [], []
-    for n in sorted(found):
-        outcomes.append(_expect(found[n], expected[n]))
-        parts.append(f"{n} tokens static/dynamic speedup {found[n]}: {stats.verdict(found[n])}")
-    outcomes.append(REPRODUCED if all(fs < fd for fd, fs in frags.values()) else NOT_REPRODUCED)
-    parts.append("fragmentation " + ", ".join(f"{n}: {fs:.1f}% vs {fd:.1f}%"
-                                              for n, (fd, fs) in sorted(frags.items())))
-    missing = sorted({100, 200, 400} - set(found))
-    if missing:
-        parts.append(f"no data at {missing}")
-    return _combine(outcomes), "static against dynamic: " + "; ".join(parts), \
-        ", ".join(dict.fromkeys(used))
+def claim_compile_static(ctx):
+    """Compiling gains more with the static cache than with the dynamic one (08's ladder)."""
+    ladder = _ok(ctx.ladder)
+    names = set() if ladder is None else set(ladder["method"])
+    if KV_COMPILED not in names or STATIC_COMPILED not in names:
+        return ctx.short("needs the compiled KV-cache loop in 08's ladder (compile_dynamic, "
+                         "on in the full preset)")
+    n = sorted(ladder["seq_len"].unique())[0]
+    pair = lambda a, b: (stats.method_trials(ladder, a, seq_len=n),  # noqa: E731
+                         stats.method_trials(ladder, b, seq_len=n))
+    dyn, static = pair(KV_COMPILED, KV), pair(STATIC_COMPILED, STATIC)
+    if not all(dyn + static):
+        return NO_DATA, "a compiled loop or its eager baseline did not run"
+    more = stats.speedup_growth(dyn, static)
+    evidence = (f"{int(n)} tokens: compiling gains {_point(stats.speedup(*static))} with the "
+                f"static cache, {_point(stats.speedup(*dyn))} with the dynamic cache")
+    few = ctx.few(more)
+    if few:
+        return few[0], f"{evidence}; {few[1]}"
+    return _expect(more, stats.FASTER), f"{evidence}: {stats.plain(more, ctx.judge)}"
 
 
-def _claim_compile_static(ladder, tables):
-    ok = _ok(ladder)
-    compiled = [] if ok is None else [m for m in ok["method"].unique()
-                                       if m.startswith("static compiled")]
-    if not compiled or not len(_medians(ladder, "kv cache, compiled (dynamic shapes)")):
-        return NO_DATA, "needs compiled loops with the static and with the dynamic cache", "this run"
-    outcomes, parts = [], []
-    for n in sorted(ok["seq_len"].unique()):
-        best = ok[ok["method"].isin(compiled) & (ok["seq_len"] == n)].sort_values("median_s")
-        dyn = (_trials(ladder, "kv cache, compiled (dynamic shapes)", seq_len=n),
-               _trials(ladder, "kv cache", seq_len=n))
-        if not len(best) or not all(dyn):
-            continue
-        static = (_trials(ladder, best["method"].iloc[0], seq_len=n),
-                  _trials(ladder, "static cache", seq_len=n))
-        if not all(static):
-            continue
-        # compile's speedup with the static cache over its speedup with the dynamic cache
-        more = stats.speedup_growth(dyn, static)
-        outcomes.append(_expect(more, stats.FASTER))
-        parts.append(f"{int(n)} tokens: static {stats.speedup(*static)} against dynamic "
-                     f"{stats.speedup(*dyn)}, ratio {more}")
-    if not parts:
-        return NO_DATA, "no length with both compiled loops and their eager baselines", "this run"
-    return _combine(outcomes), "compile's speedup, static cache against dynamic cache: " + \
-        "; ".join(parts), "this run"
-
-
-def _claim_interleave_small_batch(ladder, tables):
-    """The article's premise: the stop check costs time that interleaving can hide, i.e. the
-    GPU, not the CPU, sets the pace. Judged in each regime where the check's cost is clear of
-    the noise at every batch size; elsewhere the premise is not met on this GPU."""
-    table = _ok(tables.get("07_stream_interleaving"))
-    if table is None or "batch_size" not in table or "trials_wall_ms" not in table:
-        return NO_DATA, "needs notebook 07's batch sweep with its trials", "07_stream_interleaving"
-    regimes = table["regime"].unique() if "regime" in table else [None]
-    outcomes, parts = [], []
+def claim_interleave_small_batch(ctx):
+    """The article's premise: the stop check costs time that interleaving can hide. Judged in
+    each regime of notebook 07 where dropping the check is clearly faster at every batch size;
+    elsewhere the premise does not hold on this GPU."""
+    frame = ctx.table("07")
+    if frame is None:
+        return ctx.missing("07")
+    if "batch_size" not in frame or "trials_wall_ms" not in frame:
+        return NO_DATA, "notebook 07's table has no batch sizes or no trials"
+    regimes = list(dict.fromkeys(frame["regime"])) if "regime" in frame else [None]
+    outcomes, parts, short = [], [], []
     for regime in regimes:
-        part = table if regime is None else table[table["regime"] == regime]
+        part = frame if regime is None else frame[frame["regime"] == regime]
         batches = sorted(part["batch_size"].unique())
         if len(batches) < 2:
+            short.append(f"{regime}: one batch size ({[int(b) for b in batches]})")
             continue
-        cost = {b: stats.row_speedup(part, "no_check", "sync", batch_size=b) for b in batches}
-        no_cost = [int(b) for b, r in cost.items() if stats.verdict(r) != stats.FASTER]
-        if no_cost:
-            parts.append(f"{regime}: premise not met, the check's cost is within noise at batch "
-                         f"{no_cost} (the loop is CPU-bound: no check is not clearly faster)")
+        cost = [stats.row_speedup(part, "no_check", "sync", batch_size=b) for b in batches]
+        if any(r.n < stats.MIN_TRIALS for r in cost):
+            short.append(f"{regime}: fewer than {stats.MIN_TRIALS} runs per point")
             continue
-        pairs = {b: (_trials(part, "interleaved", batch_size=b), _trials(part, "sync", batch_size=b))
-                 for b in batches}
-        smallest = batches[0]
-        against = [stats.speedup_growth(pairs[b], pairs[smallest]) for b in batches[1:]]
+        if any(stats.verdict(r) != stats.FASTER for r in cost):
+            parts.append(f"{regime}: the check costs no clear time (the host sets the pace)")
+            continue
+        gains = {b: stats.row_speedup(part, "interleaved", "sync", batch_size=b) for b in batches}
+        pair = lambda b: (stats.method_trials(part, "interleaved", batch_size=b),  # noqa: E731
+                          stats.method_trials(part, "sync", batch_size=b))
+        against = [stats.speedup_growth(pair(b), pair(batches[0])) for b in batches[1:]]
         outcomes.append(_combine(_expect(r, stats.FASTER) for r in against))
         parts.append(f"{regime}: interleaved over sync " + ", ".join(
-            f"batch {int(b)} {stats.row_speedup(part, 'interleaved', 'sync', batch_size=b)}"
-            for b in batches))
-    if not parts:
-        return NO_DATA, "needs the sync and interleaved loops at two batch sizes or more", \
-            "07_stream_interleaving"
-    verdict = _combine(outcomes) if outcomes else PREMISE_NOT_MET
-    return verdict, "; ".join(parts), "07_stream_interleaving"
+            f"{_point(r)} at batch {int(b)}" for b, r in gains.items()))
+    if not outcomes and not parts:
+        return ctx.short("needs notebook 07 at two batch sizes or more with 5 runs per point; "
+                         + "; ".join(short))
+    verdict = _combine(outcomes) if outcomes else PREMISE
+    return verdict, "; ".join(parts + short)
 
 
-def _claim_five_x(ladder, tables):
-    naive, fast = _medians(ladder, "naive"), _medians(ladder, "interleaved (compiled)")
-    common = naive.index.intersection(fast.index)
-    if not len(common):
-        return NO_DATA, "needs the naive loop and the compiled interleaved loop", "this run"
-    gains = {n: _speedup(ladder, "interleaved (compiled)", "naive", seq_len=n) for n in common}
-    at = 100 if 100 in gains else min(gains)
-    ratio = gains[at]
-    if ratio.n < stats.MIN_TRIALS:
-        verdict = INCONCLUSIVE
-    elif ratio.low >= ABOUT_5X_MIN:
+def claim_five_x(ctx):
+    ladder = _ok(ctx.ladder)
+    if ladder is None or not {NAIVE, LATE} <= set(ladder["method"]):
+        return NO_DATA, "needs the naive loop and the late stop check in 08's ladder"
+    n = 100 if 100 in set(ladder["seq_len"]) else sorted(ladder["seq_len"].unique())[0]
+    ratio = stats.row_speedup(ladder, LATE, NAIVE, seq_len=n)
+    evidence = f"compiled step with the late stop check over the naive loop at {int(n)} tokens"
+    few = ctx.few(ratio)
+    if few:
+        return few[0], f"{evidence}: {_point(ratio)}; {few[1]}"
+    if ratio.low >= ABOUT_5X_MIN:
         verdict = REPRODUCED
     elif ratio.high < ABOUT_5X_MIN:
         verdict = NOT_REPRODUCED
     else:
-        verdict = INCONCLUSIVE
-    return verdict, ("compiled + interleaved over naive: " + ", ".join(
-        f"{int(n)} tokens {g}" for n, g in gains.items()) +
-        f" (judged at {int(at)} tokens: about 5x = the whole interval at least {ABOUT_5X_MIN:g}x)"), \
-        "this run"
+        verdict = CANT_TELL
+    return verdict, (f"{evidence}: {stats.plain(ratio, ctx.judge)} (about 5x: the whole range at "
+                     f"least {ABOUT_5X_MIN:g}x)")
 
 
-CLAIMS = {
-    "Runtime quadruples when the length doubles (naive loop)": _claim_quadratic,
-    "The KV cache's gain grows with length": _claim_kv_gain,
-    "Expandable segments cut fragmentation": _claim_expandable,
-    "The static cache lowers fragmentation, loses at 100 tokens, wins at 200 and 400": _claim_static,
-    "Compile helps most with the static cache": _claim_compile_static,
-    "Interleaving gains most at the smallest batch": _claim_interleave_small_batch,
-    "Compile plus interleaving reaches about 5x the baseline": _claim_five_x,
+CLAIMS = {  # claim -> (judge, source)
+    "Runtime quadruples when the length doubles (naive loop)": (claim_quadratic, "01"),
+    "The KV cache's gain grows with length": (claim_kv_gain, "02"),
+    "Expandable segments cut fragmentation": (claim_expandable, "03"),
+    "The static cache lowers fragmentation, loses at 100 tokens, wins at 200 and 400":
+        (claim_static, "04"),
+    "Compile helps most with the static cache": (claim_compile_static, "08"),
+    "Interleaving gains most at the smallest batch": (claim_interleave_small_batch, "07"),
+    "Compile plus interleaving reaches about 5x the baseline": (claim_five_x, "08"),
 }
 
 
-def check_claims(ladder, tables=None):
-    """Each claim of the article judged on data: ``ladder`` is this run's table (methods of
-    ``helpers.bench.course_methods`` by length), ``tables`` maps other notebooks' table names (e.g.
-    ``"03_expandable_segments"``) to their frames, or None where absent. Returns a frame with
-    claim, verdict (reproduced / not reproduced / no data), evidence and source."""
-    tables = tables or {}
+def check_claims(ladder, tables=None, judge=True, preset="full", why=None) -> pd.DataFrame:
+    """Each claim of the article judged on this run's data: ``ladder`` is 08's table (methods
+    named as in helpers.course.summary), ``tables`` maps the other notebooks' table names
+    (``TABLES``) to their frames, or None where absent (``why`` says why). ``judge`` False (a
+    smoke run): every verdict is "not judged" and the evidence carries no verdict. Returns
+    claim, verdict, evidence and source (the notebook whose table decided)."""
+    ctx = Context(ladder, tables or {}, judge, preset, why or {})
     rows = []
-    for claim, judge in CLAIMS.items():
-        verdict, evidence, source = judge(ladder, tables)
-        rows.append({"claim": claim, "verdict": verdict, "evidence": evidence, "source": source})
+    for claim, (rule, source) in CLAIMS.items():
+        verdict, evidence = rule(ctx)
+        if not judge:
+            verdict = NOT_JUDGED
+        rows.append({"claim": claim, "verdict": verdict, "evidence": evidence,
+                     "source": f"notebook {source}"})
     return pd.DataFrame(rows)
 
 
-def load_tables(names):
-    """Other notebooks' tables by name (this run's folder first, then figures/data); None for
-    a table that exists in neither."""
-    found = {}
+# ---------------------------------------------------------------- this run's tables
+
+def _record(stem):
+    try:
+        return json.loads((results.run_dir() / "outputs" / f"{stem}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _age_h(record, mine) -> float:
+    try:
+        then = datetime.datetime.fromisoformat(record["env"]["date"])
+        now = datetime.datetime.fromisoformat(mine["env"]["date"])
+    except (KeyError, TypeError, ValueError):
+        return float("inf")
+    return (now - then).total_seconds() / 3600
+
+
+def why_not_this_run(name, mine) -> str | None:
+    """Why the table ``name`` in this run folder does not count as this run's (None: it does).
+    ``mine`` is 08's own record (``run.record``). A table counts when the notebook that wrote it
+    recorded it in this run folder with the same preset, on the same machine and versions,
+    within ``MAX_AGE_H`` hours before 08 (or, where both records carry a ``run_id``, the same
+    one)."""
+    path = results.run_dir() / "data" / f"{name}.csv"
+    record = _record(name)
+    if not path.exists() or record is None or \
+            f"data/{name}.csv" not in {f.get("path") for f in record.get("files", [])}:
+        return "not in this run's folder"
+    if record.get("run_id") and mine.get("run_id"):
+        return None if record["run_id"] == mine["run_id"] else "written by another run"
+    if record.get("preset") != mine.get("preset"):
+        return f"written by the {record.get('preset')} preset, not {mine.get('preset')}"
+    env, my_env = record.get("env", {}), mine.get("env", {})
+    differs = [k for k in SAME_RUN_KEYS if env.get(k) != my_env.get(k)]
+    if differs:
+        return f"written on another machine or install ({', '.join(differs)} differ)"
+    if not -1 <= _age_h(record, mine) <= MAX_AGE_H:
+        return f"written {str(env.get('date', '?'))[:16]}, too long before this run"
+    if record.get("failed"):
+        return "its notebook recorded a failed measurement"
+    return None
+
+
+def this_run_tables(mine, names=None) -> tuple:
+    """(tables, why, sources): the tables of ``names`` (default ``TABLES``) that this run wrote
+    (None where not), why each absent one is absent, and a small frame naming each table and
+    whether it counts. ``mine`` is 08's own record (``run.record``). Never reads ``figures/``."""
+    names = list(names or TABLES.values())
+    tables, why, rows = {}, {}, []
     for name in names:
-        try:
-            found[name] = results.load_table(name)
-        except FileNotFoundError:
-            found[name] = None
-    return found
+        reason = why_not_this_run(name, mine)
+        tables[name] = None if reason else pd.read_csv(results.run_dir() / "data" / f"{name}.csv")
+        if reason:
+            why[name] = reason
+        rows.append({"notebook": name[:2], "table": name, "in this run": reason is None,
+                     "why not": reason or ""})
+    return tables, why, pd.DataFrame(rows)
+
+
+def run_first(sources, preset="<preset>") -> str:
+    """One line naming the notebooks to run before 08 (empty when every table is there)."""
+    absent = sources[~sources["in this run"]]
+    if not len(absent):
+        return ""
+    numbers = ",".join(absent["notebook"])
+    return (f"Not in this run: notebook(s) {', '.join(absent['notebook'])}. Run them before 08 in "
+            f"the same preset (./run_all.sh --preset {preset} --only {numbers},08, or open them "
+            "in JupyterLab first); the claims that need them are not judged.")

@@ -1,0 +1,218 @@
+"""Notebook 08's ladder: every lesson's method, in lesson order, measured side by side in one
+call, and read against the naive loop, ``generate()`` and the floor.
+
+- ``RUNGS``: lesson -> plain name -> the ``helpers.bench.LADDER`` method it runs (GPU, CPU);
+  ``ladder_methods`` builds them for one run (``bench.Method``), ``lessons`` shows them.
+- ``check_peers``: ``generate()`` gives the naive loop's tokens.
+- ``measure``: first call of each method timed apart (compilation, capture), then all of them
+  in turns with ``harness.compare_row`` (with the GPU's busy time, for ``budget``).
+- ``view``, ``reading``, ``one_line``: the table in lesson order and the answer in words.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import time
+import warnings
+
+import pandas as pd
+
+from .. import bench
+from ..checks import check_same_tokens
+from ..generation import generate_naive
+from ..model import exact_matmul
+from . import harness, stats
+from .claims import KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED
+
+PEERS = ("generate()", "generate() static")
+FUSED = "CUDA graph, fused kernels"
+
+
+def fastest_rung() -> str:
+    """Lesson 11's best rung where ``helpers.bench`` names one (the last LADDER entry of
+    notebook "11"), else bench's fused step in a CUDA graph (its fastest float32 rung)."""
+    eleven = [name for name, entry in bench.LADDER.items() if entry[0] == "11"]
+    return eleven[-1] if eleven else bench.FUSED_GRAPH
+
+
+# (lesson, plain name, bench method on a GPU, bench method on a CPU or None: left out there)
+RUNGS = [
+    ("01", NAIVE, "naive", "naive"),
+    ("02", KV, "kv cache", "kv cache"),
+    ("04", STATIC, "static cache", "static cache"),
+    ("05", KV_COMPILED, "kv cache, compiled (dynamic shapes)", None),  # with compile_dynamic
+    ("05", STATIC_COMPILED, "static compiled (reduce-overhead)", None),
+    ("07", LATE, "interleaved (compiled)", "interleaved (eager)"),
+    ("10", "CUDA graph, whole step", "CUDA graph, lean step (4/launch)", None),
+    ("11", FUSED, None, None),  # fastest_rung(), read when the ladder is built
+]
+WHAT = {  # what each lesson's rung changes (lessons without a rung say why), at most 50 characters
+    "01": "the whole sequence through the model every step",
+    "02": "keys and values kept: one new token per step",
+    "03": "no rung: memory mapping, not the step (claim 3)",
+    "04": "a preallocated cache of fixed shape, eager",
+    "05": "the step compiled (static cache: CUDA graphs)",
+    "06": "no rung: measures what the stop check costs",
+    "07": "the stop check read a step late, second stream",
+    "10": "the whole step captured in one CUDA graph",
+    "11": "fused kernels, fewer of them, toward the floor",
+    "peer": "transformers' own loop, for comparison",
+    FUSED: "fused kernels, fewer of them, toward the floor",
+}
+
+
+def ladder_methods(model, eos_token_id, *, compile_dynamic=False, peers=PEERS) -> dict:
+    """The ladder's methods by plain name, in lesson order, then the ``peers``: on a CPU the
+    GPU-only rungs are left out (or replaced by their eager form)."""
+    cuda = next(model.parameters()).device.type == "cuda"
+    lab = bench.Lab(model, eos_token_id)
+    chosen = []
+    for lesson, label, gpu_name, cpu_name in RUNGS:
+        name = (gpu_name or fastest_rung()) if cuda else cpu_name
+        if name and (label != KV_COMPILED or compile_dynamic):
+            chosen.append((label, bench.LADDER[name][0] if lesson == "11" else lesson, name))
+    chosen += [(peer, "peer", peer) for peer in peers]
+    methods = {}
+    for label, lesson, name in chosen:
+        _, builder, options, _ = bench.LADDER[name]
+        methods[label] = bench.Method(lesson, functools.partial(builder, lab, **options))
+    return methods
+
+
+def lessons(methods) -> pd.DataFrame:
+    """Which lesson each rung comes from and what it changes, lessons without a rung included."""
+    rows = [{"lesson": m.notebook, "method": name,
+             "what it changes": WHAT.get(name, WHAT.get(m.notebook, ""))}
+            for name, m in methods.items()]
+    for lesson in ("03", "06"):
+        rows.append({"lesson": lesson, "method": "-", "what it changes": WHAT[lesson]})
+    return pd.DataFrame(rows).sort_values("lesson", key=lambda s: s.map(lambda v: (v == "peer", v)),
+                                          kind="stable").reset_index(drop=True)
+
+
+def check_peers(model, prompt, methods, new_tokens, eos_token_id) -> list:
+    """``generate()``'s tokens against the naive loop's, in full float32 (TF32 can flip a
+    near-tie): one line per peer that is in ``methods``."""
+    lines = []
+    with exact_matmul(), _quiet():
+        reference = generate_naive(model, prompt, new_tokens, eos_token_id)
+        for name in (n for n, m in methods.items() if m.notebook == "peer"):
+            check_same_tokens(model, reference, methods[name].build(prompt, new_tokens)(), name,
+                              verbose=False)
+            lines.append(f"{name}: the naive loop's tokens ({tuple(prompt.shape)[0]} rows, "
+                         f"{new_tokens} new tokens)")
+    return lines
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Messages Inductor prints while it compiles a step: expected here, not the reader's."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Oo]nline softmax is disabled")
+        warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores")
+        yield
+
+
+def measure(methods, prompt, lengths, *, device, repeats, budget_s=0) -> list:
+    """Every method at every length: each built and called once on its own (``first_call_s``:
+    compilation, capture, warm-up), then all of them in turns (``harness.compare_row``: round r
+    runs each once), with one profiled run each for the GPU's busy time. A method that raises
+    while being built is a ``failed`` row (``run.save_table`` then fails the notebook)."""
+    rows = []
+    for n in lengths:
+        calls, first = {}, {}
+        with _quiet():
+            for name, method in methods.items():
+                start = time.perf_counter()
+                try:
+                    call = method.build(prompt, n)
+                    bench.timed_first_call(call)
+                except Exception as error:  # noqa: BLE001 - one broken method must not end the ladder
+                    rows.append(bench._failed_row(name, method.notebook, prompt, n, device, error))
+                    harness.release_memory(device)
+                    continue
+                calls[name], first[name] = call, time.perf_counter() - start
+            timed, _ = harness.compare_row(calls, device=device, batch_size=prompt.shape[0],
+                                           seq_len=n, repeats=repeats, warmup=0,
+                                           budget_s=budget_s, busy=True)
+        for row in timed:
+            row["notebook"] = methods[row["method"]].notebook
+            row["first_call_s"] = first[row["method"]]
+        rows += timed
+        calls = None
+        harness.release_memory(device)
+    return rows
+
+
+def add_columns(frame, floor_ms) -> pd.DataFrame:
+    """Per-token time, ratio to the floor (``floor_ms`` per token, one value or by length) and
+    speedups against the naive loop and each peer (``bench.add_ladder_columns``)."""
+    floors = ({n: v / 1e3 for n, v in floor_ms.items()} if isinstance(floor_ms, dict)
+              else floor_ms / 1e3)
+    return bench.add_ladder_columns(frame, floors, reference=NAIVE, peers={
+        "speedup_vs_generate": "generate()", "speedup_vs_generate_static": "generate() static"})
+
+
+COLUMNS = {"notebook": "lesson", "method": "method", "seq_len": "tokens",
+           "per_step_s": "ms per token", "speedup_vs_naive": "× naive", "floor_ratio": "÷ floor",
+           "speedup_vs_generate": "× generate()",
+           "speedup_vs_generate_static": "× generate() static", "first_call_s": "first call s"}
+
+
+def view(table) -> pd.DataFrame:
+    """The ladder for display, in lesson order (as measured), in ms and ratios; the tokens
+    column only with several lengths; columns without data (a CPU run's floor) left out."""
+    out = table[[c for c in COLUMNS if c in table]].copy()
+    out["per_step_s"] = out["per_step_s"] * 1e3
+    out = out.sort_values("seq_len", kind="stable")
+    if out["seq_len"].nunique() == 1:
+        out = out.drop(columns="seq_len")
+    out = out.dropna(axis=1, how="all")
+    return out.rename(columns=COLUMNS).round(2).reset_index(drop=True)
+
+
+def fastest(table, seq_len) -> pd.Series:
+    """The course's fastest method (lowest median, peers left out) at one length."""
+    ok = table[(table["status"] == harness.OK) & (table["seq_len"] == seq_len)
+               & (table["notebook"] != "peer")]
+    return ok.sort_values("median_s").iloc[0]
+
+
+def reading(table, seq_len, judge) -> list:
+    """The answer in a few lines: the fastest rung, its distance to the floor, and its speedup
+    over the naive loop and each peer (``stats.say``'s words; none on a smoke run)."""
+    best = fastest(table, seq_len)
+    name = best["method"]
+    floor = best["per_step_s"] / best["floor_ratio"] * 1e3 if best["floor_ratio"] > 0 else math.nan
+    lines = [f"The fastest rung, {name} (lesson {best['notebook']}), takes "
+             f"{best['per_step_s'] * 1e3:.2f} ms per token at batch {int(best['batch_size'])} and "
+             f"{int(seq_len)} tokens" + (f": {best['floor_ratio']:.1f}x the floor of {floor:.2f} ms."
+                                         if floor == floor else " (no floor on a CPU run).")]
+    for other in [NAIVE, *PEERS]:
+        if other in set(table["method"]):
+            lines.append(f"  {name} against {other}: "
+                         f"{stats.say(table, name, other, judge, seq_len=seq_len)}")
+    return lines
+
+
+def one_line(table, seq_len, judge) -> str:
+    """The summary's closing sentence, with this run's numbers."""
+    best = fastest(table, seq_len)
+    naive = table[(table["method"] == NAIVE) & (table["seq_len"] == seq_len)].iloc[0]
+    text = (f"In one line: per token, from {naive['per_step_s'] * 1e3:.2f} ms (naive loop) to "
+            f"{best['per_step_s'] * 1e3:.2f} ms ({best['method']}), {best['speedup_vs_naive']:.1f}x "
+            "the naive loop's speed")
+    if best["floor_ratio"] == best["floor_ratio"]:
+        text += f" and {best['floor_ratio']:.1f}x the floor"
+    peer = next((p for p in reversed(PEERS) if p in set(table["method"])), None)
+    column = {"generate()": "speedup_vs_generate", "generate() static": "speedup_vs_generate_static"}
+    if peer:
+        text += f"; {best[column[peer]]:.1f}x the speed of {peer}"
+    return text + ("." if judge else " (smoke run: exercises the code, not a measurement).")
+
+
+def labels(methods) -> dict:
+    """Each method's name with its lesson, for the figure: "KV cache (02)"."""
+    return {name: name if m.notebook == "peer" else f"{name} ({m.notebook})"
+            for name, m in methods.items()}
