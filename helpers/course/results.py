@@ -25,6 +25,7 @@ REQUIRED_COLUMNS = ["method", "batch_size", "seq_len", "repeats", "median_s", "m
                     "tokens_per_s", "peak_allocated_bytes", "peak_reserved_bytes",
                     "fragmentation_pct", "device_name"]
 RUN_DIR_ENV = "COURSE_RUN_DIR"
+RUN_ID_ENV = "COURSE_RUN_ID"  # the runner sets it: every notebook of one run records the same id
 FAILED = "failed"  # the status of a row whose method raised (helpers.ladder)
 
 
@@ -94,6 +95,8 @@ class Run:
         self.record = {"notebook": notebook, "preset": self.params.get("preset"),
                        "params": self.params, "env": self.env, "files": [], "skipped": [],
                        "failed": []}
+        if os.environ.get(RUN_ID_ENV):  # the runner's run: 08 reads only tables of the same run
+            self.record["run_id"] = os.environ[RUN_ID_ENV]
         self._write_record()
 
     def _write_record(self):

@@ -585,6 +585,7 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
     with run_lock(run_root):
         status = load_status(run_root, strict=resume)
         identity = status[published.RUN_KEY] = published.run_identity(status, resume)  # --resume keeps it
+        os.environ["COURSE_RUN_ID"] = identity["id"]  # each kernel records it (results.RUN_ID_ENV)
         this = {}
         width = max((len(p.stem) for p in paths), default=0)
         total = time.perf_counter()
