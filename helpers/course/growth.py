@@ -110,8 +110,9 @@ def gains(table, candidate: str, baseline: str) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def plot_gains(ax, table, candidate: str, baseline: str, judge: bool):
-    """The speedup against N; its interval as bars where the run can judge."""
+def plot_gains(ax, table, candidate: str, baseline: str, judge: bool, labels=None):
+    """The speedup against N; its interval as bars where the run can judge. ``labels`` renames
+    the methods in the axis texts."""
     g = gains(table, candidate, baseline)
     bars = g["n"] >= stats.MIN_TRIALS
     if judge and bars.all():
@@ -120,8 +121,9 @@ def plot_gains(ax, table, candidate: str, baseline: str, judge: bool):
     else:
         ax.plot(g["seq_len"], g["speedup"], marker="o", label="speedup")
     ax.axhline(1, color="#999999", linestyle=":")
+    candidate, baseline = ((labels or {}).get(m, m) for m in (candidate, baseline))
     ax.set(xlabel="new tokens N", ylabel=f"{baseline} time ÷ {candidate} time",
-           title="The KV cache's gain")
+           title=f"Gain of {candidate} over {baseline}")
     ax.set_ylim(bottom=0)
 
 
@@ -148,14 +150,15 @@ def gain_growth(table, candidate: str, baseline: str, judge: bool) -> str:
 
 
 def plot_memory(ax, table, device, methods):
-    """Peak allocated memory against N per method, or a note where a CPU run has none."""
+    """Peak allocated memory against N per method (``methods``: name -> label), or a note where
+    a CPU run has none."""
     if not str(device).startswith("cuda"):
         ax.text(0.5, 0.5, "no GPU memory on a CPU run", ha="center", va="center", fontsize=11)
         ax.set_axis_off()
         return
-    for method in methods:
+    for method, label in methods.items():
         part = table[(table["method"] == method) & (table["status"] == harness.OK)].sort_values("seq_len")
-        ax.plot(part["seq_len"], part["peak_allocated_bytes"] / 2**30, marker="o", label=method)
+        ax.plot(part["seq_len"], part["peak_allocated_bytes"] / 2**30, marker="o", label=label)
     ax.set(xlabel="new tokens N", ylabel="GiB", title="Peak allocated memory")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=9)
