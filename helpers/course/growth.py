@@ -7,21 +7,10 @@ functions time a loop at several lengths, fit that model, and state it in the co
 from __future__ import annotations
 
 import math
-import warnings
-from contextlib import contextmanager
 
 import pandas as pd
 
 from . import analysis, harness, stats
-
-
-@contextmanager
-def _quiet_profiler():
-    """The profiler behind ``busy=True`` warns once per process that it "clears events at the
-    end of each cycle": expected here (one profiled run per method), so not shown."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*Profiler clears events", category=UserWarning)
-        yield
 
 
 def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
@@ -30,9 +19,8 @@ def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget
     every length once, the order rotated), so the lengths meet the host at the same moments.
     Returns one results row per length (``method``, ``seq_len`` and the shared columns)."""
     calls = {n: (lambda n=n: loop(n)) for n in lengths}
-    with _quiet_profiler():
-        rows, _ = harness.compare(calls, device=device, repeats=repeats, warmup=warmup,
-                                  budget_s=budget_s, busy=busy)
+    rows, _ = harness.compare(calls, device=device, repeats=repeats, warmup=warmup,
+                              budget_s=budget_s, busy=busy)
     for row in rows:
         n = row.pop("method")
         row.update(method=method, batch_size=batch_size, seq_len=n,
@@ -46,13 +34,11 @@ def compare_at_lengths(loops, lengths, *, device, batch_size, repeats, warmup=1,
     """At every length ``n``, time ``loop(n)`` of every method in ``loops`` (name -> loop) as
     interleaved trials (``harness.compare_row``); one results row per method and length."""
     rows = []
-    with _quiet_profiler():
-        for n in lengths:
-            calls = {name: (lambda loop=loop, n=n: loop(n)) for name, loop in loops.items()}
-            point, _ = harness.compare_row(calls, device=device, batch_size=batch_size, seq_len=n,
-                                           repeats=repeats, warmup=warmup, budget_s=budget_s,
-                                           busy=busy)
-            rows += point
+    for n in lengths:
+        calls = {name: (lambda loop=loop, n=n: loop(n)) for name, loop in loops.items()}
+        point, _ = harness.compare_row(calls, device=device, batch_size=batch_size, seq_len=n,
+                                       repeats=repeats, warmup=warmup, budget_s=budget_s, busy=busy)
+        rows += point
     return rows
 
 
