@@ -36,7 +36,7 @@ def generate_naive(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=
     return tokens
 
 
-def decode_one_token(model, token_ids, cache):
+def decode_one_token(model, token_ids, cache):  # NEW: one step feeds one token per row
     """One decode step: one new token per row in (batch, 1), the last position's logits out."""
     return model(token_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
 
@@ -45,15 +45,15 @@ def decode_one_token(model, token_ids, cache):
 def generate_kv_cache(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None):
     """Keep every layer's keys and values: each step feeds one new token, not the whole sequence."""
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-    out = model(input_ids, use_cache=True)
-    cache, logits = out.past_key_values, out.logits[:, -1, :]
-    tokens = [input_ids]
+    out = model(input_ids, use_cache=True)  # NEW: the prefill runs the prompt once
+    cache, logits = out.past_key_values, out.logits[:, -1, :]  # NEW: and keeps its keys and values
+    tokens = [input_ids]  # CHANGED: a list of columns, joined once at the end
     for step in range(max_new_tokens):
         token, finished = next_token(logits, finished, step, eos_token_id, stop_lengths)
-        tokens.append(token[:, None])
-        if finished.all() or step + 1 == max_new_tokens:
+        tokens.append(token[:, None])  # CHANGED: no torch.cat of the whole sequence per step
+        if finished.all() or step + 1 == max_new_tokens:  # CHANGED: no forward after the last
             break
-        logits = decode_one_token(model, token[:, None], cache)
+        logits = decode_one_token(model, token[:, None], cache)  # NEW: only the newest token in
     return torch.cat(tokens, dim=1)
 
 

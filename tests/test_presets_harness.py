@@ -15,7 +15,7 @@ def test_presets_resolve_and_overrides():
     q = resolve_params("01", "smoke", batch_size=5, seq_lens=[3, 6])
     assert q.batch_size == 5 and q.seq_lens == [3, 6] and q.repeats == p.repeats
     full = resolve_params.__globals__["preset_values"]("01", "full")
-    assert full["batch_size"] == 32 and full["seq_lens"] == [100, 200, 400]
+    assert full["batch_size"] == 32 and full["seq_lens"] == [100, 200, 300]
 
 
 def test_auto_preset_is_smoke_without_a_gpu(capsys):

@@ -31,19 +31,35 @@ COMMON = {
 # Per-notebook additions and changes, keyed by the notebook's two-digit number.
 NOTEBOOK = {
     "00": {
-        "full": dict(demo_len=512),
-        "workshop": dict(demo_len=256),
-        "smoke": dict(demo_len=8),
+        # Budget 20 s full / 10 s workshop on an H100, 7-10 s of it kernel start, imports and
+        # model (published runs). Then one forward pass and the KV loop timed twice as A/B
+        # rounds: full 40 tokens, 9 rounds x 2 x 0.25 s plus one profiled run each (~6 s);
+        # workshop 10 tokens, the minimum 5 rounds (~1.5 s with the profiler's start).
+        "full": dict(demo_len=256, seq_lens=[40], repeats=8, budget_s=0),
+        "workshop": dict(demo_len=64, batch_size=32, seq_lens=[10], repeats=5),
+        "smoke": dict(demo_len=8, seq_lens=[8], repeats=5),
     },
     "01": {
-        # 12 rounds: with 5 and then 8, the N² share at N=100 and 200 sat at the edge of one half
-        "full": dict(repeats=12),
-        "workshop": dict(seq_lens=[40, 80, 160]),
+        # Budget 80 s full / 25 s workshop. The naive loop costs a*N + b*N^2 with a = the host's
+        # ~6-9 ms per step and b growing with the batch (H100, batch 32: ~85 us of GPU work per
+        # position per step), so the N^2 term shows only once batch x N is large. Full: batch 32
+        # at 100/200/300 tokens, one round ~9 s, 5 rounds + one profiled run ~55 s (400 tokens
+        # would add 8.5 s a round). Workshop: batch 64 at 50/100 tokens, the N^2 term as large at
+        # half the length, one round ~1.7 s, about 11 s. No warm-up round: the lesson's demo
+        # runs the loop first.
+        "full": dict(seq_lens=[100, 200, 300], budget_s=0, warmup=0),
+        "workshop": dict(batch_size=64, seq_lens=[50, 100], repeats=5, warmup=0),
+        "smoke": dict(warmup=0),
     },
     "02": {
-        # batch 32 and 50/300 tokens: at batch 16 and 24/96 tokens the eager loops are CPU-bound
-        # and the KV cache's gain is within the noise (measured on an H100).
-        "workshop": dict(batch_size=32, seq_lens=[50, 300]),
+        # Budget 90 s full / 25 s workshop on an H100, batch 32 as in the other lessons. Per
+        # round: 0.7 s at 50 tokens, 1.4 s at 100, 4.2 s at 200 (naive + KV cache); a warm-up
+        # round, 5 rounds (more while 8 s last, at the short and noisier points) and one
+        # profiled run each: about 50 s full, 14 s workshop (40 and 100 tokens); tokens checked
+        # at the shortest length only (the FP32 check at 400 tokens alone took 20 s). At 40-50
+        # tokens both loops wait on the host and the gain is small; at 100 and 200 it is clear.
+        "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=8),
+        "workshop": dict(batch_size=32, seq_lens=[40, 100], repeats=5),
     },
     "03": {
         "full": dict(allocator_confs=["default", "expandable_segments:True"], repeats=5),

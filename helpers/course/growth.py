@@ -1,0 +1,150 @@
+"""How a decode loop's time grows with the number of new tokens (notebooks 01 and 02).
+
+The naive loop's step at position t costs a fixed part (the host: Python, kernel launches,
+the EOS sync) plus GPU work on all t positions, so N steps take ``a*N + b*N**2``. These
+functions time a loop at several lengths, fit that model, and state it in the course's words.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from . import analysis, harness, stats
+
+
+def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
+                 busy=False, method="naive") -> list:
+    """Time ``loop(n)`` for every ``n`` in ``lengths`` as interleaved trials (each round runs
+    every length once, the order rotated), so the lengths meet the host at the same moments.
+    Returns one results row per length (``method``, ``seq_len`` and the shared columns)."""
+    calls = {n: (lambda n=n: loop(n)) for n in lengths}
+    rows, _ = harness.compare(calls, device=device, repeats=repeats, warmup=warmup,
+                              budget_s=budget_s, busy=busy)
+    for row in rows:
+        n = row.pop("method")
+        row.update(method=method, batch_size=batch_size, seq_len=n,
+                   device_name=harness.device_label(device))
+        harness.with_tokens_per_s(row, batch_size, n)
+    return rows
+
+
+def compare_at_lengths(loops, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
+                       busy=False) -> list:
+    """At every length ``n``, time ``loop(n)`` of every method in ``loops`` (name -> loop) as
+    interleaved trials (``harness.compare_row``); one results row per method and length."""
+    rows = []
+    for n in lengths:
+        calls = {name: (lambda loop=loop, n=n: loop(n)) for name, loop in loops.items()}
+        point, _ = harness.compare_row(calls, device=device, batch_size=batch_size, seq_len=n,
+                                       repeats=repeats, warmup=warmup, budget_s=budget_s, busy=busy)
+        rows += point
+    return rows
+
+
+def fit(table) -> dict:
+    """The growth of one method's rows: the exponent k in time ~ N**k, and a (ms per step, the
+    part that does not grow) and b (µs per step per token of sequence) in time = a*N + b*N**2."""
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    a, b = analysis.linear_quadratic_fit(ok["seq_len"], ok["median_s"])
+    return {"exponent": analysis.growth_exponent(ok["seq_len"], ok["median_s"]),
+            "a_ms": 1e3 * a, "b_us": 1e6 * b, "lengths": list(ok["seq_len"])}
+
+
+def quadratic_shares(table, judge: bool) -> pd.DataFrame:
+    """Per length: the share of the time that the N**2 term accounts for, with its interval
+    (rounds resampled whole; no interval under ``stats.MIN_TRIALS`` rounds or on a smoke run)."""
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    trials = [harness.trials(row) for _, row in ok.iterrows()]
+    paired = len({len(t) for t in trials}) == 1
+    out = []
+    for n in ok["seq_len"]:
+        share = stats.quadratic_share(ok["seq_len"], trials, n, paired=paired)
+        interval = (judge and share.n >= stats.MIN_TRIALS and not math.isinf(share.low))
+        out.append({"new tokens": int(n), "N² share %": round(100 * share.estimate),
+                    "interval %": (f"{100 * share.low:.0f}\u2013{100 * share.high:.0f}"
+                                   if interval else "not judged" if not judge
+                                   else f"only {share.n} runs: too few to judge")})
+    return pd.DataFrame(out)
+
+
+def plot_per_step(ax, table, label="naive loop"):
+    """Time per step against N (median, min-max bars) with the fitted a + b*N line and the
+    fixed part a dashed: the per-step time grows linearly, so the total grows as N**2."""
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    n = ok["seq_len"].astype(float)
+    per = 1e3 * ok["median_s"] / n
+    ax.errorbar(n, per, yerr=[per - 1e3 * ok["min_s"] / n, 1e3 * ok["max_s"] / n - per],
+                marker="o", capsize=3, linestyle="none", label=f"{label} (median, min-max)")
+    f = fit(ok)
+    grid = [0, float(n.max()) * 1.05]
+    ax.plot(grid, [f["a_ms"] + f["b_us"] * 1e-3 * x for x in grid], "--", color="gray",
+            label="fit: a + b·N")
+    ax.axhline(f["a_ms"], color="#999999", linestyle=":", label=f"a = {f['a_ms']:.2f} ms (fixed)")
+    ax.set(xlabel="new tokens N", ylabel="ms per step (total ÷ N)", xlim=(0, grid[1]),
+           title="Time per step grows with the sequence")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=9, loc="upper left")
+
+
+def gains(table, candidate: str, baseline: str) -> pd.DataFrame:
+    """Per length: the candidate's speedup over the baseline with its interval (for a plot)."""
+    out = []
+    for n in sorted(table["seq_len"].unique()):
+        r = stats.row_speedup(table, candidate, baseline, seq_len=n)
+        out.append({"seq_len": int(n), "speedup": r.estimate, "low": r.low, "high": r.high, "n": r.n})
+    return pd.DataFrame(out)
+
+
+def plot_gains(ax, table, candidate: str, baseline: str, judge: bool, labels=None):
+    """The speedup against N; its interval as bars where the run can judge. ``labels`` renames
+    the methods in the axis texts."""
+    g = gains(table, candidate, baseline)
+    bars = g["n"] >= stats.MIN_TRIALS
+    if judge and bars.all():
+        ax.errorbar(g["seq_len"], g["speedup"], yerr=[g["speedup"] - g["low"], g["high"] - g["speedup"]],
+                    marker="o", capsize=3, label="speedup (interval)")
+    else:
+        ax.plot(g["seq_len"], g["speedup"], marker="o", label="speedup")
+    ax.axhline(1, color="#999999", linestyle=":")
+    candidate, baseline = ((labels or {}).get(m, m) for m in (candidate, baseline))
+    ax.set(xlabel="new tokens N", ylabel=f"{baseline} time ÷ {candidate} time",
+           title=f"Gain of {candidate} over {baseline}")
+    ax.set_ylim(bottom=0)
+
+
+def gain_growth(table, candidate: str, baseline: str, judge: bool) -> str:
+    """Does the speedup grow from the shortest to the longest length? In the course's words."""
+    values = sorted(table["seq_len"].unique())
+    pairs = [tuple(stats.method_trials(table, m, seq_len=v) for m in (candidate, baseline))
+             for v in (values[0], values[-1])]
+    if len(values) < 2 or not all(c and b for c, b in pairs):
+        return "one length only: nothing to say about growth"
+    r = stats.speedup_growth(*pairs)
+    where = f"at {values[-1]} tokens against {values[0]}"
+    if not judge:
+        return f"gain {where}: {r.estimate:.2f}x (smoke run: not a measurement)"
+    if r.n < stats.MIN_TRIALS or math.isinf(r.low):
+        return f"gain {where}: {r.estimate:.2f}x (only {r.n} runs: too few to judge)"
+    span = f"({r.low:.2f}\u2013{r.high:.2f})"
+    word = stats.verdict(r)
+    if word == stats.FASTER:
+        return f"the gain grows: {r.estimate:.2f}x larger {where} {span}"
+    if word == stats.SLOWER:
+        return f"the gain shrinks: {1 / r.estimate:.2f}x smaller {where} {span}"
+    return f"can't tell on this machine whether the gain grows {where} {span}"
+
+
+def plot_memory(ax, table, device, methods):
+    """Peak allocated memory against N per method (``methods``: name -> label), or a note where
+    a CPU run has none."""
+    if not str(device).startswith("cuda"):
+        ax.text(0.5, 0.5, "no GPU memory on a CPU run", ha="center", va="center", fontsize=11)
+        ax.set_axis_off()
+        return
+    for method, label in methods.items():
+        part = table[(table["method"] == method) & (table["status"] == harness.OK)].sort_values("seq_len")
+        ax.plot(part["seq_len"], part["peak_allocated_bytes"] / 2**30, marker="o", label=label)
+    ax.set(xlabel="new tokens N", ylabel="GiB", title="Peak allocated memory")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=9)

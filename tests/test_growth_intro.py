@@ -1,0 +1,74 @@
+"""The analysis behind notebooks 00-02 (helpers/course/growth.py and intro.py), on the CPU."""
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+matplotlib.use("Agg")
+
+from helpers.course import growth, intro, plotting  # noqa: E402
+from helpers.generation import generate_kv_cache  # noqa: E402
+
+
+def rows(method, times_by_n, rounds=6, spread=0.03, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for n, base in times_by_n.items():
+        trials = base * (1 + spread * rng.standard_normal(rounds))
+        out.append(dict(method=method, batch_size=32, seq_len=n, status="ok",
+                        median_s=float(np.median(trials)), min_s=trials.min(), max_s=trials.max(),
+                        trials_wall_ms=" ".join(f"{t * 1e3:.4f}" for t in trials),
+                        peak_allocated_bytes=1e9))
+    return out
+
+
+def test_fit_recovers_the_linear_and_quadratic_parts():
+    a, b = 6e-3, 40e-6
+    table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0))
+    fit = growth.fit(table)
+    assert fit["a_ms"] == pytest.approx(6.0, rel=1e-3) and fit["b_us"] == pytest.approx(40.0, rel=1e-3)
+    assert 1 < fit["exponent"] < 2
+
+
+def test_quadratic_shares_judged_only_with_enough_rounds():
+    times = {n: 6e-3 * n + 40e-6 * n * n for n in (100, 200, 300)}
+    shares = growth.quadratic_shares(pd.DataFrame(rows("naive", times)), judge=True)
+    assert list(shares["new tokens"]) == [100, 200, 300]
+    assert shares["N² share %"].is_monotonic_increasing
+    assert all("\u2013" in s for s in shares["interval %"])
+    assert set(growth.quadratic_shares(pd.DataFrame(rows("naive", times)), False)["interval %"]) == {"not judged"}
+    few = growth.quadratic_shares(pd.DataFrame(rows("naive", times, rounds=3)), True)
+    assert all("too few to judge" in s for s in few["interval %"])
+
+
+def test_gain_growth_in_the_course_words():
+    table = pd.DataFrame(rows("naive", {50: 0.40, 200: 2.6}) + rows("kv_cache", {50: 0.30, 200: 1.5}, seed=1))
+    assert growth.gain_growth(table, "kv_cache", "naive", True).startswith("the gain grows")
+    assert "smoke run" in growth.gain_growth(table, "kv_cache", "naive", False)
+    few = pd.DataFrame(rows("naive", {50: 0.4, 200: 2.6}, rounds=3) + rows("kv_cache", {50: 0.3, 200: 1.5}, rounds=3))
+    assert "too few to judge" in growth.gain_growth(few, "kv_cache", "naive", True)
+
+
+def test_time_and_compare_at_lengths_on_the_cpu(tiny):
+    model, prompt, eos = tiny
+    loop = lambda n: generate_kv_cache(model, prompt, n, eos)  # noqa: E731
+    timed = growth.time_lengths(loop, [2, 4], device="cpu", batch_size=3, repeats=2, warmup=0)
+    assert [r["seq_len"] for r in timed] == [2, 4] and {r["method"] for r in timed} == {"naive"}
+    compared = growth.compare_at_lengths({"a": loop, "b": loop}, [2, 3], device="cpu",
+                                         batch_size=3, repeats=2, warmup=0)
+    assert [(r["method"], r["seq_len"]) for r in compared] == [("a", 2), ("b", 2), ("a", 3), ("b", 3)]
+
+
+def test_rounds_alternate_the_order_and_give_the_ratio():
+    table = pd.DataFrame(rows("loop A", {8: 0.1}) + rows("loop B", {8: 0.1}, seed=3))
+    by_round = intro.rounds(table, "loop A", "loop B")
+    assert list(by_round["order"][:3]) == ["A B", "B A", "A B"]
+    assert by_round["A / B"].iloc[0] == pytest.approx(by_round["A ms"].iloc[0] / by_round["B ms"].iloc[0], rel=1e-2)
+    spread = intro.spreads(by_round)
+    assert spread["trials"] >= 1 and spread["ratios"] >= 1
+
+
+def test_memory_panel_says_so_on_a_cpu_run():
+    fig, ax = plotting.subplots()
+    growth.plot_memory(ax, pd.DataFrame(rows("naive", {8: 0.1})), "cpu", {"naive": "naive"})
+    assert "no GPU memory on a CPU run" in [t.get_text() for t in ax.texts] and not ax.axison
