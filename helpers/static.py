@@ -115,10 +115,10 @@ def own_code(fn, tag: str):
 
 @torch.no_grad()
 def generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
-                             step=None, cache=None):
+                             step=None, cache=None):  # NEW: step
     """The static-cache loop with an eager prefill and every decode step through ``step``
     (from ``compiled_step``: compile once, reuse it for every call)."""
-    if step is None:
+    if step is None:  # NEW
         raise ValueError("pass step=compiled_step(model, mode): compile once, then reuse it")
     needed = input_ids.shape[1] + max_new_tokens
     if cache is None:
@@ -130,7 +130,7 @@ def generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, sto
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
     logits = model(input_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
     tokens = [input_ids]
-    for i in range(max_new_tokens):
+    for i in range(max_new_tokens):  # CHANGED: i, since step is the compiled step
         token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
         tokens.append(token[:, None])
         if finished.all() or i + 1 == max_new_tokens:

@@ -46,14 +46,16 @@ NOTEBOOK = {
         "workshop": dict(batch_size=32, seq_lens=[50, 300]),
     },
     "03": {
-        # Budget 80 s full / 25 s workshop. Two child processes (about 4 s to start each), 3
-        # trials per length plus one warm-up and one profiled run, and one recorded memory
-        # history: about 60 s on an H100. No timing verdict here (the settings run in separate
-        # processes), so trials buy nothing; 400 tokens is where fragmentation shows most.
+        # Budget 80 s full / 25 s workshop. Two child processes (each about 4 s to start and
+        # warm up once at the longest length), then per length 3 trials and one profiled run
+        # (no warm-up round: the child's own warm-up serves), and one recorded memory history:
+        # about 60 s full and 28 s workshop on an H100, mostly process start-up in the workshop.
+        # No timing verdict here (the settings run in separate processes), so trials buy
+        # nothing; 400 tokens is where fragmentation shows most.
         "full": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[100, 400],
-                     repeats=3),
+                     repeats=3, warmup=0),
         "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
-                         seq_lens=[48], repeats=3),
+                         seq_lens=[48], repeats=3, warmup=0),
         "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
     },
     "04": {
@@ -70,8 +72,10 @@ NOTEBOOK = {
     "05": {
         # Budget 120 s full / 40 s workshop. Compiling dominates (about 10-16 s a graph, cold
         # caches; each mode compiles two: TF32 for timing, float32 for the token check), so one
-        # length: 4 graphs and 7 rounds of three loops at 200 tokens, about 95 s on an H100.
-        "full": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[200], repeats=5),
+        # length: 4 graphs and 7 rounds of three loops at 200 tokens, about 90 s on an H100;
+        # the workshop's 2 graphs and 7 short rounds, about 38 s.
+        "full": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[200], repeats=5,
+                     budget_s=0),
         "workshop": dict(compile_modes=["reduce-overhead"], seq_lens=[50], repeats=5),
         "smoke": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[8]),
     },

@@ -145,7 +145,7 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
     else:
         ax.set_xlabel("no GPU memory on a CPU run: cache tensors only")
     names = {DYNAMIC: "dynamic", STATIC: "static\n(right-sized)", OVERSIZED: "static\n(oversized)"}
-    ax.set_xticks(list(x), [names[m] for m in part.index])
+    ax.set_xticks(list(x), [names[m] for m in part.index], fontsize=9)
     ax.set(ylabel=unit, title=f"Memory of each loop, {seq_len} tokens")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
     ax.legend(loc="upper left", fontsize=9)
