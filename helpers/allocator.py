@@ -32,6 +32,7 @@ from pathlib import Path
 
 import torch
 
+from .course import budget
 from .course.alloc_conf import ALLOC_ENV_VARS, DEFAULT, OPTIONS, parse_alloc_conf  # noqa: F401 (re-exported)
 from .course.errors import ParameterError
 from .generation import generate_kv_cache
@@ -220,8 +221,6 @@ def _child(spec: dict) -> dict:
     print(f"{spec['label']}: ready {time.perf_counter() - _STARTED:.1f} s after start "
           "(imports, CUDA start-up, model, one warm-up run)", flush=True)
     cuda = torch.device(device).type == "cuda"
-    if cuda and spec.get("busy"):
-        from .course import budget  # lazy: only a GPU run computes the floor
     rows = []
     for seq_len in spec["seq_lens"]:
         row, tokens = bench_row(spec["label"], lambda: generate_kv_cache(model, prompt, seq_len, eos),
