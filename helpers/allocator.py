@@ -32,6 +32,7 @@ from pathlib import Path
 
 import torch
 
+from .course import budget
 from .course.alloc_conf import ALLOC_ENV_VARS, DEFAULT, OPTIONS, parse_alloc_conf  # noqa: F401 (re-exported)
 from .course.errors import ParameterError
 from .generation import generate_kv_cache
@@ -219,14 +220,18 @@ def _child(spec: dict) -> dict:
     generate_kv_cache(model, prompt, max(spec["seq_lens"]), eos)  # warm the process up once
     print(f"{spec['label']}: ready {time.perf_counter() - _STARTED:.1f} s after start "
           "(imports, CUDA start-up, model, one warm-up run)", flush=True)
+    cuda = torch.device(device).type == "cuda"
     rows = []
     for seq_len in spec["seq_lens"]:
         row, tokens = bench_row(spec["label"], lambda: generate_kv_cache(model, prompt, seq_len, eos),
                                 device=device, batch_size=spec["batch_size"], seq_len=seq_len,
                                 repeats=spec["repeats"], warmup=spec["warmup"],
-                                allocator=spec["label"])
+                                busy=bool(spec.get("busy")), allocator=spec["label"])
         if tokens is not None:
             row["tokens_checksum"] = int(tokens.long().sum())
+        # the floor of one decode step (ms): weights and filled keys and values, read once
+        row["floor_ms"] = (budget.floor_ms(model, device, spec["batch_size"], spec["prompt_len"],
+                                           seq_len) if cuda and spec.get("busy") else float("nan"))
         rows.append(row)
         print(f"{spec['label']}: {seq_len} tokens, {row['median_s'] * 1e3:.1f} ms, "
               f"frag {row['fragmentation_pct']:.1f}%", flush=True)

@@ -18,10 +18,10 @@ Public API (later notebooks import these; all follow the contract of helpers/gen
   a CUDA graph (CUDA only): the logits it returns live in the graph's output buffer and are
   overwritten by the next call, so consume them (``next_token``) or ``.clone()`` them first.
   Call it with the same cache object (``reset()`` between runs) so the graph is not re-recorded;
-  a cache of another length compiles a new graph. Every step compiled here shares one code
-  object (``decode_one_token``'s), so one dynamo cache: a notebook that compiles more than
-  ``torch._dynamo.config.recompile_limit`` (default 8) modes and shapes raises that limit itself,
-  visibly (past it dynamo would silently run the step uncompiled).
+  a cache of another length, or another matmul precision, compiles a new graph. Each mode
+  compiles its own copy of ``decode_one_token``'s code (``own_code``), so the modes keep
+  separate dynamo caches: switching modes recompiles nothing, and only the lengths and
+  precisions of one mode count towards ``torch._dynamo.config.recompile_limit`` (default 8).
 - ``generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
   step=..., cache=None)``: the static-cache loop with the prefill eager and every decode step
   through ``step``. Compile once (``step = compiled_step(model, mode)``) and reuse it.
@@ -34,6 +34,8 @@ Public API (later notebooks import these; all follow the contract of helpers/gen
 from __future__ import annotations
 
 import contextlib
+import functools
+import types
 
 import torch
 from transformers import StaticCache
@@ -56,17 +58,18 @@ def make_static_cache(model, batch_size, max_cache_len, device, dtype=torch.floa
 
 @torch.no_grad()
 def generate_static_cache(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
-                          cache=None):
+                          cache=None):  # NEW: a cache to reuse
     """The KV-cache loop on a preallocated cache: each step writes one position in place."""
-    needed = input_ids.shape[1] + max_new_tokens
-    if cache is None:
-        cache = make_static_cache(model, input_ids.shape[0], needed, input_ids.device, model.dtype)
-    elif cache.get_max_length() < needed:
+    needed = input_ids.shape[1] + max_new_tokens  # NEW: allocate the final length once
+    if cache is None:  # NEW
+        cache = make_static_cache(model, input_ids.shape[0], needed, input_ids.device,  # NEW
+                                  model.dtype)
+    elif cache.get_max_length() < needed:  # NEW
         raise ValueError(f"the static cache holds {cache.get_max_length()} positions; this run "
                          f"needs prompt + new tokens = {needed}")
-    cache.reset()  # zero in place: same tensors, same addresses
+    cache.reset()  # NEW: zero in place: same tensors, same addresses
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-    logits = model(input_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
+    logits = model(input_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]  # CHANGED
     tokens = [input_ids]
     for step in range(max_new_tokens):
         token, finished = next_token(logits, finished, step, eos_token_id, stop_lengths)
@@ -83,7 +86,10 @@ def compiled_step(model, mode="default"):
     logits are overwritten by the next call (consume or clone them first)."""
     if mode not in COMPILE_MODES:
         raise ValueError(f"compile mode must be one of {list(COMPILE_MODES)}, got {mode!r}")
-    compiled = torch.compile(decode_one_token, mode=mode, fullgraph=True, dynamic=False)
+    # Dynamo keeps one cache of graphs per code object: each mode gets its own copy of the
+    # step's code, so a second mode is a first compile of its own, not a recompile.
+    compiled = torch.compile(own_code(decode_one_token, mode), mode=mode, fullgraph=True,
+                             dynamic=False)
 
     @torch.no_grad()
     def step(token_ids, cache):
@@ -94,12 +100,25 @@ def compiled_step(model, mode="default"):
     return step
 
 
+@functools.lru_cache(maxsize=None)
+def own_code(fn, tag: str):
+    """``fn`` with a code object of its own, one per ``tag`` (the same copy for the same tag).
+    Dynamo stores compiled graphs per code object, so two compile modes of one function share
+    one cache: the second mode fails the first one's guards (BACKEND_MATCH) and counts as a
+    recompile, and both fill the same recompile limit. A copy per mode keeps them apart."""
+    name = f"{fn.__name__}_{tag.replace('-', '_')}"
+    code = fn.__code__.replace(co_name=name, co_qualname=name)
+    copy = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+    copy.__doc__, copy.__module__ = fn.__doc__, fn.__module__
+    return copy
+
+
 @torch.no_grad()
 def generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=None,
-                             step=None, cache=None):
+                             step=None, cache=None):  # NEW: step
     """The static-cache loop with an eager prefill and every decode step through ``step``
     (from ``compiled_step``: compile once, reuse it for every call)."""
-    if step is None:
+    if step is None:  # NEW
         raise ValueError("pass step=compiled_step(model, mode): compile once, then reuse it")
     needed = input_ids.shape[1] + max_new_tokens
     if cache is None:
@@ -111,7 +130,7 @@ def generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, sto
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
     logits = model(input_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
     tokens = [input_ids]
-    for i in range(max_new_tokens):
+    for i in range(max_new_tokens):  # CHANGED: i, since step is the compiled step
         token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
         tokens.append(token[:, None])
         if finished.all() or i + 1 == max_new_tokens:
@@ -123,7 +142,9 @@ def generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, sto
 def compile_counters() -> dict:
     """What torch.compile has done in this process so far: graphs compiled (each compile or
     recompile adds one), graph breaks, and CUDA graphs skipped (reduce-overhead falling back to
-    plain compiled code). Take a reading before and after a loop and subtract."""
+    plain compiled code). Take a reading before and after a loop and subtract. A recompile is a
+    graph compiled for a function that already had one: graphs compiled for one compiled step,
+    minus one."""
     from torch._dynamo.utils import counters  # lazy on purpose: dynamo takes ~1.5 s to import
 
     return {"graphs_compiled": int(counters["stats"]["unique_graphs"]),

@@ -221,8 +221,6 @@ def test_compile_modes_validated():
         resolve_params("05", "smoke", compile_modes=["max-autotune"])
     with pytest.raises(ParameterError, match="distinct"):
         resolve_params("05", "smoke", compile_modes=["default", "default"])
-    with pytest.raises(ParameterError, match="tf32 must be True or False"):
-        resolve_params("05", "smoke", tf32="yes")
     with pytest.raises(ValueError, match="compile mode must be one of"):
         static.compiled_step(torch.nn.Identity(), "max-autotune")
 
@@ -283,3 +281,101 @@ def test_sdpa_calls_record_keys_and_mask(tiny):
     assert len(dynamic_calls) == len(static_calls) == 2 * layers
     assert dynamic_calls[-1] == {"queries": 1, "keys": prompt.shape[1] + 1, "mask": False}
     assert static_calls[-1] == {"queries": 1, "keys": 16, "mask": True}
+
+
+def test_own_code_gives_each_mode_its_own_code_object():
+    """Dynamo caches graphs per code object: one copy per mode, the same copy for the same mode,
+    and the copy computes what the original does."""
+    default = static.own_code(decode_one_token, "default")
+    graphs = static.own_code(decode_one_token, "reduce-overhead")
+    assert default is static.own_code(decode_one_token, "default")
+    assert default.__code__ is not graphs.__code__
+    assert default.__code__ is not decode_one_token.__code__
+    assert default.__name__ == "decode_one_token_default"
+
+
+@pytest.mark.skipif(os.environ.get("COURSE_SKIP_COMPILE") == "1", reason="COURSE_SKIP_COMPILE=1")
+def test_two_modes_do_not_recompile_each_other():
+    """Two backends on one function: with a code copy each, each copy holds one compiled entry
+    (a first compile, not a recompile); on the shared code object, one holds both."""
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list as entries
+
+    def f(x):
+        return x.sin() + 1
+
+    x = torch.randn(4)
+    a = torch.compile(static.own_code(f, "eager"), backend="eager", fullgraph=True)
+    b = torch.compile(static.own_code(f, "aot_eager"), backend="aot_eager", fullgraph=True)
+    before = static.compile_counters()
+    for fn in (a, b, a, b):
+        fn(x)
+    assert static.counters_delta(before, static.compile_counters())["graphs_compiled"] == 2
+    assert [len(entries(fn.__code__)) for fn in (static.own_code(f, "eager"),
+                                                 static.own_code(f, "aot_eager"))] == [1, 1]
+    shared_a = torch.compile(f, backend="eager", fullgraph=True)
+    shared_b = torch.compile(f, backend="aot_eager", fullgraph=True)
+    shared_a(x), shared_b(x)
+    assert len(entries(f.__code__)) == 2
+
+
+# --- the lessons' analysis modules (helpers/course) ---------------------------------------------
+
+def test_static_cache_lesson_tables(tiny):
+    import pandas as pd
+    from types import SimpleNamespace
+
+    from helpers.course import static_cache as lesson
+
+    model, prompt, _ = tiny
+    cache = static.make_static_cache(model, prompt.shape[0], 12, "cpu")
+    assert lesson.cache_bytes(cache) == 12 * lesson.bytes_per_position(model, prompt.shape[0])
+    inputs = lesson.attention_inputs(model, prompt, "cpu")
+    assert list(inputs["mask"]) == [False, True]
+    P = SimpleNamespace(seq_lens=[10], prompt_len=4, batch_size=prompt.shape[0])
+    rows = [{"method": m, "seq_len": 10, "status": "ok", "cache_len": n, "gpu_busy_s": busy,
+             "median_s": wall} for m, n, busy, wall in (
+                 ("static", 14, 0.010, 0.05), ("static oversized", 64, 0.015, 0.06),
+                 ("static (CUDA graph)", 16, 0.010, 0.011),
+                 ("static oversized (CUDA graph)", 64, 0.015, 0.016))]
+    waste = lesson.waste(pd.DataFrame(rows), model, P)
+    eager = waste.loc[(10, "eager")]
+    assert eager["extra positions"] == 50 * 9
+    assert eager["µs per position and step"] == pytest.approx(5e3 / 450)
+    assert waste.loc[(10, "CUDA graph"), "extra positions"] == 48 * 9
+
+
+def test_expandable_lesson_tables():
+    import pandas as pd
+
+    from helpers.course import expandable as lesson
+
+    table = pd.DataFrame([{"method": m, "seq_len": 8, "status": "ok",
+                           "peak_allocated_bytes": 2**20, "peak_reserved_bytes": r * 2**20,
+                           "fragmentation_pct": 100 * (r - 1) / r} for m, r in
+                          (("default", 4), ("expandable_segments:True", 2))])
+    memory = lesson.memory(table)
+    assert memory.loc[(8, "default"), "peak reserved MiB"] == 4
+    runs = {"default": {"timeline": {"actions": {"alloc": 90, "segment_alloc": 6},
+                                     "peaks": [], "steps": [{"step": 0, "allocated": 1,
+                                                             "reserved": 2}]}},
+            "expandable_segments:True": {"timeline": {"actions": {"alloc": 90, "segment_map": 3},
+                                                      "peaks": [], "steps": []}}}
+    calls = lesson.driver_calls(runs, steps=3)
+    assert calls.loc["default", "driver calls per decode step"] == 2
+    assert calls.loc["expandable_segments:True", "segment_map"] == 3
+    assert lesson.timeline(runs)[0]["reserved"] == 2
+
+
+def test_compiled_lesson_compilation_table():
+    import pandas as pd
+
+    from helpers.course import compiled as lesson
+
+    table = pd.DataFrame([
+        {"method": lesson.EAGER, "seq_len": 8, "status": "ok", "mode": "eager", "median_s": 1.0,
+         "first_call_s": float("nan"), "compile_s": 0.0, "graphs_compiled": 0},
+        {"method": lesson.name("default"), "seq_len": 8, "status": "ok", "mode": "default",
+         "median_s": 0.5, "first_call_s": 10.5, "compile_s": 10.0, "graphs_compiled": 2}])
+    compile_table = lesson.compilation(table)
+    assert len(compile_table) == 1
+    assert compile_table.loc[0, "runs to repay"] == pytest.approx(20.0)

@@ -62,25 +62,38 @@ NOTEBOOK = {
         "workshop": dict(batch_size=32, seq_lens=[40, 100], repeats=5),
     },
     "03": {
-        "full": dict(allocator_confs=["default", "expandable_segments:True"], repeats=5),
+        # Budget 80 s full / 25 s workshop. Two child processes (each about 4 s to start and
+        # warm up once at the longest length), then per length 3 trials and one profiled run
+        # (no warm-up round: the child's own warm-up serves), and one recorded memory history:
+        # about 60 s full and 28 s workshop on an H100, mostly process start-up in the workshop.
+        # No timing verdict here (the settings run in separate processes), so trials buy
+        # nothing; 400 tokens is where fragmentation shows most.
+        "full": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[100, 400],
+                     repeats=3, warmup=0),
         "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
-                         seq_lens=[48], repeats=3),
+                         seq_lens=[48], repeats=3, warmup=0),
         "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
     },
     "04": {
-        # Eager loops: at least 12 trials, more while 110 s per point last (about 40 at 100
-        # tokens, 20 at 200 on an H100 host). Their differences are 5-20%, single trials on a
-        # busy host stray by +50%, and 16 trials per point left the static cache's 0.90x at 200
-        # tokens "within noise" in one run and "slower" in the next. The CUDA-graph loops are
-        # GPU-bound and steady: 8 trials.
-        "full": dict(oversize_cache_len=1024, repeats=12, budget_s=110, graph_repeats=8),
-        "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=3, graph_repeats=3),
+        # Budget 150 s full / 30 s workshop. The eager loops are host-bound: more trials would
+        # only narrow an interval whose centre moves with the host's speed, so 8 rounds at 100
+        # and 200 tokens (rounds of about 1.7 and 4.8 s on an H100) and 5 of the GPU-bound
+        # CUDA-graph loops, whose intervals are narrow: about 115 s in all (published run:
+        # 487 s with 12-60 rounds per point and 400 tokens).
+        "full": dict(oversize_cache_len=1024, seq_lens=[100, 200], repeats=8, budget_s=0,
+                     graph_repeats=5),
+        "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=5, graph_repeats=5),
         "smoke": dict(oversize_cache_len=64, graph_repeats=3),
     },
     "05": {
-        "full": dict(compile_modes=["default", "reduce-overhead"], tf32=False, repeats=5),
-        "workshop": dict(compile_modes=["reduce-overhead"], seq_lens=[50], repeats=3, tf32=False),
-        "smoke": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[8, 16], tf32=False),
+        # Budget 120 s full / 40 s workshop. Compiling dominates (about 10-16 s a graph, cold
+        # caches; each mode compiles two: TF32 for timing, float32 for the token check), so one
+        # length: 4 graphs and 7 rounds of three loops at 200 tokens, about 90 s on an H100;
+        # the workshop's 2 graphs and 7 short rounds, about 38 s.
+        "full": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[200], repeats=5,
+                     budget_s=0),
+        "workshop": dict(compile_modes=["reduce-overhead"], seq_lens=[50], repeats=5),
+        "smoke": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[8]),
     },
     "06": {
         # Budget 70 s full / 25 s workshop on an H100 (was about 120 s): two caps and no time

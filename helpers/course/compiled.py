@@ -1,0 +1,130 @@
+"""Notebook 05's measurement, kept out of the lesson: compile each mode's decode step (its
+first call timed apart), prove its tokens in full float32, then time the eager static-cache
+loop and every compiled loop as interleaved trials, asserting that nothing compiles while they
+are timed.
+
+The matmul precision is part of what a compiled graph is specialised on, so each mode compiles
+two graphs per length: one in full float32 for the token check (``exact_matmul``) and one with
+TF32 for the timed runs, as every lesson times its loops. The second is dynamo's one recompile
+per mode ("GLOBAL_STATE changed"); ``compiled_step`` gives every mode its own code, so a second
+mode recompiles nothing of the first.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import pandas as pd
+import torch
+
+from ..checks import check_same_tokens
+from ..generation import generate_kv_cache
+from ..model import exact_matmul
+from ..static import (compile_counters, counters_delta, generate_static_cache,
+                      generate_static_compiled, make_static_cache)
+from . import harness, plotting
+
+EAGER = "static (eager)"
+
+
+def name(mode: str) -> str:
+    return f"static compiled ({mode})"
+
+
+def _compile_point(model, prompt, eos, P, mode, step, seq_len, reference):
+    """Compile and check one mode at one length; return the call to time and its row info."""
+    cache = make_static_cache(model, P.batch_size, P.prompt_len + seq_len, P.device)
+
+    def call():
+        return generate_static_compiled(model, prompt, seq_len, eos, step=step, cache=cache)
+
+    before = compile_counters()
+    with exact_matmul():  # the float32 graph: compiled here, for the token check only
+        check_same_tokens(model, reference, call(), f"compiled ({mode}), {seq_len} tokens")
+        if seq_len == P.seq_lens[0]:
+            stops = torch.arange(P.batch_size, device=P.device) % 5 + 1
+            check_same_tokens(
+                model, generate_kv_cache(model, prompt, seq_len, eos, stops),
+                generate_static_compiled(model, prompt, seq_len, eos, stops, step=step, cache=cache),
+                f"compiled ({mode}) with forced stops")
+    harness.sync(P.device)
+    start = time.perf_counter()
+    call()  # the TF32 graph, the one the trials time: its compile is this first call
+    harness.sync(P.device)
+    first_call_s = time.perf_counter() - start
+    compiled = counters_delta(before, compile_counters())
+    assert compiled["graph_breaks"] == 0, f"{mode}: graph breaks while compiling: {compiled}"
+    return call, {"mode": mode, "first_call_s": first_call_s,
+                  "graphs_compiled": compiled["graphs_compiled"],
+                  "cudagraph_skips": compiled["cudagraph_skips"]}
+
+
+def _point(model, prompt, eos, P, steps, references, seq_len) -> list:
+    eager_cache = make_static_cache(model, P.batch_size, P.prompt_len + seq_len, P.device)
+    calls = {EAGER: lambda: generate_static_cache(model, prompt, seq_len, eos, cache=eager_cache)}
+    info = {EAGER: {"mode": "eager", "first_call_s": float("nan"), "graphs_compiled": 0,
+                    "cudagraph_skips": 0}}
+    for mode, step in steps.items():
+        calls[name(mode)], info[name(mode)] = _compile_point(
+            model, prompt, eos, P, mode, step, seq_len, references[seq_len])
+    checked = compile_counters()
+    rows, _ = harness.compare_row(calls, device=P.device, batch_size=P.batch_size,
+                                  seq_len=seq_len, repeats=P.repeats, warmup=P.warmup,
+                                  budget_s=P.budget_s, busy=True)
+    timed = counters_delta(checked, compile_counters())
+    assert timed["graphs_compiled"] == 0, (
+        f"{seq_len} tokens: {timed['graphs_compiled']} graph(s) compiled during the warm-up and "
+        "timed runs: something recompiles")
+    assert timed["cudagraph_skips"] == 0, f"CUDA graphs were skipped while timing: {timed}"
+    for row in rows:
+        row.update(info[row["method"]], compiled_while_timed=timed["graphs_compiled"])
+        row["compile_s"] = (max(row["first_call_s"] - row["median_s"], 0.0)
+                            if row["mode"] != "eager" else 0.0)
+    return rows
+
+
+def measure(model, prompt, eos, P, steps: dict, references: dict) -> pd.DataFrame:
+    """The eager static-cache loop and one compiled loop per entry of ``steps`` (mode -> step
+    from ``compiled_step``) at every length of ``P.seq_lens``; ``references`` holds the eager
+    KV-cache loop's tokens per length (from ``exact_matmul``)."""
+    with warnings.catch_warnings():
+        # Expected, so silenced here: Inductor's hint that TF32 is off (on purpose, while the
+        # check compiles its float32 graph) and the profiler's note (busy=True) that it keeps
+        # only its last cycle.
+        warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores.*")
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        return harness.sweep(P.seq_lens, lambda n: _point(model, prompt, eos, P, steps,
+                                                          references, n),
+                             desc="eager vs compiled")
+
+
+def compilation(table) -> pd.DataFrame:
+    """Per compiled loop and length: the first call, compile time (first call minus the steady
+    median), graphs compiled (float32 check + TF32 timing), and the runs of this length after
+    which compiling is repaid against the eager static-cache loop."""
+    ok = table[table["status"] == harness.OK]
+    eager = ok[ok["method"] == EAGER].set_index("seq_len")["median_s"]
+    rows = []
+    for _, row in ok[ok["mode"] != "eager"].iterrows():
+        gain = eager.get(row["seq_len"], float("nan")) - row["median_s"]
+        rows.append({"method": row["method"], "tokens": row["seq_len"],
+                     "first call s": row["first_call_s"], "compile s": row["compile_s"],
+                     "steady s": row["median_s"], "graphs compiled": row["graphs_compiled"],
+                     "runs to repay": row["compile_s"] / gain if gain > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def plot_compilation(ax, compile_table):
+    """Compile time per compiled loop (one bar per mode and length)."""
+    if not len(compile_table):
+        ax.text(0.5, 0.5, "nothing compiled in this run", ha="center", transform=ax.transAxes)
+        return ax
+    labels = [m.split("(")[-1].rstrip(")").replace("-", "-\n") + f"\n{n} tokens"
+              for m, n in zip(compile_table["method"], compile_table["tokens"])]
+    bars = ax.bar(range(len(compile_table)), compile_table["compile s"],
+                  color=plotting.PALETTE[3], width=0.6)
+    plotting.label_bars(ax, bars, fmt="{:.1f} s")
+    ax.set_xticks(range(len(compile_table)), labels, fontsize=9)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
+    ax.set(ylabel="seconds", title="Compiling (first call - steady run)")
+    return ax

@@ -1,0 +1,93 @@
+"""Notebook 03's analysis, kept out of the lesson: the children's rows as one table, the memory
+each setting held, how often the allocator went to the driver, and the memory history plot.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import plotting
+
+MIB = 2**20
+
+
+def memory(table) -> pd.DataFrame:
+    """Per length and setting: peak allocated and reserved memory (MiB) and the share of
+    reserved memory no tensor used at the peak."""
+    ok = table[table["status"] == "ok"]
+    out = pd.DataFrame({"tokens": ok["seq_len"], "setting": ok["method"],
+                        "peak allocated MiB": ok["peak_allocated_bytes"] / MIB,
+                        "peak reserved MiB": ok["peak_reserved_bytes"] / MIB,
+                        "reserved but unused %": ok["fragmentation_pct"]})
+    return out.set_index(["tokens", "setting"]).sort_index().round(1)
+
+
+# Actions of a memory history that go to the CUDA driver: a new segment (cudaMalloc), pages
+# mapped onto an expandable segment, and their releases.
+DRIVER_ACTIONS = ("segment_alloc", "segment_map", "segment_free", "segment_unmap")
+
+
+def driver_calls(runs: dict, steps: int) -> pd.DataFrame:
+    """Per setting, the allocator's trips to the driver during the recorded run of ``steps``
+    decode steps (from its memory history), against the allocations it served from its
+    cache."""
+    rows = []
+    for conf, result in runs.items():
+        timeline = result.get("timeline")
+        if not timeline:
+            continue
+        actions = timeline["actions"]
+        driver = sum(actions.get(a, 0) for a in DRIVER_ACTIONS)
+        rows.append({"setting": conf, "tensor allocations": actions.get("alloc", 0),
+                     **{a: actions.get(a, 0) for a in DRIVER_ACTIONS},
+                     "driver calls per decode step": driver / steps})
+    return pd.DataFrame(rows).set_index("setting") if rows else pd.DataFrame()
+
+
+def timeline(runs: dict) -> list:
+    """The memory history of every setting as rows: allocated and reserved bytes at the start
+    of each forward pass (step 0 is the prefill), and the peaks inside the step."""
+    rows = []
+    for conf, result in runs.items():
+        recorded = result.get("timeline")
+        if not recorded:
+            continue
+        peaks = {p["step"]: p for p in recorded["peaks"]}
+        for s in recorded["steps"]:
+            peak = peaks.get(s["step"], {})
+            rows.append({"setting": conf, "step": s["step"], "allocated": s["allocated"],
+                         "reserved": s["reserved"], "allocated_peak": peak.get("allocated_peak"),
+                         "reserved_peak": peak.get("reserved_peak")})
+    return rows
+
+
+def plot_memory(ax, table, on_gpu: bool):
+    """Peak reserved (solid) and allocated (dashed) memory per length, one colour a setting."""
+    if not on_gpu:
+        ax.text(0.5, 0.5, "no GPU memory on a CPU run", ha="center", transform=ax.transAxes)
+        ax.set(title="Peak memory", xticks=[], yticks=[])
+        return ax
+    for i, (method, part) in enumerate(table.groupby("method", sort=False)):
+        color = plotting.PALETTE[i]
+        ax.plot(part["seq_len"], part["peak_reserved_bytes"] / MIB, marker="o", color=color,
+                label=f"{method}: reserved")
+        ax.plot(part["seq_len"], part["peak_allocated_bytes"] / MIB, marker="x", ls="--",
+                color=color, label=f"{method}: allocated")
+    ax.set(xlabel="new tokens", ylabel="MiB", title="Peak memory")
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+def plot_timeline(ax_abs, ax_gap, frame):
+    """Reserved and allocated memory over the steps of one run (left) and their gap, memory
+    reserved but unused (right), one colour a setting."""
+    for i, (conf, part) in enumerate(frame.groupby("setting", sort=False)):
+        color = plotting.PALETTE[i]
+        ax_abs.plot(part["step"], part["reserved"] / MIB, color=color, label=f"{conf}: reserved")
+        ax_abs.plot(part["step"], part["allocated"] / MIB, color=color, ls="--",
+                    label=f"{conf}: allocated")
+        ax_gap.plot(part["step"], (part["reserved"] - part["allocated"]) / MIB, color=color,
+                    label=conf)
+    ax_abs.set(xlabel="decode step", ylabel="MiB", title="Reserved and allocated memory")
+    ax_abs.legend(fontsize=8, loc="upper left")
+    ax_gap.set(xlabel="decode step", ylabel="MiB", title="Reserved but unused")
+    ax_gap.legend(fontsize=8, loc="upper left")

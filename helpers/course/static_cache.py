@@ -1,0 +1,178 @@
+"""Notebook 04's measurement and analysis, kept out of the lesson: the three eager loops
+(dynamic cache, right-sized and oversized static cache) as interleaved trials, each loop's own
+memory, the two static caches once more with every decode step captured in a CUDA graph, and
+the table of what the oversized cache's wasted attention costs.
+
+``measure`` returns one table; ``plot_memory`` draws the memory panel; ``waste`` reads the
+oversized cache against the right-sized one.
+"""
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import torch
+from transformers import DynamicCache
+
+from .. import graphs
+from ..generation import generate_kv_cache
+from ..static import attention_work, generate_static_cache, make_static_cache, sdpa_calls
+from . import harness, plotting
+
+DYNAMIC, STATIC, OVERSIZED = "kv_cache (dynamic)", "static", "static oversized"
+GRAPH = " (CUDA graph)"
+EAGER = [DYNAMIC, STATIC, OVERSIZED]
+METHODS = EAGER + [STATIC + GRAPH, OVERSIZED + GRAPH]
+
+
+def bytes_per_position(model, batch_size, dtype_bytes=4) -> int:
+    """Keys and values of one cache position, every layer and row."""
+    cfg = model.config
+    return 2 * cfg.n_layer * batch_size * cfg.n_embd * dtype_bytes
+
+
+def cache_bytes(cache) -> int:
+    """The bytes of a static cache's key and value tensors, read from the tensors."""
+    return sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers)
+
+
+def attention_inputs(model, prompt, device) -> pd.DataFrame:
+    """What ``scaled_dot_product_attention`` receives in one decode step after the prompt,
+    with a dynamic cache and with a static cache of prompt + 8 positions."""
+    rows = []
+    with torch.no_grad():
+        for name, cache in (("dynamic", DynamicCache(config=model.config)),
+                            ("static", make_static_cache(model, prompt.shape[0],
+                                                         prompt.shape[1] + 8, device))):
+            with sdpa_calls() as calls:
+                model(prompt, past_key_values=cache, use_cache=True)
+                model(prompt[:, :1], past_key_values=cache, use_cache=True)
+            last = calls[-1]
+            rows.append({"cache": name, "filled positions": prompt.shape[1] + 1,
+                         "keys attended per layer": last["keys"], "mask": last["mask"]})
+    return pd.DataFrame(rows).set_index("cache")
+
+
+def own_peak_bytes(fn, device) -> float:
+    """Peak memory one call of ``fn`` allocates above what was allocated before it (NaN on a
+    CPU). ``fn`` builds its own cache, so only that loop's cache is alive."""
+    if torch.device(device).type != "cuda":
+        return float("nan")
+    harness.release_memory(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    fn()
+    harness.sync(device)
+    return float(torch.cuda.max_memory_allocated(device) - before)
+
+
+def _work(P, seq_len, cache_len, pairs="static_pairs") -> dict:
+    work = attention_work(P.prompt_len, seq_len, cache_len)
+    return {"cache_len": cache_len, "attended_pairs": work[pairs],
+            "useful_pairs": work["useful_pairs"],
+            "attended_over_useful": work[pairs] / work["useful_pairs"]}
+
+
+def _point(model, prompt, eos, P, seq_len) -> list:
+    sizes = {DYNAMIC: None, STATIC: P.prompt_len + seq_len, OVERSIZED: P.oversize_cache_len}
+    per_position = bytes_per_position(model, P.batch_size)
+    calls, extra, own = {}, {}, {}
+    for method, cache_len in sizes.items():
+        if cache_len is None:
+            calls[method] = lambda: generate_kv_cache(model, prompt, seq_len, eos)  # noqa: E731
+            # the cache at the end of the run: prompt + every decoded position
+            extra[method] = {**_work(P, seq_len, P.prompt_len + seq_len, "dynamic_pairs"),
+                             "cache_bytes": per_position * (P.prompt_len + seq_len - 1)}
+            own[method] = calls[method]
+        else:
+            cache = make_static_cache(model, P.batch_size, cache_len, P.device)
+            calls[method] = lambda c=cache: generate_static_cache(model, prompt, seq_len, eos,  # noqa: E731
+                                                                  cache=c)
+            extra[method] = {**_work(P, seq_len, cache_len), "cache_bytes": cache_bytes(cache)}
+            own[method] = lambda n=cache_len: generate_static_cache(  # noqa: E731
+                model, prompt, seq_len, eos,
+                cache=make_static_cache(model, P.batch_size, n, P.device))
+    cache = None  # the last static cache lives on in calls only, freed below
+    rows, _ = harness.compare_row(calls, device=P.device, batch_size=P.batch_size,
+                                  seq_len=seq_len, repeats=P.repeats, warmup=P.warmup,
+                                  budget_s=P.budget_s, busy=True)
+    del calls
+    for method, fn in own.items():  # each loop alone, its cache built inside the call
+        extra[method]["own_peak_bytes"] = own_peak_bytes(fn, P.device)
+    # The two static caches with every decode step captured in a CUDA graph (notebook 10's
+    # decoder, used as a tool): one launch per step, so the GPU sets the pace. The decoder
+    # holds one position more than it is given (the launch ahead), rounded up to 16.
+    decoders = {method + GRAPH: graphs.GraphDecoder(
+                    model, P.batch_size, max(P.prompt_len + seq_len, cache_len - 1), eos,
+                    library_forward=True)
+                for method, cache_len in sizes.items() if cache_len is not None}
+    graphed = {name: (lambda d=d: d(prompt, seq_len)) for name, d in decoders.items()}
+    graph_rows, _ = harness.compare_row(graphed, device=P.device, batch_size=P.batch_size,
+                                        seq_len=seq_len, repeats=P.graph_repeats,
+                                        warmup=P.warmup, busy=True)
+    for name, decoder in decoders.items():
+        cache = decoder.state.cache
+        extra[name] = {**_work(P, seq_len, cache.get_max_length()),
+                       "cache_bytes": cache_bytes(cache), "own_peak_bytes": float("nan")}
+    del decoders, graphed
+    return [{**row, **extra[row["method"]]} for row in rows + graph_rows]
+
+
+def measure(model, prompt, eos, P) -> pd.DataFrame:
+    """Every loop at every length of ``P.seq_lens``: one table (a row per loop and length)."""
+    with warnings.catch_warnings():
+        # the profiler behind busy=True warns that it keeps only its last cycle: expected
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        return harness.sweep(P.seq_lens, lambda n: _point(model, prompt, eos, P, n),
+                             desc="dynamic vs static")
+
+
+def plot_memory(ax, table, seq_len, on_gpu: bool):
+    """Each eager loop's KV-cache tensors and, on a GPU, the peak it allocates on its own (only
+    its cache alive), at one length."""
+    part = table[(table["seq_len"] == seq_len) & table["method"].isin(EAGER)].set_index("method")
+    part = part.loc[[m for m in EAGER if m in part.index]]
+    x = range(len(part))
+    width = 0.38
+    unit, scale = ("MiB", 2**-20) if part["cache_bytes"].max() >= 2**20 else ("KiB", 2**-10)
+    bars = ax.bar([i - width / 2 for i in x], part["cache_bytes"] * scale, width,
+                  color=plotting.PALETTE[0], label="KV-cache tensors")
+    plotting.label_bars(ax, bars, fmt="{:.0f}")
+    if on_gpu:
+        bars = ax.bar([i + width / 2 for i in x], part["own_peak_bytes"] * scale, width,
+                      color=plotting.PALETTE[1], label="peak of one run alone")
+        plotting.label_bars(ax, bars, fmt="{:.0f}")
+    else:
+        ax.set_xlabel("no GPU memory on a CPU run: cache tensors only")
+    names = {DYNAMIC: "dynamic", STATIC: "static\n(right-sized)", OVERSIZED: "static\n(oversized)"}
+    ax.set_xticks(list(x), [names[m] for m in part.index], fontsize=9)
+    ax.set(ylabel=unit, title=f"Memory of each loop, {seq_len} tokens")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
+    ax.legend(loc="upper left", fontsize=9)
+    return ax
+
+
+def waste(table, model, P) -> pd.DataFrame:
+    """The oversized cache against the right-sized one, per length and regime (eager, CUDA
+    graph): extra positions attended over the run, the GPU's extra kernel time, what one extra
+    position costs per step and the bandwidth that implies, and the extra wall clock."""
+    per_position = bytes_per_position(model, P.batch_size)
+    rows = []
+    for seq_len in P.seq_lens:
+        part = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
+        part = part.set_index("method")
+        for regime, suffix in (("eager", ""), ("CUDA graph", GRAPH)):
+            if STATIC + suffix not in part.index or OVERSIZED + suffix not in part.index:
+                continue
+            fit, over = part.loc[STATIC + suffix], part.loc[OVERSIZED + suffix]
+            positions = (over["cache_len"] - fit["cache_len"]) * (seq_len - 1)
+            busy = over["gpu_busy_s"] - fit["gpu_busy_s"]
+            known = busy > 0 and positions > 0
+            rows.append({
+                "tokens": seq_len, "regime": regime, "extra positions": positions,
+                "extra GPU work ms": 1e3 * busy,
+                "µs per position and step": 1e6 * busy / positions if known else float("nan"),
+                "GB/s": positions * per_position / busy / 1e9 if known else float("nan"),
+                "extra wall clock ms": 1e3 * (over["median_s"] - fit["median_s"]),
+                "GPU busy % (oversized)": 100 * over["gpu_busy_s"] / over["median_s"]})
+    return pd.DataFrame(rows).set_index(["tokens", "regime"])
