@@ -73,12 +73,34 @@ def environment() -> dict:
 
 
 def print_report(info: dict, params=None) -> dict:
-    """Print an environment report (and the run's parameters) at the top of a notebook."""
-    width = max(len(k) for k in info)
-    for key, value in info.items():
-        print(f"{key:<{width}}  {value if value not in ('', None) else '-'}")
+    """Print the run's machine and parameters at the top of a notebook, in a few lines (the
+    full record is in the run folder's outputs/<notebook>.json)."""
+    def get(key):
+        value = info.get(key)
+        return None if value in ("", None, "-", "n/a") else value
+
+    gpu = get("gpu") or "cpu"
+    memory = f" ({info['gpu_memory_gib']} GiB)" if get("gpu_memory_gib") else ""
+    cuda = f", CUDA {get('cuda')}, driver {get('driver')}" if get("cuda") else ""
+    print(f"{gpu}{memory}{cuda} · CPU {get('cpu') or '?'} ({info.get('cpu_count', '?')} cores)")
+    print(f"torch {get('torch')} · transformers {get('transformers')} · Python {get('python')} · "
+          f"{get('date')}")
+    alloc = get("PYTORCH_CUDA_ALLOC_CONF") or get("PYTORCH_ALLOC_CONF")
+    if alloc:
+        print(f"allocator settings: {alloc}")
     if params is not None:
-        print()
-        for key, value in params.items():
-            print(f"{key:<{width}}  {value!r}")
+        values = dict(params)
+        head = [f"preset {values.pop('preset', '?')!s}", f"model {values.pop('model', '?')!s}",
+                f"on {values.pop('device', '?')!s}"]
+        values.pop("notebook", None)
+        rest = [f"{key} {value}" for key, value in values.items()]
+        line, lines = ", ".join(head), []
+        for item in rest:
+            if len(line) + len(item) > 96:
+                lines.append(line + ",")
+                line = "  " + item
+            else:
+                line += ", " + item
+        for text in lines + [line]:
+            print(text)
     return info
