@@ -16,6 +16,7 @@ The floor is helpers/course/floor.py, the article's claims helpers/course/claims
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import time
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from . import static, streams
 
 from .course import floor, harness, results
 from .generation import decode_one_token, generate_kv_cache, generate_naive
+from .fast_step import FastDecoder
 from .graphs import GraphDecoder
 from .model import build_model, make_prompt, use_tf32
 
@@ -133,6 +135,11 @@ def cuda_graph(lab, prompt, n, **options):
     return lambda: decoder(prompt, n)
 
 
+def fast_graph(lab, prompt, n, **options):
+    decoder = FastDecoder(lab.model, prompt.shape[0], prompt.shape[1] + n, lab.eos, **options)
+    return lambda: decoder(prompt, n)
+
+
 def hf_generate(lab, prompt, n, cache_implementation=None):
     return lambda: generate_hf(lab.model, prompt, n, lab.eos,
                                cache_implementation=cache_implementation)
@@ -143,6 +150,8 @@ def hf_generate(lab, prompt, n, cache_implementation=None):
 # fastest backend per shape would save only a few percent of the step on the H100).
 INDUCTOR = {"options": {"triton.cudagraphs": False, "max_autotune": False}}
 FUSED_GRAPH = "CUDA graph, fused step (Inductor, bucketed)"
+STEPS_PER_LAUNCH = 10  # notebook 11's decode steps per graph replay
+TRITON_GRAPH = f"CUDA graph, Triton step ({STEPS_PER_LAUNCH}/launch)"
 
 # name -> (notebook, builder, options, GPU only): GPU-only methods are left out on a CPU, where
 # they would only measure compilation.
@@ -162,6 +171,9 @@ LADDER = {
     # notebook 10's fastest float32 rung: the fused step with bucketed attention, compiled by
     # Inductor (no CUDA graphs of its own), captured whole
     FUSED_GRAPH: ("10", cuda_graph, {"bucket": 32, "compile_options": INDUCTOR}, True),
+    # notebook 11's step: Triton kernels (fused layer norms, epilogues, decode attention, the LM
+    # head with the argmax), STEPS_PER_LAUNCH steps per graph replay; on a CPU their references
+    TRITON_GRAPH: ("11", fast_graph, {"steps_per_graph": STEPS_PER_LAUNCH}, False),
     "generate()": ("peer", hf_generate, {}, False),
     "generate() static": ("peer", hf_generate, {"cache_implementation": "static"}, False),
 }
@@ -179,9 +191,10 @@ def course_methods(model, eos_token_id, *, compile_modes=("default", "reduce-ove
                    graph_steps=(4,), compile_dynamic=False,
                    peers=("generate()", "generate() static")) -> dict:
     """The ladder's methods for one run, by name, in ``LADDER``'s order: those of notebooks
-    01-07 and 10 chosen by the arguments (the GPU-only ones on a GPU only), then the peers."""
+    01-07, 10 and 11 chosen by the arguments (the GPU-only ones on a GPU only), then the peers."""
     chosen = {"naive", "kv cache", "static cache", "interleaved (eager)",
-              "interleaved (compiled)", "CUDA graph, transformers forward", FUSED_GRAPH}
+              "interleaved (compiled)", "CUDA graph, transformers forward", FUSED_GRAPH,
+              TRITON_GRAPH}
     chosen |= {"kv cache, compiled (dynamic shapes)"} if compile_dynamic else set()
     chosen |= {f"static compiled ({mode})" for mode in compile_modes}
     chosen |= {f"CUDA graph, lean step ({k}/launch)" for k in graph_steps}
@@ -317,8 +330,36 @@ def main(argv=None) -> int:
     failed = frame[frame["status"] != harness.OK]
     for _, row in failed.iterrows():
         print(f"FAILED {row['method']}: {row.get('error', '')}")
+    if cuda:
+        print(bf16_line(model, prompt, args.tokens, args.repeats + 2))
     print(f"\n{len(frame) - len(failed)}/{len(frame)} methods in {time.perf_counter() - start:.0f} s")
     return 1 if len(failed) else 0
+
+
+def bf16_line(model, prompt, n, repeats):
+    """Notebook 11's step in bfloat16, apart from the float32 ladder: ms per step (median of
+    ``repeats`` runs), against its own floor (bf16 weights), the share of tokens that agree with
+    the float32 step and the largest logit difference."""
+    from .course.kernels import largest_logit_difference, token_agreement
+
+    model16 = copy.deepcopy(model).to(torch.bfloat16)
+    eos, batch = model.config.eos_token_id, prompt.shape[0]
+    fp32 = FastDecoder(model, batch, prompt.shape[1] + n, eos, STEPS_PER_LAUNCH)
+    bf16 = FastDecoder(model16, batch, prompt.shape[1] + n, eos, STEPS_PER_LAUNCH)
+    agreement = token_agreement(fp32(prompt, n), bf16(prompt, n), prompt.shape[1])
+    seconds = []
+    for _ in range(repeats):
+        harness.sync(prompt.device)
+        start = time.perf_counter()
+        bf16(prompt, n)
+        harness.sync(prompt.device)
+        seconds.append((time.perf_counter() - start) / n)
+    step = sorted(seconds)[len(seconds) // 2]
+    floor16 = floor.floor_per_step(model16, floor.copy_bandwidth(prompt.device), floor.kv_bytes_per_step(
+        model.config, batch, prompt.shape[1], n, dtype_bytes=2))
+    return (f"\nbf16, apart ({TRITON_GRAPH}): {step * 1e3:.3f} ms/step, {step / floor16:.2f}x its "
+            f"floor ({floor16 * 1e3:.3f} ms); {agreement:.1%} of tokens agree with float32; largest "
+            f"logit difference {largest_logit_difference(model, model16, prompt):.3f}")
 
 
 if __name__ == "__main__":

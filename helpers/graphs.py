@@ -167,10 +167,13 @@ class GraphDecoder:
     fill, which the host knows from the launch's number without asking the GPU.
     ``compile_options`` (``torch.compile`` keyword arguments) has Inductor compile the step
     before it is captured; Inductor then must not add CUDA graphs of its own (the whole step is
-    captured here). Without a GPU (or with ``graphs=False``) the same steps run eagerly."""
+    captured here). ``step=fn`` captures a step of your own, ``fn(model, state, eos_token_id)``
+    on these buffers (notebook 11's). Without a GPU (or with ``graphs=False``) the same steps run
+    eagerly."""
 
     def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=1,
-                 library_forward=False, graphs=None, bucket=None, compile_options=None):
+                 library_forward=False, graphs=None, bucket=None, compile_options=None,
+                 step=None):
         device = next(model.parameters()).device
         if max_len + steps_per_graph > model.config.n_positions:
             raise ValueError(f"max_len + steps_per_graph = {max_len + steps_per_graph} exceeds the "
@@ -179,7 +182,8 @@ class GraphDecoder:
             raise ValueError(f"bucket must be a positive number of positions for the lean step, "
                              f"got {bucket!r}" + (" with library_forward" if library_forward else ""))
         self.model, self.eos, self.k = model, eos_token_id, steps_per_graph
-        step = hf_decode_step if library_forward else fused_decode_step if bucket else decode_step
+        if step is None:
+            step = hf_decode_step if library_forward else fused_decode_step if bucket else decode_step
         if compile_options is not None:
             step = torch.compile(step, fullgraph=True, **compile_options)
         self.step = step
@@ -213,6 +217,10 @@ class GraphDecoder:
         needed = prompt_len + (launch + 1) * self.k
         return next((n for n in self.lengths if n is None or n >= needed), self.lengths[-1])
 
+    def prefill(self, input_ids, stop_lengths=None):
+        """The prompt, eagerly (a subclass may replay it from a graph)."""
+        prefill(self.model, self.state, input_ids, self.eos, stop_lengths)
+
     def launch(self, launch, prompt_len):
         """Replay (or, without graphs, run) launch number ``launch`` of a run."""
         length = self.length_for(launch, prompt_len)
@@ -230,7 +238,7 @@ class GraphDecoder:
         if prompt_len + max_new_tokens + self.k > state.tokens.shape[1]:
             raise ValueError(f"{prompt_len} + {max_new_tokens} tokens do not fit this decoder's "
                              f"{state.tokens.shape[1] - self.k} positions")
-        prefill(self.model, state, input_ids, self.eos, stop_lengths)
+        self.prefill(input_ids, stop_lengths)
         for launch in range(math.ceil((max_new_tokens - 1) / self.k)):
             self.launch(launch, prompt_len)
             self.flags[launch % 2].copy_(state.all_finished, non_blocking=True)

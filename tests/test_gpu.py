@@ -3,7 +3,8 @@
 On a CPU the tests elsewhere run the same loops with the streams, events, pinned memory and
 graphs falling away; only here do they run for real: every generator's tokens against the naive
 loop (forced stops included), the two-stream and event loops, the CUDA-graph decoder, the
-reduce-overhead compiled step, the ladder's methods, the profiler's gaps and the sync census.
+reduce-overhead compiled step, the ladder's methods, the profiler's gaps and the sync census;
+and notebook 11's Triton kernels, each against its PyTorch reference at several shapes.
 Without a GPU every test here is skipped and says why.
 """
 import functools
@@ -16,6 +17,7 @@ from helpers.course import harness, kernels, profiling
 from helpers.checks import check_same_tokens
 from helpers.generation import (decode_one_token, generate_kv_cache, generate_naive,
                                 uniform_stop_lengths)
+from helpers.fast_step import fast_decode_step
 from helpers.model import build_model, exact_matmul, make_prompt
 
 pytestmark = [pytest.mark.gpu,
@@ -179,8 +181,9 @@ def test_one_decode_step_is_shared(cuda):
 
 
 @pytest.mark.parametrize("options,attention_gemms", [(dict(), 2), (dict(bucket=8), 0),
-                                                     (dict(bucket=8, compile_options=INDUCTOR), 0)],
-                         ids=["lean", "fused", "fused-inductor"])
+                                                     (dict(bucket=8, compile_options=INDUCTOR), 0),
+                                                     (dict(step=fast_decode_step), 0)],
+                         ids=["lean", "fused", "fused-inductor", "triton"])
 def test_kernel_table_of_real_replays(cuda, options, attention_gemms):
     """The replayed kernels split evenly into launches, every weight GEMM is found in the order
     the step runs them, and the parts add up to the step."""
@@ -203,3 +206,129 @@ def test_gemm_backends_time_every_shape(cuda):
     assert len(table) == 5 * 4 and table[table["backend"] == "cuBLAS"]["us"].gt(0).all()
     best = kernels.best_backends(table)
     assert list(best.index) == list(kernels.BLOCK_GEMMS) + [kernels.LM_HEAD]
+
+
+# ------------------------------------------------------------------ notebook 11's Triton kernels
+
+def _rel(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+# Tolerances by (dtype, precision): IEEE float32 lands far under 1e-4; TF32 and bfloat16 operands
+# near 1e-3 (METHOD.md's ranges, with room for the layer norm of a small-variance row).
+TOLERANCE = {(torch.float32, "highest"): 1e-5, (torch.float32, "high"): 5e-3,
+             (torch.bfloat16, "high"): 2e-2}
+
+
+@pytest.mark.parametrize("dtype,precision", list(TOLERANCE), ids=["fp32", "tf32", "bf16"])
+@pytest.mark.parametrize("m,k,n,flags", [(32, 768, 2304, ""), (32, 768, 768, "res norm"),
+                                         (32, 768, 3072, "gelu"), (32, 3072, 768, "res norm"),
+                                         (1, 768, 768, "norm"), (17, 256, 96, "res gelu norm"),
+                                         (6, 64, 192, "")])
+def test_triton_linear_matches_its_reference(dtype, precision, m, k, n, flags):
+    """The skinny GEMM with every epilogue, at GPT-2's shapes and odd ones, with the tuned launch
+    and split-K ones, against the float64 reference; fresh random inputs, output poisoned."""
+    from helpers import triton_kernels as tk
+    torch.manual_seed(m * n + k)
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        x = torch.randn(m, k, device="cuda", dtype=dtype)
+        w = (torch.randn(k, n, device="cuda") / k**0.5).to(dtype)
+        b = torch.randn(n, device="cuda", dtype=dtype)
+        res = torch.randn(m, n, device="cuda", dtype=dtype) if "res" in flags else None
+        norm = ((torch.randn(n, device="cuda", dtype=dtype), torch.randn(n, device="cuda", dtype=dtype),
+                 1e-5) if "norm" in flags else None)
+        double = lambda t: None if t is None else t.double()
+        ref = tk.linear_ref(x.double(), w.double(), b.double(), "gelu" in flags, double(res),
+                            None if norm is None else (norm[0].double(), norm[1].double(), 1e-5))
+        for config in (None, (32, 64, 2, 4, 4), (16, 64, 1, 4, 4), (64, 64, 4, 4, 3)):
+            if config is not None and k % (config[1] * config[2]):
+                continue
+            out = tk.linear(x, w, b, "gelu" in flags, res, norm, config=config)
+            pairs = zip(out, ref) if norm is not None else [(out, ref)]
+            for got, want in pairs:
+                assert torch.isfinite(got).all()
+                assert _rel(got, want) < TOLERANCE[(dtype, precision)], (config, _rel(got, want))
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("m,k,n", [(32, 768, 50257), (6, 64, 512), (3, 128, 1000)])
+def test_lm_head_argmax_matches_the_logits_argmax(cuda, dtype, m, k, n):
+    """Under exact float32 (the module's fixture) the fused head picks the logits' argmax."""
+    from helpers import triton_kernels as tk
+    torch.manual_seed(n)
+    x = torch.randn(m, k, device="cuda", dtype=dtype)
+    w_t = (torch.randn(n, k, device="cuda") / k**0.5).to(dtype)
+    best, index = tk.lm_head_argmax(x, w_t)
+    logits = x.double() @ w_t.double().t()
+    choice = index.gather(1, best.argmax(1, keepdim=True))[:, 0]
+    top = logits.max(1).values
+    assert (logits.gather(1, choice[:, None])[:, 0] - top).abs().max() < (1e-4 if dtype == torch.float32 else 5e-2)
+    if dtype == torch.float32:
+        assert torch.equal(choice, logits.argmax(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("batch,heads,head_dim,slots,position",
+                         [(32, 12, 64, 128, 16), (32, 12, 64, 128, 115), (2, 2, 32, 16, 1),
+                          (5, 3, 32, 48, 47), (4, 12, 64, 1024, 700)])
+def test_decode_attention_matches_its_reference(dtype, batch, heads, head_dim, slots, position):
+    """Attention over the filled positions and the cache write at ``position``."""
+    from helpers import triton_kernels as tk
+    torch.manual_seed(position)
+    qkv = torch.randn(batch, 3 * heads * head_dim, device="cuda", dtype=dtype)
+    kv = torch.randn(2, batch, heads, slots, head_dim, device="cuda", dtype=dtype)
+    kv_ref = kv.double()
+    where = torch.tensor(position, device="cuda")
+    out = tk.decode_attention(qkv, kv, where, heads)
+    ref = tk.decode_attention_ref(qkv.double(), kv_ref, where, heads)
+    assert _rel(out, ref) < (1e-6 if dtype == torch.float32 else 1e-2)
+    assert torch.equal(kv.double(), kv_ref.to(dtype).double())  # the new key and value written
+
+
+@pytest.mark.parametrize("batch,tiles", [(32, 393), (3, 4), (6, 786)])
+def test_finish_step_and_embed_match_their_references(batch, tiles):
+    """The greedy choice over tiles (the first tile on a tie), forced stops, finished rows and
+    the counters; the embedding and its layer norm."""
+    from types import SimpleNamespace
+    from helpers import triton_kernels as tk
+
+    def state(seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return SimpleNamespace(
+            tokens=torch.zeros(batch, 64, dtype=torch.long, device="cuda"),
+            token=torch.zeros(batch, dtype=torch.long, device="cuda"),
+            finished=torch.rand(batch, device="cuda", generator=g) < 0.3,
+            stop_lengths=torch.randint(1, 5, (batch,), device="cuda", generator=g),
+            position=torch.tensor(20, device="cuda"), step=torch.tensor(2, device="cuda"))
+    best = torch.randn(batch, tiles, device="cuda")
+    best[0, 1] = best[0, 2] = best[0].max() + 1
+    index = torch.randint(0, 50000, (batch, tiles), device="cuda")
+    a, b = state(1), state(1)
+    tk.finish_step(best, index, a, 7)
+    tk.finish_step_ref(best, index, b, 7)
+    for field in vars(a):
+        assert torch.equal(getattr(a, field), getattr(b, field)), field
+    wte, wpe = torch.randn(1000, 768, device="cuda"), torch.randn(1024, 768, device="cuda")
+    norm = (torch.randn(768, device="cuda"), torch.randn(768, device="cuda"), 1e-5)
+    token, where = torch.randint(0, 1000, (batch,), device="cuda"), torch.tensor(5, device="cuda")
+    (h, x), (h_ref, x_ref) = tk.embed(token, where, wte, wpe, norm), tk.embed_ref(token, where, wte, wpe, norm)
+    assert torch.equal(h, h_ref) and _rel(x, x_ref) < 1e-6
+
+
+@pytest.mark.parametrize("steps_per_graph", [1, 3, 10])
+def test_triton_step_decoders_give_the_naive_tokens(cuda, steps_per_graph):
+    """Notebook 11's rungs in real CUDA graphs (the prefill's graph too), forced stops included,
+    under exact float32 (the Triton products fall back to IEEE float32 there)."""
+    from helpers.fast_step import FastDecoder, fast_decode_step
+    model, eos, prompt = cuda
+    plain = graphs.GraphDecoder(model, BATCH, PROMPT + 30, eos, steps_per_graph, step=fast_decode_step)
+    fast = FastDecoder(model, BATCH, PROMPT + 30, eos, steps_per_graph)
+    assert plain.graphs and fast.graphs
+    same_as_naive(cuda, lambda n, s: plain(prompt, n, s), f"Triton step, {steps_per_graph}/launch")
+    same_as_naive(cuda, lambda n, s: fast(prompt, n, s), f"FastDecoder, {steps_per_graph}/launch")
+    assert fast.prefills, "the prefill was captured"

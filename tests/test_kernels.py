@@ -138,3 +138,59 @@ def test_unattributed_gemms_keep_the_weights_floor():
     assert table.loc["step (span)", "floor_us"] == pytest.approx((weights + filled) / 1e12 * 1e6)
     listed = kernels.step_kernels(frame, LAYERS)
     assert listed["kernel"].tolist() == names and listed["part"].iloc[3] == kernels.UNATTRIBUTED
+
+
+# ------------------------------------------------------------------ notebook 11 on a CPU
+
+def test_triton_step_references_decode_the_naive_tokens():
+    """On a CPU every kernel of notebook 11's step is its PyTorch reference: the step, the graph
+    decoder and FastDecoder give the naive loop's tokens, forced stops included."""
+    from helpers import graphs
+    from helpers.fast_step import FastDecoder, fast_decode_step
+    from helpers.generation import generate_naive, uniform_stop_lengths
+    from helpers.model import exact_matmul, make_prompt
+
+    model = build_model("tiny")
+    eos = model.config.eos_token_id
+    prompt = make_prompt(5, 4, model.config.vocab_size, eos, seed=3)
+    with exact_matmul():
+        for stops in (None, uniform_stop_lengths(5, 1, 9, seed=1)):
+            reference = generate_naive(model, prompt, 10, eos, stops)
+            for k in (1, 4):
+                plain = graphs.GraphDecoder(model, 5, 14, eos, k, step=fast_decode_step)
+                assert torch.equal(plain(prompt, 10, stops), reference)
+                assert torch.equal(FastDecoder(model, 5, 14, eos, k)(prompt, 10, stops), reference)
+
+
+def test_triton_kernel_references_agree_with_the_model():
+    """The references the GPU kernels are checked against compute what GPT-2's modules do."""
+    import torch.nn.functional as F
+    from types import SimpleNamespace
+    from helpers import triton_kernels as tk
+    from helpers.fast_step import norm
+    from helpers.graphs import advance
+
+    torch.manual_seed(0)
+    model = build_model("tiny")
+    block, h = model.transformer.h[0], torch.randn(3, 64)
+    y, normed = tk.linear_ref(h, block.mlp.c_fc.weight, block.mlp.c_fc.bias, gelu=True,
+                              norm=(torch.ones(256), torch.zeros(256), 1e-5))
+    assert torch.allclose(y, F.gelu(block.mlp.c_fc(h), approximate="tanh"))
+    assert torch.allclose(normed, F.layer_norm(y, (256,)), atol=1e-6)
+    logits = model.lm_head(h)
+    best, index = tk.lm_head_argmax_ref(h, model.lm_head.weight)
+    assert torch.equal(index[:, 0], logits.argmax(-1))
+    embedded, x = tk.embed_ref(torch.tensor([1, 2, 3]), torch.tensor(4), model.transformer.wte.weight,
+                               model.transformer.wpe.weight, norm(block.ln_1))
+    assert torch.allclose(x, block.ln_1(embedded))
+
+    def state():
+        return SimpleNamespace(tokens=torch.zeros(3, 8, dtype=torch.long), token=torch.zeros(3, dtype=torch.long),
+                               finished=torch.tensor([False, True, False]),
+                               stop_lengths=torch.tensor([9, 9, 2]), position=torch.tensor(3),
+                               step=torch.tensor(1))
+    a, b = state(), state()
+    tk.finish_step_ref(best, index, a, 511)
+    advance(b, logits, 511)
+    for field in ("tokens", "token", "finished", "position", "step"):
+        assert torch.equal(getattr(a, field), getattr(b, field)), field

@@ -1,0 +1,264 @@
+"""One batch of GPU work for issue 25 (notebook 11's kernels): check every Triton kernel against
+its PyTorch reference at several shapes, check the new rungs' tokens against the naive loop,
+sweep the skinny GEMM's launch configurations, time the rungs, print the kernel table.
+Run on a CUDA GPU: python docs/floor_check.py OUTDIR. Results in docs/floor-notes.md."""
+import copy, json, math, os, sys, time, traceback
+
+import torch
+
+from helpers import graphs, triton_kernels as tk
+from helpers.bench import INDUCTOR
+from helpers.course import floor, kernels
+from helpers.fast_step import fast_decode_step
+from helpers.generation import generate_naive, uniform_stop_lengths
+from helpers.model import build_model, exact_matmul, make_prompt, use_tf32
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else "."
+LOG = open(os.path.join(OUT, "floor_check.txt"), "w")
+results = {}
+
+
+def say(*a):
+    line = " ".join(str(x) for x in a)
+    print(line, flush=True)
+    LOG.write(line + "\n"); LOG.flush()
+
+
+def section(fn):
+    t0 = time.perf_counter()
+    say(f"\n=== {fn.__name__}")
+    try:
+        fn()
+    except Exception:
+        say("FAILED", traceback.format_exc()[-3000:])
+    say(f"--- {fn.__name__}: {time.perf_counter() - t0:.1f} s")
+
+
+def rel(a, b):
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+def kernel_checks():
+    torch.manual_seed(1)
+    for dtype, prec in ((torch.float32, "highest"), (torch.float32, "high"), (torch.bfloat16, "high")):
+        torch.set_float32_matmul_precision(prec)
+        for m, k, n, flags in ((32, 768, 2304, ""), (32, 768, 768, "res norm"), (32, 768, 3072, "gelu"),
+                               (32, 3072, 768, "res norm"), (1, 768, 2304, "norm"), (8, 768, 3072, "gelu"),
+                               (17, 3072, 768, "res"), (32, 64, 192, "norm gelu"), (2, 256, 64, "res gelu norm")):
+            x = torch.randn(m, k, device="cuda", dtype=dtype)
+            w = torch.randn(k, n, device="cuda", dtype=dtype) / k**0.5
+            b = torch.randn(n, device="cuda", dtype=dtype)
+            ln = (torch.randn(n, device="cuda", dtype=dtype), torch.randn(n, device="cuda", dtype=dtype), 1e-5) if "norm" in flags else None
+            res = torch.randn(m, n, device="cuda", dtype=dtype) if "res" in flags else None
+            gelu = "gelu" in flags
+            ref = tk.linear_ref(*(t.double() for t in (x, w, b)), norm=None if ln is None else (ln[0].double(), ln[1].double(), ln[2]),
+                                gelu=gelu, residual=None if res is None else res.double())
+            ref = torch.cat(ref, 1) if ln is not None else ref
+            configs = [None, (64, 64, 2, 4, 4), (32, 64, 4, 4, 4), (128, 64, 1, 4, 3)]
+            errs = []
+            for c in configs:
+                if c is not None and k % (c[2] * c[1]):
+                    continue
+                out = tk.linear(x, w, b, norm=ln, gelu=gelu, residual=res, config=c)
+                out = torch.cat(out, 1) if ln is not None else out
+                errs.append(rel(out, ref))
+            say(f"linear {str(dtype)[6:]:8} {prec:7} M={m:2} K={k:4} N={n:4} {flags:9} rel err max {max(errs):.2e}"
+                f" {'ok' if max(errs) < (3e-5 if prec == 'highest' and dtype == torch.float32 else 2e-2) else 'BAD'}")
+        # LM head + argmax
+        for m, k, n in ((32, 768, 50257), (3, 64, 512), (32, 768, 1000)):
+            x = torch.randn(m, k, device="cuda", dtype=dtype)
+            wt = torch.randn(n, k, device="cuda", dtype=dtype) / k**0.5
+            best, index = tk.lm_head_argmax(x, wt)
+            rb, ri = tk.lm_head_argmax_ref(x.double(), wt.double())
+            top = best.max(1).values.double()
+            choice = index.gather(1, best.argmax(1, keepdim=True))
+            agree = float((choice == ri).float().mean())
+            say(f"lm_head_argmax {str(dtype)[6:]:8} {prec:7} M={m} K={k} N={n}: max err {float((top - rb[:, 0]).abs().max()):.2e}, argmax agrees {agree:.0%}")
+    torch.set_float32_matmul_precision("high")
+    for dtype in (torch.float32, torch.bfloat16):
+        for batch, heads, slots, pos in ((32, 12, 128, 16), (32, 12, 128, 115), (2, 2, 16, 1), (5, 3, 48, 47), (32, 12, 1024, 700)):
+            d = 64 if heads == 12 else 32
+            qkv = torch.randn(batch, 3 * heads * d, device="cuda", dtype=dtype)
+            kv = torch.randn(2, batch, heads, slots, d, device="cuda", dtype=dtype)
+            kv2 = kv.clone()
+            p = torch.tensor(pos, device="cuda")
+            out = tk.decode_attention(qkv, kv, p, heads)
+            ref = tk.decode_attention_ref(qkv.double(), kv2.double(), p, heads)
+            say(f"decode_attention {str(dtype)[6:]:8} B={batch} H={heads} S={slots} pos={pos}: rel err {rel(out, ref):.2e}, "
+                f"cache equal {bool(torch.equal(kv.double(), kv2.double()) if dtype == torch.float32 else (kv.double() - kv2).abs().max() < 1e-2)}")
+    # finish_step and embed
+    from types import SimpleNamespace
+    for batch, tiles in ((32, 393), (3, 4), (32, 786)):
+        best = torch.randn(batch, tiles, device="cuda")
+        best[0, 1] = best[0, 2] = best[0].max() + 1  # a tie: the first tile wins
+        index = torch.randint(0, 50000, (batch, tiles), device="cuda")
+        def state():
+            return SimpleNamespace(tokens=torch.zeros(batch, 64, dtype=torch.long, device="cuda"),
+                                   token=torch.zeros(batch, dtype=torch.long, device="cuda"),
+                                   finished=torch.rand(batch, device="cuda") < 0.3,
+                                   stop_lengths=torch.randint(1, 5, (batch,), device="cuda"),
+                                   position=torch.tensor(20, device="cuda"), step=torch.tensor(2, device="cuda"))
+        torch.manual_seed(2); a = state(); torch.manual_seed(2); b = state()
+        tk.finish_step(best, index, a, 7); tk.finish_step_ref(best, index, b, 7)
+        same = all(torch.equal(getattr(a, f), getattr(b, f)) for f in vars(a))
+        say(f"finish_step B={batch} tiles={tiles}: state identical {same}")
+    wte, wpe = torch.randn(1000, 768, device="cuda"), torch.randn(1024, 768, device="cuda")
+    tok = torch.randint(0, 1000, (32,), device="cuda")
+    nrm = (torch.randn(768, device="cuda"), torch.randn(768, device="cuda"), 1e-5)
+    e1 = tk.embed(tok, torch.tensor(5, device='cuda'), wte, wpe, nrm)
+    e2 = tk.embed_ref(tok, torch.tensor(5, device='cuda'), wte, wpe, nrm)
+    say(f"embed: sum identical {torch.equal(e1[0], e2[0])}, layer norm rel err {rel(e1[1], e2[1]):.2e}")
+
+
+model = prompt = eos = None
+
+
+def setup():
+    global model, prompt, eos
+    model = build_model("gpt2", "cuda")
+    use_tf32(True)
+    eos = model.config.eos_token_id
+    prompt = make_prompt(32, 16, model.config.vocab_size, eos, "cuda")
+    say(torch.cuda.get_device_name(), torch.__version__, "triton", tk.triton.__version__)
+
+
+def token_checks():
+    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    for s in (None, stops):
+        with exact_matmul():
+            ref = generate_naive(model, prompt, 64, eos, s)
+            for k in (1, 10):
+                d = graphs.GraphDecoder(model, 32, 16 + 64, eos, steps_per_graph=k, step=fast_decode_step)
+                out = d(prompt, 64, s)
+                say(f"fp32 exact, fast step {k}/launch, stops={s is not None}: identical {out.shape == ref.shape and bool(torch.equal(out, ref))} {tuple(out.shape)} {tuple(ref.shape)}")
+                del d
+    ref = generate_naive(model, prompt, 64, eos)
+    d = graphs.GraphDecoder(model, 32, 16 + 64, eos, steps_per_graph=10, step=fast_decode_step)
+    out = d(prompt, 64)
+    say(f"fp32 TF32 fast step vs naive (TF32): agreement {kernels.token_agreement(ref, out, 16):.1%}")
+
+
+def per_step(call, n, reps=7):
+    call(); torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        torch.cuda.synchronize(); t = time.perf_counter(); call(); torch.cuda.synchronize()
+        ts.append((time.perf_counter() - t) / n)
+    return sorted(ts)[len(ts) // 2]
+
+
+# ---------------------------------------------------------------- second run: tuning in a graph
+
+def graph_sweep():
+    """Each GEMM shape over the 12 blocks' real weights, captured in a CUDA graph (as the step
+    replays it: no launch gaps, cold weights), per launch configuration."""
+    rows = []
+    for dtype in (torch.float32, torch.bfloat16):
+        m = model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)
+        x32 = {768: torch.randn(32, 768, device="cuda", dtype=dtype), 3072: torch.randn(32, 3072, device="cuda", dtype=dtype)}
+        for name, get, kw in (("QKV", lambda b: (b.attn.c_attn, None), ""), ("attention out", lambda b: (b.attn.c_proj, b.ln_2), "res"),
+                              ("MLP up", lambda b: (b.mlp.c_fc, None), "gelu"), ("MLP down", lambda b: (b.mlp.c_proj, b.ln_2), "res")):
+            mods = [get(b) for b in m.transformer.h]
+            k, n = mods[0][0].weight.shape
+            x = x32[k]
+            res = torch.randn(32, n, device="cuda", dtype=dtype)
+            cands = [(bn, bk, sp, 4, 4) for bn in (16, 32, 64) for bk in (64, 128) for sp in (1, 2, 4, 8)] + [(32, 128, 1, 2, 4), (16, 128, 1, 2, 4), (16, 256, 1, 4, 3), (16, 256, 2, 4, 3), (32, 256, 1, 4, 3), (32, 128, 1, 4, 6)]
+            cands = [c for c in cands if k % (c[1] * c[2]) == 0 and math.ceil(n / c[0]) * c[2] <= 1024]
+            times = {}
+            for c in cands:
+                try:
+                    fn = lambda: [tk.linear(x, lin.weight, lin.bias, norm=None if ln is None else (ln.weight, ln.bias, ln.eps),
+                                            gelu="gelu" in kw, residual=res if "res" in kw else None, config=c) for lin, ln in mods]
+                    times[c] = kernels.graph_time_s(fn, iters=2) / len(mods) * 1e6
+                except Exception as e:
+                    times[c] = float("nan")
+            best = min((t, c) for c, t in times.items() if t == t)
+            nbytes = (k * n + 32 * k + 32 * n) * x.element_size()
+            fn = lambda: [torch.addmm(lin.bias, x, lin.weight) for lin, ln in mods]
+            cub = kernels.graph_time_s(fn, iters=2) / len(mods) * 1e6
+            say(f"{str(dtype)[6:]:8} {name:14} in-graph best {best[1]} {best[0]:.2f} us ({nbytes / best[0] / 1e3:.0f} GB/s); cuBLAS addmm in graph {cub:.2f} us; "
+                f"top3 {sorted((round(t, 2), c) for c, t in times.items() if t == t)[:3]}")
+            tk.CONFIGS[(n, k, dtype)] = best[1]
+            rows.append({"dtype": str(dtype), "gemm": name, "best": best[1], "us": best[0], "cublas_us": cub, "all": {str(c): t for c, t in times.items()}})
+        x = torch.randn(32, 768, device="cuda", dtype=dtype)
+        wt = m.lm_head.weight
+        lm = {}
+        for c in [(bn, bk, 1, w, st) for bn in (64, 128, 256) for bk in (64, 128) for w, st in ((4, 4), (8, 3))]:
+            try:
+                lm[c] = kernels.graph_time_s(lambda: tk.lm_head_argmax(x, wt, config=c), iters=4) * 1e6
+            except Exception:
+                lm[c] = float("nan")
+        best = min((t, c) for c, t in lm.items() if t == t)
+        tk.CONFIGS[("lm_head", dtype)] = best[1]
+        say(f"{str(dtype)[6:]:8} LM head+argmax in-graph best {best[1]} {best[0]:.2f} us ({wt.numel() * wt.element_size() / best[0] / 1e3:.0f} GB/s)")
+        rows.append({"dtype": str(dtype), "gemm": "LM head", "best": best[1], "us": best[0], "all": {str(c): t for c, t in lm.items()}})
+    json.dump(rows, open(os.path.join(OUT, "graph_sweep.json"), "w"), indent=1)
+    say("CONFIGS =", tk.CONFIGS)
+
+
+def variants():
+    n = 100
+    bw = floor.copy_bandwidth("cuda")
+    fl = floor.decode_floor(model, bw, 32, 16, n)
+    say(f"copy bandwidth {bw / 1e9:.0f} GB/s; floor {fl * 1e3:.3f} ms/step")
+    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    with exact_matmul():
+        ref = generate_naive(model, prompt, 64, eos, stops)
+        ref_free = generate_naive(model, prompt, 64, eos)
+    def timed(label):
+        with exact_matmul():
+            d = graphs.GraphDecoder(model, 32, 16 + 64, eos, steps_per_graph=10, step=fast_decode_step)
+            same = bool(torch.equal(d(prompt, 64, stops), ref)) and bool(torch.equal(d(prompt, 64), ref_free))
+        d = graphs.GraphDecoder(model, 32, 16 + n, eos, steps_per_graph=10, step=fast_decode_step)
+        t = per_step(lambda: d(prompt, n), n)
+        say(f"{label}: {t * 1e3:.3f} ms/step ({t / fl:.2f}x floor); exact tokens identical (with and without forced stops) {same}")
+        return t if same else float("inf")
+    best = min((timed(f"attention block {bl} warps {w}"), bl, w) for bl, w in ((64, 4), (32, 2), (64, 8), (128, 8), (32, 4)) if not (tk.__setattr__("ATTENTION_BLOCK", bl) or tk.__setattr__("ATTENTION_WARPS", w)))
+    tk.ATTENTION_BLOCK, tk.ATTENTION_WARPS = best[1], best[2]
+    best = min((timed(f"reduce warps {w}"), w) for w in (1, 2, 4, 8) if not tk.__setattr__("REDUCE_WARPS", w))
+    tk.REDUCE_WARPS = best[1]
+    say(f"chosen ATTENTION_BLOCK={tk.ATTENTION_BLOCK} ATTENTION_WARPS={tk.ATTENTION_WARPS} REDUCE_WARPS={tk.REDUCE_WARPS}")
+    for k in (1, 10):
+        d = graphs.GraphDecoder(model, 32, 16 + n, eos, steps_per_graph=k, step=fast_decode_step)
+        t = per_step(lambda: d(prompt, n), n, reps=9)
+        say(f"Triton step {k}/launch: {t * 1e3:.3f} ms/step ({t / fl:.2f}x floor)")
+    t_pre = per_step(lambda: graphs.prefill(model, d.state, prompt, eos), 1, reps=9)
+    say(f"prefill (eager, transformers forward): {t_pre * 1e3:.2f} ms = {t_pre / n * 1e3:.3f} ms per step of a {n}-token run")
+    from helpers.fast_step import FastDecoder
+    for k in (10,):
+        with exact_matmul():
+            fd = FastDecoder(model, 32, 16 + 64, eos, k)
+            same = bool(torch.equal(fd(prompt, 64, stops), ref)) and bool(torch.equal(fd(prompt, 64), ref_free))
+        fd = FastDecoder(model, 32, 16 + n, eos, k)
+        t = per_step(lambda: fd(prompt, n), n, reps=9)
+        say(f"FastDecoder (prefill graph too) {k}/launch: {t * 1e3:.3f} ms/step ({t / fl:.2f}x floor); exact tokens identical {same}")
+    t_pre = per_step(lambda: fd.prefill(prompt), 1, reps=9)
+    say(f"prefill from a graph: {t_pre * 1e3:.2f} ms")
+    d = graphs.GraphDecoder(model, 32, 16 + n, eos, step=fast_decode_step)
+    kt = kernels.replay_kernels(d, prompt, n, "cuda")
+    table = kernels.kernel_table(kt, model, 32, 16, n, bw)
+    say(table.round(2).to_string())
+    table.to_csv(os.path.join(OUT, "kernel_table.csv"), index=False)
+    kernels.step_kernels(kt, model.config.n_layer).to_csv(os.path.join(OUT, "step_kernels.csv"), index=False)
+    m16 = copy.deepcopy(model).to(torch.bfloat16)
+    d16 = graphs.GraphDecoder(m16, 32, 16 + n, eos, steps_per_graph=10, step=fast_decode_step)
+    t16 = per_step(lambda: d16(prompt, n), n)
+    say(f"bf16 Triton step 10/launch: {t16 * 1e3:.3f} ms/step")
+    kt = kernels.replay_kernels(graphs.GraphDecoder(m16, 32, 16 + n, eos, step=fast_decode_step), prompt, n, "cuda")
+    say(kernels.kernel_table(kt, m16, 32, 16, n, bw).round(2).to_string())
+
+
+def bench():
+    from helpers import bench as b
+    b.main([])
+
+
+
+
+if __name__ == "__main__":
+    for fn in (kernel_checks, setup, token_checks, graph_sweep, variants, bench) if len(sys.argv) < 3 else [globals()[a] for a in sys.argv[2:]]:
+        if fn is setup:
+            setup()
+        else:
+            section(fn)

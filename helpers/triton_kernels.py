@@ -1,0 +1,419 @@
+"""Notebook 11's Triton kernels for one GPT-2 decode step at a small batch, each with the PyTorch
+reference it must match (the tests compare them at several shapes).
+
+- ``linear``: ``x @ w + b`` for a few rows of ``x`` (M = the batch, 32 here), with the layer
+  norm of ``x`` in its prologue and the GELU or the residual add in its epilogue, so a GPT-2
+  block is four kernels plus attention. One program computes ``BLOCK_N`` output columns for
+  every row and streams its slice of the weight once; with ``split_k`` > 1 the K dimension is
+  cut into pieces whose partial sums a second small kernel adds up in a fixed order (no
+  atomics: the same inputs give the same bits every run).
+- ``lm_head_argmax``: the LM head with the final layer norm in its prologue and the argmax in
+  its epilogue: each program writes the largest logit of its columns and where it is, so the
+  logits (batch x 50,257) are never written.
+- ``decode_attention``: one program per (row, head) writes the new key and value into the
+  cache at ``position`` and attends over the filled positions only (``position`` is read from
+  the GPU, so one captured graph serves every step), with an online softmax, in float32.
+- ``finish_step``: the greedy choice from the LM head's partial maxima, forced stops and
+  finished rows, the token written after the current position, and the counters moved, in one
+  launch.
+
+Every function runs its Triton kernel on a CUDA tensor when Triton is installed, and its PyTorch
+reference otherwise (on a CPU, the tests run the same step through the references). float32
+matrix products follow ``torch.get_float32_matmul_precision()``: TF32 tensor cores under
+"high" (as the course times), exact IEEE float32 under "highest" (inside
+``helpers.model.exact_matmul``, where tokens are checked).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # a CPU-only install: the references run instead
+    triton = None
+
+
+def use_triton(t: torch.Tensor) -> bool:
+    """Whether ``t``'s kernels run through Triton (a CUDA tensor, Triton installed)."""
+    return triton is not None and t.is_cuda
+
+
+def dot_precision(dtype) -> str:
+    """Triton's ``input_precision`` for a float32 product, from PyTorch's setting."""
+    return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+
+
+# ------------------------------------------------------------------ PyTorch references
+
+def layer_norm_ref(x, norm):
+    """``norm`` is ``(weight, bias, eps)``, as ``helpers.fast_step.norm`` gives it."""
+    return F.layer_norm(x, (x.shape[-1],), norm[0], norm[1], norm[2])
+
+
+def linear_ref(x, w, b, gelu=False, residual=None, norm=None):
+    """What ``linear`` computes: ``y = residual + gelu(x @ w + b)`` (each part optional), and with
+    ``norm`` the pair ``(y, layer_norm(y))``."""
+    y = torch.addmm(b, x, w)
+    if gelu:
+        y = F.gelu(y, approximate="tanh")
+    if residual is not None:
+        y = residual + y
+    return y if norm is None else (y, layer_norm_ref(y, norm))
+
+
+def lm_head_argmax_ref(x, w_t):
+    """What ``lm_head_argmax`` computes, as one tile: the largest logit of each row and its index
+    (``w_t`` is the tied embedding, vocabulary x width)."""
+    best, index = (x @ w_t.t()).max(dim=-1, keepdim=True)
+    return best, index
+
+
+def decode_attention_ref(qkv, kv, position, n_head):
+    """What ``decode_attention`` computes: write the new key and value at ``position`` and attend
+    over positions 0..position of the cache ``kv`` (key|value, batch, head, slot, dim)."""
+    batch = qkv.shape[0]
+    head_dim = qkv.shape[1] // 3 // n_head
+    q, k, v = qkv.view(batch, 3, n_head, head_dim).unbind(1)
+    where = position.view(1)
+    kv[0].index_copy_(2, where, k.unsqueeze(2))
+    kv[1].index_copy_(2, where, v.unsqueeze(2))
+    slots = torch.arange(kv.shape[3], device=kv.device)
+    scores = (q.unsqueeze(2) * kv[0]).sum(-1) * head_dim**-0.5  # (batch, head, slot)
+    weights = scores.masked_fill(slots > position, float("-inf")).softmax(dim=-1)
+    return (weights.unsqueeze(-1) * kv[1]).sum(2).reshape(batch, n_head * head_dim)
+
+
+def finish_step_ref(best, index, state, eos_token_id):
+    """What ``finish_step`` does: the greedy token from per-tile maxima (the first tile holding
+    the largest), then ``helpers.graphs.advance``'s bookkeeping, in place."""
+    token = index.gather(1, best.argmax(dim=1, keepdim=True))[:, 0]
+    token = torch.where(state.stop_lengths == state.step + 1, eos_token_id, token)
+    token = torch.where(state.finished, eos_token_id, token)
+    state.tokens.index_copy_(1, state.position.view(1) + 1, token[:, None])
+    state.token.copy_(token)
+    state.finished.copy_(state.finished | (token == eos_token_id))
+    state.position.add_(1)
+    state.step.add_(1)
+
+
+def embed_ref(token, position, wte, wpe, norm):
+    """The input of a decode step, each row's token embedding plus the position's, and its
+    layer norm (the first block's)."""
+    h = wte[token] + wpe[position]
+    return h, layer_norm_ref(h, norm)
+
+
+# ------------------------------------------------------------------ Triton kernels
+
+if triton is not None:
+
+    @triton.jit
+    def _gelu_tanh(y):
+        inner = 0.7978845608028654 * (y + 0.044715 * y * y * y)
+        return 0.5 * y * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * inner)) - 1.0))
+
+    @triton.jit
+    def _layer_norm_row(y, mask, g_ptr, beta_ptr, cols, N, eps):
+        """The layer norm of one row held in registers (two passes: the mean, then the squares
+        of the differences, as PyTorch computes it)."""
+        mean = tl.sum(tl.where(mask, y, 0.0), 0) / N
+        d = tl.where(mask, y - mean, 0.0)
+        rstd = 1.0 / tl.sqrt(tl.sum(d * d, 0) / N + eps)
+        g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        beta = tl.load(beta_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        return d * rstd * g + beta
+
+    @triton.jit
+    def skinny_gemm_kernel(x_ptr, w_ptr, b_ptr, res_ptr, out_ptr, best_ptr, index_ptr,
+                           M, N, K, stride_wk, stride_wn,
+                           GELU: tl.constexpr, RESIDUAL: tl.constexpr, ARGMAX: tl.constexpr,
+                           PARTIAL: tl.constexpr, SPLIT_K: tl.constexpr, FP32: tl.constexpr,
+                           PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+        """Columns of x @ w for every row of x: with the bias, GELU and residual in the
+        epilogue; or (PARTIAL) this program's share of K as a partial sum for
+        rows_reduce_kernel; or (ARGMAX) each row's largest value over these columns and where."""
+        pid_n, pid_k = tl.program_id(0), tl.program_id(1)
+        rows = tl.arange(0, BLOCK_M)
+        row_mask = rows < M
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        col_mask = cols < N
+        k_per = K // SPLIT_K
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for k0 in range(pid_k * k_per, (pid_k + 1) * k_per, BLOCK_K):
+            ks = k0 + tl.arange(0, BLOCK_K)
+            k_mask = ks < K
+            a = tl.load(x_ptr + rows[:, None] * K + ks[None, :],
+                        mask=row_mask[:, None] & k_mask[None, :], other=0.0)
+            w = tl.load(w_ptr + ks[:, None] * stride_wk + cols[None, :] * stride_wn,
+                        mask=k_mask[:, None] & col_mask[None, :], other=0.0)
+            if FP32:
+                acc += tl.dot(a, w, input_precision=PRECISION)
+            else:
+                acc += tl.dot(a, w)
+        mask = row_mask[:, None] & col_mask[None, :]
+        if ARGMAX:
+            n_tiles = tl.num_programs(0)
+            logits = tl.where(col_mask[None, :], acc, float("-inf"))
+            best = tl.max(logits, 1)
+            where = tl.argmax(logits, 1) + pid_n * BLOCK_N
+            tl.store(best_ptr + rows * n_tiles + pid_n, best, mask=row_mask)
+            tl.store(index_ptr + rows * n_tiles + pid_n, where.to(tl.int64), mask=row_mask)
+        elif PARTIAL:  # added up, in a fixed order, by rows_reduce_kernel
+            tl.store(out_ptr + pid_k * M * N + rows[:, None] * N + cols[None, :], acc, mask=mask)
+        else:
+            acc += tl.load(b_ptr + cols, mask=col_mask, other=0.0).to(tl.float32)[None, :]
+            if GELU:
+                acc = _gelu_tanh(acc)
+            if RESIDUAL:
+                acc += tl.load(res_ptr + rows[:, None] * N + cols[None, :], mask=mask,
+                               other=0.0).to(tl.float32)
+            tl.store(out_ptr + rows[:, None] * N + cols[None, :],
+                     acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+    @triton.jit
+    def rows_reduce_kernel(part_ptr, b_ptr, res_ptr, out_ptr, g_ptr, beta_ptr, normed_ptr,
+                           M, N, eps, SPLIT_K: tl.constexpr, GELU: tl.constexpr,
+                           RESIDUAL: tl.constexpr, NORM: tl.constexpr, BLOCK_N: tl.constexpr):
+        """One row: add up split-K's partial sums in a fixed order, then the bias, GELU and
+        residual; with NORM, also the layer norm of the result (the next layer's input)."""
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK_N)
+        mask = cols < N
+        y = tl.zeros([BLOCK_N], dtype=tl.float32)
+        for s in range(SPLIT_K):
+            y += tl.load(part_ptr + s * M * N + row * N + cols, mask=mask, other=0.0)
+        y += tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        if GELU:
+            y = _gelu_tanh(y)
+        if RESIDUAL:
+            y += tl.load(res_ptr + row * N + cols, mask=mask, other=0.0).to(tl.float32)
+        y = y.to(out_ptr.dtype.element_ty)
+        tl.store(out_ptr + row * N + cols, y, mask=mask)
+        if NORM:
+            normed = _layer_norm_row(y.to(tl.float32), mask, g_ptr, beta_ptr, cols, N, eps)
+            tl.store(normed_ptr + row * N + cols, normed.to(normed_ptr.dtype.element_ty), mask=mask)
+
+    @triton.jit
+    def decode_attention_kernel(qkv_ptr, kv_ptr, out_ptr, pos_ptr, B, H, S, scale,
+                                D: tl.constexpr, BLOCK_S: tl.constexpr):
+        """One (row, head): store the new key and value at the position, then an online softmax
+        over the filled positions 0..position (the new one from registers)."""
+        pid = tl.program_id(0)
+        b, h = pid // H, pid % H
+        E = H * D
+        d = tl.arange(0, D)
+        base = qkv_ptr + b * 3 * E + h * D
+        q = tl.load(base + d).to(tl.float32)
+        k_new = tl.load(base + E + d)
+        v_new = tl.load(base + 2 * E + d)
+        pos = tl.load(pos_ptr)
+        k_base = kv_ptr + (b * H + h) * S * D
+        v_base = kv_ptr + ((B + b) * H + h) * S * D
+        inside = pos < S  # a warm-up step past the last slot writes nothing
+        tl.store(k_base + pos * D + d, k_new, mask=inside & (d < D))
+        tl.store(v_base + pos * D + d, v_new, mask=inside & (d < D))
+        top = tl.sum(q * k_new.to(tl.float32), 0) * scale  # running maximum, starting at the new one
+        total = tl.full([], 1.0, tl.float32)
+        acc = v_new.to(tl.float32)
+        filled = tl.minimum(pos, S)
+        for s0 in range(0, filled, BLOCK_S):
+            s = s0 + tl.arange(0, BLOCK_S)
+            m = s < filled
+            k = tl.load(k_base + s[:, None] * D + d[None, :], mask=m[:, None], other=0.0).to(tl.float32)
+            v = tl.load(v_base + s[:, None] * D + d[None, :], mask=m[:, None], other=0.0).to(tl.float32)
+            scores = tl.where(m, tl.sum(q[None, :] * k, 1) * scale, float("-inf"))
+            new_top = tl.maximum(top, tl.max(scores, 0))
+            shrink = tl.exp(top - new_top)
+            p = tl.exp(scores - new_top)
+            total = total * shrink + tl.sum(p, 0)
+            acc = acc * shrink + tl.sum(p[:, None] * v, 0)
+            top = new_top
+        tl.store(out_ptr + b * E + h * D + d, (acc / total).to(out_ptr.dtype.element_ty))
+
+    @triton.jit
+    def finish_step_kernel(best_ptr, index_ptr, tokens_ptr, token_ptr, finished_ptr, stop_ptr,
+                           pos_ptr, step_ptr, M, T, n_slots, eos,
+                           BLOCK_M: tl.constexpr, BLOCK_T: tl.constexpr):
+        """The greedy choice over the LM head's tiles (first tile on ties), forced stops and
+        finished rows, then the token written and the counters moved: one program."""
+        rows = tl.arange(0, BLOCK_M)
+        tiles = tl.arange(0, BLOCK_T)
+        row_mask = rows < M
+        mask = row_mask[:, None] & (tiles < T)[None, :]
+        best = tl.load(best_ptr + rows[:, None] * T + tiles[None, :], mask=mask, other=float("-inf"))
+        top = tl.max(best, 1)
+        first = tl.min(tl.where((best == top[:, None]) & mask, tiles[None, :], BLOCK_T), 1)
+        token = tl.load(index_ptr + rows * T + first, mask=row_mask, other=0)
+        pos = tl.load(pos_ptr)
+        step = tl.load(step_ptr)
+        stop = tl.load(stop_ptr + rows, mask=row_mask, other=0)
+        done = tl.load(finished_ptr + rows, mask=row_mask, other=0) != 0
+        token = tl.where(stop == step + 1, eos, token)
+        token = tl.where(done, eos, token)
+        done = done | (token == eos)
+        tl.store(tokens_ptr + rows * n_slots + pos + 1, token, mask=row_mask & (pos + 1 < n_slots))
+        tl.store(token_ptr + rows, token, mask=row_mask)
+        tl.store(finished_ptr + rows, done.to(tl.int1), mask=row_mask)
+        tl.debug_barrier()  # every thread has read the counters before any moves them
+        tl.store(pos_ptr, pos + 1)
+        tl.store(step_ptr, step + 1)
+
+    @triton.jit
+    def embed_kernel(token_ptr, pos_ptr, wte_ptr, wpe_ptr, out_ptr, g_ptr, beta_ptr, normed_ptr,
+                     E, eps, BLOCK_E: tl.constexpr):
+        """One row's input, its token's embedding plus the position's, and its layer norm."""
+        b = tl.program_id(0)
+        e = tl.arange(0, BLOCK_E)
+        m = e < E
+        tok = tl.load(token_ptr + b)
+        pos = tl.load(pos_ptr)
+        x = tl.load(wte_ptr + tok * E + e, mask=m) + tl.load(wpe_ptr + pos * E + e, mask=m)
+        tl.store(out_ptr + b * E + e, x, mask=m)
+        normed = _layer_norm_row(x.to(tl.float32), m, g_ptr, beta_ptr, e, E, eps)
+        tl.store(normed_ptr + b * E + e, normed.to(normed_ptr.dtype.element_ty), mask=m)
+
+
+# ------------------------------------------------------------------ launch configurations
+
+# (block_n, block_k, split_k, num_warps, num_stages) per GPT-2 shape (N, K, dtype) and for the LM
+# head: the fastest of a sweep on an H100 at M = 32, each shape timed over the 12 blocks' weights
+# inside a CUDA graph (docs/floor_check.py, graph_sweep; docs/floor-notes.md). Other shapes use
+# ``default_config``.
+CONFIGS = {
+    (2304, 768, torch.float32): (32, 128, 1, 4, 4), (2304, 768, torch.bfloat16): (32, 128, 1, 4, 4),
+    (768, 768, torch.float32): (32, 64, 4, 4, 4), (768, 768, torch.bfloat16): (32, 64, 4, 4, 4),
+    (3072, 768, torch.float32): (32, 128, 1, 4, 4), (3072, 768, torch.bfloat16): (32, 128, 1, 4, 4),
+    (768, 3072, torch.float32): (32, 128, 4, 4, 4), (768, 3072, torch.bfloat16): (32, 128, 4, 4, 4),
+    ("lm_head", torch.float32): (128, 64, 1, 4, 4), ("lm_head", torch.bfloat16): (256, 128, 1, 8, 3),
+}
+
+
+def default_config(n, k, m=32):
+    """32 columns per program, K in steps of 128 where it divides (64 otherwise), cut into up
+    to four pieces while there are fewer than ~100 programs."""
+    block_n, block_k, split = 32, 128 if k % 128 == 0 else 64, 1
+    while triton is not None and triton.cdiv(n, block_n) * split < 100 and split < 4 \
+            and k % (2 * split * block_k) == 0:
+        split *= 2
+    return block_n, block_k, split, 4, 4
+
+
+def config_for(n, k, dtype):
+    return CONFIGS.get((n, k, dtype), CONFIGS.get((n, k), None)) or default_config(n, k)
+
+
+ATTENTION_BLOCK = 64  # cache positions one attention program reads per iteration
+ATTENTION_WARPS = 4  # warps per attention program
+REDUCE_WARPS = 4  # warps per row of rows_reduce_kernel
+
+
+def _block_m(m):
+    return max(16, triton.next_power_of_2(m))
+
+
+def linear(x, w, b, gelu=False, residual=None, norm=None, config=None):
+    """``y = residual + gelu(x @ w + b)`` (each part optional) for a few rows of ``x``, and with
+    ``norm`` the pair ``(y, layer_norm(y))``: one skinny GEMM kernel, plus a row-wise kernel that
+    adds up split-K's partial sums and takes the layer norm (whole rows) where either is
+    needed. ``w`` is (K, N) as GPT-2 stores it."""
+    if not use_triton(x):
+        return linear_ref(x, w, b, gelu, residual, norm)
+    m, k = x.shape
+    n = w.shape[1]
+    block_n, block_k, split, warps, stages = config or config_for(n, k, w.dtype)
+    partial = split > 1 or norm is not None
+    out = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    part = torch.empty(split, m, n, device=x.device, dtype=torch.float32) if partial else out
+    res = residual if residual is not None else out
+    skinny_gemm_kernel[(triton.cdiv(n, block_n), split)](
+        x, w, b, res, part, part, part, m, n, k, w.stride(0), w.stride(1),
+        GELU=gelu, RESIDUAL=residual is not None, ARGMAX=False, PARTIAL=partial, SPLIT_K=split,
+        FP32=w.dtype == torch.float32, PRECISION=dot_precision(w.dtype), BLOCK_M=_block_m(m),
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages)
+    if not partial:
+        return out
+    normed = torch.empty_like(out) if norm is not None else out
+    g, beta, eps = norm if norm is not None else (b, b, 0.0)
+    rows_reduce_kernel[(m,)](part, b, res, out, g, beta, normed, m, n, eps, SPLIT_K=split,
+                             GELU=gelu, RESIDUAL=residual is not None, NORM=norm is not None,
+                             BLOCK_N=triton.next_power_of_2(n), num_warps=REDUCE_WARPS)
+    return out if norm is None else (out, normed)
+
+
+LM_HEAD_CONFIG = (128, 64, 1, 4, 4)
+
+
+def lm_head_argmax(x, w_t, config=None):
+    """The LM head with the argmax fused: per row and per tile of ``block_n`` vocabulary
+    entries, the largest logit and its index (``(best, index)``, each batch x tiles), so the
+    logits are never written. ``w_t`` is the tied embedding (vocabulary x width)."""
+    if not use_triton(x):
+        return lm_head_argmax_ref(x, w_t)
+    m, k = x.shape
+    n = w_t.shape[0]
+    block_n, block_k, _, warps, stages = config or CONFIGS.get(("lm_head", w_t.dtype), LM_HEAD_CONFIG)
+    tiles = triton.cdiv(n, block_n)
+    best = torch.empty(m, tiles, device=x.device, dtype=torch.float32)
+    index = torch.empty(m, tiles, device=x.device, dtype=torch.long)
+    skinny_gemm_kernel[(tiles, 1)](
+        x, w_t, x, x, x, best, index, m, n, k, w_t.stride(1), w_t.stride(0),
+        GELU=False, RESIDUAL=False, ARGMAX=True, PARTIAL=False, SPLIT_K=1,
+        FP32=w_t.dtype == torch.float32, PRECISION=dot_precision(w_t.dtype), BLOCK_M=_block_m(m),
+        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages)
+    return best, index
+
+
+def decode_attention(qkv, kv, position, n_head, block_s=None):
+    """Write the new key and value at ``position`` into ``kv`` (key|value, batch, head, slot,
+    dim) and attend over positions 0..position: one program per (row, head)."""
+    if not use_triton(qkv):
+        return decode_attention_ref(qkv, kv, position, n_head)
+    batch, width = qkv.shape[0], qkv.shape[1] // 3
+    head_dim = width // n_head
+    out = torch.empty(batch, width, device=qkv.device, dtype=qkv.dtype)
+    decode_attention_kernel[(batch * n_head,)](
+        qkv, kv, out, position, batch, n_head, kv.shape[3], head_dim**-0.5,
+        D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, num_warps=ATTENTION_WARPS)
+    return out
+
+
+def finish_step(best, index, state, eos_token_id):
+    """The greedy token from the LM head's tiles and ``advance``'s bookkeeping, in one launch."""
+    if not use_triton(best):
+        return finish_step_ref(best, index, state, eos_token_id)
+    m, tiles = best.shape
+    finish_step_kernel[(1,)](
+        best, index, state.tokens, state.token, state.finished, state.stop_lengths,
+        state.position, state.step, m, tiles, state.tokens.shape[1], eos_token_id,
+        BLOCK_M=_block_m(m), BLOCK_T=triton.next_power_of_2(tiles), num_warps=8)
+
+
+def embed(token, position, wte, wpe, norm):
+    """Each row's token embedding plus the position's, and its layer norm, in one launch."""
+    if not use_triton(token):
+        return embed_ref(token, position, wte, wpe, norm)
+    batch, width = token.shape[0], wte.shape[1]
+    out = torch.empty(batch, width, device=wte.device, dtype=wte.dtype)
+    normed = torch.empty_like(out)
+    embed_kernel[(batch,)](token, position, wte, wpe, out, norm[0], norm[1], normed, width, norm[2],
+                           BLOCK_E=triton.next_power_of_2(width), num_warps=4)
+    return out, normed
+
+
+def tune_linear(x, w, b, candidates, **kwargs):
+    """Median microseconds of ``linear`` for each launch configuration (cold L2 each call, as
+    ``triton.testing.do_bench`` clears it), as a dict config -> µs; a config that fails: NaN."""
+    times = {}
+    for config in candidates:
+        try:
+            times[config] = 1e3 * triton.testing.do_bench(
+                lambda: linear(x, w, b, config=config, **kwargs), warmup=5, rep=25,
+                return_mode="median")
+        except Exception:  # noqa: BLE001 - a config Triton cannot build (shared memory)
+            times[config] = math.nan
+    return times
