@@ -36,6 +36,18 @@ try:
 except ImportError:  # a CPU-only install: the references run instead
     triton = None
 
+if triton is not None:
+    try:  # Programmatic Dependent Launch (Hopper): a kernel starts while its predecessor drains
+        from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+    except ImportError:  # an older Triton: no-ops
+        @triton.jit
+        def gdc_wait():
+            pass
+
+        @triton.jit
+        def gdc_launch_dependents():
+            pass
+
 
 def use_triton(t: torch.Tensor) -> bool:
     """Whether ``t``'s kernels run through Triton (a CUDA tensor, Triton installed)."""
@@ -117,14 +129,12 @@ if triton is not None:
         return 0.5 * y * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * inner)) - 1.0))
 
     @triton.jit
-    def _layer_norm_row(y, mask, g_ptr, beta_ptr, cols, N, eps):
-        """The layer norm of one row held in registers (two passes: the mean, then the squares
-        of the differences, as PyTorch computes it)."""
+    def _layer_norm_row(y, mask, g, beta, N, eps):
+        """The layer norm of one row held in registers, with its weight ``g`` and bias ``beta``
+        (two passes: the mean, then the squares of the differences, as PyTorch computes it)."""
         mean = tl.sum(tl.where(mask, y, 0.0), 0) / N
         d = tl.where(mask, y - mean, 0.0)
         rstd = 1.0 / tl.sqrt(tl.sum(d * d, 0) / N + eps)
-        g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-        beta = tl.load(beta_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         return d * rstd * g + beta
 
     @triton.jit
@@ -133,10 +143,13 @@ if triton is not None:
                            GELU: tl.constexpr, RESIDUAL: tl.constexpr, ARGMAX: tl.constexpr,
                            PARTIAL: tl.constexpr, SPLIT_K: tl.constexpr, FP32: tl.constexpr,
                            PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
         """Columns of x @ w for every row of x: with the bias, GELU and residual in the
         epilogue; or (PARTIAL) this program's share of K as a partial sum for
         rows_reduce_kernel; or (ARGMAX) each row's largest value over these columns and where."""
+        if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            gdc_wait()
+            gdc_launch_dependents()
         pid_n, pid_k = tl.program_id(0), tl.program_id(1)
         rows = tl.arange(0, BLOCK_M)
         row_mask = rows < M
@@ -178,12 +191,18 @@ if triton is not None:
     @triton.jit
     def rows_reduce_kernel(part_ptr, b_ptr, res_ptr, out_ptr, g_ptr, beta_ptr, normed_ptr,
                            M, N, eps, SPLIT_K: tl.constexpr, GELU: tl.constexpr,
-                           RESIDUAL: tl.constexpr, NORM: tl.constexpr, BLOCK_N: tl.constexpr):
+                           RESIDUAL: tl.constexpr, NORM: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
         """One row: add up split-K's partial sums in a fixed order, then the bias, GELU and
         residual; with NORM, also the layer norm of the result (the next layer's input)."""
+        if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            gdc_wait()
+            gdc_launch_dependents()
         row = tl.program_id(0)
         cols = tl.arange(0, BLOCK_N)
         mask = cols < N
+        if NORM:  # issued first: nothing else waits on them
+            g = tl.load(g_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            beta = tl.load(beta_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         y = tl.zeros([BLOCK_N], dtype=tl.float32)
         for s in range(SPLIT_K):
             y += tl.load(part_ptr + s * M * N + row * N + cols, mask=mask, other=0.0)
@@ -195,14 +214,17 @@ if triton is not None:
         y = y.to(out_ptr.dtype.element_ty)
         tl.store(out_ptr + row * N + cols, y, mask=mask)
         if NORM:
-            normed = _layer_norm_row(y.to(tl.float32), mask, g_ptr, beta_ptr, cols, N, eps)
+            normed = _layer_norm_row(y.to(tl.float32), mask, g, beta, N, eps)
             tl.store(normed_ptr + row * N + cols, normed.to(normed_ptr.dtype.element_ty), mask=mask)
 
     @triton.jit
     def decode_attention_kernel(qkv_ptr, kv_ptr, out_ptr, pos_ptr, B, H, S, scale,
-                                D: tl.constexpr, BLOCK_S: tl.constexpr):
+                                D: tl.constexpr, BLOCK_S: tl.constexpr, PDL: tl.constexpr):
         """One (row, head): store the new key and value at the position, then an online softmax
         over the filled positions 0..position (the new one from registers)."""
+        if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            gdc_wait()
+            gdc_launch_dependents()
         pid = tl.program_id(0)
         b, h = pid // H, pid % H
         E = H * D
@@ -238,9 +260,12 @@ if triton is not None:
     @triton.jit
     def finish_step_kernel(best_ptr, index_ptr, tokens_ptr, token_ptr, finished_ptr, stop_ptr,
                            pos_ptr, step_ptr, M, T, n_slots, eos,
-                           BLOCK_M: tl.constexpr, BLOCK_T: tl.constexpr):
+                           BLOCK_M: tl.constexpr, BLOCK_T: tl.constexpr, PDL: tl.constexpr):
         """The greedy choice over the LM head's tiles (first tile on ties), forced stops and
         finished rows, then the token written and the counters moved: one program."""
+        if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            gdc_wait()
+            gdc_launch_dependents()
         rows = tl.arange(0, BLOCK_M)
         tiles = tl.arange(0, BLOCK_T)
         row_mask = rows < M
@@ -265,8 +290,11 @@ if triton is not None:
 
     @triton.jit
     def embed_kernel(token_ptr, pos_ptr, wte_ptr, wpe_ptr, out_ptr, g_ptr, beta_ptr, normed_ptr,
-                     E, eps, BLOCK_E: tl.constexpr):
+                     E, eps, BLOCK_E: tl.constexpr, PDL: tl.constexpr):
         """One row's input, its token's embedding plus the position's, and its layer norm."""
+        if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            gdc_wait()
+            gdc_launch_dependents()
         b = tl.program_id(0)
         e = tl.arange(0, BLOCK_E)
         m = e < E
@@ -274,7 +302,9 @@ if triton is not None:
         pos = tl.load(pos_ptr)
         x = tl.load(wte_ptr + tok * E + e, mask=m) + tl.load(wpe_ptr + pos * E + e, mask=m)
         tl.store(out_ptr + b * E + e, x, mask=m)
-        normed = _layer_norm_row(x.to(tl.float32), m, g_ptr, beta_ptr, e, E, eps)
+        g = tl.load(g_ptr + e, mask=m, other=0.0).to(tl.float32)
+        beta = tl.load(beta_ptr + e, mask=m, other=0.0).to(tl.float32)
+        normed = _layer_norm_row(x.to(tl.float32), m, g, beta, E, eps)
         tl.store(normed_ptr + b * E + e, normed.to(normed_ptr.dtype.element_ty), mask=m)
 
 
@@ -310,6 +340,11 @@ def config_for(n, k, dtype):
 ATTENTION_BLOCK = 64  # cache positions one attention program reads per iteration
 ATTENTION_WARPS = 4  # warps per attention program
 REDUCE_WARPS = 4  # warps per row of rows_reduce_kernel
+PDL = False  # Programmatic Dependent Launch between the step's kernels (Hopper and newer)
+
+
+def _launch():
+    return {"launch_pdl": True} if PDL else {}
 
 
 def _block_m(m):
@@ -334,14 +369,15 @@ def linear(x, w, b, gelu=False, residual=None, norm=None, config=None):
         x, w, b, res, part, part, part, m, n, k, w.stride(0), w.stride(1),
         GELU=gelu, RESIDUAL=residual is not None, ARGMAX=False, PARTIAL=partial, SPLIT_K=split,
         FP32=w.dtype == torch.float32, PRECISION=dot_precision(w.dtype), BLOCK_M=_block_m(m),
-        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages)
+        BLOCK_N=block_n, BLOCK_K=block_k, PDL=PDL, num_warps=warps, num_stages=stages, **_launch())
     if not partial:
         return out
     normed = torch.empty_like(out) if norm is not None else out
     g, beta, eps = norm if norm is not None else (b, b, 0.0)
     rows_reduce_kernel[(m,)](part, b, res, out, g, beta, normed, m, n, eps, SPLIT_K=split,
                              GELU=gelu, RESIDUAL=residual is not None, NORM=norm is not None,
-                             BLOCK_N=triton.next_power_of_2(n), num_warps=REDUCE_WARPS)
+                             BLOCK_N=triton.next_power_of_2(n), PDL=PDL,
+                             num_warps=REDUCE_WARPS, **_launch())
     return out if norm is None else (out, normed)
 
 
@@ -364,7 +400,7 @@ def lm_head_argmax(x, w_t, config=None):
         x, w_t, x, x, x, best, index, m, n, k, w_t.stride(1), w_t.stride(0),
         GELU=False, RESIDUAL=False, ARGMAX=True, PARTIAL=False, SPLIT_K=1,
         FP32=w_t.dtype == torch.float32, PRECISION=dot_precision(w_t.dtype), BLOCK_M=_block_m(m),
-        BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages)
+        BLOCK_N=block_n, BLOCK_K=block_k, PDL=PDL, num_warps=warps, num_stages=stages, **_launch())
     return best, index
 
 
@@ -378,7 +414,8 @@ def decode_attention(qkv, kv, position, n_head, block_s=None):
     out = torch.empty(batch, width, device=qkv.device, dtype=qkv.dtype)
     decode_attention_kernel[(batch * n_head,)](
         qkv, kv, out, position, batch, n_head, kv.shape[3], head_dim**-0.5,
-        D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, num_warps=ATTENTION_WARPS)
+        D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, PDL=PDL, num_warps=ATTENTION_WARPS,
+        **_launch())
     return out
 
 
@@ -390,7 +427,8 @@ def finish_step(best, index, state, eos_token_id):
     finish_step_kernel[(1,)](
         best, index, state.tokens, state.token, state.finished, state.stop_lengths,
         state.position, state.step, m, tiles, state.tokens.shape[1], eos_token_id,
-        BLOCK_M=_block_m(m), BLOCK_T=triton.next_power_of_2(tiles), num_warps=8)
+        BLOCK_M=_block_m(m), BLOCK_T=triton.next_power_of_2(tiles), PDL=PDL, num_warps=8,
+        **_launch())
 
 
 def embed(token, position, wte, wpe, norm):
@@ -401,7 +439,8 @@ def embed(token, position, wte, wpe, norm):
     out = torch.empty(batch, width, device=wte.device, dtype=wte.dtype)
     normed = torch.empty_like(out)
     embed_kernel[(batch,)](token, position, wte, wpe, out, norm[0], norm[1], normed, width, norm[2],
-                           BLOCK_E=triton.next_power_of_2(width), num_warps=4)
+                           BLOCK_E=triton.next_power_of_2(width), PDL=PDL, num_warps=4,
+                           **_launch())
     return out, normed
 
 
