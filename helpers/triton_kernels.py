@@ -191,7 +191,8 @@ if triton is not None:
     @triton.jit
     def rows_reduce_kernel(part_ptr, b_ptr, res_ptr, out_ptr, g_ptr, beta_ptr, normed_ptr,
                            M, N, eps, SPLIT_K: tl.constexpr, GELU: tl.constexpr,
-                           RESIDUAL: tl.constexpr, NORM: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
+                           RESIDUAL: tl.constexpr, NORM: tl.constexpr, BLOCK_N: tl.constexpr,
+                           PDL: tl.constexpr):
         """One row: add up split-K's partial sums in a fixed order, then the bias, GELU and
         residual; with NORM, also the layer norm of the result (the next layer's input)."""
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
@@ -315,9 +316,9 @@ if triton is not None:
 # inside a CUDA graph (docs/floor_check.py, graph_sweep; docs/floor-notes.md). Other shapes use
 # ``default_config``.
 CONFIGS = {
-    (2304, 768, torch.float32): (32, 128, 1, 4, 4), (2304, 768, torch.bfloat16): (32, 128, 1, 4, 4),
+    (2304, 768, torch.float32): (32, 256, 1, 4, 3), (2304, 768, torch.bfloat16): (32, 128, 1, 4, 4),
     (768, 768, torch.float32): (32, 64, 4, 4, 4), (768, 768, torch.bfloat16): (32, 64, 4, 4, 4),
-    (3072, 768, torch.float32): (32, 128, 1, 4, 4), (3072, 768, torch.bfloat16): (32, 128, 1, 4, 4),
+    (3072, 768, torch.float32): (32, 256, 1, 4, 3), (3072, 768, torch.bfloat16): (32, 128, 1, 4, 4),
     (768, 3072, torch.float32): (32, 128, 4, 4, 4), (768, 3072, torch.bfloat16): (32, 128, 4, 4, 4),
     ("lm_head", torch.float32): (128, 64, 1, 4, 4), ("lm_head", torch.bfloat16): (256, 128, 1, 8, 3),
 }
@@ -339,12 +340,20 @@ def config_for(n, k, dtype):
 
 ATTENTION_BLOCK = 64  # cache positions one attention program reads per iteration
 ATTENTION_WARPS = 4  # warps per attention program
-REDUCE_WARPS = 4  # warps per row of rows_reduce_kernel
-PDL = False  # Programmatic Dependent Launch between the step's kernels (Hopper and newer)
+REDUCE_WARPS = 8  # warps per row of rows_reduce_kernel
+# Programmatic Dependent Launch between the step's kernels: None turns it on where the GPU has
+# it (Hopper and newer); each kernel then waits for its predecessor's writes in ``gdc_wait``.
+PDL = None
+
+
+def _pdl():
+    if PDL is None:
+        return torch.cuda.get_device_capability()[0] >= 9
+    return PDL
 
 
 def _launch():
-    return {"launch_pdl": True} if PDL else {}
+    return {"launch_pdl": True} if _pdl() else {}
 
 
 def _block_m(m):
@@ -369,14 +378,14 @@ def linear(x, w, b, gelu=False, residual=None, norm=None, config=None):
         x, w, b, res, part, part, part, m, n, k, w.stride(0), w.stride(1),
         GELU=gelu, RESIDUAL=residual is not None, ARGMAX=False, PARTIAL=partial, SPLIT_K=split,
         FP32=w.dtype == torch.float32, PRECISION=dot_precision(w.dtype), BLOCK_M=_block_m(m),
-        BLOCK_N=block_n, BLOCK_K=block_k, PDL=PDL, num_warps=warps, num_stages=stages, **_launch())
+        BLOCK_N=block_n, BLOCK_K=block_k, PDL=_pdl(), num_warps=warps, num_stages=stages, **_launch())
     if not partial:
         return out
     normed = torch.empty_like(out) if norm is not None else out
     g, beta, eps = norm if norm is not None else (b, b, 0.0)
     rows_reduce_kernel[(m,)](part, b, res, out, g, beta, normed, m, n, eps, SPLIT_K=split,
                              GELU=gelu, RESIDUAL=residual is not None, NORM=norm is not None,
-                             BLOCK_N=triton.next_power_of_2(n), PDL=PDL,
+                             BLOCK_N=triton.next_power_of_2(n), PDL=_pdl(),
                              num_warps=REDUCE_WARPS, **_launch())
     return out if norm is None else (out, normed)
 
@@ -400,7 +409,7 @@ def lm_head_argmax(x, w_t, config=None):
         x, w_t, x, x, x, best, index, m, n, k, w_t.stride(1), w_t.stride(0),
         GELU=False, RESIDUAL=False, ARGMAX=True, PARTIAL=False, SPLIT_K=1,
         FP32=w_t.dtype == torch.float32, PRECISION=dot_precision(w_t.dtype), BLOCK_M=_block_m(m),
-        BLOCK_N=block_n, BLOCK_K=block_k, PDL=PDL, num_warps=warps, num_stages=stages, **_launch())
+        BLOCK_N=block_n, BLOCK_K=block_k, PDL=_pdl(), num_warps=warps, num_stages=stages, **_launch())
     return best, index
 
 
@@ -414,7 +423,7 @@ def decode_attention(qkv, kv, position, n_head, block_s=None):
     out = torch.empty(batch, width, device=qkv.device, dtype=qkv.dtype)
     decode_attention_kernel[(batch * n_head,)](
         qkv, kv, out, position, batch, n_head, kv.shape[3], head_dim**-0.5,
-        D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, PDL=PDL, num_warps=ATTENTION_WARPS,
+        D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, PDL=_pdl(), num_warps=ATTENTION_WARPS,
         **_launch())
     return out
 
@@ -427,7 +436,7 @@ def finish_step(best, index, state, eos_token_id):
     finish_step_kernel[(1,)](
         best, index, state.tokens, state.token, state.finished, state.stop_lengths,
         state.position, state.step, m, tiles, state.tokens.shape[1], eos_token_id,
-        BLOCK_M=_block_m(m), BLOCK_T=triton.next_power_of_2(tiles), PDL=PDL, num_warps=8,
+        BLOCK_M=_block_m(m), BLOCK_T=triton.next_power_of_2(tiles), PDL=_pdl(), num_warps=8,
         **_launch())
 
 
@@ -439,7 +448,7 @@ def embed(token, position, wte, wpe, norm):
     out = torch.empty(batch, width, device=wte.device, dtype=wte.dtype)
     normed = torch.empty_like(out)
     embed_kernel[(batch,)](token, position, wte, wpe, out, norm[0], norm[1], normed, width, norm[2],
-                           BLOCK_E=triton.next_power_of_2(width), PDL=PDL, num_warps=4,
+                           BLOCK_E=triton.next_power_of_2(width), PDL=_pdl(), num_warps=4,
                            **_launch())
     return out, normed
 
