@@ -140,7 +140,14 @@ def generators(stem, ns, model, eos):
     if stem == "07_stream_interleaving":
         return {name: (lambda p, n, s, f=ns[name]: f(model, p, n, eos, s))
                 for name in ("generate_interleaved", "generate_event_check")}
-    if stem == "10_beyond_the_article":
+    if stem == "11_toward_the_floor":
+        def fast(p, n, s, k):
+            return ns["FastDecoder"](model, p.shape[0], p.shape[1] + n, eos, k)(p, n, s)
+        return {"FastDecoder (1/launch)": lambda p, n, s: fast(p, n, s, 1),
+                "FastDecoder (3/launch)": lambda p, n, s: fast(p, n, s, 3),
+                "GraphDecoder (fast_decode_step)": lambda p, n, s: ns["GraphDecoder"](
+                    model, p.shape[0], p.shape[1] + n, eos, step=ns["fast_decode_step"])(p, n, s)}
+    if stem == "10_cuda_graph_step":
         def graph(p, n, s, **options):
             decoder = ns["GraphDecoder"](model, p.shape[0], p.shape[1] + n, eos, **options)
             return decoder(p, n, s)
@@ -155,7 +162,7 @@ def generators(stem, ns, model, eos):
 
 
 DECODERS = ["01_naive_generation", "02_kv_cache", "04_static_cache", "05_torch_compile",
-            "06_eos_sync", "07_stream_interleaving", "10_beyond_the_article"]
+            "06_eos_sync", "07_stream_interleaving", "10_cuda_graph_step", "11_toward_the_floor"]
 CASES = [(1, None), (7, None), (12, [3, 7, 2, 4, 3, 3]), (9, [1] * 6)]
 
 

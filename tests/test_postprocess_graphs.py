@@ -170,16 +170,17 @@ def test_cache_bytes_of_the_tiny_model(tiny6):
     assert graphs.cache_bytes(model, 3, 32) == sum(t.numel() * t.element_size() for t in state.kv)
 
 
-@pytest.mark.parametrize("kwargs,wrong", [
-    (dict(graph_steps=[0]), "graph_steps"),
-    (dict(graph_steps="4"), "graph_steps"),
-    (dict(bucket=0), "bucket"),
-    (dict(autotune="yes"), "autotune"),
-    (dict(target_bf16_ms=-1), "target_bf16_ms"),
+@pytest.mark.parametrize("notebook,kwargs,wrong", [
+    ("10", dict(graph_steps=[0]), "graph_steps"),
+    ("10", dict(graph_steps="4"), "graph_steps"),
+    ("10", dict(bucket=0), "bucket"),
+    ("11", dict(steps_per_launch=0), "steps_per_launch"),
+    ("11", dict(bf16="yes"), "bf16"),
+    ("11", dict(bucket=-4), "bucket"),
 ])
-def test_notebook_10_rejects_bad_parameters(kwargs, wrong):
+def test_notebooks_10_and_11_reject_bad_parameters(notebook, kwargs, wrong):
     with pytest.raises(ParameterError, match=wrong):
-        resolve_params("10", "smoke", **kwargs)
+        resolve_params(notebook, "smoke", **kwargs)
 
 
 # ---------------------------------------------------------------- notebook 10: the fused step

@@ -7,6 +7,7 @@ can be.
 """
 from __future__ import annotations
 
+import pandas as pd
 import torch
 
 from . import harness
@@ -44,3 +45,35 @@ def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
     and, on average, the keys and values of the filled positions, read once at ``bandwidth``."""
     return floor_per_step(model, bandwidth,
                           kv_bytes_per_step(model.config, batch_size, prompt_len, new_tokens))
+
+
+# ------------------------------------------------------------------ notebooks 10 and 11
+
+EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H100 run)
+
+
+def show_reference(stem: str) -> None:
+    """The committed GPU result of ``stem``; until a GPU run has published one, that of the
+    lesson it was split from (its tables cover the same rungs), saying so."""
+    from . import report
+
+    parts = report.reference(stem)
+    if len(parts) == 1 and parts[0][0] == "text" and "No committed GPU result" in parts[0][1]:
+        print(f"No committed GPU result for {stem} yet: the H100 result of {EARLIER}, the lesson "
+              "it was split from, follows.")
+        stem = EARLIER
+    report.show_reference(stem)
+
+
+def parts_side_by_side(tables: dict) -> pd.DataFrame:
+    """µs per step of each part of the kernel table, one column per rung (``tables``: rung ->
+    ``kernels.kernel_table``), with the floor of each part."""
+    frame = pd.concat({name: t.set_index("part")["us"] for name, t in tables.items()}, axis=1)
+    first = next(iter(tables.values())).set_index("part")["floor_us"]
+    return frame.assign(**{"floor µs": first.reindex(frame.index)}).round(1)
+
+
+def largest_gap(table: pd.DataFrame) -> pd.Series:
+    """The part of a kernel table furthest above its floor (the step's own row left out)."""
+    parts = table[table["part"] != "step (span)"]
+    return parts.loc[parts["above_floor_us"].idxmax()]
