@@ -28,6 +28,7 @@ import transformers
 from . import static, streams
 
 from .course import floor, harness, results
+from .course.kernels import largest_logit_difference, token_agreement
 from .generation import decode_one_token, generate_kv_cache, generate_naive
 from .fast_step import FastDecoder
 from .graphs import GraphDecoder
@@ -145,8 +146,8 @@ def hf_generate(lab, prompt, n, cache_implementation=None):
                                cache_implementation=cache_implementation)
 
 
-# Notebook 10's Inductor options: no CUDA graphs of Inductor's own (GraphDecoder captures the
-# whole step), and no GEMM autotuning, as in notebook 10's full preset (its GEMM table: the
+# The Inductor options of the fused rung: no CUDA graphs of Inductor's own (GraphDecoder captures
+# the whole step), and no GEMM autotuning (the GEMM table of the earlier notebook 10: the
 # fastest backend per shape would save only a few percent of the step on the H100).
 INDUCTOR = {"options": {"triton.cudagraphs": False, "max_autotune": False}}
 FUSED_GRAPH = "CUDA graph, fused step (Inductor, bucketed)"
@@ -340,8 +341,6 @@ def bf16_line(model, prompt, n, repeats):
     """Notebook 11's step in bfloat16, apart from the float32 ladder: ms per step (median of
     ``repeats`` runs), against its own floor (bf16 weights), the share of tokens that agree with
     the float32 step and the largest logit difference."""
-    from .course.kernels import largest_logit_difference, token_agreement
-
     model16 = copy.deepcopy(model).to(torch.bfloat16)
     eos, batch = model.config.eos_token_id, prompt.shape[0]
     fp32 = FastDecoder(model, batch, prompt.shape[1] + n, eos, STEPS_PER_LAUNCH)

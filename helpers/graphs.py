@@ -159,17 +159,13 @@ def capture_graph(fn, warmup=2):
 
 class GraphDecoder:
     """Greedy decoding in which every launch replays ``steps_per_graph`` decode steps from one
-    CUDA graph, and the host reads the all-finished flag one launch late (copied asynchronously
-    into pinned memory), so the GPU always has the next launch queued. ``library_forward=True``
-    captures ``hf_decode_step`` (transformers' forward) instead of ``decode_step``.
-    ``bucket=b`` runs ``fused_decode_step`` instead, with one graph per cache length
-    (b, 2b, ... positions): each launch replays the shortest that holds every position its steps
-    fill, which the host knows from the launch's number without asking the GPU.
-    ``compile_options`` (``torch.compile`` keyword arguments) has Inductor compile the step
-    before it is captured; Inductor then must not add CUDA graphs of its own (the whole step is
-    captured here). ``step=fn`` captures a step of your own, ``fn(model, state, eos_token_id)``
-    on these buffers (notebook 11's). Without a GPU (or with ``graphs=False``) the same steps run
-    eagerly."""
+    CUDA graph and the host reads the all-finished flag one launch late (pinned memory), so the
+    GPU always has the next launch queued. The step: ``decode_step``; ``hf_decode_step`` with
+    ``library_forward=True``; ``fused_decode_step`` with ``bucket=b``, one graph per cache
+    length b, 2b, ... (each launch replays the shortest that holds its positions, known from the
+    launch's number); or ``step=fn(model, state, eos_token_id)`` of your own (notebook 11's).
+    ``compile_options`` has Inductor compile the step first (without CUDA graphs of its own).
+    Without a GPU (or with ``graphs=False``) the same steps run eagerly."""
 
     def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=1,
                  library_forward=False, graphs=None, bucket=None, compile_options=None,

@@ -1,4 +1,4 @@
-"""Notebook 10's kernel table and GEMM shapes, on known inputs (the profiler and the GEMM
+"""Notebook 11's kernel table and GEMM shapes, on known inputs (the profiler and the GEMM
 backends themselves need a GPU: tests/test_gpu.py)."""
 import pandas as pd
 import pytest

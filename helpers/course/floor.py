@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from . import harness
+from . import harness, report
 from ..model import parameter_bytes
 
 
@@ -55,8 +55,6 @@ EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H
 def show_reference(stem: str) -> None:
     """The committed GPU result of ``stem``; until a GPU run has published one, that of the
     lesson it was split from (its tables cover the same rungs), saying so."""
-    from . import report
-
     parts = report.reference(stem)
     if len(parts) == 1 and parts[0][0] == "text" and "No committed GPU result" in parts[0][1]:
         print(f"No committed GPU result for {stem} yet: the H100 result of {EARLIER}, the lesson "

@@ -1,4 +1,4 @@
-"""Notebook 10: reading a decode step kernel by kernel, and the GEMM backends at M = batch.
+"""Notebook 11: reading a decode step kernel by kernel, and the GEMM backends at M = batch.
 
 - ``replay_kernels`` profiles the graph replays of one run only (the prefill runs before the
   profiler starts, so no prompt kernel and no profiler set-up is counted), one launch per step.
