@@ -65,8 +65,14 @@ def test_reference_shows_the_committed_table_and_figure_with_their_labels():
 
 
 def test_reference_for_every_lesson_has_a_figure():
+    # 10 and 11 were split from 10_beyond_the_article: until a GPU run publishes their own
+    # figures, they show its result (helpers.course.floor.show_reference)
+    from helpers.course import floor
     for path in sorted((results.repo_root() / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        assert any(kind == "image" for kind, _ in report.reference(path.stem)), path.stem
+        parts = report.reference(path.stem)
+        if path.stem in ("10_cuda_graph_step", "11_toward_the_floor") and len(parts) == 1:
+            parts = report.reference(floor.EARLIER)
+        assert any(kind == "image" for kind, _ in parts), path.stem
 
 
 def test_reference_without_an_entry_says_so(tmp_path):
