@@ -1,21 +1,25 @@
 """Notebook 11's Triton kernels for one GPT-2 decode step at a small batch, each with the PyTorch
 reference it must match (the tests compare them at several shapes).
 
-- ``linear``: ``x @ w + b`` for a few rows of ``x`` (M = the batch, 32 here), with the layer
-  norm of ``x`` in its prologue and the GELU or the residual add in its epilogue, so a GPT-2
-  block is four kernels plus attention. One program computes ``BLOCK_N`` output columns for
-  every row and streams its slice of the weight once; with ``split_k`` > 1 the K dimension is
-  cut into pieces whose partial sums a second small kernel adds up in a fixed order (no
-  atomics: the same inputs give the same bits every run).
-- ``lm_head_argmax``: the LM head with the final layer norm in its prologue and the argmax in
-  its epilogue: each program writes the largest logit of its columns and where it is, so the
-  logits (batch x 50,257) are never written.
+- ``linear``: ``x @ w + b`` for a few rows of ``x`` (M = the batch, 32 here), with the GELU or
+  the residual add in its epilogue. One program computes ``BLOCK_N`` output columns for every
+  row and streams its slice of the weight once; with ``split_k`` > 1 the K dimension is cut into
+  pieces whose partial sums ``rows_reduce_kernel`` adds up in a fixed order (no atomics: the same
+  inputs give the same bits every run), and that row kernel also writes the layer norm of the
+  result (``norm=``), the next GEMM's input, since a layer norm needs whole rows.
+- ``lm_head_argmax``: the LM head with the argmax in its epilogue: each program writes the
+  largest logit of its columns and where it is, so the logits (batch x 50,257) are never written.
+- ``embed``: the token and position embeddings added, and the first layer norm.
 - ``decode_attention``: one program per (row, head) writes the new key and value into the
   cache at ``position`` and attends over the filled positions only (``position`` is read from
   the GPU, so one captured graph serves every step), with an online softmax, in float32.
 - ``finish_step``: the greedy choice from the LM head's partial maxima, forced stops and
   finished rows, the token written after the current position, and the counters moved, in one
   launch.
+
+With ``PDL`` (on by default where the GPU has it, Hopper and newer) each kernel is launched with
+Programmatic Dependent Launch and waits for its predecessor's writes in ``gdc_wait``, so its
+launch overlaps the previous kernel's tail inside the CUDA graph.
 
 Every function runs its Triton kernel on a CUDA tensor when Triton is installed, and its PyTorch
 reference otherwise (on a CPU, the tests run the same step through the references). float32
