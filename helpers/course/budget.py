@@ -88,9 +88,11 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
     ax.set_yticks(list(y), names)
     ax.set_xlim(0, top * 1.35)
     ax.set_xlabel("ms per generated token")
-    ax.set_title(title, loc="left")
+    ax.set_title(title, loc="left", pad=24)
     ax.grid(axis="y", visible=False)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, fontsize=9)
+    # The legend sits between the title and the bars, clear of the footer under the figure.
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8, borderaxespad=0.2,
+              handlelength=1.2, columnspacing=1.0)
     return ax
 
 
