@@ -12,6 +12,7 @@
 - ``gpu_busy_idle`` profiles one call and splits its GPU time per step into busy (by kernel
   kind) and idle: how far a loop is from keeping the GPU busy (notebook 10).
 - ``find_syncs`` lists every host-device synchronization a call makes, with the line that made it.
+- ``check_cost`` reads notebook 06's time budget per step: what the stop check adds.
 """
 from __future__ import annotations
 
@@ -380,3 +381,20 @@ def recovered_pct(sync_s, method_s, free_s) -> float:
     if not cost > 0:
         return float("nan")
     return 100.0 * (float(sync_s) - float(method_s)) / cost
+
+
+def check_cost(step_budget: pd.DataFrame, check: str = "check every step",
+               free: str = "no check") -> pd.DataFrame:
+    """Notebook 06's per-step view of ``budget.per_step`` rows named "<regime>, <loop>": wall
+    clock, the GPU's work and its idle time per token, and on each checking row what the check
+    adds per step against the same regime without it (ms)."""
+    data = step_budget.set_index("method")
+    out = pd.DataFrame({"wall ms": data["wall_ms"], "GPU busy ms": data["gpu_ms"],
+                        "GPU idle ms": data["idle_ms"]})
+    cost = {}
+    for method in data.index:
+        regime, _, loop = method.rpartition(", ")
+        if loop == check and f"{regime}, {free}" in data.index:
+            cost[method] = data.loc[method, "wall_ms"] - data.loc[f"{regime}, {free}", "wall_ms"]
+    out["the check adds ms"] = pd.Series(cost, dtype=float)
+    return out.round(3)

@@ -3,8 +3,8 @@
 memory, the two static caches once more with every decode step captured in a CUDA graph, and
 the table of what the oversized cache's wasted attention costs.
 
-``measure`` returns one table; ``plot_memory`` draws the memory panel; ``waste`` reads the
-oversized cache against the right-sized one.
+``measure`` returns one table; ``shown`` is its readable view; ``plot_memory`` draws the memory
+panel; ``waste`` reads the oversized cache against the right-sized one.
 """
 from __future__ import annotations
 
@@ -99,8 +99,8 @@ def _point(model, prompt, eos, P, seq_len) -> list:
     del calls
     for method, fn in own.items():  # each loop alone, its cache built inside the call
         extra[method]["own_peak_bytes"] = own_peak_bytes(fn, P.device)
-    # The two static caches with every decode step captured in a CUDA graph (notebook 10's
-    # decoder, used as a tool): one launch per step, so the GPU sets the pace. The decoder
+    # The two static caches with every decode step captured in a CUDA graph (the CUDA-graph
+    # decoder that lesson 10 builds, used here as a tool): one launch per step, so the GPU sets the pace. The decoder
     # holds one position more than it is given (the launch ahead), rounded up to 16.
     decoders = {method + GRAPH: graphs.GraphDecoder(
                     model, P.batch_size, max(P.prompt_len + seq_len, cache_len - 1), eos,
@@ -125,6 +125,22 @@ def measure(model, prompt, eos, P) -> pd.DataFrame:
         warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
         return harness.sweep(P.seq_lens, lambda n: _point(model, prompt, eos, P, n),
                              desc="dynamic vs static")
+
+
+SHORT = {DYNAMIC: "dynamic", STATIC: "static", OVERSIZED: "oversized",
+         STATIC + GRAPH: "static, graph", OVERSIZED + GRAPH: "oversized, graph"}
+
+
+def shown(table) -> pd.DataFrame:
+    """The measurement table in readable units, one row per loop and length: cache positions,
+    median wall clock, GPU work and the attention work over the useful work (the cache sizes
+    are in the memory panel)."""
+    out = pd.DataFrame({
+        "tokens": table["seq_len"], "loop": table["method"].map(SHORT).fillna(table["method"]),
+        "positions": table["cache_len"], "wall ms": (1e3 * table["median_s"]).round(1),
+        "GPU ms": (1e3 * table["gpu_busy_s"]).round(1),
+        "attended ÷ useful": table["attended_over_useful"].round(2)})
+    return out.set_index(["tokens", "loop"])
 
 
 def plot_memory(ax, table, seq_len, on_gpu: bool):
@@ -155,7 +171,8 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
 def waste(table, model, P) -> pd.DataFrame:
     """The oversized cache against the right-sized one, per length and regime (eager, CUDA
     graph): extra positions attended over the run, the GPU's extra kernel time, what one extra
-    position costs per step and the bandwidth that implies, and the extra wall clock."""
+    position costs per step and the bandwidth that implies, and the extra wall clock (five
+    columns, for display)."""
     per_position = bytes_per_position(model, P.batch_size)
     rows = []
     for seq_len in P.seq_lens:
@@ -170,9 +187,8 @@ def waste(table, model, P) -> pd.DataFrame:
             known = busy > 0 and positions > 0
             rows.append({
                 "tokens": seq_len, "regime": regime, "extra positions": positions,
-                "extra GPU work ms": 1e3 * busy,
+                "extra GPU ms": 1e3 * busy,
                 "µs per position and step": 1e6 * busy / positions if known else float("nan"),
                 "GB/s": positions * per_position / busy / 1e9 if known else float("nan"),
-                "extra wall clock ms": 1e3 * (over["median_s"] - fit["median_s"]),
-                "GPU busy % (oversized)": 100 * over["gpu_busy_s"] / over["median_s"]})
+                "extra wall ms": 1e3 * (over["median_s"] - fit["median_s"])})
     return pd.DataFrame(rows).set_index(["tokens", "regime"])
