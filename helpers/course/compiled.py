@@ -119,16 +119,18 @@ def plot_compilation(ax, compile_table):
     if not len(compile_table):
         ax.text(0.5, 0.5, "nothing compiled in this run", ha="center", transform=ax.transAxes)
         return ax
+    # many bars: one slanted line per bar, so that no label runs into its neighbour
     many = len(compile_table) > 3
-    labels = [m.split("(")[-1].rstrip(")").replace("reduce-overhead", "reduce-\noverhead")
-              + f"\n{n} tok" for m, n in zip(compile_table["method"], compile_table["tokens"])]
+    modes = [m.split("(")[-1].rstrip(")") for m in compile_table["method"]]
+    wrapped = [mode.replace("-", "-\n") for mode in modes]
+    labels = [f"{mode}, {n} tok" if many else f"{wrap}\n{n} tok"
+              for mode, wrap, n in zip(modes, wrapped, compile_table["tokens"])]
     bars = ax.bar(range(len(compile_table)), compile_table["compile s"],
                   color=plotting.PALETTE[3], width=0.6)
-    plotting.label_bars(ax, bars, fmt="{:.1f} s")
-    # one word per line, smaller and slanted when many bars share the panel: no label runs
-    # into its neighbour
+    plotting.label_bars(ax, bars, fmt="{:.0f}" if many else "{:.1f} s")
     ax.set_xticks(range(len(compile_table)), labels, fontsize=8 if many else 9,
-                  rotation=30 if many else 0, ha="right" if many else "center")
+                  rotation=40 if many else 0, ha="right" if many else "center",
+                  rotation_mode="anchor")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
     ax.set(ylabel="seconds", title="Compile time\n(first call - steady run)")
     return ax
