@@ -281,3 +281,18 @@ def test_presets_06_07_resolve_and_validate():
             resolve_params("07", "smoke", regimes=bad)
     with pytest.raises(ParameterError):
         resolve_params("06", "smoke", profile_steps=1)
+
+
+def test_check_cost_reads_the_budget_per_regime():
+    import pandas as pd
+
+    from helpers.course import profiling
+
+    steps = pd.DataFrame({"method": ["eager, check every step", "eager, no check",
+                                     "CUDA graph, check every step", "CUDA graph, no check"],
+                          "wall_ms": [7.0, 6.9, 2.5, 2.0], "gpu_ms": [1.0, 1.0, 1.9, 1.9],
+                          "idle_ms": [6.0, 5.9, 0.6, 0.1], "floor_ms": [0.5] * 4})
+    view = profiling.check_cost(steps)
+    assert list(view.columns) == ["wall ms", "GPU busy ms", "GPU idle ms", "the check adds ms"]
+    assert view.loc["CUDA graph, check every step", "the check adds ms"] == 0.5
+    assert pd.isna(view.loc["eager, no check", "the check adds ms"])
