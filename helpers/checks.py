@@ -23,9 +23,11 @@ def tie_gap(model, prefix: torch.Tensor, token_a: int, token_b: int) -> float:
     return abs(float(logits[token_a] - logits[token_b]))
 
 
-def check_same_tokens(model, reference, candidate, what="candidate", tie_tol=1e-4, verbose=True):
+def check_same_tokens(model, reference, candidate, what="candidate", tie_tol=1e-4, verbose=True,
+                      against="the reference"):
     """Return a verdict dict; raise AssertionError unless ``candidate`` matches ``reference``
-    exactly or differs only after float32 near-ties (see module docstring)."""
+    exactly or differs only after float32 near-ties (see module docstring). ``against`` names
+    the reference in the printed line (e.g. "the naive loop")."""
     result = compare_tokens(reference, candidate)
     result["ties"] = []
     if not result["identical"]:
@@ -43,7 +45,7 @@ def check_same_tokens(model, reference, candidate, what="candidate", tie_tol=1e-
                     f"float64 logits differ by {gap:.3g} (>= {tie_tol:g}): a real difference")
     if verbose:
         if result["identical"]:
-            print(f"{what}: identical to the reference ({result['rows']} rows, "
+            print(f"{what}: identical to {against} ({result['rows']} rows, "
                   f"{reference.shape[1]} tokens each)")
         else:
             worst = max(t["fp64_gap"] for t in result["ties"])

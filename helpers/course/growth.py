@@ -1,7 +1,8 @@
 """How a decode loop's time grows with the number of new tokens (notebooks 01 and 02).
 
-The naive loop's step at position t costs a fixed part (the host: Python, kernel launches,
-the EOS sync) plus GPU work on all t positions, so N steps take ``a*N + b*N**2``. These
+The naive loop's step at position t costs a fixed part (the host's overhead: Python, kernel
+launches, the EOS sync; plus the GPU's fixed work, such as reading every weight once) plus GPU
+work on all t positions, so N steps take ``a*N + b*N**2``. These
 functions time a loop at several lengths, fit that model, and state it in the course's words.
 """
 from __future__ import annotations
