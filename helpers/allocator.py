@@ -218,7 +218,7 @@ def _child(spec: dict) -> dict:
     prompt = make_prompt(spec["batch_size"], spec["prompt_len"], model.config.vocab_size, eos,
                          device, seed=spec["seed"])
     generate_kv_cache(model, prompt, max(spec["seq_lens"]), eos)  # warm the process up once
-    print(f"{spec['label']}: ready {time.perf_counter() - _STARTED:.1f} s after start "
+    print(f"ready {time.perf_counter() - _STARTED:.1f} s after start "
           "(imports, CUDA start-up, model, one warm-up run)", flush=True)
     cuda = torch.device(device).type == "cuda"
     rows = []
@@ -233,8 +233,11 @@ def _child(spec: dict) -> dict:
         row["floor_ms"] = (budget.floor_ms(model, device, spec["batch_size"], spec["prompt_len"],
                                            seq_len) if cuda and spec.get("busy") else float("nan"))
         rows.append(row)
-        print(f"{spec['label']}: {seq_len} tokens, {row['median_s'] * 1e3:.1f} ms, "
-              f"frag {row['fragmentation_pct']:.1f}%", flush=True)
+        memory = "no GPU memory on a CPU run"
+        if cuda:
+            memory = (f"peak reserved {row['peak_reserved_bytes'] / 2**20:.0f} MiB, "
+                      f"{row['fragmentation_pct']:.1f}% of it unused")
+        print(f"{seq_len} tokens: {memory}", flush=True)
     if torch.device(device).type == "cuda":
         effective = allocator_in_effect(device)
     else:  # no caching allocator to read back: the parent skips the check
@@ -244,7 +247,7 @@ def _child(spec: dict) -> dict:
     if spec.get("history_len"):
         start = time.perf_counter()
         timeline = memory_timeline(model, prompt, spec["history_len"], eos, device)
-        print(f"{spec['label']}: memory history of {spec['history_len']} tokens, "
+        print(f"memory history of {spec['history_len']} tokens, "
               f"{timeline['trace_events']} events, recorded and replayed in "
               f"{time.perf_counter() - start:.1f} s", flush=True)
     return {"rows": rows, "effective": effective, "timeline": timeline}

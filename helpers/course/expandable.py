@@ -1,5 +1,6 @@
 """Notebook 03's analysis, kept out of the lesson: the children's rows as one table, the memory
-each setting held, how often the allocator went to the driver, and the memory history plot.
+each setting held, how often the allocator went to the driver, the GPU's work per step, and the
+memory history plot.
 """
 from __future__ import annotations
 
@@ -77,17 +78,45 @@ def plot_memory(ax, table, on_gpu: bool):
     return ax
 
 
+def plot_gpu_work(ax, steps: pd.DataFrame, title: str):
+    """The GPU's work per generated token under each setting (bars, first on top) and the floor
+    (dashed), from ``budget.per_step``: the allocator setting does not change the kernels, so
+    this is the step's picture the lesson compares (no wall clock across processes)."""
+    names = list(steps["method"])[::-1]
+    data = steps.set_index("method").loc[names]
+    if data["gpu_ms"].isna().all():
+        ax.text(0.5, 0.5, "no GPU work on a CPU run", ha="center", transform=ax.transAxes)
+        ax.set(title=title, xticks=[], yticks=[])
+        return ax
+    y = range(len(names))
+    ax.barh(y, data["gpu_ms"], height=0.45, color=plotting.PALETTE[0], label="GPU work")
+    top = max(data["gpu_ms"].max(), 1e-9)
+    for i, gpu in enumerate(data["gpu_ms"]):
+        ax.text(gpu + 0.01 * top, i, f"{gpu:.2f} ms", va="center", fontsize=9)
+    floor = data["floor_ms"].dropna()
+    if len(floor):
+        ax.axvline(floor.iloc[0], color=plotting.PALETTE[1], linestyle="--", linewidth=1.2,
+                   label=f"floor ({floor.iloc[0]:.2f} ms)")
+    ax.set_yticks(list(y), names)
+    ax.set_xlim(0, top * 1.3)
+    ax.set(xlabel="ms per generated token")
+    ax.set_title(title, loc="left")
+    ax.grid(axis="y", visible=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=9)
+    return ax
+
+
 def plot_timeline(ax_abs, ax_gap, frame):
-    """Reserved and allocated memory over the steps of one run (left) and their gap, memory
-    reserved but unused (right), one colour a setting."""
+    """Reserved (solid) and allocated (dashed) memory over the steps of one run (left) and
+    their gap, memory reserved but unused (right), one colour a setting; one legend, on the
+    right, names the settings."""
     for i, (conf, part) in enumerate(frame.groupby("setting", sort=False)):
         color = plotting.PALETTE[i]
-        ax_abs.plot(part["step"], part["reserved"] / MIB, color=color, label=f"{conf}: reserved")
-        ax_abs.plot(part["step"], part["allocated"] / MIB, color=color, ls="--",
-                    label=f"{conf}: allocated")
+        ax_abs.plot(part["step"], part["reserved"] / MIB, color=color)
+        ax_abs.plot(part["step"], part["allocated"] / MIB, color=color, ls="--")
         ax_gap.plot(part["step"], (part["reserved"] - part["allocated"]) / MIB, color=color,
                     label=conf)
-    ax_abs.set(xlabel="decode step", ylabel="MiB", title="Reserved and allocated memory")
-    ax_abs.legend(fontsize=8, loc="upper left")
+    ax_abs.set(xlabel="decode step", ylabel="MiB",
+               title="Reserved (solid) and allocated (dashed)")
     ax_gap.set(xlabel="decode step", ylabel="MiB", title="Reserved but unused")
     ax_gap.legend(fontsize=8, loc="upper left")
