@@ -150,8 +150,8 @@ def generate_interleaved(model, input_ids, max_new_tokens, eos_token_id, stop_le
         streams[0].wait_stream(torch.cuda.current_stream(device))  # NEW: the prompt is ready
     with torch.cuda.stream(streams[0]):  # NEW: the prompt's freed blocks stay with stream 0
         out = model(input_ids, past_key_values=cache, use_cache=True)
-        cache, logits = out.past_key_values, out.logits[:, -1, :].clone()  # CHANGED
-        del out  # NEW: the prompt's logits for every position
+        cache, logits = out.past_key_values, out.logits[:, -1, :].clone()  # CHANGED: a copy ...
+        del out  # NEW: ... so the prompt's logits at every position can be freed now
     tokens = [input_ids]
     previous = streams[0]  # NEW: where step i-1 was queued (None on a CPU)
     for i in range(max_new_tokens):

@@ -7,8 +7,9 @@ ladder. Every verdict comes with its evidence in plain words and names its sourc
 - "reproduced" / "not reproduced": the data decide, timing differences through ``stats``
   (a difference the noise cannot support is never a win or a loss: "can't tell on this
   machine");
-- "premise does not hold here": the claim is about a situation this GPU does not produce;
-- "left to the full run": the workshop's sizes (lengths, batch sizes, runs per point) cannot
+- "exceeded": the speedup is clearly above the claimed range;
+- "does not apply here": the claim is about a situation this GPU does not produce;
+- "needs the full preset's sizes": the workshop's sizes (lengths, batch sizes, runs per point) cannot
   show it, and the evidence says what is missing;
 - "not in this run": the notebook that measures it has not run yet in this run folder, and
   the evidence names it;
@@ -27,15 +28,17 @@ from .analysis import growth_exponent
 from .harness import OK
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
-CANT_TELL = "can't tell on this machine"
-PREMISE = "premise does not hold here"
-FULL_RUN = "left to the full run"
+CANT_TELL = "can't tell apart on this machine"
+PREMISE = "does not apply here: the check costs no time to hide"
+FULL_RUN = "needs the full preset's sizes"
+EXCEEDED = "exceeded: faster than claimed"
 NOT_RUN = "not in this run"
 NO_DATA = "no data"
 TOO_FEW = "too few runs to judge"
 NOT_JUDGED = "not judged: smoke run"
 QUADRUPLE_RANGE = (3.5, 4.5)  # "runtime quadruples": the factor per doubling of the length
-ABOUT_5X_MIN = 4.0  # "reaches about 5x": the whole interval of the speedup at least this
+ABOUT_5X = (4.0, 6.0)  # "reaches about 5x": the whole interval of the speedup inside this range
+ABOUT_5X_MIN = ABOUT_5X[0]
 MAX_AGE_H = 24  # a table older than this (against 08's own start) is from another run
 
 # The tables the claims read, by the notebook that writes them (08's own ladder is passed apart).
@@ -70,7 +73,7 @@ class Context:
                          f"before 08, in the same preset")
 
     def short(self, what) -> tuple:
-        """A claim these sizes cannot show: left to the full run, or (in a full run) no data."""
+        """A claim these sizes cannot show: the full preset's sizes needed, or (in a full run) no data."""
         return (FULL_RUN if self.preset != "full" else NO_DATA), what
 
     def few(self, ratio) -> tuple | None:
@@ -283,14 +286,17 @@ def claim_five_x(ctx):
     few = ctx.few(ratio)
     if few:
         return few[0], f"{evidence}: {_point(ratio)}; {few[1]}"
-    if ratio.low >= ABOUT_5X_MIN:
+    low, high = ABOUT_5X
+    if ratio.low >= low and ratio.high <= high:
         verdict = REPRODUCED
-    elif ratio.high < ABOUT_5X_MIN:
+    elif ratio.low > high or (ratio.low >= low and ratio.estimate > high):
+        verdict = EXCEEDED
+    elif ratio.high < low:
         verdict = NOT_REPRODUCED
     else:
         verdict = CANT_TELL
-    return verdict, (f"{evidence}: {stats.plain(ratio, ctx.judge)} (about 5x: the whole range at "
-                     f"least {ABOUT_5X_MIN:g}x)")
+    return verdict, (f"{evidence}: {stats.plain(ratio, ctx.judge)} (about 5x: the whole range "
+                     f"from {low:g}x to {high:g}x)")
 
 
 CLAIMS = {  # claim -> (judge, source)

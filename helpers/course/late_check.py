@@ -92,6 +92,20 @@ def summary(table) -> pd.DataFrame:
     return wide.round(3)
 
 
+UNITS = {"regime": "step", "batch_size": "batch", "sync": "sync, ms/step",
+         "interleaved": "two streams, ms/step", "event": "event, ms/step",
+         "no_check": "no check, ms/step", "check_cost_us": "check's cost, µs/step",
+         "interleaved_recovered_pct": "two streams win back, %",
+         "event_recovered_pct": "event wins back, %"}
+
+
+def view(summary_frame) -> pd.DataFrame:
+    """``summary`` for display: every column named with its unit, the step in words."""
+    out = summary_frame[[c for c in UNITS if c in summary_frame]]
+    out = out.assign(regime=out["regime"].map(REGIME_LABELS))
+    return out.rename(columns=UNITS).reset_index(drop=True)
+
+
 def step_budget(model, table, params, methods):
     """``budget.per_step`` of every regime's loops at ``params.batch_size``, labelled
     "<regime>, <loop>" (eager first), with the floor of that point."""

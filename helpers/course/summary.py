@@ -50,16 +50,20 @@ RUNGS = [
 WHAT = {  # what each lesson's rung changes (lessons without a rung say why), at most 50 characters
     "01": "the whole sequence through the model every step",
     "02": "keys and values kept: one new token per step",
-    "03": "no rung: memory mapping, not the step (claim 3)",
+    "00": "no rung: the setup and the time budget",
+    "03": "no rung: memory mapping, not the step",
     "04": "a preallocated cache of fixed shape, eager",
     "05": "the step compiled (static cache: CUDA graphs)",
     "06": "no rung: measures what the stop check costs",
     "07": "the stop check read a step late, second stream",
-    "10": "the whole step captured in one CUDA graph",
-    "11": "fused kernels, fewer of them, toward the floor",
+    "08": "no rung: this summary",
+    "09": "no rung: post-processing after generation",
+    "10": "ahead: lesson 10 (the whole step in one CUDA graph)",
+    "11": "ahead: lesson 11 (kernel by kernel toward the floor)",
     "peer": "transformers' own loop, for comparison",
-    FUSED: "fused kernels, fewer of them, toward the floor",
+    FUSED: "ahead: lesson 11 (kernel by kernel toward the floor)",
 }
+AHEAD = ("10", "11")  # lessons that come after this one: their rungs are labelled "ahead"
 
 
 def ladder_methods(model, eos_token_id, *, compile_dynamic=False, peers=PEERS) -> dict:
@@ -82,13 +86,21 @@ def ladder_methods(model, eos_token_id, *, compile_dynamic=False, peers=PEERS) -
 
 def lessons(methods) -> pd.DataFrame:
     """Which lesson each rung comes from and what it changes, lessons without a rung included."""
-    rows = [{"lesson": m.notebook, "method": name,
+    rows = [{"lesson": m.notebook, "method": name, "runs": runs(m),
              "what it changes": WHAT.get(name, WHAT.get(m.notebook, ""))}
             for name, m in methods.items()]
-    for lesson in ("03", "06"):
-        rows.append({"lesson": lesson, "method": "-", "what it changes": WHAT[lesson]})
+    for lesson in ("00", "03", "06", "08", "09"):
+        rows.append({"lesson": lesson, "method": "-", "runs": "-", "what it changes": WHAT[lesson]})
     return pd.DataFrame(rows).sort_values("lesson", key=lambda s: s.map(lambda v: (v == "peer", v)),
                                           kind="stable").reset_index(drop=True)
+
+
+def runs(method) -> str:
+    """The ``helpers.bench`` function a rung runs, with its options: "static_compiled(mode=...)"."""
+    build = method.build
+    func = getattr(build, "func", build)
+    options = ", ".join(f"{k}={v!r}" for k, v in getattr(build, "keywords", {}).items())
+    return f"bench.{func.__name__}({options})"
 
 
 def check_peers(model, prompt, methods, new_tokens, eos_token_id) -> list:
@@ -214,5 +226,22 @@ def one_line(table, seq_len, judge) -> str:
 
 def labels(methods) -> dict:
     """Each method's name with its lesson, for the figure: "KV cache (02)"."""
-    return {name: name if m.notebook == "peer" else f"{name} ({m.notebook})"
+    return {name: name if m.notebook == "peer" else
+            f"{name} (ahead: {m.notebook})" if m.notebook in AHEAD else f"{name} ({m.notebook})"
             for name, m in methods.items()}
+
+
+def place(table, seq_len, peer="generate() static") -> str:
+    """Where ``peer`` falls among the course's rungs by median time at ``seq_len``: the rungs
+    just faster and just slower than it (empty when the peer is not in the table)."""
+    ok = table[(table["status"] == harness.OK) & (table["seq_len"] == seq_len)]
+    if peer not in set(ok["method"]):
+        return ""
+    mine = ok[ok["method"] == peer]["median_s"].iloc[0]
+    rungs = ok[ok["notebook"] != "peer"].sort_values("median_s")
+    faster, slower = rungs[rungs["median_s"] < mine], rungs[rungs["median_s"] >= mine]
+    where = (f"between {faster['method'].iloc[-1]} and {slower['method'].iloc[0]}"
+             if len(faster) and len(slower) else
+             f"faster than every rung" if not len(faster) else "slower than every rung")
+    return (f"{peer} takes {ok[ok['method'] == peer]['per_step_s'].iloc[0] * 1e3:.2f} ms per "
+            f"token: {where} ({len(faster)} of {len(rungs)} rungs are faster).")
