@@ -63,3 +63,13 @@ def test_plain_has_one_format(trials, expected):
 def test_plain_gives_no_verdict_on_a_smoke_run():
     text = stats.plain(stats.speedup([1.0] * 6, [2.0] * 6), judge=False)
     assert "faster" not in text and "smoke" in text
+
+
+def test_plot_without_wall_clock_draws_gpu_work_and_floor_only():
+    from helpers.course import plotting
+
+    fig, ax = plotting.subplots()
+    budget.plot(ax, budget.per_step(table(0.8, 0.5, 0.5, 0.1), floor=0.2, seq_len=100), wall=False)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not any("wall" in label for label in labels) and any("GPU" in l for l in labels)
+    assert [t.get_text() for t in ax.texts] == ["1.00 ms", "5.00 ms"]  # kv first from the bottom

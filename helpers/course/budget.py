@@ -68,19 +68,25 @@ def per_step(table, methods=None, floor=float("nan"), labels=None, **where) -> p
     return pd.DataFrame(out, columns=COLUMNS)
 
 
-def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time goes"):
+def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time goes",
+         wall: bool = True):
     """Horizontal bars, one method a row (first on top): the wall clock per token (light), the
-    GPU's work inside it (dark), and the floor as a dashed line. Values written on the bars."""
+    GPU's work inside it (dark), and the floor as a dashed line. Values written on the bars.
+    ``wall=False`` draws the GPU's work and the floor only (methods timed in separate processes,
+    whose wall clocks are not comparable: notebook 03)."""
     names = list(budget["method"])[::-1]
     data = budget.set_index("method").loc[names]
     y = range(len(names))
-    ax.barh(y, data["wall_ms"], color="#c9d3df", label="wall clock (what you wait)")
+    if wall:
+        ax.barh(y, data["wall_ms"], color="#c9d3df", label="wall clock (what you wait)")
     ax.barh(y, data["gpu_ms"].fillna(0), height=0.45, color=plotting.PALETTE[0],
             label="GPU work (kernel time)")
-    top = max(data["wall_ms"].max(), 1e-9)
-    for i, (wall, gpu) in enumerate(zip(data["wall_ms"], data["gpu_ms"])):
-        text = f"{wall:.2f} ms" + ("" if math.isnan(gpu) else f"  (GPU {gpu:.2f})")
-        ax.text(wall + 0.01 * top, i, text, va="center", fontsize=9)
+    ends = data["wall_ms"] if wall else data["gpu_ms"]
+    top = max(ends.max(), 1e-9)
+    for i, (end, gpu) in enumerate(zip(ends, data["gpu_ms"])):
+        text = (f"{end:.2f} ms" + ("" if math.isnan(gpu) else f"  (GPU {gpu:.2f})")) if wall \
+            else f"{gpu:.2f} ms"
+        ax.text(end + 0.01 * top, i, text, va="center", fontsize=9)
     floor = data["floor_ms"].dropna()
     if len(floor):
         ax.axvline(floor.iloc[0], color=plotting.PALETTE[1], linestyle="--", linewidth=1.2,

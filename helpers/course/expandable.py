@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import plotting
+from . import budget, plotting
 
 MIB = 2**20
 
@@ -82,28 +82,11 @@ def plot_gpu_work(ax, steps: pd.DataFrame, title: str):
     """The GPU's work per generated token under each setting (bars, first on top) and the floor
     (dashed), from ``budget.per_step``: the allocator setting does not change the kernels, so
     this is the step's picture the lesson compares (no wall clock across processes)."""
-    names = list(steps["method"])[::-1]
-    data = steps.set_index("method").loc[names]
-    if data["gpu_ms"].isna().all():
+    if steps["gpu_ms"].isna().all():
         ax.text(0.5, 0.5, "no GPU work on a CPU run", ha="center", transform=ax.transAxes)
         ax.set(title=title, xticks=[], yticks=[])
         return ax
-    y = range(len(names))
-    ax.barh(y, data["gpu_ms"], height=0.45, color=plotting.PALETTE[0], label="GPU work")
-    top = max(data["gpu_ms"].max(), 1e-9)
-    for i, gpu in enumerate(data["gpu_ms"]):
-        ax.text(gpu + 0.01 * top, i, f"{gpu:.2f} ms", va="center", fontsize=9)
-    floor = data["floor_ms"].dropna()
-    if len(floor):
-        ax.axvline(floor.iloc[0], color=plotting.PALETTE[1], linestyle="--", linewidth=1.2,
-                   label=f"floor ({floor.iloc[0]:.2f} ms)")
-    ax.set_yticks(list(y), names)
-    ax.set_xlim(0, top * 1.3)
-    ax.set(xlabel="ms per generated token")
-    ax.set_title(title, loc="left")
-    ax.grid(axis="y", visible=False)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=9)
-    return ax
+    return budget.plot(ax, steps, title, wall=False)
 
 
 def plot_timeline(ax_abs, ax_gap, frame):
