@@ -112,7 +112,8 @@ def fused_decode_step(model, state, eos_token_id, length):
     """``decode_step`` with attention fitted to decoding: one query per row against the first
     ``length`` positions of the cache only (a bucket that holds every filled position), written
     as a product, a sum over the head dimension, a softmax and a weighted sum over positions,
-    which Inductor fuses into a few reductions that stream the keys and values once."""
+    which Inductor, when the step is compiled, fuses into reductions that stream the keys and
+    values once."""
     gpt, batch = model.transformer, state.token.shape[0]
     n_head = model.config.n_head
     head_dim = model.config.n_embd // n_head
