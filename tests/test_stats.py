@@ -280,3 +280,18 @@ def test_paired_quadratic_share_keeps_rounds_whole():
         (paired.estimate, paired.low, paired.high))
     with pytest.raises(ValueError, match="same count"):
         stats.quadratic_share(lengths, [[1.0] * 4, [2.0] * 4, [3.0] * 5], 400, paired=True)
+
+
+def test_row_growth_pairs_trials_by_length_and_needs_both_methods():
+    import pandas as pd
+
+    def row(method, n, trials):
+        return {"method": method, "seq_len": n, "status": "ok",
+                "trials_wall_ms": " ".join(f"{t:.4f}" for t in trials)}
+
+    base = [10.0, 10.2, 9.8, 10.1, 9.9, 10.0]
+    table = pd.DataFrame([row("naive", 100, base), row("kv", 100, [t / 1.2 for t in base]),
+                          row("naive", 400, base), row("kv", 400, [t / 2.4 for t in base])])
+    growth = stats.row_growth(table, "kv", "naive", 100, 400)
+    assert growth.estimate == pytest.approx(2.0) and stats.verdict(growth) == stats.FASTER
+    assert stats.row_growth(table, "kv", "missing", 100, 400).n == 0

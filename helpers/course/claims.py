@@ -121,15 +121,6 @@ def _combine(outcomes) -> str:
     return REPRODUCED
 
 
-def _growth(frame, candidate, baseline, short, long):
-    """How many times larger candidate's speedup over baseline is at ``long`` than at ``short``."""
-    pairs = [(stats.method_trials(frame, candidate, seq_len=n),
-              stats.method_trials(frame, baseline, seq_len=n)) for n in (short, long)]
-    if not all(a and b and len(a) == len(b) for a, b in pairs):
-        return stats.Ratio(float("nan"), float("nan"), float("nan"), 0)
-    return stats.speedup_growth(*pairs)
-
-
 def _point(ratio) -> str:
     return "n/a" if ratio.estimate != ratio.estimate else f"{ratio.estimate:.2f}x"
 
@@ -160,7 +151,7 @@ def claim_kv_gain(ctx):
                          f"{[int(n) for n in common]}")
     short, long = common.min(), common.max()
     gains = {int(n): stats.row_speedup(frame, "kv_cache", "naive", seq_len=n) for n in (short, long)}
-    growth = _growth(frame, "kv_cache", "naive", short, long)
+    growth = stats.row_growth(frame, "kv_cache", "naive", short, long)
     gain_text = ", ".join(f"{_point(r)} at {n} tokens" for n, r in gains.items())
     few = ctx.few(growth)
     if few:

@@ -117,11 +117,9 @@ def plot_gains(ax, table, candidate: str, baseline: str, judge: bool, labels=Non
 def gain_growth(table, candidate: str, baseline: str, judge: bool) -> str:
     """Does the speedup grow from the shortest to the longest length? In the course's words."""
     values = sorted(table["seq_len"].unique())
-    pairs = [tuple(stats.method_trials(table, m, seq_len=v) for m in (candidate, baseline))
-             for v in (values[0], values[-1])]
-    if len(values) < 2 or not all(c and b for c, b in pairs):
+    r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
+    if len(values) < 2 or r.n == 0:
         return "one length only: nothing to say about growth"
-    r = stats.speedup_growth(*pairs)
     where = f"at {values[-1]} tokens against {values[0]}"
     if not judge:
         return f"gain {where}: {r.estimate:.2f}x (smoke run: not a measurement)"

@@ -204,34 +204,16 @@ def sentence(ratio: Ratio, candidate: str, baseline: str, judge: bool = True) ->
     return f"speedup of {candidate} over {baseline}: {ratio}: {word}."
 
 
-def speedup_lines(table, candidate: str, baseline: str, judge: bool, by: str = "seq_len",
-                  unit: str = "tokens", metric: str = "wall", paired=None) -> list:
-    """One printed line per value of ``by``: the candidate's speedup over the baseline with its
-    interval and verdict (no verdict when ``judge`` is False)."""
-    lines = []
-    for value in sorted(table[by].dropna().unique()):
-        ratio = row_speedup(table, candidate, baseline, metric, paired, **{by: value})
-        lines.append(f"{value:>5} {unit}: {sentence(ratio, candidate, baseline, judge)}")
-    return lines
-
-
-def growth_line(table, candidate: str, baseline: str, judge: bool, by: str = "seq_len",
-                metric: str = "wall") -> str:
-    """Does the candidate's speedup grow from the smallest to the largest value of ``by``?"""
-    values = sorted(table[by].dropna().unique())
-    if len(values) < 2:
-        return f"One {by} only: nothing to say about growth."
-    pairs = []
-    for value in (values[0], values[-1]):
-        cand, base = (method_trials(table, m, metric, **{by: value}) for m in (candidate, baseline))
-        if not cand or not base:
-            return f"No trials for {candidate} and {baseline} at {by}={value}."
-        pairs.append((cand, base))
-    growth = speedup_growth(*pairs)
-    word = {FASTER: "the gain grows", SLOWER: "the gain shrinks",
-            NOISE: "within noise: this run cannot tell"}[verdict(growth)] if judge else NOT_JUDGED
-    return (f"The speedup of {candidate} over {baseline} at {by}={values[-1]} is {growth} "
-            f"the speedup at {by}={values[0]}: {word}.")
+def row_growth(table, candidate: str, baseline: str, short, long, by: str = "seq_len",
+               metric: str = "wall") -> Ratio:
+    """``speedup_growth`` between two methods' rows of a results table: how many times larger
+    the candidate's speedup over the baseline is at ``by=long`` than at ``by=short``. NaN (n=0)
+    when either point lacks trials of both methods or they are not paired (unequal counts)."""
+    pairs = [tuple(method_trials(table, m, metric, **{by: value}) for m in (candidate, baseline))
+             for value in (short, long)]
+    if not all(cand and base and len(cand) == len(base) for cand, base in pairs):
+        return Ratio(float("nan"), float("nan"), float("nan"), 0)
+    return speedup_growth(*pairs)
 
 
 def quadratic_share(lengths, trials, at, *, paired=False, level=LEVEL, resamples=RESAMPLES,
