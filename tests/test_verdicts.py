@@ -99,3 +99,17 @@ def test_report_and_command_line(tmp_path, capsys):
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="no executed notebooks"):
         verdicts.report(a, empty, io.StringIO())
+
+
+def test_the_lessons_plain_form_is_read_and_paired():
+    faster = verdicts.parse_line("  100 tokens: KV cache over naive: 1.42x faster (1.34–1.65)")
+    slower = verdicts.parse_line("  100 tokens: KV cache over naive: 1.10x slower (1.02–1.19)")
+    cant = verdicts.parse_line("  100 tokens: KV cache over naive: can't tell apart on this "
+                               "machine (0.96–1.10)")
+    assert faster.words == ("faster",) and slower.words == ("slower",)
+    assert cant.words == ("can't tell apart on this machine",)
+    assert faster.key == slower.key == cant.key == "# tokens: KV cache over naive: _ (#–#)"
+    assert ("faster", "slower") in verdicts.OPPOSITE
+    assert verdicts.parse_line("eager static is 63x slower than the graph") is None
+    assert verdicts.parse_line("0.93x (only 3 runs: too few to judge)").words == ("too few to judge",)
+    assert verdicts.parse_line("claim 4: exceeded: faster than claimed").words == ("exceeded",)

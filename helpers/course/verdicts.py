@@ -1,7 +1,8 @@
 """Do two runs conclude the same? The printed verdicts of executed notebooks, side by side.
 
-Every conclusion a notebook prints comes from ``stats`` (faster / slower / within noise, the
-gain grows, which term dominates, whether a cost is felt) or from its targets and claims (MET / NOT MET / MISSED,
+Every conclusion a notebook prints comes from ``stats`` (the lessons' plain "1.42x faster
+(1.34-1.65)", "slower", "can't tell apart on this machine"; earlier runs' faster / slower /
+within noise, the gain grows, which term dominates, whether a cost is felt) or from its targets and claims (MET / NOT MET / MISSED,
 reproduced / not reproduced / inconclusive). This module reads those lines from the outputs of
 executed notebooks, pairs the lines of two runs by their text with the numbers taken out, and
 says which verdicts agree: your run against the published H100 run, or two runs of your own.
@@ -28,20 +29,23 @@ from pathlib import Path
 # 9/9"). Longest first, so that "within noise: this run cannot tell" is not "within noise".
 _COUNT = r"(?:faster|slower|within noise)(?: \(95% interval above 1\))? at \d+(?:/\d+)?"
 _ANYWHERE = ("within noise: this run cannot tell", "inconclusive: premise not met",
-             "inconclusive: within noise", "not reproduced", "reproduced", "NOT MET", "MISSED",
-             "MET", "not felt", "felt")
+             "inconclusive: within noise", "can't tell apart on this machine", "too few to judge",
+             "not reproduced", "reproduced", "exceeded", "NOT MET", "MISSED", "MET", "not felt",
+             "felt")
 _TERMS = ("neither term clearly dominates", "the N² term", "the linear term")
 _AT_END = ("the gain grows", "the gain shrinks", "within noise", "faster", "slower")
 _WORD = re.compile(
     "(?P<count>" + _COUNT + ")"
     + "|(?P<any>" + "|".join(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])" for w in _ANYWHERE) + ")"
     + "|(?P<term>" + "|".join(re.escape(w) for w in _TERMS) + r")(?: \([^)]*\))?(?: dominates)?"
-    + "|(?P<end>" + "|".join(r"(?<![\w-])" + re.escape(w) for w in _AT_END) + r")(?=[.;:,\])]|$)")
+    + "|(?P<end>" + "|".join(r"(?<![\w-])" + re.escape(w) for w in _AT_END)
+    + r")(?=[.;:,\])]|$| \(\d)")  # the lessons' plain form: "1.42x faster (1.34-1.65)"
 # A list of batch sizes (or lengths) a verdict names: "at batch sizes [8, 32]", "at none".
 _LIST = re.compile(r"\b(at(?: batch(?: sizes?)?)?) (\[[^\]]*\]|none)")
 _NUMBER = re.compile(r"\(\d+(?:\.\d+)?% CI[^)]*\)|\(trials [^)]*\)|[-+]?\d[\d,]*(?:\.\d+)?")
 # Opposite clear verdicts: one run says one, the other run the other.
-OPPOSITE = {("faster", "slower"), ("reproduced", "not reproduced"), ("MET", "NOT MET"),
+OPPOSITE = {("faster", "slower"), ("reproduced", "not reproduced"),
+            ("exceeded", "not reproduced"), ("MET", "NOT MET"),
             ("MET", "MISSED"), ("the gain grows", "the gain shrinks"),
             ("the N² term", "the linear term"), ("felt", "not felt")}
 
@@ -64,6 +68,7 @@ def parse_line(line: str) -> Verdict | None:
     key = _LIST.sub(r"\1 [..]", line)
     key = _WORD.sub("_", key)
     key = _NUMBER.sub("#", key)
+    key = key.replace("#x _", "_")  # "1.42x faster (...)" pairs with "can't tell apart (...)"
     return Verdict(" ".join(key.split()), tuple(words + lists), line.strip())
 
 
