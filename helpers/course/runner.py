@@ -602,8 +602,9 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
                 print(f"  run     {stem:<{width}}  preset {preset} ...", flush=True)
                 entry = execute(path, run_root, preset, echo=echo, parameters=parameters)
                 entry["run"] = identity["id"]
-                if entry["status"] == "ok" and published.peak_gib(run_root, stem) is not None:
-                    entry["peak_allocated_gib"] = published.peak_gib(run_root, stem)
+                peak = published.peak_gib(run_root, stem) if entry["status"] == "ok" else None
+                if peak is not None:  # read once: it parses every table the notebook wrote
+                    entry["peak_allocated_gib"] = peak
                 if entry["status"] == "ok" and promote_figures:
                     try:
                         entry["promoted"] = promote(run_root, stem, run=identity)
