@@ -25,3 +25,10 @@ Shared by every lesson:
 Everything that measures, judges, plots and publishes (runner, presets, harness, statistics,
 profiling, results, report, site) is course machinery in ``helpers/course/``.
 """
+
+import warnings as _warnings
+
+# transformers imports tqdm.auto; inside a Jupyter kernel without ipywidgets, tqdm warns that it
+# cannot draw notebook progress bars. The course draws none, so the warning says nothing to a
+# learner: silenced here, before any lesson imports transformers.
+_warnings.filterwarnings("ignore", message="IProgress not found")

@@ -305,6 +305,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tokens", type=int, default=100 if cuda else 8)
     parser.add_argument("--repeats", type=int, default=3 if cuda else 2)
     args = parser.parse_args(argv)
+    results.quiet_known_noise()  # Inductor's notes on how it split a reduction, as in the lessons
     device, name = ("cuda", "gpt2") if cuda else ("cpu", "tiny")
     if not cuda:
         print("NOTE: no CUDA GPU: the tiny model on the CPU, without the compiled and CUDA-graph "

@@ -73,3 +73,20 @@ def test_imports_sit_at_the_top_unless_lazy_on_purpose():
                                           f"inside {node.name}()")
     assert not hidden, "move these imports to the top (or list them in LAZY with a reason):\n" + \
         "\n".join(hidden)
+
+
+def test_importing_helpers_silences_tqdm_widget_warning():
+    """In a Jupyter kernel without ipywidgets, transformers' import of tqdm.auto warns
+    'IProgress not found' on stderr (every lesson's first cell on the GPU host showed it):
+    importing helpers first must silence exactly that message and nothing else."""
+    import subprocess
+    import sys
+    code = ("import warnings, helpers\n"
+            "from tqdm import TqdmWarning\n"
+            "warnings.warn(TqdmWarning('IProgress not found. Please update jupyter and ipywidgets.'))\n"
+            "warnings.warn(UserWarning('a real warning'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=str(Path(__file__).resolve().parents[1]))
+    assert out.returncode == 0, out.stderr
+    assert "IProgress" not in out.stderr
+    assert "a real warning" in out.stderr
