@@ -54,11 +54,11 @@ NOTEBOOK = {
     "02": {
         # Budget 90 s full / 25 s workshop on an H100, batch 32 as in the other lessons. Per
         # round: 0.7 s at 50 tokens, 1.4 s at 100, 4.2 s at 200 (naive + KV cache); a warm-up
-        # round, 5 rounds (more while 8 s last, at the short and noisier points) and one
+        # round, 5 rounds and one
         # profiled run each: about 50 s full, 14 s workshop (40 and 100 tokens); tokens checked
         # at the shortest length only (the FP32 check at 400 tokens alone took 20 s). At 40-50
         # tokens both loops wait on the host and the gain is small; at 100 and 200 it is clear.
-        "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=8),
+        "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=0),
         "workshop": dict(batch_size=32, seq_lens=[40, 100], repeats=5),
     },
     "03": {
@@ -76,11 +76,11 @@ NOTEBOOK = {
     },
     "04": {
         # Budget 150 s full / 30 s workshop. The eager loops are host-bound: more trials would
-        # only narrow an interval whose centre moves with the host's speed, so 8 rounds at 100
+        # only narrow an interval whose centre moves with the host's speed, so 6 rounds at 100
         # and 200 tokens (rounds of about 1.7 and 4.8 s on an H100) and 5 of the GPU-bound
         # CUDA-graph loops, whose intervals are narrow: about 115 s in all (published run:
         # 487 s with 12-60 rounds per point and 400 tokens).
-        "full": dict(oversize_cache_len=1024, seq_lens=[100, 200], repeats=8, budget_s=0,
+        "full": dict(oversize_cache_len=1024, seq_lens=[100, 200], repeats=6, budget_s=0,
                      graph_repeats=5),
         "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=5, graph_repeats=5),
         "smoke": dict(oversize_cache_len=64, graph_repeats=3),
@@ -99,9 +99,9 @@ NOTEBOOK = {
         # Budget 70 s full / 25 s workshop on an H100 (was about 120 s): two caps and no time
         # budget per point (early stopping saves 60% at cap 200, 5 rounds settle it); the eager
         # cost of the check hides behind the host (can't tell apart with 12 rounds), so 5 rounds
-        # and say so; the CUDA-graph step's 1.4x is steady and cheap: 10 rounds.
+        # and say so; the CUDA-graph step's 1.4x is steady and cheap: 6 rounds.
         "full": dict(seq_lens=[100, 200], stop_low=20, stop_high=80, profile_steps=8,
-                     timeline_steps=3, budget_s=0, compiled_repeats=10),
+                     timeline_steps=3, budget_s=0, compiled_repeats=6),
         "workshop": dict(seq_lens=[40, 80], stop_low=8, stop_high=32, profile_steps=4,
                          timeline_steps=3, repeats=3, compiled_repeats=5),
         "smoke": dict(stop_low=2, stop_high=4, profile_steps=4, timeline_steps=2,
@@ -112,10 +112,10 @@ NOTEBOOK = {
         # sizes, 12 rounds each: 213 s, all "can't tell apart", the host sets the pace). Eager
         # now runs at batch_size only, 5 rounds (the budget figure shows why it cannot pay);
         # the compiled regime, where the check's cost is clear (1.2-1.4x), at three batch sizes
-        # with 10 rounds and up to 4 s each: about 105 s in all.
+        # with 6 rounds each: about 90 s in all.
         "full": dict(seq_lens=[100], batch_sizes=[1, 32, 128], regimes=["eager", "compiled"],
                      stop_low=20, stop_high=80, profile_steps=8, timeline_steps=3, repeats=5,
-                     budget_s=4, compiled_repeats=10),
+                     budget_s=0, compiled_repeats=6),
         "workshop": dict(seq_lens=[50], batch_sizes=[16], regimes=["compiled"],
                          stop_low=10, stop_high=40, profile_steps=4, timeline_steps=3, repeats=3,
                          compiled_repeats=5),
@@ -154,8 +154,8 @@ NOTEBOOK = {
     "11": {
         # Budget 120 s full / 40 s workshop (H100). Triton compiles ~25 kernel variants (TF32,
         # IEEE for the proofs, bf16) in ~20 s; every rung is a graph replay (~0.5-1 ms a step),
-        # so trials are cheap: 8 per point; the kernel profiles take a few seconds each.
-        "full": dict(seq_lens=[100], steps_per_launch=10, bucket=32, bf16=True, repeats=8),
+        # so trials are cheap: 6 per point; the kernel profiles take a few seconds each.
+        "full": dict(seq_lens=[100], steps_per_launch=10, bucket=32, bf16=True, repeats=6),
         "workshop": dict(seq_lens=[50], steps_per_launch=10, bucket=32, bf16=True, repeats=5),
         "smoke": dict(seq_lens=[8], steps_per_launch=3, bucket=4, bf16=False),
     },
