@@ -13,6 +13,8 @@ Public API:
 - ``parse_alloc_conf(conf)`` -> dict: checks a setting string such as
   ``"expandable_segments:True,max_split_size_mb:128"`` before any GPU work; a bad key or value
   fails with the allowed ones. ``"default"`` (or ``""``) means no setting.
+- ``use_allocator(conf)``: the setting itself, the first line of a fresh process (taught in 03).
+- ``kv_cache_memory(...)``: the growing-cache loop, reading the allocator every step (taught).
 - ``alloc_env(conf)`` -> the environment for a child with exactly that setting.
 - ``run_in_subprocess(conf, spec)`` -> rows, the effective allocator, and the memory timeline.
 - ``allocator_in_effect(device)``: what this process's allocator really does (used in the child).
@@ -65,6 +67,32 @@ def validate_alloc_confs(name, value) -> list:
     if len(set(labels)) != len(labels):
         raise ParameterError(f"{name} lists the same allocator setting twice: {labels}")
     return labels
+
+
+def use_allocator(conf: str) -> None:
+    """Choose this process's caching-allocator setting. PyTorch reads it once, when CUDA
+    starts, so it must come before the first CUDA call: in practice, in a fresh process."""
+    if torch.cuda.is_initialized():
+        raise RuntimeError("CUDA has started: the allocator setting can no longer change")
+    os.environ["PYTORCH_ALLOC_CONF"] = conf  # before PyTorch 2.9: PYTORCH_CUDA_ALLOC_CONF
+
+
+def kv_cache_memory(model, prompt, new_tokens, eos_token_id, device) -> list[dict]:
+    """Notebook 02's KV-cache loop, reading the allocator before every forward pass (step 0
+    is the prefill): allocated is what tensors use, reserved what the allocator holds."""
+    steps = []
+
+    def read(module, args):  # a forward pre-hook: runs before each step's forward pass
+        steps.append({"time_us": time.time_ns() // 1000,
+                      "allocated": torch.cuda.memory_allocated(device),
+                      "reserved": torch.cuda.memory_reserved(device)})
+
+    handle = model.register_forward_pre_hook(read)
+    try:
+        generate_kv_cache(model, prompt, new_tokens, eos_token_id)
+    finally:
+        handle.remove()
+    return steps
 
 
 def alloc_env(conf, base=None) -> dict:
@@ -167,30 +195,22 @@ def memory_timeline(model, prompt, new_tokens, eos_token_id, device) -> dict:
     """Run the KV-cache loop once with the allocator's memory history recording. Returns the
     allocated/reserved counters at the start of every forward pass (step 0 is the prefill) and
     the per-step peaks replayed from the recorded trace."""
-    marks = []
-
-    def mark(module, args):
-        marks.append((time.time_ns() // 1000, torch.cuda.memory_allocated(device),
-                      torch.cuda.memory_reserved(device)))
-
     release_memory(device)
-    handle = model.register_forward_pre_hook(mark)
     torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python",
                                            max_entries=5_000_000, device=device)
     try:
         allocated0 = torch.cuda.memory_allocated(device)
         reserved0 = torch.cuda.memory_reserved(device)
-        generate_kv_cache(model, prompt, new_tokens, eos_token_id)
+        marks = kv_cache_memory(model, prompt, new_tokens, eos_token_id, device)
         torch.cuda.synchronize(device)
         snapshot = torch.cuda.memory._snapshot()
         allocated_end = torch.cuda.memory_allocated(device)
         reserved_end = torch.cuda.memory_reserved(device)
     finally:
         torch.cuda.memory._record_memory_history(enabled=None)
-        handle.remove()
     index = torch.device(device).index or 0
     trace = snapshot["device_traces"][index]
-    step_times = [m[0] for m in marks]
+    step_times = [m["time_us"] for m in marks]
     events = replay_trace(trace, allocated0, reserved0, step_times)
     timed = [e for e in events if e["step"] is not None]
     aligned = len(timed) == len(events) and bool(events) and sum(e["step"] >= 0 for e in timed) > 0.9 * len(timed)
@@ -198,7 +218,8 @@ def memory_timeline(model, prompt, new_tokens, eos_token_id, device) -> dict:
     for entry in trace:
         actions[entry.get("action")] = actions.get(entry.get("action"), 0) + 1
     return {
-        "steps": [{"step": i, "allocated": m[1], "reserved": m[2]} for i, m in enumerate(marks)],
+        "steps": [{"step": i, "allocated": m["allocated"], "reserved": m["reserved"]}
+                  for i, m in enumerate(marks)],
         "peaks": per_step_peaks(events, len(marks)) if aligned else [],
         "aligned_by_time": aligned,
         "trace_events": len(trace), "actions": actions,
@@ -211,6 +232,8 @@ def memory_timeline(model, prompt, new_tokens, eos_token_id, device) -> dict:
 def _child(spec: dict) -> dict:
     """Inside the child: measure the KV-cache loop at every length, read the allocator back,
     and record the memory history of one run."""
+    if spec["label"] != DEFAULT:  # the setting, before anything starts CUDA (the parent also
+        use_allocator(spec["label"])  # put it in this process's environment, both names)
     device = spec["device"]
     model = build_model(spec["model"], device, seed=spec["seed"])
     use_tf32(True)  # as notebook 03's own process runs its timings

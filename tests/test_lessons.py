@@ -11,6 +11,7 @@ that holds the same code). Here:
   loop: a lesson that breaks its own loop fails even if helpers/ is right.
 """
 import ast
+import os
 import importlib
 import inspect
 import textwrap
@@ -19,7 +20,7 @@ import nbformat
 import pytest
 import torch
 
-from helpers import allocator, postprocess
+from helpers import postprocess
 from helpers.course import runner
 from helpers.generation import assert_same_tokens, generate_naive
 
@@ -176,11 +177,16 @@ def test_the_lessons_own_loops_give_the_naive_tokens(tiny6, stem):
                                generate(prompt, n, stops), f"{stem}: {name}, {n} tokens, stops {stops}")
 
 
-def test_lesson_03_builds_the_environment_of_helpers():
+def test_lesson_03_sets_the_allocator_only_before_cuda_starts(monkeypatch):
     ns = load_taught("03_expandable_segments")
-    base = {"PATH": "/bin", "PYTORCH_ALLOC_CONF": "stale"}
-    for conf in ("default", "expandable_segments:True", " max_split_size_mb : 128 "):
-        assert ns["alloc_env"](conf, base) == allocator.alloc_env(conf, base)
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    ns["use_allocator"]("expandable_segments:True")
+    assert os.environ["PYTORCH_ALLOC_CONF"] == "expandable_segments:True"
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    with pytest.raises(RuntimeError, match="CUDA has started"):
+        ns["use_allocator"]("default")
+    assert os.environ["PYTORCH_ALLOC_CONF"] == "expandable_segments:True"
 
 
 def test_lesson_09_post_processes_like_helpers():

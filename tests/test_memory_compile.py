@@ -379,3 +379,19 @@ def test_compiled_lesson_compilation_table():
     compile_table = lesson.compilation(table)
     assert len(compile_table) == 1
     assert compile_table.loc[0, "runs to repay"] == pytest.approx(20.0)
+
+
+def test_kv_cache_memory_reads_the_allocator_before_every_forward(tiny, monkeypatch):
+    """Lesson 03's loop: one reading per forward pass (prefill + a step per fed-back token)."""
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 1)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 2)
+    model, prompt, eos = tiny
+    forwards = []
+    handle = model.register_forward_pre_hook(lambda module, args: forwards.append(1))
+    try:
+        steps = allocator.kv_cache_memory(model, prompt, 5, eos, "cpu")
+    finally:
+        handle.remove()
+    assert len(steps) == len(forwards) >= 2
+    assert all(s["allocated"] == 1 and s["reserved"] == 2 for s in steps)
+    assert [s["time_us"] for s in steps] == sorted(s["time_us"] for s in steps)

@@ -1,14 +1,49 @@
-"""Notebook 03's analysis, kept out of the lesson: the children's rows as one table, the memory
-each setting held, how often the allocator went to the driver, the GPU's work per step, and the
-memory history plot.
+"""Notebook 03's plumbing and analysis, kept out of the lesson: one fresh process per allocator
+setting (``run_settings``), the children's rows as one table, the memory each setting held, how
+often the allocator went to the driver, the GPU's work per step, and the memory history plot.
 """
 from __future__ import annotations
 
 import pandas as pd
 
+from .. import allocator
 from . import budget, plotting
 
 MIB = 2**20
+SPEC_KEYS = ("model", "device", "batch_size", "seq_lens", "prompt_len", "repeats", "warmup", "seed")
+
+
+def run_settings(P, history_len: int) -> dict:
+    """Each setting of ``P.allocator_confs`` in its own fresh Python process, since the allocator
+    reads its setting once, when CUDA starts (``allocator.run_in_subprocess``: the child's
+    first line is ``use_allocator``; on a GPU the parent then checks that the child's segments
+    are expandable exactly when asked). Each child times the KV-cache loop at every length
+    (``harness.bench_row`` empties the allocator's cache and resets its peaks before each run),
+    profiles one run for the GPU's work, and with ``history_len`` records the memory history of
+    one run of that length with ``kv_cache_memory``. Raises if the settings changed the tokens."""
+    spec = {key: P[key] for key in SPEC_KEYS}
+    spec.update(history_len=history_len, busy=True)
+    runs = {conf: allocator.run_in_subprocess(conf, spec, echo=False) for conf in P.allocator_confs}
+    sums = {(r["seq_len"], r["tokens_checksum"]) for r in rows(runs) if "tokens_checksum" in r}
+    if len(sums) != len(P.seq_lens):
+        raise AssertionError(f"the allocator setting changed the tokens: {sorted(sums)}")
+    return runs
+
+
+def rows(runs: dict) -> list:
+    """Every child's rows (one per length), in the order of the settings."""
+    return [row for result in runs.values() for row in result["rows"]]
+
+
+def settings(runs: dict) -> pd.DataFrame:
+    """Per setting: what the child's environment carried and whether its segments were
+    expandable, read from its memory snapshot (a CPU has no caching allocator to read)."""
+    seen = {True: "yes", False: "no", None: "not read: no GPU"}
+    out = [{"setting": conf, "PYTORCH_ALLOC_CONF": result["effective"]["env"].get(
+                "PYTORCH_ALLOC_CONF") or "(unset)",
+            "expandable segments in effect": seen[result["effective"]["expandable_in_effect"]]}
+           for conf, result in runs.items()]
+    return pd.DataFrame(out).set_index("setting")
 
 
 def memory(table) -> pd.DataFrame:

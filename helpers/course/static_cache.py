@@ -1,10 +1,11 @@
 """Notebook 04's measurement and analysis, kept out of the lesson: the three eager loops
-(dynamic cache, right-sized and oversized static cache) as interleaved trials, each loop's own
+(dynamic cache, static cache sized to the run and oversized static cache) as interleaved trials, each loop's own
 memory, the two static caches once more with every decode step captured in a CUDA graph, and
 the table of what the oversized cache's wasted attention costs.
 
 ``measure`` returns one table; ``shown`` is its readable view; ``plot_memory`` draws the memory
-panel; ``waste`` reads the oversized cache against the right-sized one.
+panel; ``waste`` reads the oversized cache against the one sized to the run; ``graph_cache_len``
+gives the CUDA-graph cache's length (sized to the run, rounded up).
 """
 from __future__ import annotations
 
@@ -99,9 +100,10 @@ def _point(model, prompt, eos, P, seq_len) -> list:
     del calls
     for method, fn in own.items():  # each loop alone, its cache built inside the call
         extra[method]["own_peak_bytes"] = own_peak_bytes(fn, P.device)
-    # The two static caches with every decode step captured in a CUDA graph (the CUDA-graph
-    # decoder that lesson 10 builds, used here as a tool): one launch per step, so the GPU sets the pace. The decoder
-    # holds one position more than it is given (the launch ahead), rounded up to 16.
+    # The two static caches with every decode step captured in a CUDA graph (the decoder
+    # lesson 10 builds, a measuring instrument here): one launch per step, so the GPU sets the
+    # pace. Its cache holds one position more than the run (the step launched ahead), rounded
+    # up to a multiple of 16.
     decoders = {method + GRAPH: graphs.GraphDecoder(
                     model, P.batch_size, max(P.prompt_len + seq_len, cache_len - 1), eos,
                     library_forward=True)
@@ -160,7 +162,7 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
         plotting.label_bars(ax, bars, fmt="{:.0f}")
     else:
         ax.set_xlabel("no GPU memory on a CPU run: cache tensors only")
-    names = {DYNAMIC: "dynamic", STATIC: "static\n(right-sized)", OVERSIZED: "static\n(oversized)"}
+    names = {DYNAMIC: "dynamic", STATIC: "static\n(sized to run)", OVERSIZED: "static\n(oversized)"}
     ax.set_xticks(list(x), [names[m] for m in part.index], fontsize=9)
     ax.set(ylabel=unit, title=f"Memory of each loop, {seq_len} tokens")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
@@ -168,8 +170,14 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
     return ax
 
 
+def graph_cache_len(table, seq_len) -> int:
+    """Positions of the CUDA-graph cache sized to a run of ``seq_len`` tokens (rounded up)."""
+    row = table[(table["seq_len"] == seq_len) & (table["method"] == STATIC + GRAPH)]
+    return int(row["cache_len"].iloc[0])
+
+
 def waste(table, model, P) -> pd.DataFrame:
-    """The oversized cache against the right-sized one, per length and regime (eager, CUDA
+    """The oversized cache against the one sized to the run, per length and regime (eager, CUDA
     graph): extra positions attended over the run, the GPU's extra kernel time, what one extra
     position costs per step and the bandwidth that implies, and the extra wall clock (five
     columns, for display)."""
