@@ -11,7 +11,7 @@ The code a reader studies (taught in the notebook named):
 - ``static``      the static-cache loop and the compiled decode step (04, 05)
 - ``streams``     the stop check every step, never, or one step late: two streams, an event (06, 07)
 - ``postprocess`` per-row host syncs against one transfer in token post-processing (09)
-- ``graphs``      a whole decode step captured in one CUDA graph; the fused, bucketed step (10)
+- ``graphs``      a whole decode step captured in one CUDA graph; attention over buckets of cache length (10)
 
 The one measuring tool a reader runs by hand:
 

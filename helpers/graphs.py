@@ -108,12 +108,12 @@ def decode_step(model, state, eos_token_id):
 
 
 @torch.no_grad()
-def fused_decode_step(model, state, eos_token_id, length):
-    """``decode_step`` with attention fitted to decoding: one query per row against the first
-    ``length`` positions of the cache only (a bucket that holds every filled position), written
-    as a product, a sum over the head dimension, a softmax and a weighted sum over positions,
-    which Inductor, when the step is compiled, fuses into reductions that stream the keys and
-    values once."""
+def bucketed_decode_step(model, state, eos_token_id, length):
+    """``decode_step`` with attention over the first ``length`` positions of the cache only (a
+    bucket of cache length that holds every filled position): one query per row, written as a
+    product, a sum over the head dimension, a softmax and a weighted sum over positions. Run as
+    is, these are eager PyTorch ops; compiled by Inductor (notebook 08's fastest rung) they fuse
+    into reductions that stream the keys and values once."""
     gpt, batch = model.transformer, state.token.shape[0]
     n_head = model.config.n_head
     head_dim = model.config.n_embd // n_head
@@ -162,7 +162,7 @@ class GraphDecoder:
     """Greedy decoding in which every launch replays ``steps_per_graph`` decode steps from one
     CUDA graph and the host reads the all-finished flag one launch late (pinned memory), so the
     GPU always has the next launch queued. The step: ``decode_step``; ``hf_decode_step`` with
-    ``library_forward=True``; ``fused_decode_step`` with ``bucket=b``, one graph per cache
+    ``library_forward=True``; ``bucketed_decode_step`` with ``bucket=b``, one graph per cache
     length b, 2b, ... (each launch replays the shortest that holds its positions, known from the
     launch's number); or ``step=fn(model, state, eos_token_id)`` of your own (notebook 11's).
     ``compile_options`` has Inductor compile the step first (without CUDA graphs of its own).
@@ -176,11 +176,11 @@ class GraphDecoder:
             raise ValueError(f"max_len + steps_per_graph = {max_len + steps_per_graph} exceeds the "
                              f"model's {model.config.n_positions} positions")
         if bucket is not None and (library_forward or bucket < 1):
-            raise ValueError(f"bucket must be a positive number of positions for the lean step, "
+            raise ValueError(f"bucket must be a positive number of positions for the bucketed step, "
                              f"got {bucket!r}" + (" with library_forward" if library_forward else ""))
         self.model, self.eos, self.k = model, eos_token_id, steps_per_graph
         if step is None:
-            step = hf_decode_step if library_forward else fused_decode_step if bucket else decode_step
+            step = hf_decode_step if library_forward else bucketed_decode_step if bucket else decode_step
         if compile_options is not None:
             step = torch.compile(step, fullgraph=True, **compile_options)
         self.step = step

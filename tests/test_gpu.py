@@ -101,7 +101,7 @@ INDUCTOR = bench.INDUCTOR  # the ladder's Inductor options (no autotuning: faste
 @pytest.mark.parametrize("options", [dict(steps_per_graph=1), dict(steps_per_graph=3),
                                      dict(library_forward=True), dict(bucket=8),
                                      dict(bucket=8, steps_per_graph=3, compile_options=INDUCTOR)],
-                         ids=["lean-1", "lean-3", "hf", "fused-8", "fused-8-3-inductor"])
+                         ids=["lean-1", "lean-3", "hf", "bucketed-8", "bucketed-8-3-inductor"])
 def test_graph_decoder_replays_real_cuda_graphs(cuda, options):
     model, eos, prompt = cuda
     decoder = graphs.GraphDecoder(model, BATCH, PROMPT + 30, eos, **options)
@@ -183,7 +183,7 @@ def test_one_decode_step_is_shared(cuda):
 @pytest.mark.parametrize("options,attention_gemms", [(dict(), 2), (dict(bucket=8), 0),
                                                      (dict(bucket=8, compile_options=INDUCTOR), 0),
                                                      (dict(step=fast_decode_step), 0)],
-                         ids=["lean", "fused", "fused-inductor", "triton"])
+                         ids=["lean", "bucketed", "bucketed-inductor", "triton"])
 def test_kernel_table_of_real_replays(cuda, options, attention_gemms):
     """The replayed kernels split evenly into launches, every weight GEMM is found in the order
     the step runs them, and the parts add up to the step."""

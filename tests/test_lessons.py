@@ -156,8 +156,8 @@ def generators(stem, ns, model, eos):
                 "GraphDecoder (lean, 3/launch)": lambda p, n, s: graph(p, n, s, steps_per_graph=3),
                 "GraphDecoder (transformers forward)":
                     lambda p, n, s: graph(p, n, s, library_forward=True),
-                "GraphDecoder (fused step, buckets of 4)": lambda p, n, s: graph(p, n, s, bucket=4),
-                "GraphDecoder (fused step, buckets of 16, 3/launch)":
+                "GraphDecoder (bucketed step, buckets of 4)": lambda p, n, s: graph(p, n, s, bucket=4),
+                "GraphDecoder (bucketed step, buckets of 16, 3/launch)":
                     lambda p, n, s: graph(p, n, s, bucket=16, steps_per_graph=3)}
     raise KeyError(stem)
 

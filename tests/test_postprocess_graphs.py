@@ -183,21 +183,21 @@ def test_notebooks_10_and_11_reject_bad_parameters(notebook, kwargs, wrong):
         resolve_params(notebook, "smoke", **kwargs)
 
 
-# ---------------------------------------------------------------- notebook 10: the fused step
+# ---------------------------------------------------------------- notebook 10: the bucketed step
 
 @pytest.mark.parametrize("bucket", [1, 4, 16, 64])
 @pytest.mark.parametrize("steps_per_graph", [1, 3])
 @pytest.mark.parametrize("stops", [None, (3, 7, 2, 4, 3, 3), (1,) * 6])
-def test_fused_bucketed_step_matches_the_naive_loop(tiny6, bucket, steps_per_graph, stops):
+def test_bucketed_step_matches_the_naive_loop(tiny6, bucket, steps_per_graph, stops):
     model, eos, prompt = tiny6
     stops = None if stops is None else torch.tensor(stops)
     decoder = graphs.GraphDecoder(model, 6, 5 + 13, eos, steps_per_graph, bucket=bucket)
     for n in (13, 2, 1):  # one decoder, shorter runs too
         assert_same_tokens(generate_naive(model, prompt, n, eos, stops), decoder(prompt, n, stops),
-                           f"fused step, bucket {bucket}, {steps_per_graph}/launch, {n} tokens")
+                           f"bucketed step, bucket {bucket}, {steps_per_graph}/launch, {n} tokens")
 
 
-def test_fused_step_reads_only_its_bucket(tiny6):
+def test_bucketed_step_reads_only_its_bucket(tiny6):
     """Garbage past the bucket must not change a step: it attends to ``length`` positions only."""
     model, eos, prompt = tiny6
     state = graphs.static_state(model, 6, 40, "cpu")
@@ -206,8 +206,8 @@ def test_fused_step_reads_only_its_bucket(tiny6):
     graphs.prefill(model, clean, prompt, eos)
     for layer in state.kv:
         layer[:, :, :, 16:] = float("nan")  # beyond a 16-position bucket
-    graphs.fused_decode_step(model, state, eos, 16)
-    graphs.fused_decode_step(model, clean, eos, 48)
+    graphs.bucketed_decode_step(model, state, eos, 16)
+    graphs.bucketed_decode_step(model, clean, eos, 48)
     assert torch.equal(state.token, clean.token) and int(state.position) == 6
 
 

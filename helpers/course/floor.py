@@ -1,4 +1,4 @@
-"""The hardware floor of a decode step (notebooks 08 and 10).
+"""The hardware floor of a decode step (notebooks 08, 10 and 11).
 
 A decode step must read every parameter once, and attention must read the keys and values of
 every position it attends to, so those bytes over the device's memory bandwidth (measured as a
@@ -6,6 +6,9 @@ device-to-device copy, timed by CUDA events over many back-to-back copies) is th
 can be.
 """
 from __future__ import annotations
+
+import contextlib
+import warnings
 
 import pandas as pd
 import torch
@@ -61,6 +64,16 @@ def show_reference(stem: str) -> None:
               "it was split from, follows.")
         stem = EARLIER
     report.show_reference(stem)
+
+
+@contextlib.contextmanager
+def quiet_compile():
+    """Messages Inductor prints while it compiles the bucketed step (11's reference rung):
+    expected there, not the reader's."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*[Oo]nline softmax is disabled")
+        warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores")
+        yield
 
 
 def parts_side_by_side(tables: dict) -> pd.DataFrame:

@@ -148,16 +148,21 @@ NOTEBOOK = {
         # the eager and graph loops, the naive loop and generate() static (its compile ~10 s);
         # the naive loop at 100 tokens is ~1 s a trial, the rest well under, so 5 trials.
         "full": dict(seq_lens=[100], graph_steps=[1, 4], bucket=32, repeats=5),
-        "workshop": dict(seq_lens=[50], graph_steps=[1], bucket=32, repeats=3),
+        "workshop": dict(seq_lens=[50], graph_steps=[1], bucket=32, repeats=5),
         "smoke": dict(seq_lens=[8], graph_steps=[1, 3], bucket=4),
     },
     "11": {
         # Budget 120 s full / 40 s workshop (H100). Triton compiles ~25 kernel variants (TF32,
         # IEEE for the proofs, bf16) in ~20 s; every rung is a graph replay (~0.5-1 ms a step),
-        # so trials are cheap: 6 per point; the kernel profiles take a few seconds each.
-        "full": dict(seq_lens=[100], steps_per_launch=10, bucket=32, bf16=True, repeats=6),
-        "workshop": dict(seq_lens=[50], steps_per_launch=10, bucket=32, bf16=True, repeats=5),
-        "smoke": dict(seq_lens=[8], steps_per_launch=3, bucket=4, bf16=False),
+        # so trials are cheap: 6 per point; the kernel profiles take a few seconds each. The
+        # Inductor reference rung (08's fastest) compiles 4 bucket lengths: ~35 s cold (the runner
+        # runs 11 before 08), so full only: ~100 s.
+        "full": dict(seq_lens=[100], steps_per_launch=10, bucket=32, bf16=True,
+                     inductor_reference=True, repeats=6),
+        "workshop": dict(seq_lens=[50], steps_per_launch=10, bucket=32, bf16=True,
+                         inductor_reference=False, repeats=5),
+        # on a CPU the reference rung runs its step eagerly, as every rung there
+        "smoke": dict(seq_lens=[8], steps_per_launch=3, bucket=4, bf16=False, inductor_reference=True),
     },
 }
 
@@ -315,6 +320,7 @@ SCHEMA = {
     "bucket": positive_int,
     "autotune": boolean,
     "bf16": boolean,
+    "inductor_reference": boolean,
     "steps_per_launch": positive_int,
     "target_bf16_ms": positive_number,
 }
