@@ -131,6 +131,14 @@ def test_workshop_sizes_leave_claims_to_the_full_run():
     assert "only 3 runs" in evidence[KV] and "[48]" in evidence[STATIC]
     assert "one batch size" in evidence[INTERLEAVE]
     assert result[FIVE] == claims.EXCEEDED  # 10x with 8 runs: its sizes can show it
+    # the tally names what the workshop judged and what it leaves to the full run
+    lines = claims.tally(claims.check_claims(pd.DataFrame(ladder), {T02: table02, T04: table04,
+                                                                    T07: table07},
+                                             preset="workshop"))
+    assert lines[0] == "Judged from this run's own tables: 1 of 7 claims: 1 exceeded: faster than claimed."
+    assert lines[1].startswith("Left to the full run") and all(
+        claim in lines[1] for claim in (KV, STATIC, COMPILE, INTERLEAVE))
+    assert lines[2].startswith("Not in this run") and QUAD in lines[2]
     # the same sizes in a full run are not "left to the full run"
     assert verdicts(ladder, {T02: table02}, preset="full")[0][KV] == claims.TOO_FEW
 
@@ -224,6 +232,8 @@ def test_only_this_runs_tables_count(tmp_path, monkeypatch):
     _write(tmp_path, T02, {"preset": "workshop", "env": env, "run_id": "a"})
     assert claims.why_not_this_run(T02, {**mine, "run_id": "a"}) is None
     assert claims.why_not_this_run(T02, {**mine, "run_id": "b"}) == "written by another run"
+    # in the runner's run, a table without the run's id (written outside it) does not count
+    assert claims.why_not_this_run(T01, {**mine, "run_id": "a"}) == "written by another run"
 
 
 def test_ladder_methods_in_lesson_order_on_a_cpu(tiny6):
@@ -258,6 +268,13 @@ def test_measure_times_every_method_in_one_call_and_records_a_failure(tiny6):
     assert "÷ floor" not in view  # no floor on a CPU
     line = summary.one_line(table[table["status"] == "ok"], 3, judge=False)
     assert line.startswith("In one line:") and "not a measurement" in line
+    # one comparison, one number: the table's speedup is the one stats.say prints
+    from helpers.course import stats
+    ok = table[table["status"] == "ok"]
+    said = stats.row_speedup(ok, "KV cache", "naive loop", seq_len=3).estimate
+    assert by.loc["KV cache", "speedup_vs_naive"] == pytest.approx(said)
+    assert f"{said:.2f}x" in stats.say(ok, "KV cache", "naive loop", judge=False, seq_len=3)
+    assert view.set_index("method").loc["KV cache", "× naive"] == round(said, 2)
 
 
 def test_run_ladder_records_a_failing_method_and_goes_on(tiny6):

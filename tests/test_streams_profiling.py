@@ -200,6 +200,21 @@ def test_late_check_summary_and_its_words():
     assert math.isnan(eager["interleaved_recovered_pct"])
     assert late_check.recovered_line(eager, "interleaved").startswith("has nothing to recover")
     assert "not judged" in late_check.recovered_line(graph, "event", judge=False)
+    # the gain per batch size, printed from the run's table, and the reserved memory
+    more = rows + [{**r, "batch_size": 32, "ms_per_step": r["ms_per_step"] * 2} for r in rows[:4]]
+    lines = late_check.gain_lines(late_check.summary(pd.DataFrame(more)))
+    assert lines == ["CUDA graph step, batch 8: the check costs 1000 µs per step; the late read "
+                     "wins back 90% of it with two streams, 95% with the event",
+                     "CUDA graph step, batch 32: the check costs 2000 µs per step; the late read "
+                     "wins back 90% of it with two streams, 95% with the event"]
+    assert late_check.gain_lines(summary.reset_index().iloc[1:])[0].startswith("No CUDA graph")
+    table = pd.DataFrame(more).assign(peak_reserved_bytes=float("nan"))
+    assert late_check.memory_line(table, 8) == "Reserved memory: no GPU memory on a CPU run."
+    gib = {"sync": 1.0, "interleaved": 1.5, "event": 1.0, "no_check": 1.0}
+    table["peak_reserved_bytes"] = [gib[m] * 2**30 for m in table["method"]]
+    assert late_check.memory_line(table, 32) == (
+        "Reserved memory, CUDA graph step at batch 32: two streams 1.50 GiB, one stream and an "
+        "event 1.00 GiB, per-step sync 1.00 GiB.")
 
 
 def test_step_ranges_and_profile_steps_on_cpu(tiny_batch6):

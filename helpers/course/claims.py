@@ -319,6 +319,26 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None) -> pd
     return pd.DataFrame(rows)
 
 
+def tally(verdicts) -> list:
+    """The claims table in a few plain lines: how many this run judged and how they came out,
+    which it leaves to the full preset's sizes, and which wait for a notebook not run yet."""
+    left = verdicts[verdicts["verdict"].isin([FULL_RUN, NOT_RUN, TOO_FEW, NO_DATA, NOT_JUDGED])]
+    judged = verdicts.drop(left.index)
+    counts = judged["verdict"].value_counts()
+    lines = [f"Judged from this run's own tables: {len(judged)} of {len(verdicts)} claims"
+             + (": " + ", ".join(f"{c} {v}" for v, c in counts.items()) if len(judged) else "")
+             + "."]
+    for verdict, words in ((FULL_RUN, "Left to the full run (these sizes cannot show them)"),
+                           (NOT_RUN, "Not in this run (their notebook has not run before 08)"),
+                           (TOO_FEW, "Too few runs to judge"),
+                           (NO_DATA, "No data in this run"),
+                           (NOT_JUDGED, "Not judged (a smoke run)")):
+        names = list(left[left["verdict"] == verdict]["claim"])
+        if names:
+            lines.append(f"{words}: " + "; ".join(names) + ".")
+    return lines
+
+
 # ---------------------------------------------------------------- this run's tables
 
 def _record(stem):
@@ -341,15 +361,15 @@ def why_not_this_run(name, mine) -> str | None:
     """Why the table ``name`` in this run folder does not count as this run's (None: it does).
     ``mine`` is 08's own record (``run.record``). A table counts when the notebook that wrote it
     recorded it in this run folder with the same preset, on the same machine and versions,
-    within ``MAX_AGE_H`` hours before 08 (or, where both records carry a ``run_id``, the same
-    one)."""
+    within ``MAX_AGE_H`` hours before 08; in a run of the runner (08's record carries a
+    ``run_id``), only a table of the same run id counts."""
     path = results.run_dir() / "data" / f"{name}.csv"
     record = _record(name)
     if not path.exists() or record is None or \
             f"data/{name}.csv" not in {f.get("path") for f in record.get("files", [])}:
         return "not in this run's folder"
-    if record.get("run_id") and mine.get("run_id"):
-        return None if record["run_id"] == mine["run_id"] else "written by another run"
+    if mine.get("run_id"):  # the runner's run: its id decides alone
+        return None if record.get("run_id") == mine["run_id"] else "written by another run"
     if record.get("preset") != mine.get("preset"):
         return f"written by the {record.get('preset')} preset, not {mine.get('preset')}"
     env, my_env = record.get("env", {}), mine.get("env", {})

@@ -142,6 +142,42 @@ def plot(fig_axes, table, step_costs, params):
     ax_batch.legend(loc="upper left", fontsize=9, frameon=False)
 
 
+def gain_lines(summary_frame, judge=True, regime="compiled") -> list:
+    """One line per batch size of ``regime`` from ``summary``: what the per-step check costs
+    there and the share of it each one-step-late loop wins back (no claim on a smoke run)."""
+    part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
+    if part.empty:
+        return [f"No {REGIME_LABELS[regime]} step in this run (it needs a CUDA GPU): nothing to "
+                "read per batch size."]
+    if not judge:
+        return [f"{REGIME_LABELS[regime]} step: {recovered_line({}, 'interleaved', judge)}."]
+    return [f"{REGIME_LABELS[regime]} step, batch {int(r['batch_size'])}: the check costs "
+            f"{r['check_cost_us']:.0f} µs per step; " + _won(r) for _, r in part.iterrows()]
+
+
+def _won(row) -> str:
+    two, event = row["interleaved_recovered_pct"], row["event_recovered_pct"]
+    if math.isnan(two) and math.isnan(event):
+        return "nothing measurable to win back"
+    share = lambda pct: "none" if math.isnan(pct) else f"{pct:.0f}%"  # noqa: E731
+    return f"the late read wins back {share(two)} of it with two streams, {share(event)} with the event"
+
+
+def memory_line(table, batch_size) -> str:
+    """Peak reserved GPU memory of the three checking loops at ``batch_size``, per decode step
+    timed there; on a run without GPU memory (a CPU), it says so."""
+    part = table[(table["batch_size"] == batch_size) & (table["status"] == harness.OK)]
+    if "peak_reserved_bytes" not in part or part["peak_reserved_bytes"].isna().all():
+        return "Reserved memory: no GPU memory on a CPU run."
+    lines = []
+    for regime, rows in part.groupby("regime", sort=False):
+        gib = rows.set_index("method")["peak_reserved_bytes"] / 2**30
+        lines.append(f"Reserved memory, {REGIME_LABELS[regime]} step at batch {batch_size}: two "
+                     f"streams {gib['interleaved']:.2f} GiB, one stream and an event "
+                     f"{gib['event']:.2f} GiB, per-step sync {gib['sync']:.2f} GiB.")
+    return "\n".join(lines)
+
+
 def recovered_line(row, name, judge=True) -> str:
     """"recovers 93% of the check's cost" for one loop in a ``summary`` row, or that there is
     nothing to recover (the per-step sync was not slower than no check at all); no claim on a

@@ -157,13 +157,31 @@ def measure(methods, prompt, lengths, *, device, repeats, budget_s=0) -> list:
     return rows
 
 
+SPEEDUPS = {"speedup_vs_naive": NAIVE, "speedup_vs_generate": "generate()",
+            "speedup_vs_generate_static": "generate() static"}
+
+
 def add_columns(frame, floor_ms) -> pd.DataFrame:
-    """Per-token time, ratio to the floor (``floor_ms`` per token, one value or by length) and
-    speedups against the naive loop and each peer (``bench.add_ladder_columns``)."""
+    """Per-token time and ratio to the floor (``floor_ms`` per token, one value or by length),
+    and the speedups against the naive loop and each peer as ``stats`` states them (from the
+    rounds' trials, ``stats.row_speedup``), so the table, the printed lines and the claims
+    give one number for one comparison."""
     floors = ({n: v / 1e3 for n, v in floor_ms.items()} if isinstance(floor_ms, dict)
               else floor_ms / 1e3)
-    return bench.add_ladder_columns(frame, floors, reference=NAIVE, peers={
-        "speedup_vs_generate": "generate()", "speedup_vs_generate_static": "generate() static"})
+    frame = bench.add_ladder_columns(frame, floors, reference=NAIVE, peers={
+        k: v for k, v in SPEEDUPS.items() if k != "speedup_vs_naive"})
+    for column, baseline in SPEEDUPS.items():
+        frame[column] = [speedup(frame, method, baseline, n) for method, n in
+                         zip(frame["method"], frame["seq_len"])]
+    return frame
+
+
+def speedup(table, method, baseline, seq_len) -> float:
+    """How many times faster ``method`` is than ``baseline`` at ``seq_len``: the estimate that
+    ``stats.say`` prints (NaN where either did not run)."""
+    if method == baseline and method in set(table["method"]):
+        return 1.0
+    return stats.row_speedup(table, method, baseline, seq_len=seq_len).estimate
 
 
 COLUMNS = {"notebook": "lesson", "method": "method", "seq_len": "tokens",
@@ -180,8 +198,10 @@ def view(table) -> pd.DataFrame:
     out = out.sort_values("seq_len", kind="stable")
     if out["seq_len"].nunique() == 1:
         out = out.drop(columns="seq_len")
-    out = out.dropna(axis=1, how="all")
-    return out.rename(columns=COLUMNS).round(2).reset_index(drop=True)
+    out = out.dropna(axis=1, how="all").round(2)
+    if "floor_ratio" in out:  # one decimal, as every line that states it
+        out["floor_ratio"] = out["floor_ratio"].round(1)
+    return out.rename(columns=COLUMNS).reset_index(drop=True)
 
 
 def fastest(table, seq_len) -> pd.Series:
@@ -213,14 +233,14 @@ def one_line(table, seq_len, judge) -> str:
     best = fastest(table, seq_len)
     naive = table[(table["method"] == NAIVE) & (table["seq_len"] == seq_len)].iloc[0]
     text = (f"In one line: per token, from {naive['per_step_s'] * 1e3:.2f} ms (naive loop) to "
-            f"{best['per_step_s'] * 1e3:.2f} ms ({best['method']}), {best['speedup_vs_naive']:.1f}x "
+            f"{best['per_step_s'] * 1e3:.2f} ms ({best['method']}), {best['speedup_vs_naive']:.2f}x "
             "the naive loop's speed")
     if best["floor_ratio"] == best["floor_ratio"]:
         text += f" and {best['floor_ratio']:.1f}x the floor"
     peer = next((p for p in reversed(PEERS) if p in set(table["method"])), None)
     column = {"generate()": "speedup_vs_generate", "generate() static": "speedup_vs_generate_static"}
     if peer:
-        text += f"; {best[column[peer]]:.1f}x the speed of {peer}"
+        text += f"; {best[column[peer]]:.2f}x the speed of {peer}"
     return text + ("." if judge else " (smoke run: exercises the code, not a measurement).")
 
 
