@@ -224,7 +224,8 @@ def test_only_this_runs_tables_count(tmp_path, monkeypatch):
     assert tables[T01] is not None and list(sources["in this run"]) == [True] + [False] * 4
     assert "workshop preset" in why[T02] and "gpu" in why[T03] and "too long before" in why[T04]
     assert why[T07] == "not in this run's folder"  # figures/ holds one: it is never read
-    assert "--only 02,03,04,07,08" in claims.run_first(sources)
+    assert "notebook(s) 02, 03, 04, 07." in claims.run_first(sources)
+    assert "--only 01,02,03,04,07,08" in claims.run_first(sources)  # one call, one run id
     result, evidence = verdicts([], tables, why=why)
     assert result[QUAD] == claims.REPRODUCED and result[KV] == claims.NOT_RUN
     assert "workshop preset" in evidence[KV]

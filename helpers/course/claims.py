@@ -404,7 +404,8 @@ def run_first(sources, preset="<preset>") -> str:
     absent = sources[~sources["in this run"]]
     if not len(absent):
         return ""
-    numbers = ",".join(absent["notebook"])
+    # One ./run_all.sh call is one run (one run id): it must hold every notebook the claims read.
+    numbers = ",".join(sources["notebook"])
     return (f"Not in this run: notebook(s) {', '.join(absent['notebook'])}. Run them before 08 in "
             f"the same preset (./run_all.sh --preset {preset} --only {numbers},08, or open them "
             "in JupyterLab first); the claims that need them are not judged.")
