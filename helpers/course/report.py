@@ -46,7 +46,7 @@ def render(figures: Path | None = None) -> str:
                       "|---|---|---|---|---|---|"]
             for _, r in frame.iterrows():
                 lines.append(f"| {r['method']} | {r['seq_len']} | {_ms(r['median_s'])} | "
-                             f"{r['speedup_vs_naive']:.1f} | {r['floor_ratio']:.1f} | "
+                             f"{r['speedup_vs_naive']:.2f} | {r['floor_ratio']:.1f} | "
                              f"{r['speedup_vs_generate_static']:.2f} |")
             lines.append("")
             for _, r in missing.iterrows():  # a method that did not run is named, never dropped
