@@ -126,3 +126,14 @@ def test_run_identity_is_new_unless_resumed():
 def test_the_committed_figures_are_one_run():
     problems = published.one_run_problems(results.figures_dir())
     assert not problems, "figures/ is not one run:\n" + "\n".join(problems[:20])
+
+
+def test_course_commit_names_the_commit_of_a_copied_tree(monkeypatch, tmp_path):
+    """A tree copied to a GPU host can carry a stale .git (the 14:00 run of 2026-11-23 recorded
+    the session's first commit, '-dirty', for a tree at a later commit): $COURSE_COMMIT, set by
+    whoever copied the tree, wins; without it, git's answer; without git, 'unknown'."""
+    from helpers.course import published
+    monkeypatch.setenv("COURSE_COMMIT", "abc1234")
+    assert published.git_commit() == "abc1234"
+    monkeypatch.delenv("COURSE_COMMIT")
+    assert published.git_commit(tmp_path) == "unknown"  # not a git repository

@@ -313,3 +313,20 @@ def test_result_files_are_readable_by_others(tmp_path, monkeypatch):
     runner.run(paths, "smoke", tmp_path / "run")
     for name in ("status.json", "data/00_n.csv", "00_n.png", "outputs/00_n.json", ".lock"):
         assert stat.S_IMODE((tmp_path / "run" / name).stat().st_mode) == 0o644, name
+
+
+def test_kernels_get_the_import_warning_filter():
+    """A lesson that imports transformers before helpers (04: StaticCache) printed tqdm's
+    'IProgress not found' on the GPU host: the runner hands every kernel a PYTHONWARNINGS
+    filter for it, keeping the caller's own filters, once."""
+    import subprocess
+    import sys
+    from helpers.course import runner
+    env = runner.kernel_warnings("default::DeprecationWarning")
+    assert env.split(",")[0] == "default::DeprecationWarning"
+    assert runner.kernel_warnings(env) == env
+    code = ("import warnings\nfrom tqdm import TqdmWarning\n"
+            "warnings.warn(TqdmWarning('IProgress not found. Please update jupyter and ipywidgets.'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONWARNINGS": runner.kernel_warnings("")})
+    assert out.returncode == 0 and "IProgress" not in out.stderr, out.stderr

@@ -46,8 +46,11 @@ GIB = 2**30
 # ---------------------------------------------------------------- the run's identity
 
 def git_commit(repo: Path | None = None) -> str:
-    """The checked-out commit (``-dirty`` when tracked files differ from it), else
-    ``$COURSE_COMMIT`` (a copy of the tree without ``.git``), else ``unknown``."""
+    """``$COURSE_COMMIT`` when set (whoever copied the tree to another machine names the commit
+    it holds: a copy can carry a stale ``.git``, as the lent GPU hosts' copies do), else the
+    checked-out commit (``-dirty`` when tracked files differ from it), else ``unknown``."""
+    if os.environ.get("COURSE_COMMIT"):
+        return os.environ["COURSE_COMMIT"]
     repo = repo or results.repo_root()
     try:
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
@@ -58,7 +61,7 @@ def git_commit(repo: Path | None = None) -> str:
             return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.environ.get("COURSE_COMMIT") or "unknown"
+    return "unknown"
 
 
 def _gpu_name() -> str:

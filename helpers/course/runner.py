@@ -316,6 +316,17 @@ def params_differ(record: dict, stem: str) -> str | None:
     return "; ".join(diffs) or None
 
 
+# Warnings that a kernel prints while importing, before ``helpers`` can silence them (a lesson
+# that imports transformers first): tqdm cannot draw notebook progress bars without ipywidgets.
+KERNEL_QUIET = ("ignore:IProgress not found",)
+
+
+def kernel_warnings(current: str) -> str:
+    """``PYTHONWARNINGS`` for the kernels: ``current`` plus the filters of ``KERNEL_QUIET``."""
+    parts = [p for p in current.split(",") if p]
+    return ",".join(parts + [q for q in KERNEL_QUIET if q not in parts])
+
+
 def promote(run_root: Path, stem: str, figures: Path | None = None,
             run: dict | None = None) -> list[str]:
     """Copy a successful full GPU run's figures, tables and executed notebook (with its
@@ -586,6 +597,7 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
         status = load_status(run_root, strict=resume)
         identity = status[published.RUN_KEY] = published.run_identity(status, resume)  # --resume keeps it
         os.environ["COURSE_RUN_ID"] = identity["id"]  # each kernel records it (results.RUN_ID_ENV)
+        os.environ["PYTHONWARNINGS"] = kernel_warnings(os.environ.get("PYTHONWARNINGS", ""))
         this = {}
         width = max((len(p.stem) for p in paths), default=0)
         total = time.perf_counter()
