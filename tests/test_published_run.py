@@ -122,7 +122,6 @@ def test_run_identity_is_new_unless_resumed():
     assert published.run_identity({published.RUN_KEY: RUN_A}, resume=False, now=now)["id"] != RUN_A["id"]
 
 
-@pytest.mark.xfail(strict=True, reason="the next full GPU run publishes the coherent run (figures/ still mixes earlier runs)")
 def test_the_committed_figures_are_one_run():
     problems = published.one_run_problems(results.figures_dir())
     assert not problems, "figures/ is not one run:\n" + "\n".join(problems[:20])

@@ -72,6 +72,11 @@ def test_reference_for_every_lesson_has_a_figure():
         parts = report.reference(path.stem)
         if path.stem in ("10_cuda_graph_step", "11_toward_the_floor") and len(parts) == 1:
             parts = report.reference(floor.EARLIER)
+        if path.stem == "11_toward_the_floor" and len(parts) == 1:
+            # the published run stopped before 11 (2026-11-23): its smoke copy says where the
+            # separately measured H100 numbers are, until a full run publishes 11
+            assert not (results.figures_dir() / "notebooks" / f"{path.stem}.ipynb").exists()
+            continue
         assert any(kind == "image" for kind, _ in parts), path.stem
 
 

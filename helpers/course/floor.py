@@ -60,6 +60,12 @@ def show_reference(stem: str) -> None:
     lesson it was split from (its tables cover the same rungs), saying so."""
     parts = report.reference(stem)
     if len(parts) == 1 and parts[0][0] == "text" and "No committed GPU result" in parts[0][1]:
+        if len(report.reference(EARLIER)) == 1:  # that one is gone too: the published run replaced it
+            print(f"No committed GPU result for {stem} yet: the published full run stopped before "
+                  "it. Its kernels and fastest step were measured on an H100 separately: "
+                  "docs/floor-notes.md has those tables, and notebook 08's published ladder has the "
+                  "fastest step's time ('CUDA graph, fused kernels').")
+            return
         print(f"No committed GPU result for {stem} yet: the H100 result of {EARLIER}, the lesson "
               "it was split from, follows.")
         stem = EARLIER
