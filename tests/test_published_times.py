@@ -75,7 +75,9 @@ def test_guide_block_totals_and_flags(repo):
     assert text.startswith("# Guide\n\nbefore\n") and text.endswith(f"{published.GUIDE_END}\nafter\n")
     assert "| 01 naive | 61 | 2.5 | 12 |" in text
     assert "| 02 other | – | – | 70 (over 60 s) |" in text
-    assert "**74** (1.2 min; budget 1200)" in text and "**87**" in text
+    # 02 failed in the full run: the full total says it leaves 02 out
+    assert "**74** (1.2 min; budget 1200; without 02: not timed)" in text and "**87**" in text
+    assert "budget 300)" in text  # every workshop notebook timed: nothing left out
     assert not published.update_guide(guide, repo)
     guide.write_text("no markers")
     with pytest.raises(ValueError, match="markers"):
@@ -91,6 +93,8 @@ def test_publish_workshop_refuses_a_partial_or_cpu_run(repo):
     results.atomic_write_text(run_root / "status.json", json.dumps(status))
     with pytest.raises(ValueError, match="02_other"):
         published.publish_workshop(run_root, repo)
+    copy = published.publish_workshop(run_root, repo, partial=True)  # named, not hidden
+    assert json.loads(copy.read_text())["_unfinished"] == ["02_other"]
     status["02_other"]["status"] = "ok"
     status[published.RUN_KEY]["gpu"] = "cpu"
     results.atomic_write_text(run_root / "status.json", json.dumps(status))
@@ -111,3 +115,21 @@ def test_report_command_line(repo, monkeypatch, capsys):
     assert report.main(["--headers", "--guide"]) == 0
     out = capsys.readouterr().out
     assert "4 notebook(s) rewritten" in out and "guide updated" in out
+
+
+def test_the_guide_quotes_each_lessons_answer_from_the_workshop_run(repo):
+    """--publish-workshop keeps each executed notebook's last 'In one line' print; the guide
+    renders them, naming a notebook that did not finish."""
+    run_root = repo / "runs" / "workshop"
+    status = json.loads((repo / published.WORKSHOP_STATUS).read_text())
+    status["02_other"]["status"] = "interrupted"
+    results.atomic_write_text(run_root / "status.json", json.dumps(status))
+    cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": ["In one line: old\n"]},
+        {"output_type": "stream", "name": "stdout", "text": "x\nIn one line: 1.4x faster (1.3–1.5).\n"}]}
+    results.atomic_write_text(run_root / "01_naive.ipynb", json.dumps({"cells": [cell]}))
+    published.publish_workshop(run_root, repo, partial=True)
+    block = published.lines_block(repo)
+    assert "- **01**: 1.4x faster (1.3–1.5)." in block
+    assert "- **02**: did not finish in that run" in block
+    assert "- **00**: no answer line recorded" in block

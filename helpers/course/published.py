@@ -38,6 +38,8 @@ GUIDE = Path("docs") / "instructor-guide.md"
 HEADER_TAG = "course-runs-on"
 GUIDE_START, GUIDE_END = "<!-- times:start -->", "<!-- times:end -->"
 CLAIMS_START, CLAIMS_END = "<!-- claims:start -->", "<!-- claims:end -->"
+LINES_START, LINES_END = "<!-- workshop-lines:start -->", "<!-- workshop-lines:end -->"
+ONE_LINE = "In one line:"  # every lesson's closing print starts so
 CLAIMS = Path("figures") / "data" / "08_results_summary_claims.csv"
 WORKSHOP_CLAIMS = Path("docs") / "workshop-claims.csv"
 GIB = 2**30
@@ -354,9 +356,16 @@ def guide_block(info: dict, root: Path | None = None) -> str:
         workshop = _seconds(row.get("workshop_s")) if row.get("workshop_s") is not None else "–"
         lines.append(f"| {stem[:2]} {titles.get(stem, stem[3:].replace('_', ' '))} | {full} | "
                      f"{peak} | {workshop}{over} |")
+    stems = sorted(titles)
+
+    def untimed(key):  # a total over fewer notebooks says which ones it leaves out
+        gone = [s[:2] for s in stems if rows.get(s, {}).get(key) is None]
+        return f"; without {', '.join(gone)}: not timed" if gone else ""
+
     lines.append(f"| **total** | **{total_full:.0f}** ({total_full / 60:.1f} min; budget "
-                 f"{BUDGET['full']}) | | **{total_workshop:.0f}** ({total_workshop / 60:.1f} min; "
-                 f"budget {BUDGET['workshop']}) |")
+                 f"{BUDGET['full']}{untimed('full_s')}) | | **{total_workshop:.0f}** "
+                 f"({total_workshop / 60:.1f} min; budget {BUDGET['workshop']}"
+                 f"{untimed('workshop_s')}) |")
     lines += ["", "Seconds of wall clock per notebook, kernel start included, from "
               + "; ".join(info["source"]) + ". Rendered by "
               "`python -m helpers.course.report --guide`; do not edit by hand."]
@@ -371,6 +380,40 @@ def replace_block(text: str, start: str, end: str, block: str) -> str:
     return f"{head}{start}\n{block}{end}{tail}"
 
 
+def one_line(notebook: Path) -> str | None:
+    """The last "In one line: ..." that an executed notebook printed (its answer in a sentence)."""
+    if not notebook.exists():
+        return None
+    found = None
+    for cell in json.loads(notebook.read_text()).get("cells", []):
+        for output in cell.get("outputs", []):
+            text = output.get("text")
+            text = "".join(text) if isinstance(text, list) else (text or "")
+            for line in text.splitlines():
+                if line.startswith(ONE_LINE):
+                    found = line[len(ONE_LINE):].strip()
+    return found
+
+
+def lines_block(root: Path | None = None) -> str:
+    """Markdown: what each lesson printed as its answer in the committed workshop run."""
+    root = Path(root or results.repo_root())
+    path = root / WORKSHOP_STATUS
+    if not path.exists():
+        return "No workshop run committed yet.\n"
+    status = json.loads(path.read_text())
+    run, said = status.get(RUN_KEY) or {}, status.get("_one_line") or {}
+    lines = [f"What each lesson printed as its answer (\"In one line\") in the workshop run "
+             f"{run.get('id', '?')} on {run.get('gpu', '?')}, commit {str(run.get('commit', '?'))[:7]}:", ""]
+    for stem in sorted(p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        text = said.get(stem) or ("did not finish in that run" if stem in status.get("_unfinished", [])
+                                  else "no answer line recorded")
+        lines.append(f"- **{stem[:2]}**: {text}")
+    lines += ["", "Rendered from `docs/workshop-status.json` by "
+              "`python -m helpers.course.report --guide`; do not edit by hand."]
+    return "\n".join(lines) + "\n"
+
+
 def update_guide(guide: Path | None = None, root: Path | None = None) -> bool:
     """Rewrite the guide's times block from the status files; True if it changed."""
     root = Path(root or results.repo_root())
@@ -379,6 +422,8 @@ def update_guide(guide: Path | None = None, root: Path | None = None) -> bool:
     new = replace_block(text, GUIDE_START, GUIDE_END, guide_block(times(root), root))
     if CLAIMS_START in new:
         new = replace_block(new, CLAIMS_START, CLAIMS_END, claims_block(root))
+    if LINES_START in new:
+        new = replace_block(new, LINES_START, LINES_END, lines_block(root))
     if new != text:
         results.atomic_write_text(guide, new)
     return new != text
@@ -402,10 +447,12 @@ def claims_block(root: Path | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def publish_workshop(run_root: Path | None = None, root: Path | None = None) -> Path:
+def publish_workshop(run_root: Path | None = None, root: Path | None = None,
+                     partial: bool = False) -> Path:
     """Copy a finished workshop run's status (``runs/workshop/status.json``) to
     ``docs/workshop-status.json``. Refused unless it ran on a CUDA GPU and every notebook of the
-    course finished ok in it."""
+    course finished ok in it; with ``partial``, a run that stopped early is published too, its
+    unfinished notebooks named in the copy (``_unfinished``) and in the guide's total."""
     root = Path(root or results.repo_root())
     run_root = Path(run_root or root / "runs" / "workshop")
     status = json.loads((run_root / "status.json").read_text())
@@ -414,9 +461,15 @@ def publish_workshop(run_root: Path | None = None, root: Path | None = None) -> 
     stems = {p.stem for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb")}
     missing = sorted(s for s in stems if (entries.get(s) or {}).get("status") != "ok"
                      or (entries[s].get("run") or run.get("id")) != run.get("id"))
-    if missing or run.get("gpu", "cpu") in ("cpu", "unknown"):
+    if (missing and not (partial and len(missing) < len(stems))) or \
+            run.get("gpu", "cpu") in ("cpu", "unknown"):
         raise ValueError(f"{run_root}/status.json is not a whole workshop run on a CUDA GPU "
                          f"(GPU {run.get('gpu')!r}; not finished ok: {missing or 'none'})")
+    status = {k: v for k, v in status.items() if k not in ("_unfinished", "_one_line")}
+    if missing:
+        status["_unfinished"] = missing
+    status["_one_line"] = {stem: line for stem in sorted(stems - set(missing))
+                           if (line := one_line(run_root / f"{stem}.ipynb"))}
     claims = run_root / "data" / "08_results_summary_claims.csv"
     if claims.exists():
         results.atomic_write(root / WORKSHOP_CLAIMS, lambda tmp: tmp.write_bytes(claims.read_bytes()))

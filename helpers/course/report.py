@@ -192,9 +192,12 @@ def main(argv=None) -> int:
                         help="rewrite the times block of docs/instructor-guide.md")
     parser.add_argument("--publish-workshop", action="store_true",
                         help="copy runs/workshop/status.json to docs/workshop-status.json")
+    parser.add_argument("--partial", action="store_true",
+                        help="with --publish-workshop: also a run that stopped early, its "
+                             "unfinished notebooks named")
     args = parser.parse_args(argv)
     if args.publish_workshop:
-        print(f"wrote {published.publish_workshop()}")
+        print(f"wrote {published.publish_workshop(partial=args.partial)}")
     if args.headers:
         changed = published.rewrite_headers(published.header_paths(), published.times())
         print(f"{len(changed)} notebook(s) rewritten: {', '.join(p.name for p in changed) or 'none'}")
