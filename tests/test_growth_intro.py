@@ -72,3 +72,12 @@ def test_memory_panel_says_so_on_a_cpu_run():
     fig, ax = plotting.subplots()
     growth.plot_memory(ax, pd.DataFrame(rows("naive", {8: 0.1})), "cpu", {"naive": "naive"})
     assert "no GPU memory on a CPU run" in [t.get_text() for t in ax.texts] and not ax.axison
+
+
+def test_pairing_reading_says_how_much_the_rounds_cancelled():
+    """00's published run printed trials spreading 1.51x and ratios 1.39x under a sentence
+    saying pairing 'removed the drift': the reading is now computed from the two spreads."""
+    from helpers.course import intro
+    assert "some of the spread (20%)" in intro.pairing_reading({"trials": 1.51, "ratios": 1.39})
+    assert "most of the spread" in intro.pairing_reading({"trials": 2.0, "ratios": 1.1})
+    assert "little" in intro.pairing_reading({"trials": 1.2, "ratios": 1.3})
