@@ -363,6 +363,7 @@ def test_expandable_lesson_tables():
     calls = lesson.driver_calls(runs, steps=3)
     assert calls.loc["default", "driver calls per decode step"] == 2
     assert calls.loc["expandable_segments:True", "segment_map"] == 3
+    assert "segment_free" not in calls.columns  # no setting freed a segment: column left out
     assert lesson.timeline(runs)[0]["reserved"] == 2
 
 

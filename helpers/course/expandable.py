@@ -65,7 +65,7 @@ DRIVER_ACTIONS = ("segment_alloc", "segment_map", "segment_free", "segment_unmap
 def driver_calls(runs: dict, steps: int) -> pd.DataFrame:
     """Per setting, the allocator's trips to the driver during the recorded run of ``steps``
     decode steps (from its memory history), against the allocations it served from its
-    cache."""
+    cache. Driver actions that no setting made are left out."""
     rows = []
     for conf, result in runs.items():
         timeline = result.get("timeline")
@@ -75,8 +75,12 @@ def driver_calls(runs: dict, steps: int) -> pd.DataFrame:
         driver = sum(actions.get(a, 0) for a in DRIVER_ACTIONS)
         rows.append({"setting": conf, "tensor allocations": actions.get("alloc", 0),
                      **{a: actions.get(a, 0) for a in DRIVER_ACTIONS},
-                     "driver calls per decode step": driver / steps})
-    return pd.DataFrame(rows).set_index("setting") if rows else pd.DataFrame()
+                     "driver calls per decode step": round(driver / steps, 2)})
+    if not rows:
+        return pd.DataFrame()
+    table = pd.DataFrame(rows).set_index("setting")
+    unused = [a for a in DRIVER_ACTIONS if not table[a].any()]
+    return table.drop(columns=unused)
 
 
 def timeline(runs: dict) -> list:
@@ -105,9 +109,9 @@ def plot_memory(ax, table, on_gpu: bool):
     for i, (method, part) in enumerate(table.groupby("method", sort=False)):
         color = plotting.PALETTE[i]
         ax.plot(part["seq_len"], part["peak_reserved_bytes"] / MIB, marker="o", color=color,
-                label=f"{method}: reserved")
+                label=f"{method}: peak reserved")
         ax.plot(part["seq_len"], part["peak_allocated_bytes"] / MIB, marker="x", ls="--",
-                color=color, label=f"{method}: allocated")
+                color=color, label=f"{method}: peak allocated")
     ax.set(xlabel="new tokens", ylabel="MiB", title="Peak memory")
     ax.legend(fontsize=8, loc="upper left")
     return ax
