@@ -112,7 +112,7 @@ def bucketed_decode_step(model, state, eos_token_id, length):
     """``decode_step`` with attention over the first ``length`` positions of the cache only (a
     bucket of cache length that holds every filled position): one query per row, written as a
     product, a sum over the head dimension, a softmax and a weighted sum over positions. Run as
-    is, these are eager PyTorch ops; compiled by Inductor (notebook 08's fastest rung) they fuse
+    is, these are eager PyTorch ops; compiled by Inductor (notebook 11's reference rung) they fuse
     into reductions that stream the keys and values once."""
     gpt, batch = model.transformer, state.token.shape[0]
     n_head = model.config.n_head

@@ -269,6 +269,15 @@ def test_measure_times_every_method_in_one_call_and_records_a_failure(tiny6):
     assert "÷ floor" not in view  # no floor on a CPU
     line = summary.one_line(table[table["status"] == "ok"], 3, judge=False)
     assert line.startswith("In one line:") and "not a measurement" in line
+    # a rung of a lesson ahead: the fastest taught so far is named beside it
+    ahead = table[table["status"] == "ok"].copy()
+    ahead.loc[ahead["method"] == "KV cache", "notebook"] = "11"
+    ahead.loc[ahead["method"] == "KV cache", "median_s"] = ahead["median_s"].min() / 2
+    assert summary.fastest(ahead, 3)["method"] == "KV cache"
+    assert summary.fastest(ahead, 3, taught=True)["method"] == "naive loop"
+    line = summary.one_line(ahead, 3, judge=False)
+    assert "with lessons 01-07 (naive loop)" in line and "ahead," in line and "in lesson 11" in line
+    assert any("taught so far" in r for r in summary.reading(ahead, 3, judge=False))
     # one comparison, one number: the table's speedup is the one stats.say prints
     from helpers.course import stats
     ok = table[table["status"] == "ok"]
@@ -324,3 +333,12 @@ def test_bench_command_on_a_cpu():
     for column in ["median ms", "× naive", "÷ floor", "× generate()"]:
         assert column in done.stdout
     assert "7/7 methods" in done.stdout  # notebook 11's Triton step runs on a CPU too
+
+
+def test_drift_line_compares_the_naive_loop_of_01_and_08():
+    table01 = pd.DataFrame(rows("naive", {100: 1.2, 200: 4.0}))
+    ladder = pd.DataFrame(rows(claims.NAIVE, {100: 1.0}))
+    line = claims.drift_line(ladder, {T01: table01}, 100)
+    assert "1200 ms in notebook 01's table and 1000 ms in this ladder" in line and "20% apart" in line
+    assert claims.drift_line(ladder, {T01: None}, 100) == ""
+    assert claims.drift_line(ladder, {T01: table01}, 400) == ""

@@ -208,6 +208,11 @@ def test_late_check_summary_and_its_words():
                      "CUDA graph step, batch 32: the check costs 2000 µs per step; the late read "
                      "wins back 90% of it with two streams, 95% with the event"]
     assert late_check.gain_lines(summary.reset_index().iloc[1:])[0].startswith("No CUDA graph")
+    # the article's "gains most at the smallest batch", read from the time two streams save
+    line = late_check.smallest_batch_line(late_check.summary(pd.DataFrame(more)))
+    assert "no, most at batch 32" in line and "900 µs per step at batch 8, 1800 at batch 32" in line
+    assert late_check.smallest_batch_line(summary.reset_index()) == ""  # one batch size
+    assert late_check.smallest_batch_line(late_check.summary(pd.DataFrame(more)), judge=False) == ""
     table = pd.DataFrame(more).assign(peak_reserved_bytes=float("nan"))
     assert late_check.memory_line(table, 8) == "Reserved memory: no GPU memory on a CPU run."
     gib = {"sync": 1.0, "interleaved": 1.5, "event": 1.0, "no_check": 1.0}

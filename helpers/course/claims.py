@@ -319,6 +319,25 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None) -> pd
     return pd.DataFrame(rows)
 
 
+def drift_line(ladder, tables, seq_len) -> str:
+    """The naive loop's time at ``seq_len`` in notebook 01's table and in 08's ladder, one run:
+    a host-bound loop's wall time moves between notebooks, so only ratios measured side by side
+    compare methods (empty when 01's table lacks that point)."""
+    first, mine = _ok(tables.get(TABLES["01"])), _ok(ladder)
+    if first is None or mine is None:
+        return ""
+    if "batch_size" in first and "batch_size" in mine:
+        first = first[first["batch_size"].isin(set(mine["batch_size"]))]
+    there, here = _medians(first, "naive"), _medians(mine, NAIVE)
+    if seq_len not in there.index or seq_len not in here.index:
+        return ""
+    a, b = there[seq_len] * 1e3, here[seq_len] * 1e3
+    return (f"The naive loop at {int(seq_len)} tokens took {a:.0f} ms in notebook 01's table and "
+            f"{b:.0f} ms in this ladder, in the same run: {abs(a - b) / min(a, b) * 100:.0f}% apart. "
+            "A host-bound loop's wall time moves between notebooks, so compare ratios measured "
+            "side by side, not times from two notebooks.")
+
+
 def tally(verdicts) -> list:
     """The claims table in a few plain lines: how many this run judged and how they came out,
     which it leaves to the full preset's sizes, and which wait for a notebook not run yet."""

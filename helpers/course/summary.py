@@ -61,6 +61,8 @@ WHAT = {  # what each lesson's rung changes (lessons without a rung say why), at
     "10": "ahead: lesson 10 (the whole step in one CUDA graph)",
     "11": "ahead: lesson 11 (kernel by kernel toward the floor)",
     "peer": "transformers' own loop, for comparison",
+    KV_COMPILED: "the dynamic KV cache's step compiled, no graphs",
+    STATIC_COMPILED: "the step compiled (static cache: CUDA graphs)",
     FUSED: "ahead: lesson 11 (kernel by kernel toward the floor)",
 }
 AHEAD = ("10", "11")  # lessons that come after this one: their rungs are labelled "ahead"
@@ -204,43 +206,65 @@ def view(table) -> pd.DataFrame:
     return out.rename(columns=COLUMNS).reset_index(drop=True)
 
 
-def fastest(table, seq_len) -> pd.Series:
-    """The course's fastest method (lowest median, peers left out) at one length."""
+def fastest(table, seq_len, taught=False) -> pd.Series:
+    """The course's fastest method (lowest median, peers left out) at one length; with
+    ``taught``, the fastest of the lessons before this one (the rungs "ahead" left out)."""
     ok = table[(table["status"] == harness.OK) & (table["seq_len"] == seq_len)
                & (table["notebook"] != "peer")]
+    if taught:
+        ok = ok[~ok["notebook"].isin(AHEAD)]
     return ok.sort_values("median_s").iloc[0]
+
+
+def _floor_words(row) -> str:
+    floor = row["per_step_s"] / row["floor_ratio"] * 1e3 if row["floor_ratio"] > 0 else math.nan
+    return (f": {row['floor_ratio']:.1f}x the floor of {floor:.2f} ms." if floor == floor
+            else " (no floor on a CPU run).")
 
 
 def reading(table, seq_len, judge) -> list:
     """The answer in a few lines: the fastest rung, its distance to the floor, and its speedup
     over the naive loop and each peer (``stats.say``'s words; none on a smoke run)."""
-    best = fastest(table, seq_len)
+    best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     name = best["method"]
-    floor = best["per_step_s"] / best["floor_ratio"] * 1e3 if best["floor_ratio"] > 0 else math.nan
     lines = [f"The fastest rung, {name} (lesson {best['notebook']}), takes "
              f"{best['per_step_s'] * 1e3:.2f} ms per token at batch {int(best['batch_size'])} and "
-             f"{int(seq_len)} tokens" + (f": {best['floor_ratio']:.1f}x the floor of {floor:.2f} ms."
-                                         if floor == floor else " (no floor on a CPU run).")]
+             f"{int(seq_len)} tokens" + _floor_words(best)]
     for other in [NAIVE, *PEERS]:
         if other in set(table["method"]):
             lines.append(f"  {name} against {other}: "
                          f"{stats.say(table, name, other, judge, seq_len=seq_len)}")
+    if taught["method"] != name:  # the rungs ahead against the best of what was taught so far
+        lines.append(f"The fastest rung taught so far (lessons 01-07), {taught['method']} (lesson "
+                     f"{taught['notebook']}), takes {taught['per_step_s'] * 1e3:.2f} ms per token"
+                     + _floor_words(taught))
+        ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
+        for method, lesson in zip(ok["method"], ok["notebook"]):
+            if lesson in AHEAD:
+                lines.append(f"  {method} (ahead: lesson {lesson}) against {taught['method']}: "
+                             f"{stats.say(table, method, taught['method'], judge, seq_len=seq_len)}")
     return lines
 
 
 def one_line(table, seq_len, judge) -> str:
     """The summary's closing sentence, with this run's numbers."""
-    best = fastest(table, seq_len)
+    best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     naive = table[(table["method"] == NAIVE) & (table["seq_len"] == seq_len)].iloc[0]
+
+    def reached(row, ahead=""):
+        floor = (f" and {row['floor_ratio']:.1f}x the floor" if row["floor_ratio"] == row["floor_ratio"]
+                 else "")
+        return (f"{row['per_step_s'] * 1e3:.2f} ms {ahead}({row['method']}), "
+                f"{row['speedup_vs_naive']:.2f}x the naive loop's speed{floor}")
+
     text = (f"In one line: per token, from {naive['per_step_s'] * 1e3:.2f} ms (naive loop) to "
-            f"{best['per_step_s'] * 1e3:.2f} ms ({best['method']}), {best['speedup_vs_naive']:.2f}x "
-            "the naive loop's speed")
-    if best["floor_ratio"] == best["floor_ratio"]:
-        text += f" and {best['floor_ratio']:.1f}x the floor"
+            + reached(taught, "with lessons 01-07 "))
+    if best["method"] != taught["method"]:
+        text += "; ahead, " + reached(best, f"in lesson {best['notebook']} ")
     peer = next((p for p in reversed(PEERS) if p in set(table["method"])), None)
     column = {"generate()": "speedup_vs_generate", "generate() static": "speedup_vs_generate_static"}
     if peer:
-        text += f"; {best[column[peer]]:.2f}x the speed of {peer}"
+        text += f"; {best['method']} runs at {best[column[peer]]:.2f}x the speed of {peer}"
     return text + ("." if judge else " (smoke run: exercises the code, not a measurement).")
 
 
