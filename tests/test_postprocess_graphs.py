@@ -62,7 +62,8 @@ def test_call_budget_reads_one_call_three_ways():
     assert call["wall_ms"].tolist() == pytest.approx([10.0, 2.0])
     assert call["gpu_ms"].tolist() == pytest.approx([2.0, 0.5])
     text = postprocess.call_sentence(call, 4.0)
-    assert "10.00 ms" in text and "0.50 ms of copies" in text and "5.0x" in text and "4 syncs" in text
+    assert "10.00 ms" in text and "0.50 ms of copies" in text and "2.00 ms" in text and "4 syncs" in text
+    assert "5.0x" not in text  # the speedup is the verdict line's, not a second ratio
     assert postprocess.call_sentence(call.assign(gpu_ms=float("nan"))) == ""
 
 

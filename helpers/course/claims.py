@@ -258,7 +258,7 @@ def claim_interleave_small_batch(ctx):
                           stats.method_trials(part, "sync", batch_size=b))
         against = [stats.speedup_growth(pair(b), pair(batches[0])) for b in batches[1:]]
         outcomes.append(_combine(_expect(r, stats.FASTER) for r in against))
-        parts.append(f"{regime}: interleaved over sync " + ", ".join(
+        parts.append(f"{regime}: two streams over the per-step sync " + ", ".join(
             f"{_point(r)} at batch {int(b)}" for b, r in gains.items()))
     if not outcomes and not parts:
         return ctx.short("needs notebook 07 at two batch sizes or more with 5 runs per point; "

@@ -227,7 +227,8 @@ def reading(table, seq_len, judge) -> list:
     over the naive loop and each peer (``stats.say``'s words; none on a smoke run)."""
     best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     name = best["method"]
-    lines = [f"The fastest rung, {name} (lesson {best['notebook']}), takes "
+    ahead = ", ahead" if best["notebook"] in AHEAD else ""
+    lines = [f"The fastest rung, {name} (lesson {best['notebook']}{ahead}), takes "
              f"{best['per_step_s'] * 1e3:.2f} ms per token at batch {int(best['batch_size'])} and "
              f"{int(seq_len)} tokens" + _floor_words(best)]
     for other in [NAIVE, *PEERS]:
