@@ -82,22 +82,25 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
     ax.barh(y, data["gpu_ms"].fillna(0), height=0.45, color=plotting.PALETTE[0],
             label="GPU work (kernel time)")
     ends = data["wall_ms"] if wall else data["gpu_ms"]
-    top = max(ends.max(), 1e-9)
+    top = max(ends.max(), data["gpu_ms"].max() if data["gpu_ms"].notna().any() else 0, 1e-9)
     for i, (end, gpu) in enumerate(zip(ends, data["gpu_ms"])):
-        text = (f"{end:.2f} ms" + ("" if math.isnan(gpu) else f"  (GPU {gpu:.2f})")) if wall \
+        # two short lines, not one long one: the label must stay inside a narrow panel
+        text = (f"{end:.2f} ms" + ("" if math.isnan(gpu) else f"\n(GPU {gpu:.2f})")) if wall \
             else f"{gpu:.2f} ms"
-        ax.text(end + 0.01 * top, i, text, va="center", fontsize=9)
+        at = end if math.isnan(gpu) else max(end, gpu)  # past the longer bar (kernels can overlap)
+        ax.text(at + 0.01 * top, i, text, va="center", fontsize=9)
     floor = data["floor_ms"].dropna()
     if len(floor):
         ax.axvline(floor.iloc[0], color=plotting.PALETTE[1], linestyle="--", linewidth=1.2,
                    label=f"floor ({floor.iloc[0]:.2f} ms)")
     ax.set_yticks(list(y), names)
-    ax.set_xlim(0, top * 1.35)
+    ax.set_xlim(0, top * 1.4)
     ax.set_xlabel("ms per generated token")
-    ax.set_title(title, loc="left", pad=24)
+    ax.set_title(title, loc="left", pad=34)
     ax.grid(axis="y", visible=False)
-    # The legend sits between the title and the bars, clear of the footer under the figure.
-    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=3, fontsize=8, borderaxespad=0.2,
+    # The legend sits between the title and the bars, in two rows so that it stays within the
+    # panel's width (one row ran into the next panel's title in a two-panel figure).
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=8, borderaxespad=0.2,
               handlelength=1.2, columnspacing=1.0)
     return ax
 
