@@ -29,6 +29,7 @@ import torch
 
 from . import results
 from .env import cpu_model
+from .verdicts import printed_lines
 
 RUN_KEY = "_run"  # the status file's key for the run's identity
 RUN_STATUS = "run-status.json"  # in figures/: the published full run's status file
@@ -384,15 +385,8 @@ def one_line(notebook: Path) -> str | None:
     """The last "In one line: ..." that an executed notebook printed (its answer in a sentence)."""
     if not notebook.exists():
         return None
-    found = None
-    for cell in json.loads(notebook.read_text()).get("cells", []):
-        for output in cell.get("outputs", []):
-            text = output.get("text")
-            text = "".join(text) if isinstance(text, list) else (text or "")
-            for line in text.splitlines():
-                if line.startswith(ONE_LINE):
-                    found = line[len(ONE_LINE):].strip()
-    return found
+    said = [line for line in printed_lines(notebook) if line.startswith(ONE_LINE)]
+    return said[-1][len(ONE_LINE):].strip() if said else None
 
 
 def lines_block(root: Path | None = None) -> str:
