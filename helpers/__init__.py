@@ -31,4 +31,5 @@ import warnings as _warnings
 # transformers imports tqdm.auto; inside a Jupyter kernel without ipywidgets, tqdm warns that it
 # cannot draw notebook progress bars. The course draws none, so the warning says nothing to a
 # learner: silenced here, before any lesson imports transformers.
-_warnings.filterwarnings("ignore", message="IProgress not found")
+IMPORT_NOISE = "IProgress not found"  # the runner hands the kernels the same filter
+_warnings.filterwarnings("ignore", message=IMPORT_NOISE)

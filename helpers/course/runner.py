@@ -30,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import IMPORT_NOISE
 from . import alloc_conf
 from .errors import ParameterError
 
@@ -318,7 +319,7 @@ def params_differ(record: dict, stem: str) -> str | None:
 
 # Warnings that a kernel prints while importing, before ``helpers`` can silence them (a lesson
 # that imports transformers first): tqdm cannot draw notebook progress bars without ipywidgets.
-KERNEL_QUIET = ("ignore:IProgress not found",)
+KERNEL_QUIET = (f"ignore:{IMPORT_NOISE}",)
 
 
 def kernel_warnings(current: str) -> str:
