@@ -136,7 +136,9 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
     return text
 
 
-HOST_PACE_PCT, GPU_PACE_PCT = 50, 20  # the GPU idle this share of the step or more / or less
+HOST_PACE_PCT = 50  # the GPU idle at least this share of the step: the host sets the pace
+GPU_PACE_PCT = 100 - harness.BOUND_BUSY_PCT  # idle at most this (busy 80%): the GPU does, as
+                                             # the tables' 'GPU-bound' label says
 
 
 def pace(idle_pct: float) -> str:
