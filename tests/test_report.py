@@ -133,3 +133,18 @@ def test_dashed_companions_share_each_methods_colour():
     assert not plotting.dashed_companions(ax, frame.assign(gpu_busy_s=float("nan")), "seq_len",
                                           "gpu_busy_s", "dashed")
     assert len(ax.get_lines()) == 2
+
+
+def test_known_noise_is_silenced_even_when_its_text_starts_with_a_newline():
+    """Inductor's "\\nOnline softmax is disabled on the fly" reached 11's published copy through
+    a filter whose ".*" stopped at the newline."""
+    import warnings
+
+    from helpers.course import results
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results.quiet_known_noise()
+        warnings.warn("\nOnline softmax is disabled on the fly since Inductor decides to split")
+        warnings.warn("a real warning")
+    assert [str(w.message) for w in caught] == ["a real warning"]

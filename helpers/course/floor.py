@@ -77,7 +77,7 @@ def quiet_compile():
     """Messages Inductor prints while it compiles the bucketed step (11's reference rung):
     expected there, not the reader's."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Oo]nline softmax is disabled")
+        warnings.filterwarnings("ignore", message="(?s).*[Oo]nline softmax is disabled")
         warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores")
         yield
 

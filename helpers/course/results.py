@@ -194,7 +194,7 @@ KNOWN_NOISE = (
 
 def quiet_known_noise() -> None:
     for message in KNOWN_NOISE:
-        warnings.filterwarnings("ignore", message=f".*{message}")
+        warnings.filterwarnings("ignore", message=f"(?s).*{message}")  # (?s): Inductor's text starts with a newline
 
 
 def table_frame(rows) -> pd.DataFrame:

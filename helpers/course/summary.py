@@ -123,7 +123,7 @@ def check_peers(model, prompt, methods, new_tokens, eos_token_id) -> list:
 def _quiet():
     """Messages Inductor prints while it compiles a step: expected here, not the reader's."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*[Oo]nline softmax is disabled")
+        warnings.filterwarnings("ignore", message="(?s).*[Oo]nline softmax is disabled")
         warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores")
         yield
 
