@@ -54,34 +54,36 @@ NOTEBOOK = {
     "02": {
         # Budget 90 s full / 25 s workshop on an H100, batch 32 as in the other lessons. Per
         # round: 0.7 s at 50 tokens, 1.4 s at 100, 4.2 s at 200 (naive + KV cache); a warm-up
-        # round, 5 rounds (more while 8 s last, at the short and noisier points: the run of
-        # 2026-11-23 without them could not tell whether the gain grows, 0.93-1.50) and one
-        # profiled run each: about 50 s full, 14 s workshop (40 and 100 tokens); tokens checked
+        # round, 5 rounds and one profiled run each: about 50 s full, 14 s workshop (40 and 100
+        # tokens). Both loops wait on the host, so more rounds do not settle whether the gain
+        # grows: 0.93-1.50 with 5 rounds, 0.98-1.19 with rounds added for 8 s a point (104 s in
+        # the 15:27 run of 2026-11-23); the lesson says so instead of buying them. Tokens checked
         # at the shortest length only (the FP32 check at 400 tokens alone took 20 s). At 40-50
         # tokens both loops wait on the host and the gain is small; at 100 and 200 it is clear.
-        "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=8),
+        "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=0),
         "workshop": dict(batch_size=32, seq_lens=[40, 100], repeats=5),
     },
     "03": {
         # Budget 80 s full / 25 s workshop. Two child processes (each about 4 s to start and
-        # warm up once at the longest length), then per length 3 trials and one profiled run
-        # (no warm-up round: the child's own warm-up serves), and one recorded memory history:
-        # about 60 s full and 28 s workshop on an H100, mostly process start-up in the workshop.
-        # No timing verdict here (the settings run in separate processes), so trials buy
-        # nothing; 400 tokens is where fragmentation shows most.
+        # warm up once at the longest length), then per length 2 trials (full; 3 took 135 s in
+        # the 15:27 run, a trial at 400 tokens about 6 s) and one profiled run (no warm-up round:
+        # the child's own warm-up serves), and one recorded memory history: about 105 s full and
+        # 28 s workshop on an H100, mostly process start-up in the workshop. No timing verdict
+        # here (the settings run in separate processes), so trials buy nothing; 400 tokens is
+        # where fragmentation shows most.
         "full": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[100, 400],
-                     repeats=3, warmup=0),
+                     repeats=2, warmup=0),
         "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
                          seq_lens=[48], repeats=3, warmup=0),
         "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
     },
     "04": {
         # Budget 150 s full / 30 s workshop. The eager loops are host-bound: more trials would
-        # only narrow an interval whose centre moves with the host's speed, so 6 rounds at 100
-        # and 200 tokens (rounds of about 1.7 and 4.8 s on an H100) and 5 of the GPU-bound
-        # CUDA-graph loops, whose intervals are narrow: about 115 s in all (published run:
-        # 487 s with 12-60 rounds per point and 400 tokens).
-        "full": dict(oversize_cache_len=1024, seq_lens=[100, 200], repeats=6, budget_s=0,
+        # only narrow an interval whose centre moves with the host's speed, so 5 rounds at 100
+        # and 200 tokens (rounds of 4.1 and 11 s, all five loops, in the 15:27 run of 2026-11-23,
+        # where 6 rounds took 179 s) and 5 of the GPU-bound CUDA-graph loops, whose intervals are
+        # narrow: about 160 s in all (an older run: 487 s with 12-60 rounds and 400 tokens).
+        "full": dict(oversize_cache_len=1024, seq_lens=[100, 200], repeats=5, budget_s=0,
                      graph_repeats=5),
         "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=5, graph_repeats=5),
         "smoke": dict(oversize_cache_len=64, graph_repeats=3),
@@ -89,9 +91,11 @@ NOTEBOOK = {
     "05": {
         # Budget 120 s full / 40 s workshop. Compiling dominates (about 10-16 s a graph, cold
         # caches; each mode compiles two: TF32 for timing, float32 for the token check), so one
-        # length: 4 graphs and 7 rounds of three loops at 200 tokens, about 90 s on an H100;
+        # length: 4 graphs and 7 rounds of three loops at 100 tokens, the length 08 times (08's
+        # compiled static-cache rung then finds its graph in Inductor's cache); 200 tokens took
+        # 114 s in the 15:27 run of 2026-11-23, the eager loop 3.4 s a round; about 95 s at 100;
         # the workshop's 2 graphs and 7 short rounds, about 38 s.
-        "full": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[200], repeats=5,
+        "full": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[100], repeats=5,
                      budget_s=0),
         "workshop": dict(compile_modes=["reduce-overhead"], seq_lens=[50], repeats=5),
         "smoke": dict(compile_modes=["default", "reduce-overhead"], seq_lens=[8]),
@@ -160,8 +164,9 @@ NOTEBOOK = {
         # so trials are cheap: 6 per point; the kernel profiles take a few seconds each. The
         # Inductor reference rung (08's fastest) compiles 4 bucket lengths: ~35 s cold (the runner
         # runs 11 before 08), so full only: ~100 s.
+        # budget_s=0: each rung's interval is narrow; the shared 20 s budget ran 30 rounds.
         "full": dict(seq_lens=[100], steps_per_launch=10, bucket=32, bf16=True,
-                     inductor_reference=True, repeats=6),
+                     inductor_reference=True, repeats=6, budget_s=0),
         "workshop": dict(seq_lens=[50], steps_per_launch=10, bucket=32, bf16=True,
                          inductor_reference=False, repeats=5),
         # on a CPU the reference rung runs its step eagerly, as every rung there
