@@ -143,8 +143,9 @@ def test_profiler_sees_the_gap_that_the_sync_leaves(cuda):
 
 
 def test_gpu_busy_time_is_the_profiler_tables_sum(cuda):
-    """harness.gpu_busy_s sums the raw device events; the profiler's own table (key_averages),
-    built from the same run, must give the same total."""
+    """harness.gpu_busy_s takes the union of the raw device events' intervals; for one stream's
+    kernels, which do not overlap, the profiler's own table (key_averages), built from the same
+    run, must give the same total as their sum."""
     from torch.profiler import ProfilerActivity, profile
     model, eos, prompt = cuda
     run = lambda: generate_kv_cache(model, prompt, NEW, eos)  # noqa: E731
@@ -157,7 +158,7 @@ def test_gpu_busy_time_is_the_profiler_tables_sum(cuda):
     table_s = 1e-6 * sum(e.self_device_time_total for e in prof.key_averages()
                          if e.device_type == torch.autograd.DeviceType.CUDA)
     assert raw_s > 0
-    assert raw_s == pytest.approx(table_s, rel=0.01)
+    assert raw_s <= table_s * 1.001 and raw_s == pytest.approx(table_s, rel=0.02)
     busy = harness.gpu_busy_s(run, "cuda")
     assert 0.5 * raw_s < busy < 2 * raw_s  # a second run of the same loop: the same order
 

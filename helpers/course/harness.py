@@ -119,10 +119,11 @@ def trial(fn, *, device, fresh_allocator: bool = True):
 
 
 def gpu_busy_s(fn, device) -> float:
-    """Seconds of GPU kernel time (and copies) in one run of ``fn()``, from the profiler: the
-    GPU *work*, apart from the gaps where it waited for the CPU. One extra, untimed run; NaN on
-    a CPU. The device events' durations are summed straight from the profiler's raw results:
-    its table of events (``key_averages``) gives the same sum, but building it took 13.5 s
+    """Seconds the GPU was busy (kernels and copies) in one run of ``fn()``, from the profiler:
+    the GPU *work*, apart from the gaps where it waited (for the CPU, or between kernels). One
+    extra, untimed run; NaN on a CPU. Taken straight from the profiler's raw results (the union
+    of the device events' intervals, ``device_event_ns``): its table of events
+    (``key_averages``) gives their sum, but building it took 13.5 s
     against 0.6 s for one 400-token loop of notebook 04 (253,000 events; H100 host,
     ``docs/runs/probes/busy_sum_probe.py``)."""
     if torch.device(device).type != "cuda":
@@ -139,12 +140,25 @@ def gpu_busy_s(fn, device) -> float:
 
 
 def device_event_ns(events) -> int:
-    """Total duration (ns) of the GPU's events (kernels, copies, memsets) among the profiler's
-    raw ``_KinetoEvent`` s; CPU-side events and user annotations drawn on the GPU's timeline
-    (ranges, not work) are left out."""
+    """Time (ns) during which the GPU ran at least one of its events (kernels, copies, memsets)
+    among the profiler's raw ``_KinetoEvent`` s: the union of their intervals, so kernels that
+    overlap (two streams, or Programmatic Dependent Launch, where a kernel starts and waits
+    while the one ahead still runs) count once, never more than the wall clock. CPU-side events
+    and user annotations drawn on the GPU's timeline (ranges, not work) are left out."""
     cuda = torch.autograd.DeviceType.CUDA
-    return sum(e.duration_ns() for e in events
-               if e.device_type() == cuda and not e.is_user_annotation())
+    return busy_ns([(e.start_ns(), e.end_ns()) for e in events
+                    if e.device_type() == cuda and not e.is_user_annotation()])
+
+
+def busy_ns(intervals) -> int:
+    """Length of the union of ``(start, end)`` intervals: the time at least one was running."""
+    total, end = 0, None
+    for start, stop in sorted(intervals):
+        if end is None or start > end:
+            total, end = total + max(stop - start, 0), stop
+        elif stop > end:
+            total, end = total + stop - end, stop
+    return total
 
 
 BOUND_BUSY_PCT = 80  # GPU busy at least this share of the wall clock: the GPU sets the pace

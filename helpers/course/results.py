@@ -217,7 +217,7 @@ def load_table(name: str, prefer: str = "run") -> pd.DataFrame:
 
 UNITS = {"median_s": ("median ms", 1e3), "min_s": ("min ms", 1e3), "max_s": ("max ms", 1e3),
          "tokens_per_s": ("tokens/s", 1.0), "peak_allocated_bytes": ("peak alloc MiB", 2**-20),
-         "peak_reserved_bytes": ("peak reserved MiB", 2**-20), "fragmentation_pct": ("frag %", 1.0)}
+         "peak_reserved_bytes": ("peak reserved MiB", 2**-20), "fragmentation_pct": ("unused %", 1.0)}  # reserved but unused
 
 
 def pretty(frame: pd.DataFrame, columns=None, digits: int = 1) -> pd.DataFrame:
