@@ -6,7 +6,9 @@ import math
 import numpy as np
 import pandas as pd
 
+from . import floor as _floor
 from . import stats
+from ..model import parameter_bytes
 
 
 def rounds(table, a: str, b: str) -> pd.DataFrame:
@@ -27,6 +29,9 @@ def pairing_reading(spread: dict) -> str:
     trials, ratios = spread["trials"], spread["ratios"]
     if not trials > 1:
         return "the trials did not spread"
+    if ratios >= trials:
+        return ("pairing cancelled none of the spread in this run (the ratios spread more than "
+                "the trials): the noise here changed within rounds, not between them")
     cancelled = 1 - math.log(max(ratios, 1.0)) / math.log(trials)
     if cancelled >= 0.5:
         return (f"pairing by round cancelled most of the spread ({cancelled:.0%}): the host's "
@@ -44,3 +49,27 @@ def spreads(rounds_table) -> dict:
     ratios = rounds_table["A / B"].to_numpy(dtype=float)
     return {"trials": float(rounds_table["A ms"].max() / rounds_table["A ms"].min()),
             "ratios": float(ratios.max() / ratios.min())}
+
+
+def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -> str:
+    """The floor as bytes over bandwidth, e.g. "0.196 ms = 522 MB / 2.66 TB/s measured": the
+    bytes a step reads (``budget.floor_ms``'s weights and average keys and values) and the copy
+    bandwidth that floor was divided by (recovered from it, so the two cannot disagree)."""
+    if not floor_ms > 0:
+        return "no floor on a CPU run"
+    kv = _floor.kv_bytes_per_step(model.config, batch_size, prompt_len, new_tokens)
+    nbytes = parameter_bytes(model) + kv
+    bandwidth = nbytes / (floor_ms / 1e3)
+    return (f"{floor_ms:.3f} ms = {nbytes / 1e6:.0f} MB ({parameter_bytes(model) / 1e6:.0f} MB of "
+            f"weights, {kv / 1e6:.0f} MB of keys and values) / {bandwidth / 1e12:.2f} TB/s measured")
+
+
+def resolution(ratio, judge: bool) -> str:
+    """What an A/A comparison's interval says about this machine: its half-width in percent is
+    about the smallest difference the rounds can resolve. Empty without an interval."""
+    if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
+            or not math.isfinite(ratio.high):
+        return ""
+    half = 100 * (ratio.high - ratio.low) / 2
+    return (f"so on this machine, differences smaller than about \u00b1{half:.0f}% at "
+            f"{ratio.n} rounds are invisible")
