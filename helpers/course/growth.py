@@ -52,6 +52,53 @@ def fit(table) -> dict:
             "a_ms": 1e3 * a, "b_us": 1e6 * b, "lengths": list(ok["seq_len"])}
 
 
+def measured_growth(table) -> dict:
+    """The runtime ratio of two measured lengths (medians), not the fit's extrapolation: a
+    doubling (n, 2n) where the lengths hold one (the shortest such), else shortest to longest.
+    ``factor`` is the length ratio: factor**2 is pure N**2, factor a constant cost per step."""
+    ok = table[table["status"] == harness.OK].set_index("seq_len")["median_s"]
+    lengths = sorted(int(n) for n in ok.index)
+    pairs = [(n, 2 * n) for n in lengths if 2 * n in lengths] or [(lengths[0], lengths[-1])]
+    short, long = pairs[0]
+    return {"short": short, "long": long, "factor": long / short,
+            "ratio": float(ok[long] / ok[short])}
+
+
+def a_by_round(table):
+    """(lowest, highest) fixed part a in ms, fitting each round's trials on their own (trial i
+    of every length ran in round i); None where the rounds are not paired or too few."""
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    trials = [harness.trials(row) for _, row in ok.iterrows()]
+    if len(trials) < 2 or len({len(t) for t in trials}) != 1 or len(trials[0]) < 2:
+        return None
+    fits = [analysis.linear_quadratic_fit(ok["seq_len"], times)[0] for times in zip(*trials)]
+    return 1e3 * min(fits), 1e3 * max(fits)
+
+
+def fit_lines(table) -> list:
+    """The growth in the course's words: the measured ratio of two lengths, the fit's a and b
+    (and why each earlier position costs 2b), how loosely a is pinned, and where the two terms
+    cross (N = a/b)."""
+    f, g = fit(table), measured_growth(table)
+    k = g["factor"]
+    what = "Doubling the length" if k == 2 else f"{k:g}x the length"
+    lines = [f"{what} ({g['short']} -> {g['long']} tokens) multiplied the runtime by "
+             f"{g['ratio']:.2f}x ({k * k:g}x is pure N², {k:g}x a constant cost per step)."]
+    lines.append(f"Fit: a = {f['a_ms']:.2f} ms, b = {f['b_us']:.1f} µs. Step t costs about a + 2b·t, "
+                 f"so N steps cost a·N + b·N²: each earlier position adds 2b = "
+                 f"{2 * f['b_us']:.1f} µs to a step.")
+    spread = a_by_round(table)
+    pinned = f"a is a fitted intercept, loosely pinned by {len(f['lengths'])} lengths"
+    if spread:
+        pinned += f": fitted round by round it ranges {spread[0]:.1f}–{spread[1]:.1f} ms"
+    lines.append(f"{pinned}; read it as about {f['a_ms']:.0f} ms, not as one measured step.")
+    if f["b_us"] > 0 and f["a_ms"] > 0:
+        cross = 1e3 * f["a_ms"] / f["b_us"]
+        lines.append(f"The two terms are equal at N = a/b ≈ {cross:.0f} tokens: below it the fixed "
+                     "cost takes most of the time, above it the N² work (the table's shares).")
+    return lines
+
+
 def quadratic_shares(table, judge: bool) -> pd.DataFrame:
     """Per length: the share of the time that the N**2 term accounts for, with its interval
     (rounds resampled whole; no interval under ``stats.MIN_TRIALS`` rounds or on a smoke run)."""
