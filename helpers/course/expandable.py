@@ -4,6 +4,8 @@ often the allocator went to the driver, the GPU's work per step, and the memory 
 """
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from .. import allocator
@@ -55,6 +57,32 @@ def memory(table) -> pd.DataFrame:
                         "peak reserved MiB": ok["peak_reserved_bytes"] / MIB,
                         "reserved but unused %": ok["fragmentation_pct"]})
     return out.set_index(["tokens", "setting"]).sort_index().round(1)
+
+
+# PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests up to 1 MiB
+# share 2 MiB segments, up to kMinLargeAlloc share 20 MiB segments, larger ones get a segment of
+# their own, rounded up to kRoundLarge (the sizes docs/diagrams.py draws).
+MIN_LARGE_ALLOC, ROUND_LARGE = 10 * MIB, 2 * MIB
+
+
+def segment_story(config, batch_size: int, prompt_len: int, steps: int, dtype_bytes=4) -> str:
+    """Where the growing cache meets the allocator's sizes: each layer's keys (and values) are
+    batch x heads x positions x head size floats, so past ``MIN_LARGE_ALLOC`` every one of them
+    needs a segment of its own, and each time they outgrow the 2 MiB rounding, all of them need
+    new, larger segments at once (arithmetic on the model's shapes, not a measurement)."""
+    per = batch_size * config.n_embd * dtype_bytes  # one position of one layer's K (or V)
+    tensors = 2 * config.n_layer
+    own = int(MIN_LARGE_ALLOC // per) + 1  # positions at which one tensor passes 10 MiB
+    text = (f"Each layer's keys (and values) hold {per / MIB:.3f} MiB per position at batch "
+            f"{batch_size}; they pass {MIN_LARGE_ALLOC // MIB} MiB at {own} positions")
+    if own - prompt_len > steps:
+        return text + f", beyond this run's {steps} steps: no tensor needs a segment of its own."
+    where = "the prompt" if own <= prompt_len else f"decode step {own - prompt_len}"
+    period = max(1, round(ROUND_LARGE / per))
+    return (text + f" ({where}): from there each of the {tensors} needs a segment of its own, "
+            f"rounded up to a multiple of {ROUND_LARGE // MIB} MiB. About every {period} steps "
+            f"they outgrow that rounding and all {tensors} need new, larger segments at once, while the freed ones stay cached, "
+            "too small: the default allocator's stairs, each higher than the last.")
 
 
 # Actions of a memory history that go to the CUDA driver: a new segment (cudaMalloc), pages
