@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from .. import allocator
+from ..model import model_config  # noqa: F401  (the notebook's shapes for segment_story)
 from . import budget, plotting
 
 MIB = 2**20
@@ -57,6 +58,25 @@ def memory(table) -> pd.DataFrame:
                         "peak reserved MiB": ok["peak_reserved_bytes"] / MIB,
                         "reserved but unused %": ok["fragmentation_pct"]})
     return out.set_index(["tokens", "setting"]).sort_index().round(1)
+
+
+def unused_line(mem, old: str, new: str) -> str:
+    """The share of reserved memory no tensor used at the peak under both settings (``mem``:
+    ``memory(table)`` at one length), compared in words."""
+    before, after = (float(mem.loc[c, "reserved but unused %"]) for c in (old, new))
+    word = ("far less than" if after <= before / 2 else "less than" if after < before
+            else "no less than")
+    return (f"Reserved but unused at the peak: {after:.1f}% with {new}, {word} {old}'s "
+            f"{before:.1f}%.")
+
+
+def peaks_line(table) -> str:
+    """The run's highest peak allocated memory, and each setting's highest peak reserved."""
+    ok = table[table["status"] == "ok"]
+    reserved = ok.groupby("method", sort=False)["peak_reserved_bytes"].max() / 2**30
+    parts = ", ".join(f"{gib:.1f} GiB with {conf}" for conf, gib in reserved.items())
+    return (f"Over every length: {ok['peak_allocated_bytes'].max() / 2**30:.1f} GiB peak "
+            f"allocated; peak reserved up to {parts}.")
 
 
 # PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests up to 1 MiB
