@@ -80,4 +80,34 @@ def test_pairing_reading_says_how_much_the_rounds_cancelled():
     from helpers.course import intro
     assert "some of the spread (20%)" in intro.pairing_reading({"trials": 1.51, "ratios": 1.39})
     assert "most of the spread" in intro.pairing_reading({"trials": 2.0, "ratios": 1.1})
-    assert "little" in intro.pairing_reading({"trials": 1.2, "ratios": 1.3})
+    assert "little" in intro.pairing_reading({"trials": 1.3, "ratios": 1.28})
+    # the H100 run of 2026-11-23: ratios spread 1.86x against trials of 1.53x
+    assert "none of the spread" in intro.pairing_reading({"trials": 1.53, "ratios": 1.86})
+
+
+def test_resolution_is_the_intervals_half_width():
+    from helpers.course import stats
+    assert "\u00b115% at 8 rounds" in intro.resolution(stats.Ratio(1.03, 0.89, 1.19, 8), True)
+    assert intro.resolution(stats.Ratio(1.03, 0.89, 1.19, 8), False) == ""
+    assert intro.resolution(stats.Ratio(1.03, float("-inf"), float("inf"), 3), True) == ""
+
+
+def test_fit_lines_state_the_measured_doubling_not_the_fitted_one():
+    """01's published run printed 2^exponent (2.46x) as if measured; the table's 100 -> 200
+    medians gave 2.26x."""
+    table = pd.DataFrame(rows("naive", {100: 1.3832, 200: 3.1212, 300: 5.8516}))
+    table["median_s"] = [1.3832, 3.1212, 5.8516]
+    lines = growth.fit_lines(table)
+    assert "(100 -> 200 tokens) multiplied the runtime by 2.26x" in lines[0]
+    assert "2b =" in lines[1] and "a/b" in lines[-1]
+    odd = pd.DataFrame(rows("naive", {100: 1.0, 300: 4.0})).assign(median_s=[1.0, 4.0])
+    odd = growth.measured_growth(odd)
+    assert (odd["short"], odd["long"], odd["factor"], odd["ratio"]) == (100, 300, 3.0, 4.0)
+
+
+def test_segment_story_finds_where_a_tensor_needs_its_own_segment():
+    from helpers.course import expandable
+    from helpers.model import model_config
+    text = expandable.segment_story(model_config("gpt2"), 32, 16, 399)
+    assert "107 positions (decode step 91)" in text and "every 21 steps" in text
+    assert "beyond this run" in expandable.segment_story(model_config("gpt2"), 8, 16, 399)
