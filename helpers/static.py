@@ -86,8 +86,6 @@ def compiled_step(model, mode="default"):
     logits are overwritten by the next call (consume or clone them first)."""
     if mode not in COMPILE_MODES:
         raise ValueError(f"compile mode must be one of {list(COMPILE_MODES)}, got {mode!r}")
-    # Dynamo keeps one cache of graphs per code object: each mode gets its own copy of the
-    # step's code, so a second mode is a first compile of its own, not a recompile.
     compiled = torch.compile(own_code(decode_one_token, mode), mode=mode, fullgraph=True,
                              dynamic=False)
 

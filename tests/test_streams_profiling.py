@@ -198,7 +198,7 @@ def test_late_check_summary_and_its_words():
     assert graph["interleaved_recovered_pct"] == pytest.approx(90.0)
     assert late_check.recovered_line(graph, "event") == "recovers 95% of the check's cost"
     assert math.isnan(eager["interleaved_recovered_pct"])
-    assert late_check.recovered_line(eager, "interleaved").startswith("has nothing to recover")
+    assert late_check.recovered_line(eager, "interleaved").startswith("has nothing to win back")
     assert "not judged" in late_check.recovered_line(graph, "event", judge=False)
     # the gain per batch size, printed from the run's table, and the reserved memory
     more = rows + [{**r, "batch_size": 32, "ms_per_step": r["ms_per_step"] * 2} for r in rows[:4]]
@@ -210,7 +210,8 @@ def test_late_check_summary_and_its_words():
     assert late_check.gain_lines(summary.reset_index().iloc[1:])[0].startswith("No CUDA graph")
     # the article's "gains most at the smallest batch", read from the time two streams save
     line = late_check.smallest_batch_line(late_check.summary(pd.DataFrame(more)))
-    assert "no, most at batch 32" in line and "900 µs per step at batch 8, 1800 at batch 32" in line
+    assert "in µs saved the most is at batch 32, as a speedup at the smallest batch" in line
+    assert "900 µs per step (1.82x) at batch 8, 1800 (1.82x) at batch 32" in line
     assert late_check.smallest_batch_line(summary.reset_index()) == ""  # one batch size
     assert late_check.smallest_batch_line(late_check.summary(pd.DataFrame(more)), judge=False) == ""
     table = pd.DataFrame(more).assign(peak_reserved_bytes=float("nan"))

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import torch
 
-from . import budget, harness, plotting, profiling
+from . import budget, harness, plotting, profiling, stats
 from .. import static
 from ..model import make_prompt
 from ..streams import eager_step, generate_sync
@@ -90,10 +90,25 @@ def summary(table) -> pd.DataFrame:
                           values="ms_per_step").reset_index()
     wide.columns.name = None
     wide["check_cost_us"] = 1e3 * (wide["sync"] - wide["no_check"])
+    measurable = [check_measurable(ok, r, b) for r, b in zip(wide["regime"], wide["batch_size"])]
     for name in ("interleaved", "event"):
-        wide[f"{name}_recovered_pct"] = [profiling.recovered_pct(s, m, f) for s, m, f in
-                                         zip(wide["sync"], wide[name], wide["no_check"])]
+        wide[f"{name}_recovered_pct"] = [
+            profiling.recovered_pct(s, m, f) if known else float("nan")
+            for s, m, f, known in zip(wide["sync"], wide[name], wide["no_check"], measurable)]
     return wide.round(3)
+
+
+def check_measurable(ok, regime, batch_size) -> bool:
+    """Whether the loop with no check is told apart as faster than the per-step sync at one
+    point (``stats.verdict`` on their trials); with too few trials to judge (or none stored),
+    whether the check cost anything at all. A share of a cost below the machine's resolution
+    would be noise over noise."""
+    part = ok[(ok["regime"] == regime) & (ok["batch_size"] == batch_size)]
+    free, sync = (stats.method_trials(part, m) for m in ("no_check", "sync"))
+    if min(len(free), len(sync)) >= stats.MIN_TRIALS:
+        return stats.verdict(stats.row_speedup(part, "no_check", "sync")) == stats.FASTER
+    rows = part.set_index("method")["ms_per_step"]
+    return bool(rows.get("sync", float("nan")) > rows.get("no_check", float("nan")))
 
 
 UNITS = {"regime": "step", "batch_size": "batch", "sync": "sync, ms/step",
@@ -106,7 +121,10 @@ UNITS = {"regime": "step", "batch_size": "batch", "sync": "sync, ms/step",
 def view(summary_frame) -> pd.DataFrame:
     """``summary`` for display: every column named with its unit, the step in words."""
     out = summary_frame[[c for c in UNITS if c in summary_frame]]
-    out = out.assign(regime=out["regime"].map(REGIME_LABELS))
+    whole = lambda v: "\u2014" if math.isnan(v) else f"{v:.0f}"  # noqa: E731
+    out = out.assign(regime=out["regime"].map(REGIME_LABELS), **{
+        col: out[col].map(whole) for col in ("check_cost_us", "interleaved_recovered_pct",
+                                             "event_recovered_pct") if col in out})
     return out.rename(columns=UNITS).reset_index(drop=True)
 
 
@@ -165,26 +183,29 @@ def gain_lines(summary_frame, judge=True, regime="compiled") -> list:
 def _won(row) -> str:
     two, event = row["interleaved_recovered_pct"], row["event_recovered_pct"]
     if math.isnan(two) and math.isnan(event):
-        return "nothing measurable to win back"
+        return "that is below this machine's resolution, so there is nothing to win back"
     share = lambda pct: "none" if math.isnan(pct) else f"{pct:.0f}%"  # noqa: E731
     return f"the late read wins back {share(two)} of it with two streams, {share(event)} with the event"
 
 
 def smallest_batch_line(summary_frame, judge=True, regime="compiled") -> str:
     """Whether this run shows the article's "interleaving gains most at the smallest batch":
-    the time two streams save per step against the per-step sync, at each batch size of
-    ``regime`` (empty with fewer than two batch sizes or on a smoke run)."""
+    the time two streams save per step against the per-step sync, and that as a speedup, at each
+    batch size of ``regime`` (empty with fewer than two batch sizes or on a smoke run)."""
     part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
     if not judge or part["batch_size"].nunique() < 2:
         return ""
     saved = 1e3 * (part["sync"] - part["interleaved"]).to_numpy()
+    speedup = (part["sync"] / part["interleaved"]).to_numpy()
     batches = part["batch_size"].astype(int).to_list()
-    most = batches[int(saved.argmax())]
-    answer = "yes" if most == batches[0] else f"no, most at batch {most}"
-    return (f"The article's \"gains most at the smallest batch\" in this run: {answer}; against the "
-            "per-step sync, two streams save " + ", ".join(
-                f"{s:.0f} µs per step at batch {b}" if i == 0 else f"{s:.0f} at batch {b}"
-                for i, (s, b) in enumerate(zip(saved, batches))) + ".")
+    most, fastest = batches[int(saved.argmax())], batches[int(speedup.argmax())]
+    answer = lambda b: "at the smallest batch" if b == batches[0] else f"at batch {b}"  # noqa: E731
+    return (f"The article's \"gains most at the smallest batch\", with the {REGIME_LABELS[regime]} "
+            f"step: in µs saved the most is {answer(most)}, as a speedup {answer(fastest)}; "
+            "against the per-step sync, two streams save " + ", ".join(
+                f"{s:.0f} µs per step ({x:.2f}x) at batch {b}" if i == 0 else
+                f"{s:.0f} ({x:.2f}x) at batch {b}"
+                for i, (s, x, b) in enumerate(zip(saved, speedup, batches))) + ".")
 
 
 def memory_line(table, batch_size) -> str:
@@ -202,13 +223,16 @@ def memory_line(table, batch_size) -> str:
     return "\n".join(lines)
 
 
-def recovered_line(row, name, judge=True) -> str:
+def recovered_line(row, name, judge=True, cost=False) -> str:
     """"recovers 93% of the check's cost" for one loop in a ``summary`` row, or that there is
-    nothing to recover (the per-step sync was not slower than no check at all); no claim on a
+    nothing to win back (the per-step sync is not told apart from no check at all); with
+    ``cost``, the check's cost per step after the share; no claim on a
     run that cannot judge (a smoke run)."""
     if not judge:
         return "is not judged (smoke run: not a measurement)"
     pct = row[f"{name}_recovered_pct"]
     if math.isnan(pct):
-        return "has nothing to recover (the check costs nothing measurable here)"
-    return f"recovers {pct:.0f}% of the check's cost"
+        return (f"has nothing to win back: the check's own cost ({row['check_cost_us']:+.0f} µs "
+                "per step) is below this machine's resolution")
+    return f"recovers {pct:.0f}% of the check's cost" + (
+        f" ({row['check_cost_us']:.0f} µs per step)" if cost else "")

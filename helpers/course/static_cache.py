@@ -17,8 +17,9 @@ from transformers import DynamicCache
 
 from .. import graphs
 from ..generation import generate_kv_cache
+from ..model import parameter_bytes
 from ..static import attention_work, generate_static_cache, make_static_cache, sdpa_calls
-from . import harness, plotting
+from . import floor, harness, plotting, stats
 
 DYNAMIC, STATIC, OVERSIZED = "kv_cache (dynamic)", "static", "static oversized"
 GRAPH = " (CUDA graph)"
@@ -158,7 +159,7 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
     plotting.label_bars(ax, bars, fmt="{:.0f}")
     if on_gpu:
         bars = ax.bar([i + width / 2 for i in x], part["own_peak_bytes"] * scale, width,
-                      color=plotting.PALETTE[1], label="peak of one run alone")
+                      color=plotting.PALETTE[1], label="peak of one run, above the weights")
         plotting.label_bars(ax, bars, fmt="{:.0f}")
     else:
         ax.set_xlabel("no GPU memory on a CPU run: cache tensors only")
@@ -200,3 +201,63 @@ def waste(table, model, P) -> pd.DataFrame:
                 "GB/s": positions * per_position / busy / 1e9 if known else float("nan"),
                 "extra wall ms": 1e3 * (over["median_s"] - fit["median_s"])})
     return pd.DataFrame(rows).set_index(["tokens", "regime"])
+
+
+def floor_bandwidth(model, P, seq_len, floor_ms) -> float:
+    """The copy bandwidth (bytes/s) behind ``budget.floor_ms`` at ``seq_len``: the bytes the
+    floor counts over the floor's time (NaN without a floor, e.g. on a CPU)."""
+    kv = floor.kv_bytes_per_step(model.config, P.batch_size, P.prompt_len, seq_len)
+    return (parameter_bytes(model) + kv) / (floor_ms / 1e3)
+
+
+ARTICLE = {100: "loses", 200: "wins", 400: "wins"}  # the article's static against dynamic
+
+
+def article_line(table, P) -> str:
+    """Whether the article's "the static cache loses at 100 new tokens and wins at 200 and 400"
+    held in this run's eager lines, length by length."""
+    words = {stats.FASTER: "wins", stats.SLOWER: "loses", stats.NOISE: "ties"}
+    parts = []
+    for n in sorted(set(P.seq_lens) | set(ARTICLE)):
+        if n not in P.seq_lens:
+            parts.append(f"{n} was not run")
+            continue
+        ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
+        here = words[stats.verdict(ratio)] if ratio.n >= stats.MIN_TRIALS else "is not judged"
+        told = ARTICLE.get(n)
+        parts.append(f"at {n} tokens it {here}" + ("" if told is None else
+                     " (as in the article)" if told == here else f" (the article: {told})"))
+    return "Against the article, eager static cache against dynamic: " + "; ".join(parts) + "."
+
+
+def waste_lines(wasted, P, bandwidth) -> list:
+    """The waste table read in words, per length: how much of the oversized cache's extra GPU
+    work showed in the eager wall clock (the sign of ``extra wall ms`` read), what the CUDA graph
+    paid, and the bandwidth of the masked reads against the floor's copy bandwidth."""
+    lines = []
+    for n in P.seq_lens:
+        if (n, "eager") not in wasted.index:
+            continue
+        row = wasted.loc[(n, "eager")]
+        wall, gpu = row["extra wall ms"], row["extra GPU ms"]
+        head = f"{n} tokens, eager: the oversized cache's GPU worked {gpu:.0f} ms more per run"
+        if wall <= 0:
+            lines.append(f"{head}, yet the run finished {-wall:.0f} ms sooner (extra wall ms is "
+                         "negative): the host's time hid all of it, and the difference is the "
+                         "host's drift between trials, so it gets no verdict.")
+        elif wall < gpu:
+            lines.append(f"{head}, of which {wall:.0f} ms showed in the wall clock: the host's "
+                         "time hid the rest, and how much depends on the host's speed between "
+                         "trials, so it gets no verdict.")
+        else:
+            lines.append(f"{head}, and the run took {wall:.0f} ms longer: all of it showed.")
+        if (n, "CUDA graph") in wasted.index:
+            graph = wasted.loc[(n, "CUDA graph")]
+            lines.append(f"{n} tokens, CUDA graph: {graph['extra GPU ms']:.0f} ms more GPU work "
+                         f"and {graph['extra wall ms']:.0f} ms more wall clock per run.")
+    rates = wasted["GB/s"].dropna()
+    if len(rates) and bandwidth == bandwidth:  # NaN on a CPU: no floor
+        lines.append(f"The masked keys and values were read at {rates.min():.0f}\u2013"
+                     f"{rates.max():.0f} GB/s, {100 * rates.median() / (bandwidth / 1e9):.0f}% of "
+                     f"the {bandwidth / 1e9:.0f} GB/s copy bandwidth the floor uses.")
+    return lines
