@@ -76,6 +76,18 @@ def test_transfer_speedup_of_known_trials():
         assert ratio.estimate == pytest.approx(4.0) and ratio.n == 6
 
 
+def test_contention_line_reads_a_factor_below_one_as_noise_and_gives_the_sync_counts():
+    slow = {"per row": pd.Series([3.0, 4.5]), "on host": pd.Series([0.9, 1.7])}
+    syncs = pd.DataFrame({"method": ["per row", "on host"] * 2, "batch_size": [16, 16, 256, 256],
+                          "syncs": [64, 4, 1024, 4]})
+    line = postprocess.contention_line(slow, syncs)
+    assert "slows the per-row loop 3.0x to 4.5x" in line
+    assert "changes one transfer's time by 0.9x to 1.7x (below 1x: noise)" in line
+    assert "waits 4 times per call and the per-row loop 1024 times at batch 256" in line
+    assert "slows one transfer 1.1x" in postprocess.contention_line(
+        {**slow, "on host": pd.Series([1.1, 1.7])})
+
+
 def test_figure_footer_names_a_sweeps_batch_sizes(monkeypatch, tmp_path):
     from helpers.course import results
 
