@@ -88,6 +88,23 @@ def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
 EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H100 run)
 
 
+def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
+    """What attention over buckets of cache length can save at most, from the sizes alone
+    (notebook 10's ``GraphDecoder(..., bucket=b)``): the buffer's slots (prompt, new tokens and
+    one launch more, rounded up to 16, as ``static_state`` sizes it), and the positions a run's
+    launches read on average when each replays the shortest bucket that holds its positions."""
+    slots = -(-(prompt_len + new_tokens + steps_per_graph) // 16) * 16
+    lengths = sorted({min(b, slots) for b in range(bucket, slots + bucket, bucket)})
+    launches = max(1, -(-(new_tokens - 1) // steps_per_graph))
+    read = [next((n for n in lengths if n >= prompt_len + (i + 1) * steps_per_graph), slots)
+            for i in range(launches)]
+    mean = sum(read) / len(read)
+    return (f"Buckets of {bucket}: the buffer holds {slots} slots (prompt {prompt_len} + "
+            f"{new_tokens} new tokens, rounded up to 16), so a launch reads {mean:.0f} positions "
+            f"on average instead of {slots}: at most {1 - mean / slots:.0%} fewer key and value "
+            f"reads, whatever the kernels.")
+
+
 def show_reference(stem: str) -> None:
     """The committed GPU result of ``stem``; until a GPU run has published one, that of the
     lesson it was split from (its tables cover the same rungs), saying so."""
