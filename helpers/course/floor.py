@@ -140,6 +140,43 @@ def parts_side_by_side(tables: dict) -> pd.DataFrame:
     return frame.assign(**{"floor µs": first.reindex(frame.index)}).round(1)
 
 
+def rounded(table: pd.DataFrame) -> pd.DataFrame:
+    """A kernel table for display: kernels per step to one decimal, µs, MB and the floor to one,
+    GB/s whole."""
+    return table.round({"kernels": 1, "us": 1, "MB": 1, "GBps": 0, "floor_us": 1,
+                        "above_floor_us": 1}).astype({"GBps": "Int64"}, errors="ignore")
+
+
+def speed_line(name: str, table: pd.DataFrame, bandwidth: float) -> str:
+    """One rung's kernel table in a line: kernels per step, and the GB/s its weight GEMMs and
+    its attention reached against the measured copy bandwidth (``bandwidth`` in bytes/s)."""
+    parts = table[table["part"] != "step (span)"].set_index("part")
+    gemms = parts[parts.index.isin(["QKV", "attention out", "MLP up", "MLP down", "LM head"])]
+    text = (f"{name}: {parts['kernels'].sum():.0f} kernels per step; copy bandwidth "
+            f"{bandwidth / 1e9:.0f} GB/s")
+    if len(gemms):
+        text += (f"; weight GEMMs at {gemms['GBps'].min():.0f} to {gemms['GBps'].max():.0f} GB/s "
+                 f"({gemms['GBps'].min() * 1e9 / bandwidth:.0%} to "
+                 f"{gemms['GBps'].max() * 1e9 / bandwidth:.0%} of it)")
+    if "attention" in parts.index and parts.loc["attention", "GBps"] == parts.loc["attention", "GBps"]:
+        text += f"; attention at {parts.loc['attention', 'GBps']:.0f} GB/s"
+    return text + "."
+
+
+def pdl_line(saved_us: float, table: pd.DataFrame) -> str:
+    """What PDL saved per step against the idle time between kernels of the step without it
+    (``table``: that step's kernel table): saving more than that idle time means kernels also
+    finish sooner, not only the gaps closing."""
+    idle = float(table.set_index("part").loc["idle between kernels", "us"])
+    if saved_us <= 0:
+        return (f"PDL saved nothing measurable per step here ({saved_us:.1f} µs); the Triton step "
+                f"idles {idle:.1f} µs between kernels.")
+    verdict = ("more than that idle time: the kernels themselves overlap or finish sooner, not "
+               "only the gaps close" if saved_us > idle else "part of that idle time")
+    return (f"PDL saved {saved_us:.1f} µs per step; the Triton step without it idles {idle:.1f} "
+            f"µs between kernels, so PDL saved {verdict}.")
+
+
 def largest_gap(table: pd.DataFrame) -> pd.Series:
     """The part of a kernel table furthest above its floor (the step's own row left out)."""
     parts = table[table["part"] != "step (span)"]
