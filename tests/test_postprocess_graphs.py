@@ -242,3 +242,17 @@ def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
     model, eos, _ = tiny6
     with pytest.raises(ValueError, match=wrong):
         graphs.GraphDecoder(model, 6, 5 + 8, eos, **options)
+
+
+def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
+    from helpers.course import floor
+    line = floor.bucket_reads(16, 100, 32)
+    assert "holds 128 slots" in line and "instead of 128" in line
+    t = pd.DataFrame({"part": ["QKV", "attention", "idle between kernels", "step (span)"],
+                      "kernels": [12.0, 12.0, 0.0, 24.0], "us": [123.52, 40.2, 39.9, 210.0],
+                      "MB": [1.0, 3.0, float("nan"), 4.0], "GBps": [725.79, 1500.4, float("nan"), 19.0],
+                      "floor_us": [1.0, 3.0, 0.0, 4.0], "above_floor_us": [3.0, 5.0, 7.0, 8.0]})
+    assert floor.rounded(t)["us"].tolist()[0] == 123.5
+    assert "24 kernels per step" in floor.speed_line("Triton", t, 3e12)
+    assert "more than that idle time" in floor.pdl_line(56.0, t)
+    assert "part of that idle time" in floor.pdl_line(20.0, t)
