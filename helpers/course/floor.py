@@ -144,7 +144,7 @@ def rounded(table: pd.DataFrame) -> pd.DataFrame:
     """A kernel table for display: kernels per step to one decimal, µs, MB and the floor to one,
     GB/s whole."""
     return table.round({"kernels": 1, "us": 1, "MB": 1, "GBps": 0, "floor_us": 1,
-                        "above_floor_us": 1}).astype({"GBps": "Int64"}, errors="ignore")
+                        "above_floor_us": 1}).astype({"GBps": "Int64"})
 
 
 def speed_line(name: str, table: pd.DataFrame, bandwidth: float) -> str:
