@@ -290,8 +290,10 @@ LADDER_COLUMNS = {"method": "method", "seq_len": "tokens", "median_s": "median m
 
 
 def ladder_view(frame):
-    """The ladder for display: sorted by length, then fastest first, in ms and ratios."""
+    """The ladder for display: sorted by length, then fastest first, in ms and ratios; a column
+    with no value in any row (a peer that did not run, the floor on a CPU) is left out."""
     out = frame.sort_values(["seq_len", "median_s"])[[c for c in LADDER_COLUMNS if c in frame]]
+    out = out.dropna(axis=1, how="all")
     out = out.assign(**{c: out[c] * 1e3 for c in ("median_s", "per_step_s") if c in out})
     return out.rename(columns=LADDER_COLUMNS).round(2).reset_index(drop=True)
 

@@ -144,6 +144,28 @@ def transfer_speedup(table, condition, **where):
                              condition=condition, **where)
 
 
+def contention_line(slow, syncs=None) -> str:
+    """How contention changes each method's time (``slow``: method -> contended / alone per
+    point), read right whatever the range: a factor below 1 is noise, not a gain. With the sync
+    counts (``syncs``, the table of "Counting the syncs"), the measured reason one transfer
+    changes less: how many times each waits per call at the largest batch."""
+    def moved(ratios, what):
+        low, high = ratios.min(), ratios.max()
+        if low >= 1:
+            return f"slows {what} {low:.1f}x to {high:.1f}x"
+        return f"changes {what}'s time by {low:.1f}x to {high:.1f}x (below 1x: noise)"
+
+    text = (f"Contention {moved(slow['per row'], 'the per-row loop')} (each of its syncs waits "
+            f"behind the other stream's work); it {moved(slow['on host'], 'one transfer')}")
+    if syncs is not None and len(syncs):
+        big = syncs[syncs["batch_size"] == syncs["batch_size"].max()].set_index("method")["syncs"]
+        if {"per row", "on host"} <= set(big.index):
+            text += (f", mainly because one transfer waits {int(big['on host'])} times per call "
+                     f"and the per-row loop {int(big['per row'])} times at batch "
+                     f"{int(syncs['batch_size'].max())}")
+    return text + "."
+
+
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):
     """The time budget of one post-processing call at a point timed alone (``busy=True``), in
     ms per call: the host's wall clock, the GPU's work inside it (for one transfer: the copies)

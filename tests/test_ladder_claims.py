@@ -244,8 +244,8 @@ def test_ladder_methods_in_lesson_order_on_a_cpu(tiny6):
                              "generate()", "generate() static"]
     assert [m.notebook for m in methods.values()] == ["01", "02", "04", "07", "peer", "peer"]
     shown = summary.lessons(methods)
-    assert list(shown["lesson"]) == ["00", "01", "02", "03", "04", "06", "07", "08", "09", "peer",
-                                     "peer"]
+    assert list(shown["lesson"]) == ["01", "02", "04", "07", "peer", "peer"]
+    assert all(len(w) <= 50 for w in summary.WHAT.values())  # pandas cuts a cell at 50
 
 
 def test_measure_times_every_method_in_one_call_and_records_a_failure(tiny6):

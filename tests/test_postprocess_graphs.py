@@ -76,6 +76,18 @@ def test_transfer_speedup_of_known_trials():
         assert ratio.estimate == pytest.approx(4.0) and ratio.n == 6
 
 
+def test_contention_line_reads_a_factor_below_one_as_noise_and_gives_the_sync_counts():
+    slow = {"per row": pd.Series([3.0, 4.5]), "on host": pd.Series([0.9, 1.7])}
+    syncs = pd.DataFrame({"method": ["per row", "on host"] * 2, "batch_size": [16, 16, 256, 256],
+                          "syncs": [64, 4, 1024, 4]})
+    line = postprocess.contention_line(slow, syncs)
+    assert "slows the per-row loop 3.0x to 4.5x" in line
+    assert "changes one transfer's time by 0.9x to 1.7x (below 1x: noise)" in line
+    assert "waits 4 times per call and the per-row loop 1024 times at batch 256" in line
+    assert "slows one transfer 1.1x" in postprocess.contention_line(
+        {**slow, "on host": pd.Series([1.1, 1.7])})
+
+
 def test_figure_footer_names_a_sweeps_batch_sizes(monkeypatch, tmp_path):
     from helpers.course import results
 
@@ -230,3 +242,17 @@ def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
     model, eos, _ = tiny6
     with pytest.raises(ValueError, match=wrong):
         graphs.GraphDecoder(model, 6, 5 + 8, eos, **options)
+
+
+def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
+    from helpers.course import floor
+    line = floor.bucket_reads(16, 100, 32)
+    assert "holds 128 slots" in line and "instead of 128" in line
+    t = pd.DataFrame({"part": ["QKV", "attention", "idle between kernels", "step (span)"],
+                      "kernels": [12.0, 12.0, 0.0, 24.0], "us": [123.52, 40.2, 39.9, 210.0],
+                      "MB": [1.0, 3.0, float("nan"), 4.0], "GBps": [725.79, 1500.4, float("nan"), 19.0],
+                      "floor_us": [1.0, 3.0, 0.0, 4.0], "above_floor_us": [3.0, 5.0, 7.0, 8.0]})
+    assert floor.rounded(t)["us"].tolist()[0] == 123.5
+    assert "24 kernels per step" in floor.speed_line("Triton", t, 3e12)
+    assert "more than that idle time" in floor.pdl_line(56.0, t)
+    assert "part of that idle time" in floor.pdl_line(20.0, t)

@@ -338,6 +338,19 @@ def drift_line(ladder, tables, seq_len) -> str:
             "side by side, not times from two notebooks.")
 
 
+def lines(verdicts) -> list:
+    """The claims in plain text, one numbered claim with its verdict, its evidence under it, and
+    one closing sentence for a claim this run exceeds (what the article said and what was
+    measured). Plain lines, so they read the same in any copy of the notebook."""
+    out = []
+    for i, row in enumerate(verdicts.itertuples(index=False), 1):
+        out += [f"{i}. {row.claim}: {row.verdict}.", f"   {row.evidence} ({row.source})"]
+    for row in verdicts[verdicts["verdict"] == EXCEEDED].itertuples(index=False):
+        out.append(f"Exceeded: \"{row.claim}\". This run measures more than the article "
+                   f"claims: {row.evidence.split(' (')[0]}.")
+    return out
+
+
 def tally(verdicts) -> list:
     """The claims table in a few plain lines: how many this run judged and how they came out,
     which it leaves to the full preset's sizes, and which wait for a notebook not run yet."""

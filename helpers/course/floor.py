@@ -88,6 +88,23 @@ def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
 EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H100 run)
 
 
+def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
+    """What attention over buckets of cache length can save at most, from the sizes alone
+    (notebook 10's ``GraphDecoder(..., bucket=b)``): the buffer's slots (prompt, new tokens and
+    one launch more, rounded up to 16, as ``static_state`` sizes it), and the positions a run's
+    launches read on average when each replays the shortest bucket that holds its positions."""
+    slots = -(-(prompt_len + new_tokens + steps_per_graph) // 16) * 16
+    lengths = sorted({min(b, slots) for b in range(bucket, slots + bucket, bucket)})
+    launches = max(1, -(-(new_tokens - 1) // steps_per_graph))
+    read = [next((n for n in lengths if n >= prompt_len + (i + 1) * steps_per_graph), slots)
+            for i in range(launches)]
+    mean = sum(read) / len(read)
+    return (f"Buckets of {bucket}: the buffer holds {slots} slots (prompt {prompt_len} + "
+            f"{new_tokens} new tokens, rounded up to 16), so a launch reads {mean:.0f} positions "
+            f"on average instead of {slots}: at most {1 - mean / slots:.0%} fewer key and value "
+            f"reads, whatever the kernels.")
+
+
 def show_reference(stem: str) -> None:
     """The committed GPU result of ``stem``; until a GPU run has published one, that of the
     lesson it was split from (its tables cover the same rungs), saying so."""
@@ -121,6 +138,43 @@ def parts_side_by_side(tables: dict) -> pd.DataFrame:
     frame = pd.concat({name: t.set_index("part")["us"] for name, t in tables.items()}, axis=1)
     first = next(iter(tables.values())).set_index("part")["floor_us"]
     return frame.assign(**{"floor µs": first.reindex(frame.index)}).round(1)
+
+
+def rounded(table: pd.DataFrame) -> pd.DataFrame:
+    """A kernel table for display: kernels per step to one decimal, µs, MB and the floor to one,
+    GB/s whole."""
+    return table.round({"kernels": 1, "us": 1, "MB": 1, "GBps": 0, "floor_us": 1,
+                        "above_floor_us": 1}).astype({"GBps": "Int64"})
+
+
+def speed_line(name: str, table: pd.DataFrame, bandwidth: float) -> str:
+    """One rung's kernel table in a line: kernels per step, and the GB/s its weight GEMMs and
+    its attention reached against the measured copy bandwidth (``bandwidth`` in bytes/s)."""
+    parts = table[table["part"] != "step (span)"].set_index("part")
+    gemms = parts[parts.index.isin(["QKV", "attention out", "MLP up", "MLP down", "LM head"])]
+    text = (f"{name}: {parts['kernels'].sum():.0f} kernels per step; copy bandwidth "
+            f"{bandwidth / 1e9:.0f} GB/s")
+    if len(gemms):
+        text += (f"; weight GEMMs at {gemms['GBps'].min():.0f} to {gemms['GBps'].max():.0f} GB/s "
+                 f"({gemms['GBps'].min() * 1e9 / bandwidth:.0%} to "
+                 f"{gemms['GBps'].max() * 1e9 / bandwidth:.0%} of it)")
+    if "attention" in parts.index and parts.loc["attention", "GBps"] == parts.loc["attention", "GBps"]:
+        text += f"; attention at {parts.loc['attention', 'GBps']:.0f} GB/s"
+    return text + "."
+
+
+def pdl_line(saved_us: float, table: pd.DataFrame) -> str:
+    """What PDL saved per step against the idle time between kernels of the step without it
+    (``table``: that step's kernel table): saving more than that idle time means kernels also
+    finish sooner, not only the gaps closing."""
+    idle = float(table.set_index("part").loc["idle between kernels", "us"])
+    if saved_us <= 0:
+        return (f"PDL saved nothing measurable per step here ({saved_us:.1f} µs); the Triton step "
+                f"idles {idle:.1f} µs between kernels.")
+    verdict = ("more than that idle time: the kernels themselves overlap or finish sooner, not "
+               "only the gaps close" if saved_us > idle else "part of that idle time")
+    return (f"PDL saved {saved_us:.1f} µs per step; the Triton step without it idles {idle:.1f} "
+            f"µs between kernels, so PDL saved {verdict}.")
 
 
 def largest_gap(table: pd.DataFrame) -> pd.Series:
