@@ -93,6 +93,7 @@ def test_figure_footer_names_a_sweeps_batch_sizes(monkeypatch, tmp_path):
 
     run = results.start_notebook("09_test", resolve_params("09", "smoke"), quiet=True)
     assert "batch 2, 8" in run.footer()
+    assert run.footer(batch=8).endswith("batch 8")  # a figure of one point of the sweep
     run = results.start_notebook("06_test", resolve_params("06", "smoke"), quiet=True)
     assert run.footer().endswith("batch 2")
 

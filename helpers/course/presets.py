@@ -359,12 +359,17 @@ def default_preset() -> str:
     return "full" if torch.cuda.is_available() else "smoke"
 
 
+# Common values a notebook does not use: left out of its parameters (and of the setup lines it
+# prints), so a reader is not shown sizes that play no part in the lesson.
+UNUSED = {"09": ("batch_size", "seq_lens", "budget_s")}  # 09 sweeps batch_sizes x completion_lens
+
+
 def preset_values(notebook: str, preset: str) -> dict:
-    """The raw values of ``preset`` for ``notebook`` (common values, then the notebook's own)."""
+    """The raw values of ``preset`` for ``notebook`` (common values it uses, then its own)."""
     if preset not in PRESET_NAMES:
         raise ParameterError(f"unknown preset {preset!r}; choose one of {list(PRESET_NAMES)} "
                              "or 'auto' (full on a CUDA GPU, smoke otherwise)")
-    values = dict(COMMON[preset])
+    values = {k: v for k, v in COMMON[preset].items() if k not in UNUSED.get(notebook, ())}
     values.update(NOTEBOOK.get(notebook, {}).get(preset, {}))
     return values
 

@@ -132,24 +132,28 @@ class Run:
                                     + "; ".join(errors))
         return frame
 
-    def footer(self) -> str:
-        """GPU, versions, preset and batch size (the sweep's sizes where there is one), for
-        the foot of every figure."""
+    def footer(self, batch=None) -> str:
+        """GPU, versions, preset and batch size (the sweep's sizes where there is one, or
+        ``batch`` for a figure of one point of the sweep), for the foot of every figure."""
         parts = [self.env.get("gpu", "?"), f"torch {self.env.get('torch', '?')}",
                  f"transformers {self.env.get('transformers', '?')}",
                  f"preset {self.params.get('preset')}"]
         sizes = self.params.get("batch_sizes")
-        if sizes:
+        if batch is not None:
+            parts.append(f"batch {batch}")
+        elif sizes:
             parts.append("batch " + ", ".join(str(b) for b in sizes))
         elif "batch_size" in self.params:
             parts.append(f"batch {self.params['batch_size']}")
         return " · ".join(parts)
 
-    def save_figure(self, fig, name: str, csv: str | None = None, title: str = "") -> None:
+    def save_figure(self, fig, name: str, csv: str | None = None, title: str = "",
+                    batch=None) -> None:
         """Add the footer (and, on a smoke run, the smoke mark), write ``<name>.png`` into the run
         folder atomically and record it with the CSV behind it (``csv`` is a table name given to
-        ``save_table``)."""
-        fig.text(0.01, -0.02, self.footer(), fontsize=8, color="#555555", ha="left", va="top")
+        ``save_table``). ``batch``: the batch size the figure shows, where it is one point of
+        the notebook's sweep (the footer names the sweep's sizes otherwise)."""
+        fig.text(0.01, -0.02, self.footer(batch), fontsize=8, color="#555555", ha="left", va="top")
         if self.params.get("preset") == "smoke":
             mark_smoke(fig)
         path = run_dir() / f"{name}.png"
