@@ -7,7 +7,9 @@ static buffer (the tokens, the key/value cache, the finished flags, even the pos
 updated in place, and the stop flag is read one launch late so the host never waits for a step
 it has just queued. ``decode_step`` runs eagerly on a CPU too, which is how the tests prove it
 token-identical to the naive loop; only ``capture_graph`` needs a GPU.
-Notebook 10 writes these functions out in full; a test keeps both copies identical.
+Notebook 10 writes out ``advance``, the two steps, ``capture_graph`` and ``GraphDecoder`` (the host
+loop); a test keeps both copies identical. ``GraphSetup``, the setup that loop stands on (buffers,
+the step, one graph per bucket, the eager fallback), is read here.
 """
 from __future__ import annotations
 
@@ -158,15 +160,15 @@ def capture_graph(fn, warmup=2):
     return graph
 
 
-class GraphDecoder:
-    """Greedy decoding in which every launch replays ``steps_per_graph`` decode steps from one
-    CUDA graph and the host reads the all-finished flag one launch late (pinned memory), so the
-    GPU always has the next launch queued. The step: ``decode_step``; ``hf_decode_step`` with
-    ``library_forward=True``; ``bucketed_decode_step`` with ``bucket=b``, one graph per cache
-    length b, 2b, ... (each launch replays the shortest that holds its positions, known from the
-    launch's number); or ``step=fn(model, state, eos_token_id)`` of your own (notebook 11's).
-    ``compile_options`` has Inductor compile the step first (without CUDA graphs of its own).
-    Without a GPU (or with ``graphs=False``) the same steps run eagerly."""
+class GraphSetup:
+    """What ``GraphDecoder``'s loop replays, set up once: the static buffers, the step, and one
+    CUDA graph per launch shape, each recording ``steps_per_graph`` decode steps. The step:
+    ``decode_step``; ``hf_decode_step`` with ``library_forward=True``; ``bucketed_decode_step``
+    with ``bucket=b``, one graph per cache length b, 2b, ... (each launch replays the shortest
+    that holds its positions, known from the launch's number); or ``step=fn(model, state,
+    eos_token_id)`` of your own (notebook 11's). ``compile_options`` has Inductor compile the step
+    first (without CUDA graphs of its own). Without a GPU (or with ``graphs=False``) the same
+    steps run eagerly."""
 
     def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=1,
                  library_forward=False, graphs=None, bucket=None, compile_options=None,
@@ -195,8 +197,6 @@ class GraphDecoder:
             for length in self.lengths:  # each capture's warm-up steps start from position 0
                 self.state.position.zero_()
                 self.graphs[length] = capture_graph(lambda length=length: self.run_steps(length))
-        self.flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)
-        self.events = [torch.cuda.Event() for _ in range(2)] if cuda else None
 
     def run_steps(self, length=None):
         """What one launch does: ``steps_per_graph`` steps (attending to ``length`` positions
@@ -214,6 +214,12 @@ class GraphDecoder:
         needed = prompt_len + (launch + 1) * self.k
         return next((n for n in self.lengths if n is None or n >= needed), self.lengths[-1])
 
+    def check_fits(self, prompt_len, max_new_tokens):
+        """Refuse a run longer than the buffers (the last launch may write ``k`` positions on)."""
+        if prompt_len + max_new_tokens + self.k > self.state.tokens.shape[1]:
+            raise ValueError(f"{prompt_len} + {max_new_tokens} tokens do not fit this decoder's "
+                             f"{self.state.tokens.shape[1] - self.k} positions")
+
     def prefill(self, input_ids, stop_lengths=None):
         """The prompt, eagerly (a subclass may replay it from a graph)."""
         prefill(self.model, self.state, input_ids, self.eos, stop_lengths)
@@ -222,6 +228,18 @@ class GraphDecoder:
         """Replay (or, without graphs, run) launch number ``launch`` of a run."""
         length = self.length_for(launch, prompt_len)
         self.graphs[length].replay() if self.graphs is not None else self.run_steps(length)
+
+
+class GraphDecoder(GraphSetup):
+    """Greedy decoding that replays ``GraphSetup``'s CUDA graphs (its arguments choose the step,
+    the steps per launch and the buckets) and reads the all-finished flag one launch late, from
+    pinned memory, so the GPU always has the next launch queued."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)  # the buffers, the step, one graph per bucket
+        cuda = self.state.tokens.is_cuda
+        self.flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)  # two launches in flight
+        self.events = [torch.cuda.Event() for _ in range(2)] if cuda else None
 
     def finished(self, launch):
         """Whether every row had finished after ``launch`` (waits for that launch only)."""
@@ -232,12 +250,10 @@ class GraphDecoder:
     @torch.no_grad()
     def __call__(self, input_ids, max_new_tokens, stop_lengths=None):
         state, prompt_len = self.state, input_ids.shape[1]
-        if prompt_len + max_new_tokens + self.k > state.tokens.shape[1]:
-            raise ValueError(f"{prompt_len} + {max_new_tokens} tokens do not fit this decoder's "
-                             f"{state.tokens.shape[1] - self.k} positions")
+        self.check_fits(prompt_len, max_new_tokens)
         self.prefill(input_ids, stop_lengths)
         for launch in range(math.ceil((max_new_tokens - 1) / self.k)):
-            self.launch(launch, prompt_len)
+            self.launch(launch, prompt_len)  # one replay: k steps, then the all-finished flag
             self.flags[launch % 2].copy_(state.all_finished, non_blocking=True)
             if self.events:
                 self.events[launch % 2].record()
