@@ -152,13 +152,16 @@ def generators(stem, ns, model, eos):
         def graph(p, n, s, **options):
             decoder = ns["GraphDecoder"](model, p.shape[0], p.shape[1] + n, eos, **options)
             return decoder(p, n, s)
-        return {"GraphDecoder (lean, 1/launch)": graph,
-                "GraphDecoder (lean, 3/launch)": lambda p, n, s: graph(p, n, s, steps_per_graph=3),
+        lean, bucketed = ns["decode_step"], ns["bucketed_decode_step"]  # the lesson's own steps
+        return {"GraphDecoder (lean, 1/launch)": lambda p, n, s: graph(p, n, s, step=lean),
+                "GraphDecoder (lean, 3/launch)":
+                    lambda p, n, s: graph(p, n, s, steps_per_graph=3, step=lean),
                 "GraphDecoder (transformers forward)":
                     lambda p, n, s: graph(p, n, s, library_forward=True),
-                "GraphDecoder (bucketed step, buckets of 4)": lambda p, n, s: graph(p, n, s, bucket=4),
+                "GraphDecoder (bucketed step, buckets of 4)":
+                    lambda p, n, s: graph(p, n, s, bucket=4, step=bucketed),
                 "GraphDecoder (bucketed step, buckets of 16, 3/launch)":
-                    lambda p, n, s: graph(p, n, s, bucket=16, steps_per_graph=3)}
+                    lambda p, n, s: graph(p, n, s, bucket=16, steps_per_graph=3, step=bucketed)}
     raise KeyError(stem)
 
 
