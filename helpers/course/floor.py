@@ -124,7 +124,7 @@ def show_reference(stem: str) -> None:
 
 @contextlib.contextmanager
 def quiet_compile():
-    """Messages Inductor prints while it compiles the bucketed step (11's reference rung):
+    """Messages Inductor prints while it compiles a step (08's ladder, 11's reference rung):
     expected there, not the reader's."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="(?s).*[Oo]nline softmax is disabled")

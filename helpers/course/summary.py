@@ -10,11 +10,9 @@ call, and read against the naive loop, ``generate()`` and the floor.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import time
-import warnings
 
 import pandas as pd
 
@@ -22,7 +20,7 @@ from .. import bench
 from ..checks import check_same_tokens
 from ..generation import generate_naive
 from ..model import exact_matmul
-from . import harness, stats
+from . import floor, harness, stats
 from .claims import KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED
 
 PEERS = ("generate()", "generate() static")
@@ -111,7 +109,7 @@ def check_peers(model, prompt, methods, new_tokens, eos_token_id) -> list:
     """``generate()``'s tokens against the naive loop's, in full float32 (TF32 can flip a
     near-tie): one line per peer that is in ``methods``."""
     lines = []
-    with exact_matmul(), _quiet():
+    with exact_matmul(), floor.quiet_compile():
         reference = generate_naive(model, prompt, new_tokens, eos_token_id)
         for name in (n for n, m in methods.items() if m.notebook == "peer"):
             check_same_tokens(model, reference, methods[name].build(prompt, new_tokens)(), name,
@@ -119,15 +117,6 @@ def check_peers(model, prompt, methods, new_tokens, eos_token_id) -> list:
             lines.append(f"{name}: the naive loop's tokens ({tuple(prompt.shape)[0]} rows, "
                          f"{new_tokens} new tokens)")
     return lines
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Messages Inductor prints while it compiles a step: expected here, not the reader's."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="(?s).*[Oo]nline softmax is disabled")
-        warnings.filterwarnings("ignore", message=".*TensorFloat32 tensor cores")
-        yield
 
 
 def measure(methods, prompt, lengths, *, device, repeats, budget_s=0) -> list:
@@ -138,7 +127,7 @@ def measure(methods, prompt, lengths, *, device, repeats, budget_s=0) -> list:
     rows = []
     for n in lengths:
         calls, first = {}, {}
-        with _quiet():
+        with floor.quiet_compile():
             for name, method in methods.items():
                 start = time.perf_counter()
                 try:
