@@ -29,6 +29,14 @@ from . import harness, plotting
 COLUMNS = ["method", "wall_ms", "gpu_ms", "idle_ms", "floor_ms"]
 
 
+def bandwidth(device) -> float:
+    """The copy bandwidth (bytes/s) every ``floor_ms`` divides by, measured once per device
+    (NaN without a CUDA GPU)."""
+    if not str(device).startswith("cuda"):
+        return float("nan")
+    return _bandwidth(str(device))
+
+
 @lru_cache(maxsize=4)
 def _bandwidth(device: str) -> float:
     return _floor.copy_bandwidth(device)
@@ -40,7 +48,7 @@ def floor_ms(model, device, batch_size, prompt_len, new_tokens, dtype_bytes=4) -
     if not str(device).startswith("cuda"):
         return float("nan")
     kv = _floor.kv_bytes_per_step(model.config, batch_size, prompt_len, new_tokens, dtype_bytes)
-    return 1e3 * _floor.floor_per_step(model, _bandwidth(str(device)), kv)
+    return 1e3 * _floor.floor_per_step(model, bandwidth(device), kv)
 
 
 def per_step(table, methods=None, floor=float("nan"), labels=None, **where) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from . import floor as _floor
-from . import stats
+from . import budget, stats
 from ..model import parameter_bytes
 
 
@@ -54,12 +54,12 @@ def spreads(rounds_table) -> dict:
 def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -> str:
     """The floor as bytes over bandwidth, e.g. "0.196 ms = 522 MB / 2.66 TB/s measured": the
     bytes a step reads (``budget.floor_ms``'s weights and average keys and values) and the copy
-    bandwidth that floor was divided by (recovered from it, so the two cannot disagree)."""
+    bandwidth that floor was divided by (``budget.bandwidth``, the same measurement)."""
     if not floor_ms > 0:
         return "no floor on a CPU run"
     kv = _floor.kv_bytes_per_step(model.config, batch_size, prompt_len, new_tokens)
     nbytes = parameter_bytes(model) + kv
-    bandwidth = nbytes / (floor_ms / 1e3)
+    bandwidth = budget.bandwidth(device)
     return (f"{floor_ms:.3f} ms = {nbytes / 1e6:.0f} MB ({parameter_bytes(model) / 1e6:.0f} MB of "
             f"weights, {kv / 1e6:.0f} MB of keys and values) / {bandwidth / 1e12:.2f} TB/s measured")
 

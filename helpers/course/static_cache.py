@@ -17,9 +17,8 @@ from transformers import DynamicCache
 
 from .. import graphs
 from ..generation import generate_kv_cache
-from ..model import parameter_bytes
 from ..static import attention_work, generate_static_cache, make_static_cache, sdpa_calls
-from . import floor, harness, plotting, stats
+from . import harness, plotting, stats
 
 DYNAMIC, STATIC, OVERSIZED = "kv_cache (dynamic)", "static", "static oversized"
 GRAPH = " (CUDA graph)"
@@ -201,13 +200,6 @@ def waste(table, model, P) -> pd.DataFrame:
                 "GB/s": positions * per_position / busy / 1e9 if known else float("nan"),
                 "extra wall ms": 1e3 * (over["median_s"] - fit["median_s"])})
     return pd.DataFrame(rows).set_index(["tokens", "regime"])
-
-
-def floor_bandwidth(model, P, seq_len, floor_ms) -> float:
-    """The copy bandwidth (bytes/s) behind ``budget.floor_ms`` at ``seq_len``: the bytes the
-    floor counts over the floor's time (NaN without a floor, e.g. on a CPU)."""
-    kv = floor.kv_bytes_per_step(model.config, P.batch_size, P.prompt_len, seq_len)
-    return (parameter_bytes(model) + kv) / (floor_ms / 1e3)
 
 
 ARTICLE = {100: "loses", 200: "wins", 400: "wins"}  # the article's static against dynamic
