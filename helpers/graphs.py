@@ -23,13 +23,29 @@ from .generation import generated_lengths, next_token
 from .static import make_static_cache
 
 
+def cache_slots(max_len: int) -> int:
+    """Positions ``static_state`` allocates for ``max_len``: rounded up to a multiple of 16."""
+    return -(-max_len // 16) * 16
+
+
+def bucket_lengths(slots: int, bucket: int) -> list:
+    """The cache lengths a bucketed decoder captures a graph for: ``bucket``, 2 x ``bucket``,
+    ... up to the buffer's ``slots``."""
+    return sorted({min(b, slots) for b in range(bucket, slots + bucket, bucket)})
+
+
+def shortest_bucket(lengths, needed: int):
+    """The shortest of ``lengths`` that holds ``needed`` positions (the longest if none does)."""
+    return next((n for n in lengths if n is None or n >= needed), lengths[-1])
+
+
 def static_state(model, batch_size, max_len, device, library_cache=False):
     """Every tensor a decode step reads or writes, allocated once. The cache holds ``max_len``
     positions rounded up to a multiple of 16: ``kv``, one tensor per layer (key|value, batch,
     head, position, dim) for ``decode_step``, or transformers' ``StaticCache`` for
     ``hf_decode_step``. Separate tensors per layer let Inductor write each in place."""
     cfg = model.config
-    slots = -(-max_len // 16) * 16
+    slots = cache_slots(max_len)
     kv_shape = (2, batch_size, cfg.n_head, slots, cfg.n_embd // cfg.n_head)
     return SimpleNamespace(
         kv=None if library_cache else tuple(torch.zeros(kv_shape, dtype=model.dtype, device=device)
@@ -189,7 +205,7 @@ class GraphSetup:
         self.state = static_state(model, batch_size, max_len + steps_per_graph, device,
                                   library_cache=library_forward)
         slots = self.state.tokens.shape[1]
-        self.lengths = sorted({min(b, slots) for b in range(bucket, slots + bucket, bucket)}) if bucket else [None]
+        self.lengths = bucket_lengths(slots, bucket) if bucket else [None]
         cuda = device.type == "cuda"
         self.graphs = None
         if cuda if graphs is None else graphs:
@@ -212,7 +228,7 @@ class GraphSetup:
         """The cache length launch ``launch`` attends to: the shortest bucket holding every
         position its steps write (the last is ``prompt_len + (launch + 1) * k - 1``)."""
         needed = prompt_len + (launch + 1) * self.k
-        return next((n for n in self.lengths if n is None or n >= needed), self.lengths[-1])
+        return shortest_bucket(self.lengths, needed)
 
     def check_fits(self, prompt_len, max_new_tokens):
         """Refuse a run longer than the buffers (the last launch may write ``k`` positions on)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from .. import graphs
 from . import harness, report
 from ..model import parameter_bytes
 
@@ -93,10 +94,10 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
     (notebook 10's ``GraphDecoder(..., bucket=b)``): the buffer's slots (prompt, new tokens and
     one launch more, rounded up to 16, as ``static_state`` sizes it), and the positions a run's
     launches read on average when each replays the shortest bucket that holds its positions."""
-    slots = -(-(prompt_len + new_tokens + steps_per_graph) // 16) * 16
-    lengths = sorted({min(b, slots) for b in range(bucket, slots + bucket, bucket)})
+    slots = graphs.cache_slots(prompt_len + new_tokens + steps_per_graph)
+    lengths = graphs.bucket_lengths(slots, bucket)
     launches = max(1, -(-(new_tokens - 1) // steps_per_graph))
-    read = [next((n for n in lengths if n >= prompt_len + (i + 1) * steps_per_graph), slots)
+    read = [graphs.shortest_bucket(lengths, prompt_len + (i + 1) * steps_per_graph)
             for i in range(launches)]
     mean = sum(read) / len(read)
     return (f"Buckets of {bucket}: the buffer holds {slots} slots (prompt {prompt_len} + "
