@@ -31,6 +31,15 @@ def name(mode: str) -> str:
     return f"static compiled ({mode})"
 
 
+def _first_call(call, device):
+    """(seconds, output) of ``call()``, with the GPU's queue empty before and after."""
+    harness.sync(device)
+    start = time.perf_counter()
+    out = call()
+    harness.sync(device)
+    return time.perf_counter() - start, out
+
+
 def _compile_point(model, prompt, eos, P, mode, step, seq_len, reference):
     """Compile and check one mode at one length; return the call to time and its row info."""
     cache = make_static_cache(model, P.batch_size, P.prompt_len + seq_len, P.device)
@@ -40,11 +49,8 @@ def _compile_point(model, prompt, eos, P, mode, step, seq_len, reference):
 
     before = compile_counters()
     with exact_matmul():  # the float32 graph: compiled here, for the token check only
-        harness.sync(P.device)
-        start = time.perf_counter()
-        tokens = call()  # its compile is this first call, timed too: both graphs cost compiling
-        harness.sync(P.device)
-        check_first_call_s = time.perf_counter() - start
+        # its compile is this first call, timed too: both graphs cost compiling
+        check_first_call_s, tokens = _first_call(call, P.device)
         check_same_tokens(model, reference, tokens, f"compiled ({mode}), {seq_len} tokens")
         if seq_len == P.seq_lens[0]:
             stops = torch.arange(P.batch_size, device=P.device) % 5 + 1
@@ -52,11 +58,8 @@ def _compile_point(model, prompt, eos, P, mode, step, seq_len, reference):
                 model, generate_kv_cache(model, prompt, seq_len, eos, stops),
                 generate_static_compiled(model, prompt, seq_len, eos, stops, step=step, cache=cache),
                 f"compiled ({mode}) with forced stops")
-    harness.sync(P.device)
-    start = time.perf_counter()
-    call()  # the TF32 graph, the one the trials time: its compile is this first call
-    harness.sync(P.device)
-    first_call_s = time.perf_counter() - start
+    # the TF32 graph, the one the trials time: its compile is this first call
+    first_call_s, _ = _first_call(call, P.device)
     compiled = counters_delta(before, compile_counters())
     assert compiled["graph_breaks"] == 0, f"{mode}: graph breaks while compiling: {compiled}"
     return call, {"mode": mode, "first_call_s": first_call_s,
