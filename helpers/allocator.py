@@ -16,7 +16,9 @@ Public API:
 - ``use_allocator(conf)``: the setting itself, the first line of a fresh process (taught in 03).
 - ``kv_cache_memory(...)``: the growing-cache loop, reading the allocator every step (taught).
 - ``alloc_env(conf)`` -> the environment for a child with exactly that setting.
-- ``run_in_subprocess(conf, spec)`` -> rows, the effective allocator, and the memory timeline.
+- ``run_in_subprocess(conf, spec)`` -> rows, the effective allocator, and the memory timeline;
+  ``run_one_after_another(confs, spec)`` does it for several settings, each next process
+  loading while the previous one measures.
 - ``allocator_in_effect(device)``: what this process's allocator really does (used in the child).
 - ``replay_trace(...)``: allocated and reserved bytes after every event of a memory history.
 """
@@ -240,6 +242,10 @@ def _child(spec: dict) -> dict:
     eos = model.config.eos_token_id
     prompt = make_prompt(spec["batch_size"], spec["prompt_len"], model.config.vocab_size, eos,
                          device, seed=spec["seed"])
+    if spec.get("gated"):  # started early (start_child): measure only when the parent says go
+        print("loaded: waiting for the parent's go", flush=True)
+        if sys.stdin.readline().strip() != "go":
+            raise SystemExit("the parent closed the gate without a go")
     generate_kv_cache(model, prompt, max(spec["seq_lens"]), eos)  # warm the process up once
     print(f"ready {time.perf_counter() - _STARTED:.1f} s after start "
           "(imports, CUDA start-up, model, one warm-up run)", flush=True)
@@ -276,49 +282,105 @@ def _child(spec: dict) -> dict:
     return {"rows": rows, "effective": effective, "timeline": timeline}
 
 
+class Child:
+    """One child process measuring under one allocator setting (``start_child``): ``go()`` lets
+    a gated child start measuring, ``result()`` waits for it and returns what it measured."""
+
+    def __init__(self, conf, spec: dict, echo: bool, gated: bool):
+        self.label = label(conf)  # raises on a bad setting, before any process starts
+        self.device = str(spec["device"])
+        self.conf, self.gated, self.lines = conf, gated, []
+        root = Path(__file__).resolve().parent.parent
+        env = alloc_env(conf)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+        self._tmp = tempfile.TemporaryDirectory(prefix="alloc_")
+        spec_path = Path(self._tmp.name) / "spec.json"
+        self.out_path = Path(self._tmp.name) / "out.json"
+        spec_path.write_text(json.dumps({**spec, "label": self.label, "gated": gated}))
+        command = [sys.executable, "-m", "helpers.allocator", str(spec_path), str(self.out_path)]
+        self.process = subprocess.Popen(command, env=env, cwd=root, stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True,
+                                        stdin=subprocess.PIPE if gated else subprocess.DEVNULL)
+
+        def pump():
+            for line in self.process.stdout:
+                self.lines.append(line.rstrip("\n"))
+                if echo:
+                    print(f"  [{self.label}] {line}", end="", flush=True)
+
+        self.reader = threading.Thread(target=pump, daemon=True)
+        self.reader.start()
+
+    def go(self) -> None:
+        if self.gated:
+            try:
+                self.process.stdin.write("go\n")
+                self.process.stdin.close()
+            except (BrokenPipeError, ValueError):
+                pass  # the child died while loading: result() reports how
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self._tmp.cleanup()
+
+    def result(self, timeout=CHILD_TIMEOUT_S) -> dict:
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise RuntimeError(f"the {self.label!r} child ran past {timeout} s") from None
+        finally:
+            self.reader.join(timeout=10)
+        try:
+            if self.process.returncode != 0 or not self.out_path.exists():
+                tail = "\n".join(self.lines[-15:])
+                raise RuntimeError(f"the {self.label!r} child failed (exit "
+                                   f"{self.process.returncode}):\n{tail}")
+            result = json.loads(self.out_path.read_text())
+        finally:
+            self._tmp.cleanup()
+        if self.device.startswith("cuda"):
+            verify_in_effect(self.conf, result["effective"])
+        for row in result["rows"]:
+            row["expandable_in_effect"] = result["effective"]["expandable_in_effect"]
+        return result
+
+
+def start_child(conf, spec: dict, echo=True, gated=False) -> Child:
+    """Start ``_child(spec)`` in a fresh Python process whose environment carries exactly the
+    allocator setting ``conf`` (checked first). A ``gated`` child imports, starts CUDA and builds
+    its model, then waits for ``go()`` before it measures: the next setting's process can load
+    while the previous one measures, and no two measure at once."""
+    return Child(conf, spec, echo, gated)
+
+
 def run_in_subprocess(conf, spec: dict, timeout=CHILD_TIMEOUT_S, echo=True) -> dict:
     """Run ``_child(spec)`` in a fresh Python process whose environment carries exactly the
     allocator setting ``conf`` (checked first), echo its output, check that the setting took
     effect, and return what it measured. ``spec`` holds model, device, batch_size, seq_lens,
     prompt_len, repeats, warmup, seed and history_len (0: no memory history)."""
-    settings_label = label(conf)  # raises on a bad setting, before any process starts
-    root = Path(__file__).resolve().parent.parent
-    env = alloc_env(conf)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
-    with tempfile.TemporaryDirectory(prefix="alloc_") as tmp:
-        spec_path, out_path = Path(tmp) / "spec.json", Path(tmp) / "out.json"
-        spec_path.write_text(json.dumps({**spec, "label": settings_label}))
-        command = [sys.executable, "-m", "helpers.allocator", str(spec_path), str(out_path)]
-        process = subprocess.Popen(command, env=env, cwd=root, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)
-        lines = []
+    return start_child(conf, spec, echo=echo).result(timeout)
 
-        def pump():
-            for line in process.stdout:
-                lines.append(line.rstrip("\n"))
-                if echo:
-                    print(f"  [{settings_label}] {line}", end="", flush=True)
 
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            raise RuntimeError(f"the {settings_label!r} child ran past {timeout} s") from None
-        finally:
-            reader.join(timeout=10)
-        if process.returncode != 0 or not out_path.exists():
-            tail = "\n".join(lines[-15:])
-            raise RuntimeError(f"the {settings_label!r} child failed (exit {process.returncode}):"
-                               f"\n{tail}")
-        result = json.loads(out_path.read_text())
-    if str(spec["device"]).startswith("cuda"):
-        verify_in_effect(conf, result["effective"])
-    for row in result["rows"]:
-        row["expandable_in_effect"] = result["effective"]["expandable_in_effect"]
-    return result
+def run_one_after_another(confs, spec: dict, timeout=CHILD_TIMEOUT_S, echo=True) -> dict:
+    """``run_in_subprocess`` for every setting in ``confs``, measured one after another, each
+    next process loading (imports, CUDA start-up, model) while the previous one measures."""
+    children, results = {}, {}
+    try:
+        for conf in confs:
+            children[conf] = start_child(conf, spec, echo=echo, gated=True)
+            if len(children) == 1:
+                children[conf].go()
+        for i, conf in enumerate(confs):
+            results[conf] = children[conf].result(timeout)
+            if i + 1 < len(confs):
+                children[confs[i + 1]].go()
+    finally:
+        for child in children.values():
+            child.stop()
+    return results
 
 
 def main(argv=None) -> int:

@@ -110,6 +110,25 @@ def test_run_in_subprocess_on_cpu(tiny):
     assert result["rows"][1]["tokens_checksum"] == int(generate_kv_cache(model, prompt, 5, eos).sum())
 
 
+def test_settings_run_one_after_another_on_cpu():
+    """Gated children (each next one loading while the previous one measures) measure every
+    setting, in the order asked, with the same tokens."""
+    spec = dict(model="tiny", device="cpu", batch_size=2, seq_lens=[3], prompt_len=4,
+                repeats=1, warmup=0, seed=0, history_len=0)
+    confs = ["default", "expandable_segments:True"]
+    results = allocator.run_one_after_another(confs, spec, echo=False)
+    assert list(results) == confs
+    assert [results[c]["rows"][0]["method"] for c in confs] == confs
+    assert results[confs[0]]["rows"][0]["tokens_checksum"] == results[confs[1]]["rows"][0]["tokens_checksum"]
+
+
+def test_a_gated_child_that_dies_while_loading_is_reported():
+    with pytest.raises(RuntimeError, match="child failed"):
+        allocator.run_one_after_another(["default"], {"model": "no-such-model", "device": "cpu",
+                                                      "batch_size": 1, "prompt_len": 1, "seed": 0},
+                                        echo=False)
+
+
 def test_run_in_subprocess_refuses_bad_setting_before_starting():
     with pytest.raises(ParameterError, match="unknown key"):
         allocator.run_in_subprocess("expandible_segments:True", {"device": "cpu"})

@@ -18,7 +18,7 @@ SPEC_KEYS = ("model", "device", "batch_size", "seq_lens", "prompt_len", "repeats
 
 def run_settings(P, history_len: int) -> dict:
     """Each setting of ``P.allocator_confs`` in its own fresh Python process, since the allocator
-    reads its setting once, when CUDA starts (``allocator.run_in_subprocess``: the child's
+    reads its setting once, when CUDA starts (``allocator.run_one_after_another``: the child's
     first line is ``use_allocator``; on a GPU the parent then checks that the child's segments
     are expandable exactly when asked). Each child times the KV-cache loop at every length
     (``harness.bench_row`` empties the allocator's cache and resets its peaks before each run),
@@ -26,7 +26,7 @@ def run_settings(P, history_len: int) -> dict:
     one run of that length with ``kv_cache_memory``. Raises if the settings changed the tokens."""
     spec = {key: P[key] for key in SPEC_KEYS}
     spec.update(history_len=history_len, busy=True)
-    runs = {conf: allocator.run_in_subprocess(conf, spec, echo=False) for conf in P.allocator_confs}
+    runs = allocator.run_one_after_another(P.allocator_confs, spec, echo=False)
     sums = {(r["seq_len"], r["tokens_checksum"]) for r in rows(runs) if "tokens_checksum" in r}
     if len(sums) != len(P.seq_lens):
         raise AssertionError(f"the allocator setting changed the tokens: {sorted(sums)}")
