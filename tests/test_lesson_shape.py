@@ -103,16 +103,8 @@ def published(stem):
     return path
 
 
-# 11's published copy (run 20261123T152756Z-fdb6207) shows Inductor's "Online softmax is
-# disabled" once: its text starts with a newline, which the filter's ".*" did not cross. The
-# filter now reads "(?s).*" (tests/test_report.py); the next full run's copy must pass.
-STDERR_11 = pytest.mark.xfail(strict=True, reason="11's published copy predates the fixed filter "
-                              "for Inductor's online-softmax note; the next full run lifts this")
-
-
 @OLD_PUBLISHED
-@pytest.mark.parametrize("stem", [pytest.param(p.stem, marks=STDERR_11) if p.stem[:2] == "11"
-                                  else p.stem for p in runner.notebooks()], ids=lambda s: s[:2])
+@pytest.mark.parametrize("stem", [p.stem for p in runner.notebooks()], ids=lambda s: s[:2])
 def test_a_published_copy_shows_no_warning_log_or_traceback(stem):
     bad = [(kind, text[:120]) for kind, text in outputs(published(stem))
            if kind in ("stream:stderr", "error")]
