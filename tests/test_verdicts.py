@@ -113,3 +113,15 @@ def test_the_lessons_plain_form_is_read_and_paired():
     assert verdicts.parse_line("eager static is 63x slower than the graph") is None
     assert verdicts.parse_line("0.93x (only 3 runs: too few to judge)").words == ("too few to judge",)
     assert verdicts.parse_line("claim 4: exceeded: faster than claimed").words == ("exceeded",)
+
+
+def test_a_tally_of_verdicts_in_another_order_is_not_a_reversal():
+    first = verdicts.parse_line("Judged from this run's own tables: 7 of 7 claims: 2 not reproduced, "
+                                "2 can't tell apart on this machine, 2 reproduced, 1 exceeded")
+    second = verdicts.parse_line("Judged from this run's own tables: 7 of 7 claims: 3 reproduced, "
+                                 "2 not reproduced, 1 can't tell apart on this machine, 1 exceeded")
+    assert [r["status"] for r in verdicts.compare([first], [second])] == ["differs"]
+    # a line whose verdicts swap places is still a reversal
+    a = verdicts.parse_line("static: faster; dynamic: slower")
+    b = verdicts.parse_line("static: slower; dynamic: faster")
+    assert [r["status"] for r in verdicts.compare([a], [b])] == ["reversed"]

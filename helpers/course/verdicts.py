@@ -91,6 +91,13 @@ def notebook_verdicts(path) -> list:
     return [v for v in map(parse_line, printed_lines(path)) if v is not None]
 
 
+def _tally(verdict: Verdict) -> bool:
+    """A line that counts verdicts ("7 claims: 2 reproduced, 1 exceeded"): every verdict word
+    follows a count."""
+    return len(verdict.words) > 1 and all(
+        re.search(r"\b\d+ " + re.escape(w) + r"\b", verdict.line) for w in verdict.words)
+
+
 def compare(first: list, second: list) -> list:
     """Pair two runs' verdicts by key (the n-th line with a key in one run against the n-th in
     the other) and judge each pair: 'same', 'differs' (clear in one, not in the other),
@@ -111,6 +118,8 @@ def compare(first: list, second: list) -> list:
             status = "only in one run"
         elif va.words == vb.words:
             status = "same"
+        elif _tally(va) and _tally(vb):  # counts of verdicts ("2 reproduced, 1 exceeded"): the
+            status = "differs"            # claims' own lines carry the verdicts, in any order here
         elif any((x, y) in OPPOSITE or (y, x) in OPPOSITE for x, y in zip(va.words, vb.words)):
             status = "reversed"
         else:
