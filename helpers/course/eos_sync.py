@@ -10,10 +10,11 @@ from . import harness, plotting, stats
 CHECK, FREE = "check every step", "no check"  # the two loops' names in every table and figure
 
 
-def early_stop_note(table: pd.DataFrame) -> str:
+def early_stop_note(table: pd.DataFrame, judge: bool = True) -> str:
     """When the checking loop ran the same number of steps at every cap, its medians should
     agree: how far they moved is the host's drift between runs, and early stopping's gain at
-    the largest cap is read against it. Empty when the steps differ or one cap was run."""
+    the largest cap is read against it (not on a run that cannot judge). Empty when the steps
+    differ or one cap was run."""
     ok = table[table["status"] == harness.OK]
     part = ok[ok["method"] == CHECK].sort_values("seq_len")
     if len(part) < 2 or part["steps"].nunique() != 1:
@@ -28,7 +29,7 @@ def early_stop_note(table: pd.DataFrame) -> str:
     text = (f"The checking loop runs the same {int(part['steps'].iloc[0])} steps at every cap "
             f"(its rows all end before the smallest cap), yet its median moved by {100 * drift:.0f}% "
             f"({caps}): the host's drift between runs, not a cost.")
-    if gain == gain:
+    if gain == gain and judge:
         size = "far larger than" if gain > 2 * drift else "not clearly larger than"
         text += (f" At cap {cap}, running to the cap took {100 * gain:.0f}% longer than "
                  f"stopping early: {size} that drift.")
@@ -63,8 +64,10 @@ def eager_check_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool 
     data = step_budget.set_index("method")
     check, free = data.loc[f"eager, {CHECK}"], data.loc[f"eager, {FREE}"]
     diff_us = 1e3 * (check["wall_ms"] - free["wall_ms"])
-    text = (f"Eager step: {check['wall_ms']:.1f} ms of wall clock with the check, of which the "
-            f"GPU works {check['gpu_ms']:.1f} ms; the check measured {diff_us:+.0f} µs per step")
+    text = (f"Eager step: {check['wall_ms']:.1f} ms of wall clock with the check"
+            + ("" if check["gpu_ms"] != check["gpu_ms"] else
+               f", of which the GPU works {check['gpu_ms']:.1f} ms")
+            + f"; the check measured {diff_us:+.0f} µs per step")
     graph_us = float("nan")
     if f"CUDA graph, {CHECK}" in data.index and f"CUDA graph, {FREE}" in data.index:
         graph_us = 1e3 * (data.loc[f"CUDA graph, {CHECK}", "wall_ms"]
@@ -78,8 +81,9 @@ def eager_check_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool 
     if ratio.n < stats.MIN_TRIALS:
         return text
     found = stats.verdict(ratio)
-    host_paced = check["gpu_ms"] < 0.5 * check["wall_ms"]
-    if not host_paced:
+    if check["gpu_ms"] != check["gpu_ms"]:  # no GPU time (a CPU run): no model to read
+        return text
+    if check["gpu_ms"] >= 0.5 * check["wall_ms"]:
         return text + " Here the GPU's work is most of the eager step, so the model expects a cost."
     if found == stats.FASTER and not graph_us < 2 * diff_us:
         return text + " A small cost, as the simple model predicts for a step the host paces."
