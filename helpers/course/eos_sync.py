@@ -50,7 +50,7 @@ def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
                       capsize=3, ecolor="#555555")
         plotting.label_bars(ax, bars, fmt="{:.2f}")
     ax.set_xticks(range(len(caps)), [f"cap {int(c)}" for c in caps])
-    ax.set(ylabel="seconds per batch (median; whisker: fastest to slowest)", ylim=(0, None),
+    ax.set(ylabel="seconds per batch (median)", xlabel="whiskers: fastest to slowest run",
            title=f"Early stopping: time to finish (rows stop at {stop_low}-{stop_high})")
     ax.legend(loc="upper left", fontsize=9, frameon=False)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
