@@ -203,10 +203,12 @@ def test_late_check_summary_and_its_words():
     # the gain per batch size, printed from the run's table, and the reserved memory
     more = rows + [{**r, "batch_size": 32, "ms_per_step": r["ms_per_step"] * 2} for r in rows[:4]]
     lines = late_check.gain_lines(late_check.summary(pd.DataFrame(more)))
-    assert lines == ["CUDA graph step, batch 8: the check costs 1000 µs per step; the late read "
-                     "wins back 90% of it with two streams, 95% with the event",
-                     "CUDA graph step, batch 32: the check costs 2000 µs per step; the late read "
-                     "wins back 90% of it with two streams, 95% with the event"]
+    assert lines == ["CUDA graph step, batch 8: the check costs 1000 µs per step (50% of the "
+                     "per-step sync's step); the late read wins back 90% of it with two streams, "
+                     "95% with the event",
+                     "CUDA graph step, batch 32: the check costs 2000 µs per step (50% of the "
+                     "per-step sync's step); the late read wins back 90% of it with two streams, "
+                     "95% with the event"]
     assert late_check.gain_lines(summary.reset_index().iloc[1:])[0].startswith("No CUDA graph")
     # the article's "gains most at the smallest batch", read from the time two streams save
     line = late_check.smallest_batch_line(late_check.summary(pd.DataFrame(more)))
@@ -218,6 +220,18 @@ def test_late_check_summary_and_its_words():
     assert late_check.memory_line(table, 8) == "Reserved memory: no GPU memory on a CPU run."
     gib = {"sync": 1.0, "interleaved": 1.5, "event": 1.0, "no_check": 1.0}
     table["peak_reserved_bytes"] = [gib[m] * 2**30 for m in table["method"]]
+    # the eager step timed with and without the check only: its late loops are "not timed"
+    only = pd.DataFrame([r for r in rows if r["regime"] == "compiled"
+                         or r["method"] in late_check.EAGER_LOOPS])
+    shown = late_check.view(late_check.summary(only)).set_index("step")
+    assert shown.loc["eager", "event, ms/step"] == "not timed"
+    assert late_check.memory_line(only.assign(peak_reserved_bytes=2.0**30), 8).startswith(
+        "Reserved memory, CUDA graph step")
+    gaps = pd.DataFrame({"cpu_wait_us": [500.0, 80.0, 200.0], "gap_before_us": [700.0, 6.0, 5.0]},
+                        index=["sync", "interleaved", "event"])
+    line = late_check.profile_line(gaps)
+    assert "80 µs (16%) with two streams, 200 µs (40%) with event" in line
+    assert line.endswith("the GPU keeps working.")
     assert late_check.memory_line(table, 32) == (
         "Reserved memory, CUDA graph step at batch 32: two streams 1.50 GiB, one stream and an "
         "event 1.00 GiB, per-step sync 1.00 GiB.")

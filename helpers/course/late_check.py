@@ -57,11 +57,16 @@ class Decoders:
                            self.model.config.eos_token_id, self.device, seed=self.seed)
 
 
+EAGER_LOOPS = ("sync", "no_check")  # the eager step's budget: what the check costs there
+
+
 def measure(decoders, methods, points, *, repeats, compiled_repeats, warmup, budget_s):
     """Every loop of ``methods`` at every ``(regime, batch_size)`` point, as interleaved trials
     (one of each per round, no profiler), every row running to ``n_tokens`` (no forced stops:
     the loops differ by their stop check only), with the GPU's busy time (``busy=True``) for the
-    time budget. One row per loop and point."""
+    time budget. The eager step runs only ``EAGER_LOOPS``: the host sets its pace, so its time
+    budget shows what a late read could win at most (the check's cost), and timing the late
+    loops there would measure the host's speed between trials. One row per loop and point."""
     model, n_tokens, eos = decoders.model, decoders.n_tokens, decoders.model.config.eos_token_id
 
     def run_point(point):
@@ -69,7 +74,8 @@ def measure(decoders, methods, points, *, repeats, compiled_repeats, warmup, bud
         step, cache, first = decoders(regime, batch)
         prompt = decoders.prompt(batch)
         calls = {name: (lambda g=generate: g(model, prompt, n_tokens, eos, step=step, cache=cache))
-                 for name, generate in methods.items()}
+                 for name, generate in methods.items()
+                 if regime != "eager" or name in EAGER_LOOPS}
         rows, _ = harness.compare_row(
             calls, device=decoders.device, batch_size=batch, seq_len=n_tokens,
             repeats=compiled_repeats if regime == "compiled" else repeats, warmup=warmup,
@@ -92,6 +98,8 @@ def summary(table) -> pd.DataFrame:
     wide["check_cost_us"] = 1e3 * (wide["sync"] - wide["no_check"])
     measurable = [check_measurable(ok, r, b) for r, b in zip(wide["regime"], wide["batch_size"])]
     for name in ("interleaved", "event"):
+        if name not in wide:
+            wide[name] = float("nan")
         wide[f"{name}_recovered_pct"] = [
             profiling.recovered_pct(s, m, f) if known else float("nan")
             for s, m, f, known in zip(wide["sync"], wide[name], wide["no_check"], measurable)]
@@ -122,9 +130,11 @@ def view(summary_frame) -> pd.DataFrame:
     """``summary`` for display: every column named with its unit, the step in words."""
     out = summary_frame[[c for c in UNITS if c in summary_frame]]
     whole = lambda v: "\u2014" if math.isnan(v) else f"{v:.0f}"  # noqa: E731
+    timed = lambda v: "not timed" if math.isnan(v) else f"{v:.3f}"  # noqa: E731
     out = out.assign(regime=out["regime"].map(REGIME_LABELS), **{
         col: out[col].map(whole) for col in ("check_cost_us", "interleaved_recovered_pct",
-                                             "event_recovered_pct") if col in out})
+                                             "event_recovered_pct") if col in out}, **{
+        col: out[col].map(timed) for col in ("interleaved", "event") if col in out})
     return out.rename(columns=UNITS).reset_index(drop=True)
 
 
@@ -177,7 +187,8 @@ def gain_lines(summary_frame, judge=True, regime="compiled") -> list:
     if not judge:
         return [f"{REGIME_LABELS[regime]} step: {recovered_line({}, 'interleaved', judge)}."]
     return [f"{REGIME_LABELS[regime]} step, batch {int(r['batch_size'])}: the check costs "
-            f"{r['check_cost_us']:.0f} µs per step; " + _won(r) for _, r in part.iterrows()]
+            f"{r['check_cost_us']:.0f} µs per step ({r['check_cost_us'] / (10 * r['sync']):.0f}% "
+            "of the per-step sync's step); " + _won(r) for _, r in part.iterrows()]
 
 
 def _won(row) -> str:
@@ -217,6 +228,8 @@ def memory_line(table, batch_size) -> str:
     lines = []
     for regime, rows in part.groupby("regime", sort=False):
         gib = rows.set_index("method")["peak_reserved_bytes"] / 2**30
+        if not {"interleaved", "event", "sync"} <= set(gib.index):
+            continue
         lines.append(f"Reserved memory, {REGIME_LABELS[regime]} step at batch {batch_size}: two "
                      f"streams {gib['interleaved']:.2f} GiB, one stream and an event "
                      f"{gib['event']:.2f} GiB, per-step sync {gib['sync']:.2f} GiB.")
@@ -236,3 +249,54 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
                 "per step) is below this machine's resolution")
     return f"recovers {pct:.0f}% of the check's cost" + (
         f" ({row['check_cost_us']:.0f} µs per step)" if cost else "")
+
+
+def eager_line(row, part, judge=True) -> str:
+    """The eager step at one batch size, as the budget that says why a late read cannot pay
+    there: the per-step sync against no check at all, the check's cost as a share of the step,
+    and the verdict (``stats.say``) of dropping the check."""
+    cost = row["check_cost_us"]
+    text = (f"Eager step, batch {int(row['batch_size'])}: {row['sync']:.3f} ms per step with the "
+            f"per-step sync, {row['no_check']:.3f} ms with no check at all (the check: {cost:+.0f} "
+            f"µs, {cost / (10 * row['sync']):+.0f}% of the step); no check against the per-step "
+            f"sync: {stats.say(part, 'no_check', 'sync', judge)}.")
+    if not judge:
+        return text
+    if check_measurable(part, part["regime"].iloc[0], row["batch_size"]):
+        return text + (" A late read could win back at most that cost; Python's launches, the "
+                       "rest of the step, stay.")
+    return text + " With no cost told apart, a late read has nothing to win back here."
+
+
+def pair_line(part, row, judge=True) -> str:
+    """The two late loops side by side at one point: the verdict (``stats.say``), and how far
+    apart their medians are per step, so that a verdict on a tiny difference reads as one."""
+    diff_us = 1e3 * (row["interleaved"] - row["event"])
+    text = (f"Two streams against the event: {stats.say(part, 'interleaved', 'event', judge)}; "
+            f"their medians differ by {abs(diff_us):.0f} µs per step "
+            f"({abs(diff_us) / (10 * row['sync']):.1f}% of the per-step sync's step)")
+    if not judge:
+        return text + "."
+    ratio = stats.row_speedup(part, "interleaved", "event")
+    if ratio.n >= stats.MIN_TRIALS and 0.97 <= ratio.low and ratio.high <= 1.03:
+        return text + ": within 3% of each other, the same job done."
+    return text + "."
+
+
+def profile_line(gaps) -> str:
+    """The profiled CUDA-graph steps read in one sentence per quantity (``gaps``: a row per loop,
+    median ``gap_before_us`` and ``cpu_wait_us``): the CPU's wait per step in each loop as a share
+    of the per-step sync's, then the GPU's idle gap before a step, and whether the late loops'
+    waits left the GPU idle."""
+    wait, gap = gaps["cpu_wait_us"], gaps["gap_before_us"]
+    late = [n for n in ("interleaved", "event") if n in gaps.index]
+    share = lambda n: (f" ({100 * wait[n] / wait['sync']:.0f}%)"  # noqa: E731
+                       if wait["sync"] > 0 else "")
+    text = (f"CPU waiting per step (median): {wait['sync']:.0f} µs with the per-step sync, "
+            + ", ".join(f"{wait[n]:.0f} µs{share(n)} with {LOOP_LABELS[n]}" for n in late)
+            + f". GPU idle before a step: {gap['sync']:.0f} µs with the per-step sync, "
+            + ", ".join(f"{gap[n]:.0f} µs with {LOOP_LABELS[n]}" for n in late) + ".")
+    if late and all(gap[n] < 0.2 * gap["sync"] for n in late):
+        text += (" Read one step late, the CPU may still wait, but step i is queued by then: "
+                 "the GPU keeps working.")
+    return text

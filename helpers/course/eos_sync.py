@@ -1,0 +1,95 @@
+"""Notebook 06's readings, kept out of the lesson: the early-stopping figure and note, and the
+eager step's check read against the simple model (host and GPU run side by side; the check
+adds what it exposes)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import harness, plotting, stats
+
+CHECK, FREE = "check every step", "no check"  # the two loops' names in every table and figure
+
+
+def early_stop_note(table: pd.DataFrame, judge: bool = True) -> str:
+    """When the checking loop ran the same number of steps at every cap, its medians should
+    agree: how far they moved is the host's drift between runs, and early stopping's gain at
+    the largest cap is read against it (not on a run that cannot judge). Empty when the steps
+    differ or one cap was run."""
+    ok = table[table["status"] == harness.OK]
+    part = ok[ok["method"] == CHECK].sort_values("seq_len")
+    if len(part) < 2 or part["steps"].nunique() != 1:
+        return ""
+    low, high = part["median_s"].min(), part["median_s"].max()
+    drift = high / low - 1
+    caps = ", ".join(f"{1e3 * m:.1f} ms at cap {int(c)}" for c, m in
+                     zip(part["seq_len"], part["median_s"]))
+    cap = int(ok["seq_len"].max())
+    at = ok[ok["seq_len"] == cap].set_index("method")["median_s"]
+    gain = at[FREE] / at[CHECK] - 1 if {CHECK, FREE} <= set(at.index) else float("nan")
+    text = (f"The checking loop runs the same {int(part['steps'].iloc[0])} steps at every cap "
+            f"(its rows all end before the smallest cap), yet its median moved by {100 * drift:.0f}% "
+            f"({caps}): the host's drift between runs, not a cost.")
+    if gain == gain and judge:
+        size = "far larger than" if gain > 2 * drift else "not clearly larger than"
+        text += (f" At cap {cap}, running to the cap took {100 * gain:.0f}% longer than "
+                 f"stopping early: {size} that drift.")
+    return text
+
+
+def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
+    """Seconds per batch of each loop at each cap, as bars side by side (the caps are separate
+    points, not a trend), with each loop's fastest and slowest run as a whisker."""
+    ok = table[table["status"] == harness.OK]
+    caps = sorted(ok["seq_len"].unique())
+    width = 0.38
+    for i, (method, colour) in enumerate(((CHECK, plotting.PALETTE[0]), (FREE, plotting.PALETTE[1]))):
+        part = ok[ok["method"] == method].set_index("seq_len").reindex(caps)
+        x = [k + (i - 0.5) * width for k in range(len(caps))]
+        bars = ax.bar(x, part["median_s"], width, color=colour, label=method,
+                      yerr=[part["median_s"] - part["min_s"], part["max_s"] - part["median_s"]],
+                      capsize=3, ecolor="#555555")
+        plotting.label_bars(ax, bars, fmt="{:.2f}")
+    ax.set_xticks(range(len(caps)), [f"cap {int(c)}" for c in caps])
+    ax.set(ylabel="seconds per batch (median)", xlabel="whiskers: fastest to slowest run",
+           title=f"Early stopping: time to finish (rows stop at {stop_low}-{stop_high})")
+    ax.legend(loc="upper left", fontsize=9, frameon=False)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
+
+
+def eager_check_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool = True) -> str:
+    """The eager step's check, measured and read against the simple model, which predicts a
+    small cost where the host sets the pace: what this run measured (and as a share of the
+    check's cost under the CUDA graph, when that was timed), the verdict, and whether the
+    measurement agrees with the model."""
+    data = step_budget.set_index("method")
+    check, free = data.loc[f"eager, {CHECK}"], data.loc[f"eager, {FREE}"]
+    diff_us = 1e3 * (check["wall_ms"] - free["wall_ms"])
+    text = (f"Eager step: {check['wall_ms']:.1f} ms of wall clock with the check"
+            + ("" if check["gpu_ms"] != check["gpu_ms"] else
+               f", of which the GPU works {check['gpu_ms']:.1f} ms")
+            + f"; the check measured {diff_us:+.0f} µs per step")
+    graph_us = float("nan")
+    if f"CUDA graph, {CHECK}" in data.index and f"CUDA graph, {FREE}" in data.index:
+        graph_us = 1e3 * (data.loc[f"CUDA graph, {CHECK}", "wall_ms"]
+                          - data.loc[f"CUDA graph, {FREE}", "wall_ms"])
+        if graph_us > 0:
+            text += f", {100 * diff_us / graph_us:.0f}% of its cost under the CUDA graph"
+    text += f"; without it: {stats.say(cost, f'eager, {FREE}', f'eager, {CHECK}', judge)}."
+    if not judge:
+        return text
+    ratio = stats.row_speedup(cost, f"eager, {FREE}", f"eager, {CHECK}")
+    if ratio.n < stats.MIN_TRIALS:
+        return text
+    found = stats.verdict(ratio)
+    if check["gpu_ms"] != check["gpu_ms"]:  # no GPU time (a CPU run): no model to read
+        return text
+    if check["gpu_ms"] >= 0.5 * check["wall_ms"]:
+        return text + " Here the GPU's work is most of the eager step, so the model expects a cost."
+    if found == stats.FASTER and not graph_us < 2 * diff_us:
+        return text + " A small cost, as the simple model predicts for a step the host paces."
+    if found == stats.FASTER:
+        return (text + " That is more than the simple model predicts for a step the host paces: "
+                "here the wait was not hidden behind the host's launches.")
+    if found == stats.NOISE:
+        return text + " As the simple model predicts for a step the host paces: no cost shows."
+    return text + " Dropping the check did not make the eager step faster here."
