@@ -400,32 +400,3 @@ def check_cost(step_budget: pd.DataFrame, check: str = "check every step",
     return out.round(3)
 
 
-def eager_check_line(step_budget: pd.DataFrame, verdict: str, regime: str = "eager") -> str:
-    """Notebook 06's reading of the check in eager mode: the host's time per step against the
-    GPU's, and the measured difference with its ``verdict`` (``stats.say``, no check against the
-    check)."""
-    data = step_budget.set_index("method")
-    check, free = data.loc[f"{regime}, check every step"], data.loc[f"{regime}, no check"]
-    diff_us = 1e3 * (check["wall_ms"] - free["wall_ms"])
-    text = (f"In eager mode a step takes {check['wall_ms']:.1f} ms of wall clock with the check, "
-            f"of which the GPU works {check['gpu_ms']:.1f} ms")
-    if check["gpu_ms"] < 0.5 * check["wall_ms"]:
-        text += (": the host issues the step far slower than the GPU runs it, the GPU keeps up "
-                 "with the launches, and when the host reaches the check little work is left "
-                 "to wait for")
-    text += f". This run measured {diff_us:+.0f} µs per step for the check; without it: {verdict}"
-    if verdict.startswith("can't tell apart"):
-        text += ", so the difference cannot be told apart from zero"
-    return text + "."
-
-
-def early_stop_note(table: pd.DataFrame, loop: str = "sync") -> str:
-    """Notebook 06: whether the checking loop ran the same number of steps at every cap, in
-    which case the differences between its caps are the host's drift between runs, not cost."""
-    part = table[(table["method"] == loop) & (table["status"] == harness.OK)]
-    steps = part["steps"].unique()
-    if len(part) < 2 or len(steps) != 1:
-        return ""
-    return (f"The checking loop runs the same {int(steps[0])} steps at every cap (its rows all end "
-            "before the smallest cap), so any difference between its caps is the host's drift "
-            "between runs, not a cost.")
