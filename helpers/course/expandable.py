@@ -20,8 +20,9 @@ def run_settings(P, history_len: int) -> dict:
     """Each setting of ``P.allocator_confs`` in its own fresh Python process, since the allocator
     reads its setting once, when CUDA starts (``allocator.run_one_after_another``: the child's
     first line is ``use_allocator``; on a GPU the parent then checks that the child's segments
-    are expandable exactly when asked). Each child times the KV-cache loop at every length
-    (``harness.bench_row`` empties the allocator's cache and resets its peaks before each run),
+    are expandable exactly when asked). Each child runs the KV-cache loop ``P.repeats`` times at
+    every length for its memory peaks (``harness.bench_row`` empties the allocator's cache and
+    resets its peaks before each run; the times are kept, not compared across processes),
     profiles one run for the GPU's work, and with ``history_len`` records the memory history of
     one run of that length with ``kv_cache_memory``. Raises if the settings changed the tokens."""
     spec = {key: P[key] for key in SPEC_KEYS}
@@ -149,18 +150,30 @@ def timeline(runs: dict) -> list:
 
 
 def plot_memory(ax, table, on_gpu: bool):
-    """Peak reserved (solid) and allocated (dashed) memory per length, one colour a setting."""
+    """Peak reserved (wide, light bar) and peak allocated (narrow, dark bar inside it) memory per
+    length, one colour a setting, side by side: bars, not lines, since two lengths say nothing
+    about the shape in between (the memory history shows it step by step)."""
     if not on_gpu:
         ax.text(0.5, 0.5, "no GPU memory on a CPU run", ha="center", transform=ax.transAxes)
         ax.set(title="Peak memory", xticks=[], yticks=[])
         return ax
-    for i, (method, part) in enumerate(table.groupby("method", sort=False)):
+    ok = table[table["status"] == "ok"]
+    lengths = sorted(ok["seq_len"].unique())
+    methods = list(dict.fromkeys(ok["method"]))
+    width = 0.8 / len(methods)
+    for i, method in enumerate(methods):
+        part = ok[ok["method"] == method].set_index("seq_len").reindex(lengths)
+        x = [j - 0.4 + width * (i + 0.5) for j in range(len(lengths))]
         color = plotting.PALETTE[i]
-        ax.plot(part["seq_len"], part["peak_reserved_bytes"] / MIB, marker="o", color=color,
-                label=f"{method}: peak reserved")
-        ax.plot(part["seq_len"], part["peak_allocated_bytes"] / MIB, marker="x", ls="--",
-                color=color, label=f"{method}: peak allocated")
-    ax.set(xlabel="new tokens", ylabel="MiB", title="Peak memory")
+        reserved = ax.bar(x, part["peak_reserved_bytes"] / MIB, width * 0.9, color=color,
+                          alpha=0.3, label=f"{method}: peak reserved")
+        ax.bar(x, part["peak_allocated_bytes"] / MIB, width * 0.45, color=color,
+               label=f"{method}: peak allocated")
+        plotting.label_bars(ax, reserved, fmt="{:.0f}")
+    ax.set_xticks(range(len(lengths)), [f"{n} tokens" for n in lengths])
+    ax.set(ylabel="MiB", title="Peak memory per run")
+    ax.grid(axis="x", visible=False)
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.08)  # room for the labels on the tallest bar
     ax.legend(fontsize=8, loc="upper left")
     return ax
 

@@ -1,9 +1,11 @@
 """How a decode loop's time grows with the number of new tokens (notebooks 01 and 02).
 
-The naive loop's step at position t costs a fixed part (the host's overhead: Python, kernel
-launches, the EOS sync; plus the GPU's fixed work, such as reading every weight once) plus GPU
-work on all t positions, so N steps take ``a*N + b*N**2``. These
-functions time a loop at several lengths, fit that model, and state it in the course's words.
+The naive loop's step at position t costs a part that does not grow with t plus work on all t
+positions, so N steps take ``a*N + b*N**2``: a and b are the intercept and the curvature of that
+fit to the measured totals. The host and the GPU work at the same time, so a is not the host's
+time and b not the GPU's; the fit splits the wall clock by how it grows, not by who spends it.
+These functions time a loop at several lengths, fit that model, and state it in the course's
+words.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import math
 
 import pandas as pd
 
-from . import analysis, harness, stats
+from . import analysis, budget, harness, results, stats
 
 
 def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
@@ -85,8 +87,8 @@ def fit_lines(table) -> list:
     lines = [f"{what} ({g['short']} -> {g['long']} tokens) multiplied the runtime by "
              f"{g['ratio']:.2f}x ({k * k:g}x is pure N², {k:g}x a constant cost per step)."]
     lines.append(f"Fit: a = {f['a_ms']:.2f} ms, b = {f['b_us']:.1f} µs. Step t costs about a + 2b·t, "
-                 f"so N steps cost a·N + b·N²: each earlier position adds 2b = "
-                 f"{2 * f['b_us']:.1f} µs to a step.")
+                 f"so N steps cost a·N + b·N²: a is what a step costs that does not grow with N, "
+                 f"and each earlier position adds 2b = {2 * f['b_us']:.1f} µs to a step.")
     spread = a_by_round(table)
     pinned = f"a is a fitted intercept, loosely pinned by {len(f['lengths'])} lengths"
     if spread:
@@ -94,8 +96,9 @@ def fit_lines(table) -> list:
     lines.append(f"{pinned}; read it as about {f['a_ms']:.0f} ms, not as one measured step.")
     if f["b_us"] > 0 and f["a_ms"] > 0:
         cross = 1e3 * f["a_ms"] / f["b_us"]
-        lines.append(f"The two terms are equal at N = a/b ≈ {cross:.0f} tokens: below it the fixed "
-                     "cost takes most of the time, above it the N² work (the table's shares).")
+        lines.append(f"The two terms are equal at N = a/b ≈ {cross:.0f} tokens: below it the part "
+                     "that does not grow takes most of the time, above it the N² work (the table's "
+                     "shares).")
     return lines
 
 
@@ -117,8 +120,8 @@ def quadratic_shares(table, judge: bool) -> pd.DataFrame:
 
 
 def plot_per_step(ax, table, label="naive loop"):
-    """Time per step against N (median, min-max bars) with the fitted a + b*N line and the
-    fixed part a dashed: the per-step time grows linearly, so the total grows as N**2."""
+    """Time per step against N (median, min-max bars) with the fitted a + b*N line and a, the
+    part that does not grow, dotted: the per-step time grows linearly, so the total as N**2."""
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
     n = ok["seq_len"].astype(float)
     per = 1e3 * ok["median_s"] / n
@@ -128,7 +131,7 @@ def plot_per_step(ax, table, label="naive loop"):
     grid = [0, float(n.max()) * 1.05]
     ax.plot(grid, [f["a_ms"] + f["b_us"] * 1e-3 * x for x in grid], "--", color="gray",
             label="fit: a + b·N")
-    ax.axhline(f["a_ms"], color="#999999", linestyle=":", label=f"a = {f['a_ms']:.2f} ms (fixed)")
+    ax.axhline(f["a_ms"], color="#999999", linestyle=":", label=f"a = {f['a_ms']:.2f} ms (does not grow with N)")
     ax.set(xlabel="new tokens N", ylabel="ms per step (total ÷ N)", xlim=(0, grid[1]),
            title="Time per step grows with the sequence")
     ax.set_ylim(bottom=0)
@@ -179,6 +182,62 @@ def gain_growth(table, candidate: str, baseline: str, judge: bool) -> str:
     if word == stats.SLOWER:
         return f"the gain shrinks: {1 / r.estimate:.2f}x smaller {where} {span}"
     return f"can't tell on this machine whether the gain grows {where} {span}"
+
+
+def per_step_growth(table, method: str, label: str) -> str:
+    """How ``method``'s step grew from the shortest to the longest length, per generated token:
+    the GPU's work and the wall clock (``budget.per_step``), and the part of the wall clock's
+    growth that the GPU's work does not account for (time the GPU waited). Each length is timed
+    in its own rounds, so that part may also hold the host's speed changing between lengths.
+    Wall clock only where the run has no GPU numbers (a CPU run)."""
+    lengths = sorted(table.loc[table["method"] == method, "seq_len"].unique())
+    steps = [budget.per_step(table, [method], seq_len=n).iloc[0] for n in (lengths[0], lengths[-1])]
+    (w0, g0), (w1, g1) = ((s["wall_ms"], s["gpu_ms"]) for s in steps)
+    span = f"{lengths[0]} -> {lengths[-1]} tokens"
+    if math.isnan(g0) or math.isnan(g1):
+        return f"{label} per step, {span}: wall clock {w0:.2f} -> {w1:.2f} ms."
+    text = (f"{label} per step, {span}: GPU work {g0:.2f} -> {g1:.2f} ms ({g1 - g0:+.2f}), "
+            f"wall clock {w0:.2f} -> {w1:.2f} ms ({w1 - w0:+.2f})")
+    rest = (w1 - w0) - (g1 - g0)
+    if rest > 0.1 * abs(w1 - w0) and rest > 0.05:
+        return (text + f"; the other {rest:.2f} ms is time the GPU waited: the host's share of the "
+                "step grew (each length ran in its own rounds, so part of it may be the host's "
+                "speed changing between them).")
+    return text + "; the GPU's work accounts for the wall clock's change."
+
+
+def same_loop_in_setup(table, method: str, label: str) -> str:
+    """Notebook 00 times this KV-cache loop too ("loop A", one short length): its wall clock and
+    GPU work per token against ``method``'s at the nearest length here, from 00's table in this
+    run's folder. Equal GPU work with a different wall clock is host time: the same code at
+    another moment of the host. Empty where 00's table is missing, from another device, or
+    without GPU numbers."""
+    path = results.run_dir() / "data" / "00_setup.csv"
+    if not path.exists():
+        return ""
+    setup = pd.read_csv(path)
+    setup = setup[(setup["method"] == "loop A") & (setup["status"] == harness.OK)]
+    here = table[(table["method"] == method) & (table["status"] == harness.OK)]
+    if setup.empty or here.empty or "gpu_busy_s" not in setup or \
+            set(setup["device_name"]) != set(here["device_name"]):
+        return ""
+    then = budget.per_step(setup, ["loop A"], seq_len=int(setup["seq_len"].iloc[0])).iloc[0]
+    n0 = int(setup["seq_len"].iloc[0])
+    n = int(min(here["seq_len"], key=lambda x: abs(x - n0)))
+    now = budget.per_step(here, [method], seq_len=n).iloc[0]
+    if any(math.isnan(v) for v in (then["gpu_ms"], now["gpu_ms"])):
+        return ""
+    text = (f"Notebook 00 timed the same loop, measured the same way, at {n0} tokens: "
+            f"{then['wall_ms']:.2f} ms per step with {then['gpu_ms']:.2f} ms of GPU work, against "
+            f"{now['wall_ms']:.2f} ms with {now['gpu_ms']:.2f} ms for the {label} here at {n} tokens")
+    wall, gpu = then["wall_ms"] / now["wall_ms"], then["gpu_ms"] / now["gpu_ms"]
+    if 0.9 <= wall <= 1.1:
+        return text + ": about the same."
+    if 0.9 <= gpu <= 1.1:
+        return (text + f". The GPU's work agrees, so the {max(wall, 1 / wall):.1f}x gap is host "
+                "time: the same Python, run at another moment of a host whose speed varies "
+                "(notebook 00, idea 2).")
+    return text + "."
 
 
 def plot_memory(ax, table, device, methods):

@@ -1,4 +1,5 @@
-"""The two ideas of notebook 00 made visible: the rounds of an interleaved comparison."""
+"""The two ideas of notebook 00 made visible: the rounds of an interleaved comparison, the floor
+as bytes over bandwidth, and what an A/A comparison's interval resolves."""
 from __future__ import annotations
 
 import math
@@ -23,45 +24,24 @@ def rounds(table, a: str, b: str) -> pd.DataFrame:
                          "A / B": (ta[:n] / tb[:n]).round(3)})
 
 
-def pairing_reading(spread: dict) -> str:
-    """How much of the trials' spread pairing by round cancelled (on a log scale: a ratio spread
-    of 1.39x against trials of 1.51x cancelled 20% of it), in words."""
-    trials, ratios = spread["trials"], spread["ratios"]
-    if not trials > 1:
-        return "the trials did not spread"
-    if ratios >= trials:
-        return ("pairing cancelled none of the spread in this run (the ratios spread more than "
-                "the trials): the noise here changed within rounds, not between them")
-    cancelled = 1 - math.log(max(ratios, 1.0)) / math.log(trials)
-    if cancelled >= 0.5:
-        return (f"pairing by round cancelled most of the spread ({cancelled:.0%}): the host's "
-                "drift hit both trials of a round")
-    if cancelled >= 0.15:
-        return (f"pairing by round cancelled some of the spread ({cancelled:.0%}); the rest "
-                "changed within a round, and only more rounds narrow the interval")
-    return ("pairing by round cancelled little of the spread: the noise changed within a round, "
-            "and only more rounds narrow the interval")
-
-
-def spreads(rounds_table) -> dict:
-    """The spread (largest / smallest) of A's trials, and of the per-round ratios A / B: where
-    the ratios spread less, pairing by round cancelled what the host did to both trials."""
-    ratios = rounds_table["A / B"].to_numpy(dtype=float)
-    return {"trials": float(rounds_table["A ms"].max() / rounds_table["A ms"].min()),
-            "ratios": float(ratios.max() / ratios.min())}
-
-
 def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -> str:
-    """The floor as bytes over bandwidth, e.g. "0.196 ms = 522 MB / 2.66 TB/s measured": the
-    bytes a step reads (``budget.floor_ms``'s weights and average keys and values) and the copy
-    bandwidth that floor was divided by (``budget.bandwidth``, the same measurement)."""
+    """The floor as bytes over bandwidth, on average over the run's steps, e.g. "0.196 ms on
+    average over the run's 40 steps = 582 MB / 2.97 TB/s measured: 498 MB of weights and 84 MB
+    of keys and values (35.5 positions on average; 55 at the last step, 130 MB)": the bytes a
+    step reads (``budget.floor_ms``'s weights and average keys and values), the cache at the
+    last step for comparison, and the copy bandwidth that floor was divided by
+    (``budget.bandwidth``, the same measurement)."""
     if not floor_ms > 0:
         return "no floor on a CPU run"
     kv = _floor.kv_bytes_per_step(model.config, batch_size, prompt_len, new_tokens)
-    nbytes = parameter_bytes(model) + kv
-    bandwidth = budget.bandwidth(device)
-    return (f"{floor_ms:.3f} ms = {nbytes / 1e6:.0f} MB ({parameter_bytes(model) / 1e6:.0f} MB of "
-            f"weights, {kv / 1e6:.0f} MB of keys and values) / {bandwidth / 1e12:.2f} TB/s measured")
+    last = prompt_len + new_tokens - 1  # positions the last step attends to
+    kv_last = _floor.kv_bytes_per_step(model.config, batch_size, last, 1)
+    mean = prompt_len + (new_tokens - 1) / 2
+    weights = parameter_bytes(model)
+    return (f"{floor_ms:.3f} ms on average over the run's {new_tokens} steps = "
+            f"{(weights + kv) / 1e6:.0f} MB / {budget.bandwidth(device) / 1e12:.2f} TB/s measured: "
+            f"{weights / 1e6:.0f} MB of weights and {kv / 1e6:.0f} MB of keys and values "
+            f"({mean:g} positions on average; {last} at the last step, {kv_last / 1e6:.0f} MB)")
 
 
 def resolution(ratio, judge: bool) -> str:

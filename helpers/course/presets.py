@@ -65,17 +65,19 @@ NOTEBOOK = {
     },
     "03": {
         # Budget 80 s full / 25 s workshop. Two child processes (each about 4 s to start and
-        # warm up once at the longest length), then per length 2 trials (full; 3 took 135 s in
-        # the 15:27 run, a trial at 400 tokens about 6 s) and one profiled run (no warm-up round:
-        # the child's own warm-up serves), and one recorded memory history: about 105 s full and
-        # 28 s workshop on an H100, mostly process start-up in the workshop. No timing verdict
-        # here (the settings run in separate processes), so trials buy nothing; 400 tokens is
-        # where fragmentation shows most.
+        # warm up once at the longest length), then per length one run for its memory peaks
+        # (the lesson compares no times: the settings run in separate processes, so a second
+        # trial bought nothing; with 2 the notebook took 72 s in the 17:39 run, and dropping one
+        # saves about 9 s: 0.55 s at 100 tokens and 3.5-4.3 s at 400, per setting), one profiled
+        # run (no warm-up round: the child's own warm-up serves) and one recorded memory
+        # history: about 63 s full and under 25 s workshop on an H100, mostly process start-up
+        # in the workshop. 400 tokens is where fragmentation shows most.
         "full": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[100, 400],
-                     repeats=2, warmup=0),
+                     repeats=1, warmup=0),
         "workshop": dict(allocator_confs=["default", "expandable_segments:True"],
-                         seq_lens=[48], repeats=3, warmup=0),
-        "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8]),
+                         seq_lens=[48], repeats=1, warmup=0),
+        "smoke": dict(allocator_confs=["default", "expandable_segments:True"], seq_lens=[4, 8],
+                      repeats=1),
     },
     "04": {
         # Budget 150 s full / 30 s workshop. The eager loops are host-bound: more trials would
