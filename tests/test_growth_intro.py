@@ -153,6 +153,8 @@ def test_same_loop_in_setup_reads_notebook_00s_table(tmp_path, monkeypatch):
     pd.DataFrame(busy_rows("loop A", {40: 9.63}, {40: 1.36}, device="L40S")).to_csv(
         tmp_path / "data" / "00_setup.csv")
     assert growth.same_loop_in_setup(here, "kv_cache", "KV cache") == ""  # another GPU
+    pd.DataFrame(busy_rows("loop A", {10: 9.63}, {10: 1.36})).to_csv(tmp_path / "data" / "00_setup.csv")
+    assert growth.same_loop_in_setup(here, "kv_cache", "KV cache") == ""  # no like length
 
 
 def test_expandable_memory_panel_draws_bars_for_every_setting():

@@ -210,20 +210,23 @@ def same_loop_in_setup(table, method: str, label: str) -> str:
     """Notebook 00 times this KV-cache loop too ("loop A", one short length): its wall clock and
     GPU work per token against ``method``'s at the nearest length here, from 00's table in this
     run's folder. Equal GPU work with a different wall clock is host time: the same code at
-    another moment of the host. Empty where 00's table is missing, from another device, or
-    without GPU numbers."""
+    another moment of the host. Empty where 00's table is missing, from another device or batch,
+    at no like length (a run's time per token includes its prefill's share), or without GPU
+    numbers."""
     path = results.run_dir() / "data" / "00_setup.csv"
     if not path.exists():
         return ""
     setup = pd.read_csv(path)
     setup = setup[(setup["method"] == "loop A") & (setup["status"] == harness.OK)]
     here = table[(table["method"] == method) & (table["status"] == harness.OK)]
-    if setup.empty or here.empty or "gpu_busy_s" not in setup or \
-            set(setup["device_name"]) != set(here["device_name"]):
+    if setup.empty or here.empty or "gpu_busy_s" not in setup or any(
+            set(setup[c]) != set(here[c]) for c in ("device_name", "batch_size")):
         return ""
-    then = budget.per_step(setup, ["loop A"], seq_len=int(setup["seq_len"].iloc[0])).iloc[0]
     n0 = int(setup["seq_len"].iloc[0])
     n = int(min(here["seq_len"], key=lambda x: abs(x - n0)))
+    if not 0.75 <= n / n0 <= 1.33:  # per token includes the prefill's share: like lengths only
+        return ""
+    then = budget.per_step(setup, ["loop A"], seq_len=n0).iloc[0]
     now = budget.per_step(here, [method], seq_len=n).iloc[0]
     if any(math.isnan(v) for v in (then["gpu_ms"], now["gpu_ms"])):
         return ""
