@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -136,3 +137,28 @@ def test_course_commit_names_the_commit_of_a_copied_tree(monkeypatch, tmp_path):
     assert published.git_commit() == "abc1234"
     monkeypatch.delenv("COURSE_COMMIT")
     assert published.git_commit(tmp_path) == "unknown"  # not a git repository
+
+
+def test_the_published_copies_links_resolve_from_their_folder():
+    """The lessons link docs as ../docs/... from notebooks/; a published copy sits one folder
+    deeper, so its links are rewritten when it is published (published.relink)."""
+    import re
+    folder = Path(__file__).resolve().parent.parent / "figures" / "notebooks"
+    broken = []
+    for path in sorted(folder.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            for url in re.findall(r"\]\(([^)#\s]+)", "".join(cell["source"])):
+                if not re.match(r"^[a-z]+:", url) and not (folder / url).exists():
+                    broken.append(f"{path.name}: {url}")
+    assert not broken, broken
+
+
+def test_relink_rewrites_only_the_docs_links():
+    from helpers.course import published
+    nb = {"cells": [{"cell_type": "markdown", "source": ["see ![x](../docs/img/a.png)\n", "and [y](02.ipynb)"]},
+                    {"cell_type": "code", "source": ["# ](../docs/ stays\n"]}]}
+    out = published.relink(nb)
+    assert out["cells"][0]["source"] == ["see ![x](../../docs/img/a.png)\n", "and [y](02.ipynb)"]
+    assert out["cells"][1]["source"] == ["# ](../docs/ stays\n"]

@@ -110,9 +110,25 @@ def peak_gib(run_root: Path, stem: str) -> float | None:
     return round(max(peaks) / GIB, 1) if peaks else None
 
 
+# The lessons link the repository's docs as "../docs/..." from notebooks/; their published
+# copies sit one folder deeper, in figures/notebooks/.
+LESSON_LINK, PUBLISHED_LINK = "](../docs/", "](../../docs/"
+
+
+def relink(nb: dict) -> dict:
+    """A lesson's Markdown links (images, docs) rewritten to resolve from figures/notebooks/."""
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            if LESSON_LINK in text:
+                cell["source"] = text.replace(LESSON_LINK, PUBLISHED_LINK).splitlines(keepends=True)
+    return nb
+
+
 def stamp_notebook(path: Path, run: dict, preset: str) -> None:
-    """Write the run's identity into a published notebook's metadata (``course_run``)."""
-    nb = json.loads(Path(path).read_text())
+    """Write the run's identity into a published notebook's metadata (``course_run``), and
+    rewrite its links to the docs for the folder it is published in (``relink``)."""
+    nb = relink(json.loads(Path(path).read_text()))
     nb.setdefault("metadata", {})["course_run"] = {
         "id": run["id"], "commit": run["commit"], "gpu": run["gpu"], "cpu": run["cpu"],
         "preset": preset}

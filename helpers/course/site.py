@@ -188,9 +188,9 @@ class Site:
         body, _ = exporter.from_notebook_node(
             nb, resources={"course_header": self.nav(page) + banner + self.pager(page, "top"),
                            "course_footer": self.pager(page, "footer")})
-        # Links resolve from the teaching notebook's folder: a published copy carries the same
-        # Markdown, written for notebooks/.
-        self.write(page, self.rewrite(body, teaching.parent, page))
+        # Links resolve from the folder of the copy shown (a published copy's links are
+        # rewritten for figures/notebooks/: published.relink).
+        self.write(page, self.rewrite(body, source.parent, page))
         return page
 
     def markdown(self, source: Path, title: str | None = None) -> PurePosixPath:
