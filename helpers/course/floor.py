@@ -181,6 +181,18 @@ def speed_line(name: str, table: pd.DataFrame, bandwidth: float) -> str:
     return text + "."
 
 
+def profiled_line(name: str, table: pd.DataFrame, timed_ms: float) -> str:
+    """A rung's kernel table (measured under the profiler) against its step timed without it
+    (``timed_ms``: the wall clock per step, prompt and host included), so the reader knows which
+    totals compare."""
+    step = table.set_index("part").loc["step (span)", "us"]
+    text = (f"{name}: under the profiler a step spans {step:.0f} µs of kernels and gaps; timed "
+            f"without it, {1e3 * timed_ms:.0f} µs per step, the prompt and the host included")
+    if step > 1e3 * timed_ms:
+        text += ": the profiler's tracing slows the replays, so read the table's parts against each other and the floor, not against the budget figure"
+    return text + "."
+
+
 def pdl_line(saved_us: float, table: pd.DataFrame) -> str:
     """What PDL saved per step against the idle time between kernels of the step without it
     (``table``: that step's kernel table): saving more than that idle time means kernels also
