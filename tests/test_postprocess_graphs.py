@@ -277,3 +277,14 @@ def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
     assert "24 kernels per step" in floor.speed_line("Triton", t, 3e12)
     assert "more than that idle time" in floor.pdl_line(56.0, t)
     assert "part of that idle time" in floor.pdl_line(20.0, t)
+
+
+def test_readings_of_steps_per_launch_and_of_a_profiled_step():
+    from helpers.course import floor
+    assert "can't be told apart" in floor.launches_line("within noise", 4, 100)
+    assert "replay 100 steps for the 99 needed" in floor.launches_line("slower", 4, 100)
+    assert "1 extra step(s)" in floor.launches_line("faster", 4, 100)
+    t = pd.DataFrame({"part": ["attention", "step (span)"], "us": [100.0, 1598.2]})
+    assert "profiler's tracing slows" in floor.profiled_line("rung", t, 1.536)
+    assert "slows" not in floor.profiled_line("rung", t.assign(us=[100.0, 566.1]), 0.660)
+    assert "36.4% fewer" in floor.bucket_reads(16, 100, 32)

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from .. import graphs
-from . import harness, report
+from . import harness, report, stats
 from ..model import parameter_bytes
 
 
@@ -113,10 +113,10 @@ def launches_line(verdict: str, steps_per_graph: int, new_tokens: int) -> str:
     launch: its last launch can run steps no token needs."""
     needed = new_tokens - 1  # the prefill gives the first token
     replayed = -(-needed // steps_per_graph) * steps_per_graph
-    if verdict == "faster":
+    if verdict == stats.FASTER:
         return (f"{steps_per_graph} steps per launch pay: fewer replays saved more than the "
                 f"{replayed - needed} extra step(s) they run ({replayed} for {needed}).")
-    if verdict == "slower":
+    if verdict == stats.SLOWER:
         return (f"{steps_per_graph} steps per launch cost time: batching launches saves nothing "
                 f"here, and they replay {replayed} steps for the {needed} needed.")
     return (f"{steps_per_graph} steps per launch and one can't be told apart: with the flag read "
