@@ -7,7 +7,7 @@ completion tokens that their masks keep, as lists. Done on CUDA tensors, every b
 few host-device syncs per row. Moving the four tensors to the CPU once costs a constant number
 of syncs (``helpers.course.profiling.find_syncs`` counts them). ``postprocess_per_row`` and ``postprocess_on_host`` are written out in notebook 09;
 a test keeps both copies identical. The rest is the notebook's plumbing: synthetic batches
-and timing under contention.
+and host-clock timing, alone or under contention.
 """
 from __future__ import annotations
 
@@ -88,43 +88,52 @@ class SideLoad:
         return not self.done.query()
 
 
-def time_under_contention(fn, load, *, repeats, warmup=1, max_tries=6):
-    """Run ``fn()`` (host code whose result is on the host when it returns) ``warmup`` +
-    ``repeats`` times, each while ``load`` keeps the GPU busy on another stream, and time it
-    with the host clock (a device-wide synchronize would wait for the load too). A call that
-    outlived the queued work is re-run with twice as much, so every timed call was contended.
-    Returns (list of seconds, last output)."""
-    times, out = [], None
-    for i in range(warmup + repeats):
-        for _ in range(max_tries):
+def timed_call(fn, device, load=None, max_tries=6):
+    """Host-clock seconds of one ``fn()`` (host code whose result is on the host when it
+    returns) and its output; with ``load``, while the load keeps the GPU busy on another stream.
+    The device-wide synchronize comes after the clock stops (it would wait for the load too). A
+    call that outlived the queued work is re-run with twice as much, so every such call was
+    contended."""
+    for _ in range(max_tries):
+        if load is not None:
             load.queue()
-            start = time.perf_counter()
-            out = fn()
-            elapsed = time.perf_counter() - start
-            contended = load.busy()
-            torch.cuda.synchronize(load.device)
-            if contended:
-                break
-            load.seconds *= 2
-        else:
-            raise RuntimeError(f"the side load never outlasted one call ({load.seconds:.2f} s queued)")
-        if i >= warmup:
-            times.append(elapsed)
-    return times, out
+        start = time.perf_counter()
+        out = fn()
+        elapsed = time.perf_counter() - start
+        contended = load is None or load.busy()
+        harness.sync(device)
+        if contended:
+            return elapsed, out
+        load.seconds *= 2
+    raise RuntimeError(f"the side load never outlasted one call ({load.seconds:.2f} s queued)")
 
 
-def bench_row_contended(method, fn, load, *, batch_size, seq_len, repeats, warmup=1, **extra):
-    """``harness.bench_row`` for a call timed under contention (``time_under_contention``):
-    the same shared columns, plus ``load_s``, the work queued per call."""
-    harness.release_memory(load.device)
-    times, out = time_under_contention(fn, load, repeats=repeats, warmup=warmup)
-    row = {"method": method, "batch_size": batch_size, "seq_len": seq_len, **extra,
-           "status": harness.OK, **harness.summarize(times), **harness.memory_stats(load.device),
-           "trials_wall_ms": harness.trials_text(times), "error": ""}
-    row["tokens_per_s"] = batch_size * seq_len / row["median_s"]
-    row["device_name"] = harness.device_label(load.device)
-    row["load_s"] = load.seconds
-    return row, out
+def compare_host_clock(calls, *, device, batch_size, seq_len, repeats, warmup=1, load=None,
+                       busy=False, **columns):
+    """Time ``calls`` (name -> fn) as interleaved rounds (A B, B A, ...), each call by
+    ``timed_call``: alone, or with ``load`` under contention. One clock for both conditions, so
+    a method's contended time compares with its time alone. ``busy=True`` adds the GPU's work
+    per call (``gpu_busy_s``) from one profiled run. Returns one row per method (the shared
+    columns, ``trials_wall_ms``, and ``load_s``: the work queued per call, 0 alone)."""
+    names, times = list(calls), {name: [] for name in calls}
+    harness.release_memory(device)
+    for i in range(warmup + repeats):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            elapsed, _ = timed_call(calls[name], device, load)
+            if i >= warmup:
+                times[name].append(elapsed)
+    rows = []
+    for name in names:
+        row = {"method": name, "batch_size": batch_size, "seq_len": seq_len, **columns,
+               "status": harness.OK, **harness.summarize(times[name]),
+               **harness.memory_stats(device), "trials_wall_ms": harness.trials_text(times[name]),
+               "error": "", "device_name": harness.device_label(device),
+               "load_s": 0.0 if load is None else load.seconds,
+               "gpu_busy_s": harness.gpu_busy_s(calls[name], device) if busy else float("nan")}
+        row["tokens_per_s"] = batch_size * seq_len / row["median_s"]
+        rows.append(row)
+    harness.release_memory(device)
+    return rows
 
 
 def speedups(frame, slow="per row", fast="on host", keys=("condition", "batch_size", "seq_len")):
@@ -137,33 +146,42 @@ def speedups(frame, slow="per row", fast="on host", keys=("condition", "batch_si
 
 
 def transfer_speedup(table, condition, **where):
-    """``stats.row_speedup`` of one transfer over per-row syncs in one condition. Contended
-    trials are timed one method at a time, each with its own side load, so they are not paired
-    (trials of the methods timed alone are interleaved, so they are)."""
-    return stats.row_speedup(table, "on host", "per row", paired=condition == "alone",
-                             condition=condition, **where)
+    """``stats.row_speedup`` of one transfer over per-row syncs in one condition (both
+    conditions' trials are interleaved rounds, so paired)."""
+    return stats.row_speedup(table, "on host", "per row", condition=condition, **where)
 
 
 def contention_line(slow, syncs=None) -> str:
     """How contention changes each method's time (``slow``: method -> contended / alone per
-    point), read right whatever the range: a factor below 1 is noise, not a gain. With the sync
-    counts (``syncs``, the table of "Counting the syncs"), the measured reason one transfer
-    changes less: how many times each waits per call at the largest batch."""
+    point, both timed by the same clock), read right whatever the range. With the sync counts
+    (``syncs``, the table of "Counting the syncs"), how many times each waits per call at the
+    largest batch."""
     def moved(ratios, what):
         low, high = ratios.min(), ratios.max()
         if low >= 1:
             return f"slows {what} {low:.1f}x to {high:.1f}x"
-        return f"changes {what}'s time by {low:.1f}x to {high:.1f}x (below 1x: noise)"
+        return (f"changes {what}'s time by {low:.1f}x to {high:.1f}x (faster at "
+                f"{int((ratios < 1).sum())} of {len(ratios)} points)")
 
-    text = (f"Contention {moved(slow['per row'], 'the per-row loop')} (each of its syncs waits "
-            f"behind the other stream's work); it {moved(slow['on host'], 'one transfer')}")
+    text = f"Contention {moved(slow['per row'], 'the per-row loop')}; it {moved(slow['on host'], 'one transfer')}"
     if syncs is not None and len(syncs):
         big = syncs[syncs["batch_size"] == syncs["batch_size"].max()].set_index("method")["syncs"]
         if {"per row", "on host"} <= set(big.index):
-            text += (f", mainly because one transfer waits {int(big['on host'])} times per call "
-                     f"and the per-row loop {int(big['per row'])} times at batch "
-                     f"{int(syncs['batch_size'].max())}")
+            text += (f". At batch {int(syncs['batch_size'].max())} one transfer waits "
+                     f"{int(big['on host'])} times per call, the per-row loop {int(big['per row'])}")
     return text + "."
+
+
+def length_line(wide, batch_size, condition="alone") -> str:
+    """How the completion length moves both methods at one batch size: each one's median time
+    at the shortest and the longest length, and the speedup they give."""
+    part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
+    short, long = part.loc[part["seq_len"].idxmin()], part.loc[part["seq_len"].idxmax()]
+    return (f"{condition.capitalize()} at batch {batch_size}, completions of {int(short['seq_len'])} "
+            f"-> {int(long['seq_len'])} take one transfer from {1e3 * short['on host']:.2f} to "
+            f"{1e3 * long['on host']:.2f} ms and the per-row loop from {1e3 * short['per row']:.2f} "
+            f"to {1e3 * long['per row']:.2f} ms: the speedup goes from {short['speedup']:.2f}x to "
+            f"{long['speedup']:.2f}x.")
 
 
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):

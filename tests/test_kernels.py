@@ -194,3 +194,15 @@ def test_triton_kernel_references_agree_with_the_model():
     advance(b, logits, 511)
     for field in ("tokens", "token", "finished", "position", "step"):
         assert torch.equal(getattr(a, field), getattr(b, field)), field
+
+
+def test_attention_of_a_step_that_reads_the_filled_positions_counts_their_bytes():
+    """A launch with no length (NaN: notebook 11's Triton step, which reads positions 0..position
+    only) counts attention's bytes as its floor does: the filled positions, not the buffer."""
+    model = build_model("tiny", "cpu")
+    names = step_names()
+    frame = pd.DataFrame([{"launch": 0, "length": float("nan"), "name": n, "start_us": 3.0 * i,
+                           "end_us": 3.0 * i + 2.0} for i, n in enumerate(names)])
+    table = kernels.kernel_table(frame, model, 2, 4, 8, 1e12).set_index("part")
+    filled = floor.kv_bytes_per_step(model.config, 2, 4, 8, 4)
+    assert table.loc["attention", "MB"] == pytest.approx(filled / 1e6)

@@ -76,16 +76,36 @@ def test_transfer_speedup_of_known_trials():
         assert ratio.estimate == pytest.approx(4.0) and ratio.n == 6
 
 
-def test_contention_line_reads_a_factor_below_one_as_noise_and_gives_the_sync_counts():
+def test_contention_line_reads_a_factor_below_one_as_a_count_and_gives_the_sync_counts():
     slow = {"per row": pd.Series([3.0, 4.5]), "on host": pd.Series([0.9, 1.7])}
     syncs = pd.DataFrame({"method": ["per row", "on host"] * 2, "batch_size": [16, 16, 256, 256],
                           "syncs": [64, 4, 1024, 4]})
     line = postprocess.contention_line(slow, syncs)
     assert "slows the per-row loop 3.0x to 4.5x" in line
-    assert "changes one transfer's time by 0.9x to 1.7x (below 1x: noise)" in line
-    assert "waits 4 times per call and the per-row loop 1024 times at batch 256" in line
+    assert "changes one transfer's time by 0.9x to 1.7x (faster at 1 of 2 points)" in line
+    assert "noise" not in line
+    assert "one transfer waits 4 times per call, the per-row loop 1024" in line
     assert "slows one transfer 1.1x" in postprocess.contention_line(
         {**slow, "on host": pd.Series([1.1, 1.7])})
+
+
+def test_length_line_reads_both_methods_at_one_batch():
+    wide = pd.DataFrame({"condition": ["alone"] * 2, "batch_size": [256, 256], "seq_len": [128, 2048],
+                         "per row": [0.070, 0.079], "on host": [0.011, 0.027]})
+    wide["speedup"] = wide["per row"] / wide["on host"]
+    line = postprocess.length_line(wide, 256)
+    assert "128 -> 2048" in line and "11.00 to 27.00 ms" in line and "70.00 to 79.00 ms" in line
+
+
+def test_compare_host_clock_interleaves_and_fills_the_shared_columns():
+    from helpers.course.results import REQUIRED_COLUMNS
+    order = []
+    calls = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    rows = postprocess.compare_host_clock(calls, device="cpu", batch_size=2, seq_len=3, repeats=3,
+                                          warmup=1, condition="alone")
+    assert order == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert all(c in rows[0] for c in REQUIRED_COLUMNS) and rows[0]["repeats"] == 3
+    assert rows[0]["condition"] == "alone" and rows[0]["load_s"] == 0.0
 
 
 def test_figure_footer_names_a_sweeps_batch_sizes(monkeypatch, tmp_path):
@@ -257,3 +277,14 @@ def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
     assert "24 kernels per step" in floor.speed_line("Triton", t, 3e12)
     assert "more than that idle time" in floor.pdl_line(56.0, t)
     assert "part of that idle time" in floor.pdl_line(20.0, t)
+
+
+def test_readings_of_steps_per_launch_and_of_a_profiled_step():
+    from helpers.course import floor
+    assert "can't be told apart" in floor.launches_line("within noise", 4, 100)
+    assert "replay 100 steps for the 99 needed" in floor.launches_line("slower", 4, 100)
+    assert "1 extra step(s)" in floor.launches_line("faster", 4, 100)
+    t = pd.DataFrame({"part": ["attention", "step (span)"], "us": [100.0, 1598.2]})
+    assert "profiler's tracing slows" in floor.profiled_line("rung", t, 1.536)
+    assert "slows" not in floor.profiled_line("rung", t.assign(us=[100.0, 566.1]), 0.660)
+    assert "36.4% fewer" in floor.bucket_reads(16, 100, 32)

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 
 from .. import graphs
-from . import harness, report
+from . import harness, report, stats
 from ..model import parameter_bytes
 
 
@@ -92,7 +92,7 @@ EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H
 def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
     """What attention over buckets of cache length can save at most, from the sizes alone
     (notebook 10's ``GraphDecoder(..., bucket=b)``): the buffer's slots (prompt, new tokens and
-    one launch more, rounded up to 16, as ``static_state`` sizes it), and the positions a run's
+    one launch more, rounded up to a multiple of 16, as ``static_state`` sizes it), and the positions a run's
     launches read on average when each replays the shortest bucket that holds its positions."""
     slots = graphs.cache_slots(prompt_len + new_tokens + steps_per_graph)
     lengths = graphs.bucket_lengths(slots, bucket)
@@ -100,10 +100,27 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
     read = [graphs.shortest_bucket(lengths, prompt_len + (i + 1) * steps_per_graph)
             for i in range(launches)]
     mean = sum(read) / len(read)
-    return (f"Buckets of {bucket}: the buffer holds {slots} slots (prompt {prompt_len} + "
-            f"{new_tokens} new tokens, rounded up to 16), so a launch reads {mean:.0f} positions "
-            f"on average instead of {slots}: at most {1 - mean / slots:.0%} fewer key and value "
-            f"reads, whatever the kernels.")
+    needed = prompt_len + new_tokens + steps_per_graph
+    return (f"Buckets of {bucket}: the buffer holds {slots} slots ({needed} positions, rounded up "
+            f"to a multiple of 16), so a launch reads {mean:.1f} positions on average instead of "
+            f"{slots}: at most {1 - mean / slots:.1%} fewer key and value reads, whatever the "
+            f"kernels.")
+
+
+def launches_line(verdict: str, steps_per_graph: int, new_tokens: int) -> str:
+    """Notebook 10's reading of "more steps per launch" (``verdict``: ``stats.verdict`` of k
+    steps per launch against one), with the steps a run of ``new_tokens`` replays at k per
+    launch: its last launch can run steps no token needs."""
+    needed = new_tokens - 1  # the prefill gives the first token
+    replayed = -(-needed // steps_per_graph) * steps_per_graph
+    if verdict == stats.FASTER:
+        return (f"{steps_per_graph} steps per launch pay: fewer replays saved more than the "
+                f"{replayed - needed} extra step(s) they run ({replayed} for {needed}).")
+    if verdict == stats.SLOWER:
+        return (f"{steps_per_graph} steps per launch cost time: batching launches saves nothing "
+                f"here, and they replay {replayed} steps for the {needed} needed.")
+    return (f"{steps_per_graph} steps per launch and one can't be told apart: with the flag read "
+            f"one launch late, batching launches buys nothing measurable here.")
 
 
 def show_reference(stem: str) -> None:
@@ -161,6 +178,18 @@ def speed_line(name: str, table: pd.DataFrame, bandwidth: float) -> str:
                  f"{gemms['GBps'].max() * 1e9 / bandwidth:.0%} of it)")
     if "attention" in parts.index and parts.loc["attention", "GBps"] == parts.loc["attention", "GBps"]:
         text += f"; attention at {parts.loc['attention', 'GBps']:.0f} GB/s"
+    return text + "."
+
+
+def profiled_line(name: str, table: pd.DataFrame, timed_ms: float) -> str:
+    """A rung's kernel table (measured under the profiler) against its step timed without it
+    (``timed_ms``: the wall clock per step, prompt and host included), so the reader knows which
+    totals compare."""
+    step = table.set_index("part").loc["step (span)", "us"]
+    text = (f"{name}: under the profiler a step spans {step:.0f} µs of kernels and gaps; timed "
+            f"without it, {1e3 * timed_ms:.0f} µs per step, the prompt and the host included")
+    if step > 1e3 * timed_ms:
+        text += ": the profiler's tracing slows the replays, so read the table's parts against each other and the floor, not against the budget figure"
     return text + "."
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 
 from . import floor, profiling
-from ..graphs import cache_bytes, capture_graph, prefill
+from ..graphs import cache_bytes, capture_graph, decode_step, hf_decode_step, prefill
 
 # Per-block weight GEMMs of a GPT-2 decode step, in the order the step runs them.
 BLOCK_GEMMS = ("QKV", "attention out", "MLP up", "MLP down")
@@ -179,7 +179,9 @@ def best_backends(table: pd.DataFrame) -> pd.DataFrame:
 def replay_kernels(decoder, input_ids, new_tokens, device) -> pd.DataFrame:
     """The GPU kernels of the graph replays of one run of ``new_tokens`` tokens (one launch per
     step), profiled after an unprofiled prefill: columns launch, length (the cache positions the
-    launch attends to), name, start_us, end_us."""
+    launch attends to: its bucket, or every slot for notebook 10's full-buffer steps; NaN for a
+    step of one's own, such as notebook 11's Triton step, that reads the filled positions only),
+    name, start_us, end_us."""
     if decoder.graphs is None or decoder.k != 1:
         raise ValueError("replay_kernels needs a decoder with CUDA graphs and one step per launch")
     prompt_len = input_ids.shape[1]
@@ -192,8 +194,9 @@ def replay_kernels(decoder, input_ids, new_tokens, device) -> pd.DataFrame:
         raise RuntimeError(f"{len(gpu)} kernels over {launches} launches: not the same number each")
     per = len(gpu) // launches
     gpu["launch"] = gpu.index // per
-    slots = decoder.state.tokens.shape[1]  # a decoder without buckets attends to every slot
-    gpu["length"] = [decoder.length_for(j, prompt_len) or slots for j in gpu["launch"]]
+    whole = decoder.state.tokens.shape[1] if decoder.step in (decode_step, hf_decode_step) else None
+    gpu["length"] = [decoder.length_for(j, prompt_len) or whole for j in gpu["launch"]]
+    gpu["length"] = gpu["length"].astype(float)  # None (filled positions only) becomes NaN
     return gpu[["launch", "length", "name", "start_us", "end_us"]]
 
 
@@ -255,8 +258,8 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
     weights = sum(weight_bytes(s, element) for s in shapes.values())
     filled = floor.kv_bytes_per_step(cfg, batch_size, prompt_len, new_tokens, element)
     lengths = kernels.groupby("launch")["length"].first()  # positions each launch attends to
-    read_kv = (float(lengths.map(lambda n: cache_bytes(model, batch_size, n)).mean())
-               if lengths.notna().all() else float("nan"))
+    read_kv = (float(lengths.map(lambda n: cache_bytes(model, batch_size, int(n))).mean())
+               if lengths.notna().all() else filled)  # NaN: the step reads the filled positions
     rows = []
     for part, group in kernels.groupby("part", sort=False):
         if part in shapes:
