@@ -307,3 +307,59 @@ def test_row_growth_pairs_trials_by_length_and_needs_both_methods():
     growth = stats.row_growth(table, "kv", "naive", 100, 400)
     assert growth.estimate == pytest.approx(2.0) and stats.verdict(growth) == stats.FASTER
     assert stats.row_growth(table, "kv", "missing", 100, 400).n == 0
+
+
+def _table(**methods):
+    """A results table of paired trials (seconds) by method, at one length."""
+    return pd.DataFrame([{"method": m, "seq_len": 100, "status": "ok",
+                          "trials_wall_ms": " ".join(f"{v * 1e3:.4f}" for v in values)}
+                         for m, values in methods.items()])
+
+
+def test_say_names_the_medians_ratio_where_it_differs_from_the_estimate():
+    # The host switches between a fast and a slow stretch; both trials of a round share it.
+    # Per round the new loop is 3x to 6x faster, but the medians fall in different stretches.
+    old = [3.0, 3.0, 6.0, 6.0, 6.0, 6.0, 3.0]
+    new = [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 1.0]
+    table = _table(new=new, old=old)
+    estimate = stats.speedup(new, old).estimate
+    assert stats.medians_ratio(new, old) == pytest.approx(6.0 / 1.0) and estimate < 6 / 1.03
+    text = stats.say(table, "new", "old")
+    assert text.startswith(f"{estimate:.2f}x faster (") and text.endswith("; medians alone: 6.00x)")
+    slower = stats.say(table, "old", "new")  # inverted as the estimate is
+    assert slower.startswith(f"{estimate:.2f}x slower (") and slower.endswith("; medians alone: 6.00x)")
+    # the medians agree with the estimate (within 3%, inside the interval): nothing added
+    steady = _table(new=trials(1.0, 0.01, 8, 40), old=trials(1.5, 0.01, 8, 41))
+    assert "medians" not in stats.say(steady, "new", "old")
+    # can't tell apart: the medians' ratio in the interval's direction
+    noise = stats.speedup(trials(1.0, 0.2, 10, 5), trials(1.03, 0.2, 10, 6))
+    assert stats.plain(noise, medians=0.9).endswith(f"{noise.high:.2f}; medians alone: 0.90x)")
+    assert "medians" not in stats.plain(noise, medians=noise.estimate)
+    # just over 3% apart is named, just under is not (when inside the interval)
+    wide = stats.Ratio(2.0, 1.5, 2.5, 10)
+    assert "medians alone: 2.07x" in stats.plain(wide, medians=2.07)
+    assert "medians" not in stats.plain(wide, medians=2.05)
+    # no note on a smoke run or with too few runs
+    assert "medians" not in stats.plain(wide, judge=False, medians=4.0)
+    assert "medians" not in stats.plain(stats.Ratio(2.0, -math.inf, math.inf, 3), medians=4.0)
+
+
+def test_a_bound_that_rounds_to_one_gets_three_decimals():
+    assert stats.plain(stats.Ratio(1.034, 1.003, 1.068, 10)) == "1.034x faster (1.003\u20131.068)"
+    assert stats.plain(stats.Ratio(1.34, 1.10, 1.68, 10)) == "1.34x faster (1.10\u20131.68)"
+    # slower: the inverted bound 1/0.998 = 1.002
+    assert stats.plain(stats.Ratio(1 / 1.007, 1 / 1.012, 0.998, 10)) == \
+        "1.007x slower (1.002\u20131.012)"
+    # four decimals where three still print 1.000
+    assert stats.plain(stats.Ratio(1.002, 1.0004, 1.004, 10)).startswith("1.0020x faster (1.0004")
+    # can't tell apart keeps two decimals: its interval contains 1
+    assert stats.plain(stats.Ratio(1.0, 0.998, 1.003, 10)) == \
+        "can't tell apart on this machine (1.00\u20131.00)"
+
+
+def test_medians_pointing_the_other_way_name_their_direction():
+    # clearly 1.007x slower per round, while the medians are 1.327 against 1.328 ms
+    text = stats.plain(stats.Ratio(1 / 1.007, 1 / 1.012, 1 / 1.002, 10), medians=1.328 / 1.327)
+    assert text == "1.007x slower (1.002\u20131.012; medians alone: 1.001x faster)"
+    text = stats.plain(stats.Ratio(1.02, 1.01, 1.03, 10), medians=0.99)
+    assert text == "1.02x faster (1.01\u20131.03; medians alone: 1.01x slower)"

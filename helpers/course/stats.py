@@ -7,7 +7,9 @@ rounds: the host's speed changes from second to second, and a ratio within one r
 what both trials of the round share (the ratio of two medians does not: each median can jump
 between a fast and a slow stretch of the host). Unpaired trials give the ratio of medians, each
 side resampled on its own. ``verdict`` answers faster, slower or within noise: "within noise"
-whenever the interval contains 1, or there are too few trials to form one.
+whenever the interval contains 1, or there are too few trials to form one. A lesson's table
+shows medians, so ``say`` adds their ratio to the line where it differs from the estimate
+("3.28x faster (2.82-3.83; medians alone: 2.88x)"): a reader who divides the medians sees why.
 
 One sentence that lists several comparisons (e.g. "clear at batch sizes [8, 32]") is wrong if
 any entry is; ``family_level`` gives each interval the level that keeps the whole list at 95%.
@@ -162,11 +164,17 @@ def method_trials(table, method: str, metric: str = "wall", **where) -> list:
     return harness.trials(rows.iloc[0], metric)
 
 
-def plain(ratio: Ratio, judge: bool = True) -> str:
+def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str:
     """The one way a lesson states a speedup: "1.42x faster (1.34-1.65)", "1.20x slower
     (1.10-1.31)", "can't tell apart on this machine (0.96-1.10)", or the ratio with "too few
     runs to judge" (fewer than ``MIN_TRIALS`` paired trials). A smoke run (``judge`` False)
-    gets the ratio and no verdict."""
+    gets the ratio and no verdict.
+
+    A clear verdict whose interval bound would print as 1.00 gets three decimals (four if
+    needed), so that "faster (1.003-1.068)" is visibly above 1. ``medians``: the ratio of the
+    two medians a table shows (baseline over candidate); where it differs from the estimate by
+    more than ``MEDIANS_APART`` or falls outside the printed interval, the line says so:
+    "3.28x faster (2.82-3.83; medians alone: 2.88x)" (for "slower" inverted as the estimate is)."""
     if math.isnan(ratio.estimate):
         return "no data"
     if not judge:
@@ -174,19 +182,60 @@ def plain(ratio: Ratio, judge: bool = True) -> str:
     if ratio.n < MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
         return f"{ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge)"
     word = verdict(ratio)
-    if word == FASTER:
-        return f"{ratio.estimate:.2f}x faster ({ratio.low:.2f}\u2013{ratio.high:.2f})"
-    if word == SLOWER:
-        return (f"{1 / ratio.estimate:.2f}x slower ({1 / ratio.high:.2f}\u2013"
-                f"{1 / ratio.low:.2f})")
-    return f"can't tell apart on this machine ({ratio.low:.2f}\u2013{ratio.high:.2f})"
+    estimate, low, high = ratio.estimate, ratio.low, ratio.high
+    if word == SLOWER:  # the estimate and its bounds inverted: "1.20x slower (1.10-1.31)"
+        estimate, low, high = 1 / estimate, 1 / high, 1 / low
+        medians = None if medians is None else 1 / medians
+    digits = _digits(low, high) if word != NOISE else 2
+    bounds = f"{low:.{digits}f}\u2013{high:.{digits}f}"
+    note = _medians_note(word, estimate, low, high, medians, digits)
+    if word == NOISE:
+        return f"can't tell apart on this machine ({bounds}{note})"
+    return f"{estimate:.{digits}f}x {word} ({bounds}{note})"
+
+
+MEDIANS_APART = 0.03  # the medians' ratio is named when it is this far from the estimate
+
+
+def _digits(low: float, high: float) -> int:
+    """Two decimals, or up to four while a bound of a clear verdict would print as 1.00."""
+    digits = 2
+    while digits < 4 and any(f"{b:.{digits}f}" == f"{1:.{digits}f}" for b in (low, high)):
+        digits += 1
+    return digits
+
+
+def _medians_note(word: str, estimate: float, low: float, high: float, medians, digits: int) -> str:
+    """"; medians alone: 2.88x" where the ratio of the medians is more than ``MEDIANS_APART``
+    from the estimate or prints outside the interval. All in the printed direction ("slower":
+    inverted); a medians' ratio that points the other way from a clear verdict names its own."""
+    if medians is None or not 0 < medians < math.inf:
+        return ""
+    apart = max(medians / estimate, estimate / medians) > 1 + MEDIANS_APART
+    if not apart and round(low, digits) <= round(medians, digits) <= round(high, digits):
+        return ""
+    if word != NOISE and medians < 1:
+        return f"; medians alone: {1 / medians:.{digits}f}x {SLOWER if word == FASTER else FASTER}"
+    return f"; medians alone: {medians:.{digits}f}x"
+
+
+def medians_ratio(candidate, baseline) -> float:
+    """median(baseline) / median(candidate): the speedup read off the medians a table shows
+    (NaN without trials on either side)."""
+    if not len(candidate) or not len(baseline):
+        return float("nan")
+    return float(np.median(np.asarray(baseline, dtype=float))
+                 / np.median(np.asarray(candidate, dtype=float)))
 
 
 def say(table, candidate: str, baseline: str, judge: bool = True, metric: str = "wall",
         **where) -> str:
     """``plain`` for two methods' rows of a results table, e.g. ``say(table, "kv_cache",
-    "naive", seq_len=100)`` -> "1.42x faster (1.34-1.65)"."""
-    return plain(row_speedup(table, candidate, baseline, metric, **where), judge)
+    "naive", seq_len=100)`` -> "1.42x faster (1.34-1.65)", with the ratio of the rows' medians
+    (the same trials) where it differs from the estimate: "(2.82-3.83; medians alone: 2.88x)"."""
+    cand, base = (method_trials(table, method, metric, **where) for method in (candidate, baseline))
+    ratio = speedup(cand, base, paired=len(cand) == len(base))
+    return plain(ratio, judge, medians_ratio(cand, base))
 
 
 # Tests only: judge a smoke run anyway, so that the verdict branches of every notebook (which

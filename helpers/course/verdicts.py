@@ -43,6 +43,10 @@ _WORD = re.compile(
 # A list of batch sizes (or lengths) a verdict names: "at batch sizes [8, 32]", "at none".
 _LIST = re.compile(r"\b(at(?: batch(?: sizes?)?)?) (\[[^\]]*\]|none)")
 _NUMBER = re.compile(r"\(\d+(?:\.\d+)?% CI[^)]*\)|\(trials [^)]*\)|[-+]?\d[\d,]*(?:\.\d+)?")
+# The ratio of the medians that ``stats.plain`` adds inside the parentheses where it differs from
+# the estimate ("1.75x faster (1.70-1.80; medians alone: 1.69x)"): no verdict, and present in one
+# run but not another, so it is taken out before the line is read.
+_MEDIANS = re.compile(r"; medians alone: [^;)]*")
 # Opposite clear verdicts: one run says one, the other run the other.
 OPPOSITE = {("faster", "slower"), ("reproduced", "not reproduced"),
             ("exceeded", "not reproduced"), ("MET", "NOT MET"),
@@ -61,11 +65,12 @@ class Verdict:
 
 def parse_line(line: str) -> Verdict | None:
     """The verdict a printed line carries, or None when it carries none."""
-    words = [next(g for g in m.groups() if g) for m in _WORD.finditer(line)]
-    lists = [f"{m.group(1)} {m.group(2)}" for m in _LIST.finditer(line)]
+    text = _MEDIANS.sub("", line)
+    words = [next(g for g in m.groups() if g) for m in _WORD.finditer(text)]
+    lists = [f"{m.group(1)} {m.group(2)}" for m in _LIST.finditer(text)]
     if not words and not lists:
         return None
-    key = _LIST.sub(r"\1 [..]", line)
+    key = _LIST.sub(r"\1 [..]", text)
     key = _WORD.sub("_", key)
     key = _NUMBER.sub("#", key)
     key = key.replace("#x _", "_")  # "1.42x faster (...)" pairs with "can't tell apart (...)"
