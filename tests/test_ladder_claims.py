@@ -278,13 +278,13 @@ def test_measure_times_every_method_in_one_call_and_records_a_failure(tiny6):
     line = summary.one_line(ahead, 3, judge=False)
     assert "with lessons 01-07 (naive loop)" in line and "ahead," in line and "in lesson 11" in line
     assert any("taught so far" in r for r in summary.reading(ahead, 3, judge=False))
-    # one comparison, one number: the table's speedup is the one stats.say prints
-    from helpers.course import stats
-    ok = table[table["status"] == "ok"]
-    said = stats.row_speedup(ok, "KV cache", "naive loop", seq_len=3).estimate
-    assert by.loc["KV cache", "speedup_vs_naive"] == pytest.approx(said)
-    assert f"{said:.2f}x" in stats.say(ok, "KV cache", "naive loop", judge=False, seq_len=3)
-    assert view.set_index("method").loc["KV cache", "× naive"] == round(said, 2)
+    # the table's × columns agree with its own ms column: ratios of the medians shown
+    shown = view.set_index("method")
+    medians = by.loc["naive loop", "median_s"] / by.loc["KV cache", "median_s"]
+    assert by.loc["KV cache", "speedup_vs_naive"] == pytest.approx(medians)
+    assert shown.loc["KV cache", "× naive (medians)"] == round(medians, 2)
+    assert shown.loc["naive loop", "× generate() (medians)"] == round(
+        by.loc["generate()", "median_s"] / by.loc["naive loop", "median_s"], 2)
 
 
 def test_run_ladder_records_a_failing_method_and_goes_on(tiny6):
@@ -342,3 +342,70 @@ def test_drift_line_compares_the_naive_loop_of_01_and_08():
     assert "1200 ms in notebook 01's table and 1000 ms in this ladder" in line and "20% apart" in line
     assert claims.drift_line(ladder, {T01: None}, 100) == ""
     assert claims.drift_line(ladder, {T01: table01}, 400) == ""
+
+
+def test_the_ladder_table_agrees_with_its_ms_column():
+    # the published ladder: its × columns recomputed from its medians, as add_columns does now
+    published = pd.read_csv(ROOT / "figures" / "data" / "08_results_summary.csv")
+    floor_ms = float((published["per_step_s"] / published["floor_ratio"]).iloc[0] * 1e3)
+    raw = published.drop(columns=[c for c in published if c.startswith("speedup_vs_")])
+    view = summary.view(summary.add_columns(raw, {100: floor_ms})).set_index("method")
+    ms = view["ms per token"]
+    for method in view.index:
+        for column, other in (("× naive (medians)", "naive loop"), ("× generate() (medians)", "generate()")):
+            assert view.loc[method, column] == pytest.approx(ms[other] / ms[method], rel=0.012)  # ms rounded to 0.01
+    # a rung slower than naive by its medians is below 1, not "1.00"
+    assert view.loc["static cache", "× naive (medians)"] < 1 < view.loc["KV cache", "× naive (medians)"]
+
+
+def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
+    table04 = pd.DataFrame(rows("kv_cache (dynamic)", {100: 1.0, 200: 3.0}, frag={100: 20.0, 200: 25.0}) +
+                           rows("static", {100: 1.2, 200: 2.5}, frag={100: 2.0, 200: 3.0}))
+    result, evidence = verdicts([], {T04: table04})
+    assert result[STATIC] == claims.REPRODUCED
+    text = evidence[STATIC]
+    assert "timed at 100 and 200 tokens (not at 400):" in text
+    assert "100 tokens 1.20x slower (" in text and "200 tokens 1.20x faster (" in text
+    assert "100 tokens 2.0% against 20.0%, 200 tokens 3.0% against 25.0%" in text
+    # every length the article names was timed: nothing said about lengths left out
+    full = pd.DataFrame(rows("kv_cache (dynamic)", {100: 1.0, 200: 3.0, 400: 9.0}) +
+                        rows("static", {100: 1.2, 200: 2.5, 400: 6.0}))
+    assert "timed at 100, 200 and 400 tokens:" in verdicts([], {T04: full})[1][STATIC]
+
+
+def test_claim_interleave_prints_the_intervals_its_verdict_rests_on():
+    sweep = pd.DataFrame(rows("sync", {100: 1.0}, regime="compiled", batch_size=1) +
+                         rows("interleaved", {100: 0.8}, regime="compiled", batch_size=1) +
+                         rows("no_check", {100: 0.7}, regime="compiled", batch_size=1) +
+                         rows("sync", {100: 2.0}, regime="compiled", batch_size=32) +
+                         rows("interleaved", {100: 1.6}, regime="compiled", batch_size=32) +
+                         rows("no_check", {100: 1.5}, regime="compiled", batch_size=32))
+    result, evidence = verdicts([], {T07: sweep})
+    assert result[INTERLEAVE] == claims.CANT_TELL  # the same 1.25x gain at both batch sizes
+    assert "the gain at batch 1 against batch 32: can't tell apart on this machine (" in \
+        evidence[INTERLEAVE]
+
+
+def _budget(**idle_pct):
+    """A budget of 10 ms steps with the given idle shares (%), labelled as summary.labels does."""
+    return pd.DataFrame([{"method": name, "wall_ms": 10.0, "gpu_ms": 10.0 - pct / 10,
+                          "idle_ms": pct / 10, "floor_ms": 0.2} for name, pct in idle_pct.items()])
+
+
+def test_idle_line_reads_the_budget_stage_by_stage():
+    names = {claims.NAIVE: "naive loop (01)", claims.KV: "KV cache (02)",
+             claims.STATIC: "static cache (04)", claims.STATIC_COMPILED: "static cache, compiled (05)",
+             claims.LATE: "stop check a step late (07)", summary.FUSED: "fused (ahead: 11)"}
+    b = _budget(**{"naive loop (01)": 43, "KV cache (02)": 82, "static cache (04)": 86,
+                   "static cache, compiled (05)": 35, "stop check a step late (07)": 12,
+                   "fused (ahead: 11)": -1})
+    line = summary.idle_line(b, names)
+    assert line.startswith("Per step, the GPU idles 43-86% in the eager rungs (01, 02, 04);")
+    assert "35% once the static-cache step is compiled and captured (05): neither alone sets" in line
+    assert "12% with the stop check a step late (07): the GPU sets the pace" in line
+    assert "0% with fused kernels (ahead: 11): the GPU sets the pace." in line
+    # a compiled step that still leaves the GPU idle most of the time: the host sets its pace
+    b.loc[b["method"] == "static cache, compiled (05)", ["gpu_ms", "idle_ms"]] = [3.0, 7.0]
+    assert "70% once the static-cache step is compiled and captured (05): the host sets the pace" \
+        in summary.idle_line(b, names)
+    assert summary.idle_line(b.assign(gpu_ms=float("nan")), names) == ""  # a CPU run

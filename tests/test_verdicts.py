@@ -145,3 +145,9 @@ def test_lines_with_the_medians_ratio_and_three_decimals_pair_with_plain_ones():
     ratio = stats.Ratio(1.034, 1.003, 1.068, 10)
     line = verdicts.parse_line("x: " + stats.plain(ratio, medians=0.95))
     assert line.words == ("faster",) and line.key == verdicts.parse_line("x: 1.2x faster (1.1–1.3)").key
+    # the claims' note after point speedups
+    claim = verdicts.parse_line("KV cache over naive: 1.19x at 50 tokens, 1.75x at 200 tokens "
+                                "(medians alone: 1.18x and 1.69x); the gain: 1.46x faster (1.38–1.56)")
+    bare = verdicts.parse_line("KV cache over naive: 1.19x at 50 tokens, 1.75x at 200 tokens; "
+                               "the gain: 1.46x faster (1.38–1.56)")
+    assert claim.key == bare.key and claim.words == ("faster",)

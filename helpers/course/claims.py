@@ -39,6 +39,7 @@ NOT_JUDGED = "not judged: smoke run"
 QUADRUPLE_RANGE = (3.5, 4.5)  # "runtime quadruples": the factor per doubling of the length
 ABOUT_5X = (4.0, 6.0)  # "reaches about 5x": the whole interval of the speedup inside this range
 ABOUT_5X_MIN = ABOUT_5X[0]
+CLAIM_LENGTHS = (100, 200, 400)  # the lengths the article names for the static cache
 MAX_AGE_H = 24  # a table older than this (against 08's own start) is from another run
 
 # The tables the claims read, by the notebook that writes them (08's own ladder is passed apart).
@@ -121,8 +122,32 @@ def _combine(outcomes) -> str:
     return REPRODUCED
 
 
+def _and(items) -> str:
+    """"100, 200 and 400"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def _point(ratio) -> str:
     return "n/a" if ratio.estimate != ratio.estimate else f"{ratio.estimate:.2f}x"
+
+
+def _medians_note(pairs) -> str:
+    """" (medians alone: 1.20x and 1.69x)" for point speedups (``(ratio, candidate_trials,
+    baseline_trials)``) where any differs from the ratio of its rows' medians by more than
+    ``stats.MEDIANS_APART``, so a reader who divides the tables' medians sees why (empty else)."""
+    medians = [stats.medians_ratio(cand, base) for _, cand, base in pairs]
+    if not any(m == m and r.estimate == r.estimate and
+               max(m / r.estimate, r.estimate / m) > 1 + stats.MEDIANS_APART
+               for (r, _, _), m in zip(pairs, medians)):
+        return ""
+    return " (medians alone: " + _and([f"{m:.2f}x" for m in medians]) + ")"
+
+
+def _growth_medians(short, long) -> float:
+    """The ratio of two speedups read off the medians (``short`` and ``long``: (candidate,
+    baseline) trials), for ``stats.plain``'s note beside a ``speedup_growth``."""
+    return stats.medians_ratio(*long) / stats.medians_ratio(*short)
 
 
 # ---------------------------------------------------------------- the claims, one function each
@@ -150,16 +175,19 @@ def claim_kv_gain(ctx):
         return ctx.short(f"needs the naive and KV-cache loops at two lengths; this run has "
                          f"{[int(n) for n in common]}")
     short, long = common.min(), common.max()
-    gains = {int(n): stats.row_speedup(frame, "kv_cache", "naive", seq_len=n) for n in (short, long)}
+    pairs = {int(n): [stats.method_trials(frame, m, seq_len=n) for m in ("kv_cache", "naive")]
+             for n in (short, long)}
+    gains = {n: stats.row_speedup(frame, "kv_cache", "naive", seq_len=n) for n in pairs}
     growth = stats.row_growth(frame, "kv_cache", "naive", short, long)
-    gain_text = ", ".join(f"{_point(r)} at {n} tokens" for n, r in gains.items())
+    gain_text = ", ".join(f"{_point(r)} at {n} tokens" for n, r in gains.items()) + \
+        _medians_note([(r, *pairs[n]) for n, r in gains.items()])
     few = ctx.few(growth)
     if few:
         return few[0], f"KV cache over naive: {gain_text}; {few[1]}"
     verdict = {stats.FASTER: REPRODUCED, stats.SLOWER: NOT_REPRODUCED,
                stats.NOISE: CANT_TELL}[stats.verdict(growth)]
     return verdict, (f"KV cache over naive: {gain_text}; the gain at {int(long)} tokens against "
-                     f"{int(short)}: {stats.plain(growth, ctx.judge)}")
+                     f"{int(short)}: {stats.plain(growth, ctx.judge, _growth_medians(*pairs.values()))}")
 
 
 def claim_expandable(ctx):
@@ -179,7 +207,8 @@ def claim_expandable(ctx):
 
 def claim_static(ctx):
     """Lower fragmentation at every length; slower at 100 tokens; faster at 200 and 400 (or the
-    shortest length up to 100 and a length of 200 or more), from notebook 04's eager loops."""
+    shortest length up to 100 and a length of 200 or more), from notebook 04's eager loops. The
+    evidence names the lengths notebook 04 timed and the claim's lengths it did not."""
     frame = ctx.table("04")
     if frame is None:
         return ctx.missing("04")
@@ -199,12 +228,16 @@ def claim_static(ctx):
     frag_d, frag_s = (_medians(frame, m, "fragmentation_pct") for m in (dyn, stat))
     frag = [n for n in points if n in frag_d.index and n in frag_s.index]
     outcomes = [_expect(ratios[n], points[n]) for n in points]
-    parts = [f"{int(n)} tokens {stats.plain(ratios[n], ctx.judge)}" for n in points]
+    untimed = [n for n in CLAIM_LENGTHS if n not in points]
+    timed = _and([f"{int(n)}" for n in points]) + " tokens" + (
+        f" (not at {_and([str(n) for n in untimed])})" if untimed else "")
+    parts = [f"speed, static against dynamic cache, timed at {timed}: " + ", ".join(
+        f"{int(n)} tokens {stats.say(frame, stat, dyn, ctx.judge, seq_len=n)}" for n in points)]
     if frag:
         outcomes.append(REPRODUCED if all(frag_s[n] < frag_d[n] for n in frag) else NOT_REPRODUCED)
-        parts.append("fragmentation " + ", ".join(f"{frag_s[n]:.1f}% against {frag_d[n]:.1f}%"
-                                                  for n in frag))
-    return _combine(outcomes), "static cache against dynamic: " + "; ".join(parts)
+        parts.append("peak fragmentation, static against dynamic: " + ", ".join(
+            f"{int(n)} tokens {frag_s[n]:.1f}% against {frag_d[n]:.1f}%" for n in frag))
+    return _combine(outcomes), "; ".join(parts)
 
 
 def claim_compile_static(ctx):
@@ -221,12 +254,14 @@ def claim_compile_static(ctx):
     if not all(dyn + static):
         return NO_DATA, "a compiled loop or its eager baseline did not run"
     more = stats.speedup_growth(dyn, static)
-    evidence = (f"{int(n)} tokens: compiling gains {_point(stats.speedup(*static))} with the "
-                f"static cache, {_point(stats.speedup(*dyn))} with the dynamic cache")
+    gains = [(stats.speedup(*pair), *pair) for pair in (static, dyn)]
+    evidence = (f"{int(n)} tokens: compiling gains {_point(gains[0][0])} with the static cache, "
+                f"{_point(gains[1][0])} with the dynamic cache{_medians_note(gains)}")
     few = ctx.few(more)
     if few:
         return few[0], f"{evidence}; {few[1]}"
-    return _expect(more, stats.FASTER), f"{evidence}: {stats.plain(more, ctx.judge)}"
+    return _expect(more, stats.FASTER), \
+        f"{evidence}: {stats.plain(more, ctx.judge, _growth_medians(dyn, static))}"
 
 
 def claim_interleave_small_batch(ctx):
@@ -258,8 +293,14 @@ def claim_interleave_small_batch(ctx):
                           stats.method_trials(part, "sync", batch_size=b))
         against = [stats.speedup_growth(pair(b), pair(batches[0])) for b in batches[1:]]
         outcomes.append(_combine(_expect(r, stats.FASTER) for r in against))
+        # the verdict rests on these: the smallest batch's gain against each larger batch's
+        versus = [f"batch {int(b)}: " + stats.plain(
+            r, ctx.judge, _growth_medians(pair(b), pair(batches[0])))
+            for b, r in zip(batches[1:], against)]
         parts.append(f"{regime}: two streams over the per-step sync " + ", ".join(
-            f"{_point(r)} at batch {int(b)}" for b, r in gains.items()))
+            f"{_point(r)} at batch {int(b)}" for b, r in gains.items())
+            + _medians_note([(r, *pair(b)) for b, r in gains.items()])
+            + f"; the gain at batch {int(batches[0])} against " + ", against ".join(versus))
     if not outcomes and not parts:
         return ctx.short("needs notebook 07 at two batch sizes or more with 5 runs per point; "
                          + "; ".join(short))
@@ -286,7 +327,8 @@ def claim_five_x(ctx):
         verdict = NOT_REPRODUCED
     else:
         verdict = CANT_TELL
-    return verdict, (f"{evidence}: {stats.plain(ratio, ctx.judge)} (about 5x: the whole range "
+    said = stats.say(ladder, LATE, NAIVE, ctx.judge, seq_len=n)
+    return verdict, (f"{evidence}: {said} (about 5x: the whole range "
                      f"from {low:g}x to {high:g}x)")
 
 

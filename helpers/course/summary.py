@@ -150,37 +150,21 @@ def measure(methods, prompt, lengths, *, device, repeats, budget_s=0) -> list:
     return rows
 
 
-SPEEDUPS = {"speedup_vs_naive": NAIVE, "speedup_vs_generate": "generate()",
-            "speedup_vs_generate_static": "generate() static"}
-
-
 def add_columns(frame, floor_ms) -> pd.DataFrame:
-    """Per-token time and ratio to the floor (``floor_ms`` per token, one value or by length),
-    and the speedups against the naive loop and each peer as ``stats`` states them (from the
-    rounds' trials, ``stats.row_speedup``), so the table, the printed lines and the claims
-    give one number for one comparison."""
+    """Per-token time, ratio to the floor (``floor_ms`` per token, one value or by length), and
+    the speedups against the naive loop and each peer as ratios of the medians the table shows
+    (``bench.add_ladder_columns``): the table's columns agree with its own ms column, and the
+    printed lines (``stats.say``) carry each comparison's estimate and interval from the rounds."""
     floors = ({n: v / 1e3 for n, v in floor_ms.items()} if isinstance(floor_ms, dict)
               else floor_ms / 1e3)
-    frame = bench.add_ladder_columns(frame, floors, reference=NAIVE, peers={
-        k: v for k, v in SPEEDUPS.items() if k != "speedup_vs_naive"})
-    for column, baseline in SPEEDUPS.items():
-        frame[column] = [speedup(frame, method, baseline, n) for method, n in
-                         zip(frame["method"], frame["seq_len"])]
-    return frame
-
-
-def speedup(table, method, baseline, seq_len) -> float:
-    """How many times faster ``method`` is than ``baseline`` at ``seq_len``: the estimate that
-    ``stats.say`` prints (NaN where either did not run)."""
-    if method == baseline and method in set(table["method"]):
-        return 1.0
-    return stats.row_speedup(table, method, baseline, seq_len=seq_len).estimate
+    return bench.add_ladder_columns(frame, floors, reference=NAIVE)
 
 
 COLUMNS = {"notebook": "lesson", "method": "method", "seq_len": "tokens",
-           "per_step_s": "ms per token", "speedup_vs_naive": "× naive", "floor_ratio": "÷ floor",
-           "speedup_vs_generate": "× generate()",
-           "speedup_vs_generate_static": "× generate() static", "first_call_s": "first call s"}
+           "per_step_s": "ms per token", "speedup_vs_naive": "× naive (medians)",
+           "floor_ratio": "÷ floor", "speedup_vs_generate": "× generate() (medians)",
+           "speedup_vs_generate_static": "× generate() static (medians)",
+           "first_call_s": "first call s"}
 
 
 def view(table) -> pd.DataFrame:
@@ -280,6 +264,40 @@ def compile_gap(budget, names) -> str:
         text += (f"Reading the stop flag a step late (07) does not shorten it here: "
                  f"{c['wall_ms']:.2f} ms per token, {c['idle_ms']:.2f} ms of it idle.")
     return text
+
+
+STAGES = [("in the eager rungs", (NAIVE, KV, STATIC)),
+          ("once the static-cache step is compiled and captured", (STATIC_COMPILED,)),
+          ("with the stop check a step late", (LATE,)),
+          ("with fused kernels", (FUSED,))]
+
+
+def _pace(idle_pct: float) -> str:
+    """``budget.pace`` in a few words: who sets the pace of a step that idles ``idle_pct`` %."""
+    from .budget import GPU_PACE_PCT, HOST_PACE_PCT
+    return ("the host sets the pace" if idle_pct >= HOST_PACE_PCT else
+            "the GPU sets the pace" if idle_pct <= GPU_PACE_PCT else "neither alone sets the pace")
+
+
+def idle_line(budget, names) -> str:
+    """The summary's reading of the budget, stage by stage (eager, compiled, the late stop
+    check, fused kernels): how much of each step the GPU idles and who sets the pace there
+    (empty without GPU numbers). A stage whose rungs disagree on the pace gets no pace words."""
+    data = budget.set_index("method")
+    if data["gpu_ms"].isna().any():
+        return ""
+    parts = []
+    for words, rungs in STAGES:
+        here = [names[r] for r in rungs if names.get(r) in data.index]
+        if not here:
+            continue
+        lessons = ", ".join(dict.fromkeys(n[n.rindex("(") + 1:-1] for n in here))
+        idle = [max(100 * data.loc[n, "idle_ms"] / data.loc[n, "wall_ms"], 0.0) for n in here]
+        low, high = min(idle), max(idle)
+        share = f"{low:.0f}%" if f"{low:.0f}" == f"{high:.0f}" else f"{low:.0f}-{high:.0f}%"
+        pace = {_pace(v) for v in idle}
+        parts.append(f"{share} {words} ({lessons})" + (f": {pace.pop()}" if len(pace) == 1 else ""))
+    return ("Per step, the GPU idles " + "; ".join(parts) + ".") if parts else ""
 
 
 def labels(methods) -> dict:
