@@ -254,8 +254,8 @@ def compile_gap(budget, names) -> str:
         return ""
     a, b, c = data.loc[eager], data.loc[compiled], data.loc[late]
     text = (f"Compiling the static-cache step (05) takes the wall clock from {a['wall_ms']:.2f} "
-            f"to {b['wall_ms']:.2f} ms per token, but the GPU still idles {b['idle_ms']:.2f} ms of "
-            f"it ({100 * b['idle_ms'] / b['wall_ms']:.0f}%). ")
+            f"to {b['wall_ms']:.2f} ms per token; the GPU idles {max(b['idle_ms'], 0):.2f} ms of "
+            f"it ({max(100 * b['idle_ms'] / b['wall_ms'], 0):.0f}%). ")
     if c["wall_ms"] < b["wall_ms"] and c["idle_ms"] < b["idle_ms"]:
         text += (f"Reading the stop flag a step late (07) removes {b['idle_ms'] - c['idle_ms']:.2f} "
                  f"ms of that idle time: {c['wall_ms']:.2f} ms per token, "
