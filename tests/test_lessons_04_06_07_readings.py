@@ -41,7 +41,7 @@ def test_06_eager_check_is_read_against_the_model():
     assert "the check measured +231 µs per step, 65% of its cost under the CUDA graph" in line
     assert line.endswith("more than the simple model predicts for a step the host paces: here "
                          "the wait was not hidden behind the host's launches.")
-    assert "1.03x faster" in line
+    assert "1.035x faster (1.005" in line  # a bound that would print as 1.00: three decimals
 
 
 def test_06_early_stop_note_and_figure():
