@@ -21,6 +21,7 @@ from ..checks import check_same_tokens
 from ..generation import generate_naive
 from ..model import exact_matmul
 from . import floor, harness, stats
+from .budget import GPU_PACE_PCT, HOST_PACE_PCT
 from .claims import KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED
 
 PEERS = ("generate()", "generate() static")
@@ -274,7 +275,6 @@ STAGES = [("in the eager rungs", (NAIVE, KV, STATIC)),
 
 def _pace(idle_pct: float) -> str:
     """``budget.pace`` in a few words: who sets the pace of a step that idles ``idle_pct`` %."""
-    from .budget import GPU_PACE_PCT, HOST_PACE_PCT
     return ("the host sets the pace" if idle_pct >= HOST_PACE_PCT else
             "the GPU sets the pace" if idle_pct <= GPU_PACE_PCT else "neither alone sets the pace")
 
