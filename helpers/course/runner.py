@@ -517,7 +517,11 @@ def execute(path: Path, run_root: Path, preset: str, echo: bool = False, paramet
             nb = papermill.execute_notebook(str(path), str(output),
                                             parameters={"preset": preset, **(parameters or {})},
                                             kernel_name="python3", cwd=str(path.parent),
-                                            progress_bar=False, log_output=True)
+                                            progress_bar=False, log_output=True,
+                                            # the last cell has run and written its files: stop
+                                            # the kernel at once (a graceful stop waits ~1-2 s
+                                            # a notebook for the process to wind down)
+                                            shutdown_kernel="immediate")
         seconds = time.perf_counter() - start
         work = cell_seconds(nb)
         problem = check_outputs(run_root, stem, seconds if work is None else work, preset)
