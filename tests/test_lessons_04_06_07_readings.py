@@ -44,6 +44,15 @@ def test_06_eager_check_is_read_against_the_model():
     assert "1.035x faster (1.005" in line  # a bound that would print as 1.00: three decimals
 
 
+def test_06_a_check_that_measured_faster_is_called_noise_not_a_saving():
+    cost = published("06_eos_sync_regimes")
+    steps = budget.per_step(cost, seq_len=100).set_index("method")
+    steps.loc[f"eager, {eos_sync.CHECK}", "wall_ms"] = steps.loc[f"eager, {eos_sync.FREE}", "wall_ms"] - 0.05
+    line = eos_sync.eager_check_line(steps.reset_index(), cost)
+    assert "ran 50 µs per step faster (a check adds work and cannot save time" in line
+    assert "measured -" not in line and "% of its cost" not in line
+
+
 def test_06_early_stop_note_and_figure():
     table = published("06_eos_sync").replace({"method": {"sync": eos_sync.CHECK,
                                                          "no_check": eos_sync.FREE}})

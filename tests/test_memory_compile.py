@@ -399,6 +399,8 @@ def test_compiled_lesson_compilation_table():
     compile_table = lesson.compilation(table)
     assert len(compile_table) == 1
     assert compile_table.loc[0, "runs to repay"] == pytest.approx(20.0)
+    table.loc[1, "median_s"] = 0.7  # 10 s of compiling / 0.3 s saved a run: the 34th run repays
+    assert lesson.compilation(table).loc[0, "runs to repay"] == 34
 
 
 def test_kv_cache_memory_reads_the_allocator_before_every_forward(tiny, monkeypatch):

@@ -281,7 +281,7 @@ def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
 
 def test_readings_of_steps_per_launch_and_of_a_profiled_step():
     from helpers.course import floor
-    assert "can't be told apart" in floor.launches_line("within noise", 4, 100)
+    assert "no clear difference" in floor.launches_line("within noise", 4, 100)
     assert "replay 100 steps for the 99 needed" in floor.launches_line("slower", 4, 100)
     assert "1 extra step(s)" in floor.launches_line("faster", 4, 100)
     t = pd.DataFrame({"part": ["attention", "step (span)"], "us": [100.0, 1598.2]})

@@ -11,6 +11,7 @@ mode recompiles nothing of the first.
 """
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
@@ -123,7 +124,8 @@ def compilation(table) -> pd.DataFrame:
                      "first calls s": row.get("check_first_call_s", float("nan"))
                      + row["first_call_s"], "compile s": row["compile_s"],
                      "steady s": row["median_s"], "graphs compiled": row["graphs_compiled"],
-                     "runs to repay": row["compile_s"] / gain if gain > 0 else float("nan")})
+                     "runs to repay": math.ceil(row["compile_s"] / gain) if gain > 0
+                     else float("nan")})  # whole runs: the first run that pays it back
     return pd.DataFrame(rows)
 
 

@@ -67,12 +67,14 @@ def eager_check_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool 
     text = (f"Eager step: {check['wall_ms']:.1f} ms of wall clock with the check"
             + ("" if check["gpu_ms"] != check["gpu_ms"] else
                f", of which the GPU works {check['gpu_ms']:.1f} ms")
-            + f"; the check measured {diff_us:+.0f} µs per step")
+            + (f"; the check measured {diff_us:+.0f} µs per step" if diff_us >= 0 else
+               f"; the loop with the check ran {-diff_us:.0f} µs per step faster (a check adds "
+               "work and cannot save time: this is the host's noise)"))
     graph_us = float("nan")
     if f"CUDA graph, {CHECK}" in data.index and f"CUDA graph, {FREE}" in data.index:
         graph_us = 1e3 * (data.loc[f"CUDA graph, {CHECK}", "wall_ms"]
                           - data.loc[f"CUDA graph, {FREE}", "wall_ms"])
-        if graph_us > 0:
+        if graph_us > 0 and diff_us >= 0:
             text += f", {100 * diff_us / graph_us:.0f}% of its cost under the CUDA graph"
     text += f"; without it: {stats.say(cost, f'eager, {FREE}', f'eager, {CHECK}', judge)}."
     if not judge:

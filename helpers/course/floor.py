@@ -119,8 +119,9 @@ def launches_line(verdict: str, steps_per_graph: int, new_tokens: int) -> str:
     if verdict == stats.SLOWER:
         return (f"{steps_per_graph} steps per launch cost time: batching launches saves nothing "
                 f"here, and they replay {replayed} steps for the {needed} needed.")
-    return (f"{steps_per_graph} steps per launch and one can't be told apart: with the flag read "
-            f"one launch late, batching launches buys nothing measurable here.")
+    return (f"{steps_per_graph} steps per launch against one: no clear difference in this run "
+            f"(the line above): with the flag read one launch late, batching launches buys "
+            f"nothing measurable here.")
 
 
 def show_reference(stem: str) -> None:
