@@ -137,8 +137,7 @@ def _medians_note(pairs) -> str:
     baseline_trials)``) where any differs from the ratio of its rows' medians by more than
     ``stats.MEDIANS_APART``, so a reader who divides the tables' medians sees why (empty else)."""
     medians = [stats.medians_ratio(cand, base) for _, cand, base in pairs]
-    if not any(m == m and r.estimate == r.estimate and
-               max(m / r.estimate, r.estimate / m) > 1 + stats.MEDIANS_APART
+    if not any(m == m and r.estimate == r.estimate and stats.medians_apart(m, r.estimate)
                for (r, _, _), m in zip(pairs, medians)):
         return ""
     return " (medians alone: " + _and([f"{m:.2f}x" for m in medians]) + ")"

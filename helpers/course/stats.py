@@ -146,7 +146,17 @@ def row_speedup(table, candidate: str, baseline: str, metric: str = "wall", pair
     by ``where``, e.g. ``seq_len=100``), from their stored trials. Paired when both rows hold
     the same number of trials (they were interleaved by ``harness.compare``) unless ``paired``
     says otherwise (trials from separate processes are not paired)."""
-    cand, base = (method_trials(table, method, metric, **where) for method in (candidate, baseline))
+    return _trials_speedup(*_row_trials(table, candidate, baseline, metric, where), paired, level)
+
+
+def _row_trials(table, candidate, baseline, metric, where) -> tuple:
+    """(candidate's trials, baseline's trials) of two methods' rows."""
+    return tuple(method_trials(table, method, metric, **where) for method in (candidate, baseline))
+
+
+def _trials_speedup(cand, base, paired=None, level=LEVEL) -> Ratio:
+    """``speedup`` of two rows' trials: paired when they hold as many (interleaved rounds)
+    unless ``paired`` says otherwise."""
     return speedup(cand, base, paired=len(cand) == len(base) if paired is None else paired,
                    level=level)
 
@@ -211,12 +221,17 @@ def _medians_note(word: str, estimate: float, low: float, high: float, medians, 
     inverted); a medians' ratio that points the other way from a clear verdict names its own."""
     if medians is None or not 0 < medians < math.inf:
         return ""
-    apart = max(medians / estimate, estimate / medians) > 1 + MEDIANS_APART
-    if not apart and round(low, digits) <= round(medians, digits) <= round(high, digits):
+    if not medians_apart(medians, estimate) and \
+            round(low, digits) <= round(medians, digits) <= round(high, digits):
         return ""
     if word != NOISE and medians < 1:
         return f"; medians alone: {1 / medians:.{digits}f}x {SLOWER if word == FASTER else FASTER}"
     return f"; medians alone: {medians:.{digits}f}x"
+
+
+def medians_apart(medians: float, estimate: float) -> bool:
+    """Whether a ratio of medians is more than ``MEDIANS_APART`` from the estimate (either way)."""
+    return max(medians / estimate, estimate / medians) > 1 + MEDIANS_APART
 
 
 def medians_ratio(candidate, baseline) -> float:
@@ -233,9 +248,8 @@ def say(table, candidate: str, baseline: str, judge: bool = True, metric: str = 
     """``plain`` for two methods' rows of a results table, e.g. ``say(table, "kv_cache",
     "naive", seq_len=100)`` -> "1.42x faster (1.34-1.65)", with the ratio of the rows' medians
     (the same trials) where it differs from the estimate: "(2.82-3.83; medians alone: 2.88x)"."""
-    cand, base = (method_trials(table, method, metric, **where) for method in (candidate, baseline))
-    ratio = speedup(cand, base, paired=len(cand) == len(base))
-    return plain(ratio, judge, medians_ratio(cand, base))
+    cand, base = _row_trials(table, candidate, baseline, metric, where)
+    return plain(_trials_speedup(cand, base), judge, medians_ratio(cand, base))
 
 
 # Tests only: judge a smoke run anyway, so that the verdict branches of every notebook (which
