@@ -130,8 +130,7 @@ def compare_host_clock(calls, *, device, batch_size, seq_len, repeats, warmup=1,
                "error": "", "device_name": harness.device_label(device),
                "load_s": 0.0 if load is None else load.seconds,
                "gpu_busy_s": harness.gpu_busy_s(calls[name], device) if busy else float("nan")}
-        row["tokens_per_s"] = batch_size * seq_len / row["median_s"]
-        rows.append(row)
+        rows.append(harness.with_tokens_per_s(row, batch_size, seq_len))
     harness.release_memory(device)
     return rows
 

@@ -153,16 +153,18 @@ GPU_PACE_PCT = 100 - harness.BOUND_BUSY_PCT  # idle at most this (busy 80%): the
                                              # the tables' 'GPU-bound' label says
 
 
-def pace(idle_pct: float) -> str:
+def pace(idle_pct: float, why: bool = True) -> str:
     """Who sets the pace of a step whose GPU idles ``idle_pct`` % of it:
     the host where the GPU waits most of the step (00's definition), the GPU where it waits
-    little, and both in between (then faster kernels and less host work both pay)."""
+    little, and both in between (then faster kernels and less host work both pay; said unless
+    ``why`` is False)."""
     if idle_pct >= HOST_PACE_PCT:
         return "the host sets the pace"
     if idle_pct <= GPU_PACE_PCT:
         return "the GPU sets the pace"
-    return (f"neither alone sets the pace (the GPU works {100 - idle_pct:.0f}% of the step), "
-            "so both less host work and faster kernels pay")
+    return "neither alone sets the pace" + (
+        f" (the GPU works {100 - idle_pct:.0f}% of the step), so both less host work and faster "
+        "kernels pay" if why else "")
 
 
 def _moved(before: float, after: float) -> str:

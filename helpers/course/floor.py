@@ -94,13 +94,13 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
     (notebook 10's ``GraphDecoder(..., bucket=b)``): the buffer's slots (prompt, new tokens and
     one launch more, rounded up to a multiple of 16, as ``static_state`` sizes it), and the positions a run's
     launches read on average when each replays the shortest bucket that holds its positions."""
-    slots = graphs.cache_slots(prompt_len + new_tokens + steps_per_graph)
+    needed = prompt_len + new_tokens + steps_per_graph
+    slots = graphs.cache_slots(needed)
     lengths = graphs.bucket_lengths(slots, bucket)
     launches = max(1, -(-(new_tokens - 1) // steps_per_graph))
     read = [graphs.shortest_bucket(lengths, prompt_len + (i + 1) * steps_per_graph)
             for i in range(launches)]
     mean = sum(read) / len(read)
-    needed = prompt_len + new_tokens + steps_per_graph
     return (f"Buckets of {bucket}: the buffer holds {slots} slots ({needed} positions, rounded up "
             f"to a multiple of 16), so a launch reads {mean:.1f} positions on average instead of "
             f"{slots}: at most {1 - mean / slots:.1%} fewer key and value reads, whatever the "

@@ -30,7 +30,7 @@ import pandas as pd
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from . import harness, plotting
+from . import plotting
 
 STEP_PREFIX = "step "
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -398,5 +398,3 @@ def check_cost(step_budget: pd.DataFrame, check: str = "check every step",
             cost[method] = data.loc[method, "wall_ms"] - data.loc[f"{regime}, {free}", "wall_ms"]
     out["the check adds ms"] = pd.Series(cost, dtype=float)
     return out.round(3)
-
-

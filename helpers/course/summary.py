@@ -21,7 +21,7 @@ from ..checks import check_same_tokens
 from ..generation import generate_naive
 from ..model import exact_matmul
 from . import floor, harness, stats
-from .budget import GPU_PACE_PCT, HOST_PACE_PCT
+from .budget import pace as budget_pace  # idle_line's argument is named budget
 from .claims import KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED
 
 PEERS = ("generate()", "generate() static")
@@ -273,12 +273,6 @@ STAGES = [("in the eager rungs", (NAIVE, KV, STATIC)),
           ("with fused kernels", (FUSED,))]
 
 
-def _pace(idle_pct: float) -> str:
-    """``budget.pace`` in a few words: who sets the pace of a step that idles ``idle_pct`` %."""
-    return ("the host sets the pace" if idle_pct >= HOST_PACE_PCT else
-            "the GPU sets the pace" if idle_pct <= GPU_PACE_PCT else "neither alone sets the pace")
-
-
 def idle_line(budget, names) -> str:
     """The summary's reading of the budget, stage by stage (eager, compiled, the late stop
     check, fused kernels): how much of each step the GPU idles and who sets the pace there
@@ -295,7 +289,7 @@ def idle_line(budget, names) -> str:
         idle = [max(100 * data.loc[n, "idle_ms"] / data.loc[n, "wall_ms"], 0.0) for n in here]
         low, high = min(idle), max(idle)
         share = f"{low:.0f}%" if f"{low:.0f}" == f"{high:.0f}" else f"{low:.0f}-{high:.0f}%"
-        pace = {_pace(v) for v in idle}
+        pace = {budget_pace(v, why=False) for v in idle}
         parts.append(f"{share} {words} ({lessons})" + (f": {pace.pop()}" if len(pace) == 1 else ""))
     return ("Per step, the GPU idles " + "; ".join(parts) + ".") if parts else ""
 
