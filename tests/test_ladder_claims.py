@@ -74,6 +74,14 @@ def rows(method, times, frag=None, **extra):
             for n, t in times.items()]
 
 
+def compiled_sweep(seconds):
+    """Notebook 07's table in the compiled regime at 100 tokens: ``seconds`` maps a batch size to
+    the (sync, interleaved, no_check) times, in that row order."""
+    return pd.DataFrame([row for batch, times in seconds.items()
+                         for method, t in zip(("sync", "interleaved", "no_check"), times)
+                         for row in rows(method, {100: t}, regime="compiled", batch_size=batch)])
+
+
 def verdicts(ladder_rows, tables=None, **kwargs):
     frame = claims.check_claims(pd.DataFrame(ladder_rows), tables or {}, **kwargs)
     assert list(frame.columns) == ["claim", "verdict", "evidence", "source"]
@@ -175,12 +183,7 @@ def test_compile_interleave_and_five_x_claims():
     ladder = (rows("naive loop", {100: 12.0}) + rows("KV cache", {100: 4.0}) +
               rows("static cache", {100: 5.0}) + rows("static cache, compiled", {100: 1.0}) +
               rows("KV cache, compiled", {100: 3.0}) + rows("stop check a step late", {100: 2.5}))
-    sweep = pd.DataFrame(rows("sync", {100: 1.0}, regime="compiled", batch_size=1) +
-                         rows("interleaved", {100: 0.5}, regime="compiled", batch_size=1) +
-                         rows("no_check", {100: 0.45}, regime="compiled", batch_size=1) +
-                         rows("sync", {100: 2.0}, regime="compiled", batch_size=32) +
-                         rows("interleaved", {100: 1.8}, regime="compiled", batch_size=32) +
-                         rows("no_check", {100: 1.7}, regime="compiled", batch_size=32))
+    sweep = compiled_sweep({1: (1.0, 0.5, 0.45), 32: (2.0, 1.8, 1.7)})
     result, _ = verdicts(ladder, {T07: sweep})
     assert result[COMPILE] == claims.REPRODUCED  # 5.0x with the static cache, 1.33x without
     assert result[INTERLEAVE] == claims.REPRODUCED  # 50% saved at batch 1, 10% at 32
@@ -374,12 +377,7 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
 
 
 def test_claim_interleave_prints_the_intervals_its_verdict_rests_on():
-    sweep = pd.DataFrame(rows("sync", {100: 1.0}, regime="compiled", batch_size=1) +
-                         rows("interleaved", {100: 0.8}, regime="compiled", batch_size=1) +
-                         rows("no_check", {100: 0.7}, regime="compiled", batch_size=1) +
-                         rows("sync", {100: 2.0}, regime="compiled", batch_size=32) +
-                         rows("interleaved", {100: 1.6}, regime="compiled", batch_size=32) +
-                         rows("no_check", {100: 1.5}, regime="compiled", batch_size=32))
+    sweep = compiled_sweep({1: (1.0, 0.8, 0.7), 32: (2.0, 1.6, 1.5)})
     result, evidence = verdicts([], {T07: sweep})
     assert result[INTERLEAVE] == claims.CANT_TELL  # the same 1.25x gain at both batch sizes
     assert "the gain at batch 1 against batch 32: can't tell apart on this machine (" in \
