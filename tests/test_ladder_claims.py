@@ -126,7 +126,7 @@ def test_workshop_sizes_leave_claims_to_the_full_run():
     def three(frame):
         return frame.assign(trials_wall_ms=[" ".join(t.split()[:3]) for t in frame["trials_wall_ms"]])
     table02 = three(pd.DataFrame(rows("naive", {50: 1.0, 300: 6.0}) + rows("kv_cache", {50: 0.9, 300: 3.0})))
-    table04 = pd.DataFrame(rows("kv_cache (dynamic)", {48: 1.0}, frag={48: 20.0}) +
+    table04 = pd.DataFrame(rows("dynamic", {48: 1.0}, frag={48: 20.0}) +
                            rows("static", {48: 1.2}, frag={48: 2.0}))
     table07 = pd.DataFrame(rows("sync", {50: 1.0}, regime="compiled", batch_size=16) +
                            rows("no_check", {50: 0.8}, regime="compiled", batch_size=16) +
@@ -154,7 +154,7 @@ def test_workshop_sizes_leave_claims_to_the_full_run():
 def test_fragmentation_claims_from_notebooks_03_and_04():
     table03 = pd.DataFrame(rows("default", {100: 1.0}, frag={100: 30.0}) +
                            rows("expandable_segments:True", {100: 1.0}, frag={100: 5.0}))
-    table04 = pd.DataFrame(rows("kv_cache (dynamic)", {100: 1.0, 200: 3.0, 400: 9.0},
+    table04 = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0, 400: 9.0},
                                 frag={100: 20.0, 200: 25.0, 400: 30.0}) +
                            rows("static", {100: 1.2, 200: 2.5, 400: 6.0},
                                 frag={100: 2.0, 200: 2.0, 400: 2.0}))
@@ -167,7 +167,7 @@ def test_fragmentation_claims_from_notebooks_03_and_04():
         rows("static", {100: 0.8})[0]["trials_wall_ms"]
     assert verdicts([], {T04: wins})[0][STATIC] == claims.NOT_REPRODUCED
     # a 1% difference inside +-2% noise at 400 tokens is no win
-    tie = pd.DataFrame(rows("kv_cache (dynamic)", {100: 1.0, 200: 3.0, 400: 9.0},
+    tie = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0, 400: 9.0},
                             frag={100: 20.0, 200: 25.0, 400: 30.0}) +
                        rows("static", {100: 1.2, 200: 2.5, 400: 8.9},
                             frag={100: 2.0, 200: 2.0, 400: 2.0}))
@@ -362,7 +362,7 @@ def test_the_ladder_table_agrees_with_its_ms_column():
 
 
 def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
-    table04 = pd.DataFrame(rows("kv_cache (dynamic)", {100: 1.0, 200: 3.0}, frag={100: 20.0, 200: 25.0}) +
+    table04 = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0}, frag={100: 20.0, 200: 25.0}) +
                            rows("static", {100: 1.2, 200: 2.5}, frag={100: 2.0, 200: 3.0}))
     result, evidence = verdicts([], {T04: table04})
     assert result[STATIC] == claims.REPRODUCED
@@ -371,7 +371,7 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
     assert "100 tokens 1.20x slower (" in text and "200 tokens 1.20x faster (" in text
     assert "100 tokens 2.0% against 20.0%, 200 tokens 3.0% against 25.0%" in text
     # every length the article names was timed: nothing said about lengths left out
-    full = pd.DataFrame(rows("kv_cache (dynamic)", {100: 1.0, 200: 3.0, 400: 9.0}) +
+    full = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0, 400: 9.0}) +
                         rows("static", {100: 1.2, 200: 2.5, 400: 6.0}))
     assert "timed at 100, 200 and 400 tokens:" in verdicts([], {T04: full})[1][STATIC]
 

@@ -353,9 +353,9 @@ def test_static_cache_lesson_tables(tiny):
     P = SimpleNamespace(seq_lens=[10], prompt_len=4, batch_size=prompt.shape[0])
     rows = [{"method": m, "seq_len": 10, "status": "ok", "cache_len": n, "gpu_busy_s": busy,
              "median_s": wall} for m, n, busy, wall in (
-                 ("static", 14, 0.010, 0.05), ("static oversized", 64, 0.015, 0.06),
-                 ("static (CUDA graph)", 16, 0.010, 0.011),
-                 ("static oversized (CUDA graph)", 64, 0.015, 0.016))]
+                 ("static", 14, 0.010, 0.05), ("oversized", 64, 0.015, 0.06),
+                 ("static, graph", 16, 0.010, 0.011),
+                 ("oversized, graph", 64, 0.015, 0.016))]
     waste = lesson.waste(pd.DataFrame(rows), model, P)
     eager = waste.loc[(10, "eager")]
     assert eager["extra positions"] == 50 * 9

@@ -268,7 +268,8 @@ def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
 def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
     from helpers.course import floor
     line = floor.bucket_reads(16, 100, 32)
-    assert "holds 128 slots" in line and "instead of 128" in line
+    assert "holds 128 slots (prompt 16 + 100 new tokens + 1 step(s) launched ahead = 117 positions" in line
+    assert "instead of 128" in line
     t = pd.DataFrame({"part": ["QKV", "attention", "idle between kernels", "step (span)"],
                       "kernels": [12.0, 12.0, 0.0, 24.0], "us": [123.52, 40.2, 39.9, 210.0],
                       "MB": [1.0, 3.0, float("nan"), 4.0], "GBps": [725.79, 1500.4, float("nan"), 19.0],

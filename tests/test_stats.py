@@ -339,9 +339,11 @@ def test_say_names_the_medians_ratio_where_it_differs_from_the_estimate():
     wide = stats.Ratio(2.0, 1.5, 2.5, 10)
     assert "medians alone: 2.07x" in stats.plain(wide, medians=2.07)
     assert "medians" not in stats.plain(wide, medians=2.05)
-    # no note on a smoke run or with too few runs
+    # no note on a smoke run; with too few runs to judge, only where the medians are apart
     assert "medians" not in stats.plain(wide, judge=False, medians=4.0)
-    assert "medians" not in stats.plain(stats.Ratio(2.0, -math.inf, math.inf, 3), medians=4.0)
+    few = stats.Ratio(2.0, -math.inf, math.inf, 3)
+    assert stats.plain(few, medians=4.0) == "2.00x (only 3 runs: too few to judge; medians alone: 4.00x)"
+    assert "medians" not in stats.plain(few, medians=2.02)
 
 
 def test_a_bound_that_rounds_to_one_gets_three_decimals():

@@ -81,7 +81,7 @@ def per_step(table, methods=None, floor=float("nan"), labels=None, **where) -> p
 
 def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time goes",
          wall: bool = True):
-    """Horizontal bars, one method a row (first on top): the wall clock per token (light), the
+    """Horizontal bars, one method a row (first on top): the wall clock per decode step (light), the
     GPU's work inside it (dark), and the floor as a dashed line. Values written on the bars.
     ``wall=False`` draws the GPU's work and the floor only (methods timed in separate processes,
     whose wall clocks are not comparable: notebook 03)."""
@@ -106,7 +106,7 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
                    label=f"floor ({floor.iloc[0]:.2f} ms)")
     ax.set_yticks(list(y), names)
     ax.set_xlim(0, top * 1.4)
-    ax.set_xlabel("ms per generated token")
+    ax.set_xlabel("ms per decode step (one new token for every sequence)")
     ax.set_title(title, loc="left", pad=34)
     ax.grid(axis="y", visible=False)
     # The legend sits between the title and the bars, in two rows so that it stays within the
@@ -118,7 +118,7 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
 
 def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
     """One plain sentence reading the figure for ``new`` against ``old`` (method labels as in
-    the budget), e.g. "Per token, the GPU's work fell 8.0x (5.71 -> 0.71 ms), but the GPU still
+    the budget), e.g. "Per decode step, the GPU's work fell 8.0x (5.71 -> 0.71 ms), but the GPU still
     waits 5.1 ms for the host, so the wall clock fell only 1.4x (8.12 -> 5.80 ms); the floor is
     0.22 ms." Empty without GPU numbers (a CPU run)."""
     data = budget.set_index("method")
@@ -130,7 +130,7 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
     gpu_word = _moved(a["gpu_ms"], b["gpu_ms"])
     # The wall clock is given in ms, not as a ratio: the lesson's verdict line states the speedup
     # (from its interleaved rounds), and a second, median-based ratio here would contradict it.
-    text = (f"Per token, {new} against {old}: the GPU's work {gpu_word} "
+    text = (f"Per decode step, {new} against {old}: the GPU's work {gpu_word} "
             f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms) and the wall clock went from "
             f"{a['wall_ms']:.2f} to {b['wall_ms']:.2f} ms. ")
     if b["gpu_ms"] >= b["wall_ms"]:

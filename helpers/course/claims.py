@@ -211,7 +211,7 @@ def claim_static(ctx):
     frame = ctx.table("04")
     if frame is None:
         return ctx.missing("04")
-    dyn, stat = "kv_cache (dynamic)", "static"
+    dyn, stat = "dynamic", "static"  # notebook 04's method names (static_cache.DYNAMIC, STATIC)
     lengths = sorted(_medians(frame, dyn).index.intersection(_medians(frame, stat).index))
     short = [n for n in lengths if n <= 100]
     long = [n for n in lengths if n >= 200]

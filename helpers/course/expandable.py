@@ -179,7 +179,7 @@ def plot_memory(ax, table, on_gpu: bool):
 
 
 def plot_gpu_work(ax, steps: pd.DataFrame, title: str):
-    """The GPU's work per generated token under each setting (bars, first on top) and the floor
+    """The GPU's work per decode step under each setting (bars, first on top) and the floor
     (dashed), from ``budget.per_step``: the allocator setting does not change the kernels, so
     this is the step's picture the lesson compares (no wall clock across processes)."""
     if steps["gpu_ms"].isna().all():
