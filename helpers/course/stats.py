@@ -190,8 +190,7 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str
     if not judge:
         return f"{ratio.estimate:.2f}x (smoke run: not a measurement)"
     if ratio.n < MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
-        note = (f"; medians alone: {medians:.2f}x" if medians is not None
-                and 0 < medians < math.inf and medians_apart(medians, ratio.estimate) else "")
+        note = _medians_note(NOISE, ratio.estimate, -math.inf, math.inf, medians, 2)
         return f"{ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge{note})"
     word = verdict(ratio)
     estimate, low, high = ratio.estimate, ratio.low, ratio.high
