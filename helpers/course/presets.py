@@ -52,19 +52,18 @@ NOTEBOOK = {
         "smoke": dict(warmup=0),
     },
     "02": {
-        # Budget 90 s full / 25 s workshop on an H100, batch 32 as in the other lessons (the
-        # workshop: 64, below). Per round: 0.7 s at 50 tokens, 1.4 s at 100, 4.2 s at 200
-        # (naive + KV cache); a warm-up round, 5 rounds and one profiled run each: about 50 s
-        # full, 14 s workshop. The workshop runs batch 64 (as 01's), at 20 and 100 tokens: at
-        # batch 32 the host's noise hid the gain (40 and 100 tokens, growth 0.98-1.27, 19:59 on 2026-11-23; 20 and 100,
-        # both gains can't tell apart, 21:17); batch 64 doubles the naive loop's N^2 work.
-        # Both loops wait on the host, so more rounds do not settle whether the gain grows:
-        # 0.93-1.50 with 5 rounds, 0.98-1.19 with rounds added for 8 s a point (104 s in the
-        # 15:27 run of 2026-11-23); the lesson says so instead of buying them. Tokens checked
-        # at the shortest length only (the FP32 check at 400 tokens alone took 20 s). At 40-50
-        # tokens both loops wait on the host and the gain is small; at 100 and 200 it is clear.
+        # Budget 90 s full / 25 s workshop on an H100, batch 32 as in the other lessons. Per
+        # round (naive + KV cache): 0.7 s at 50 tokens, 1.4 s at 100, 4.2 s at 200; 5 rounds and
+        # one profiled run each (the token check warms both loops): about 50 s full. The gain
+        # grows only once the naive loop's GPU work outgrows the host's ~6 ms a step: 1.01x at
+        # 50 tokens, 1.27x at 100, 1.76x at 200 (20:09 run of 2026-11-23). So the workshop runs
+        # 20 and 150 tokens (about 3 s a round, 18 s): at 20 and 100 the growth could not be
+        # told apart at batch 32 (21:17) or batch 64 (23:06), where the naive loop also fills
+        # the GPU's memory with fragments (78 GB reserved at 100 tokens). More rounds do not
+        # settle it where both loops wait on the host (0.98-1.19 with rounds added for 8 s a
+        # point, 15:27 run); the lesson says so. Tokens checked at the shortest length only.
         "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=0),
-        "workshop": dict(batch_size=64, seq_lens=[20, 100], repeats=5, warmup=0),  # the token check warms both loops
+        "workshop": dict(seq_lens=[20, 150], repeats=5, warmup=0),
     },
     "03": {
         # Budget 80 s full / 25 s workshop. Two child processes (each about 4 s to start and
