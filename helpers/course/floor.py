@@ -104,8 +104,8 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
     return (f"Buckets of {bucket}: the buffer holds {slots} slots (prompt {prompt_len} + "
             f"{new_tokens} new tokens + {steps_per_graph} step(s) launched ahead = {needed} "
             f"positions, rounded up to a multiple of 16), so a launch reads {mean:.1f} positions "
-            f"on average instead of {slots}: at most {1 - mean / slots:.1%} fewer key and value reads, whatever the "
-            f"kernels.")
+            f"on average instead of {slots}: at most {1 - mean / slots:.1%} fewer key and value "
+            f"reads, whatever the kernels.")
 
 
 def launches_line(verdict: str, steps_per_graph: int, new_tokens: int) -> str:
