@@ -52,14 +52,15 @@ NOTEBOOK = {
         "smoke": dict(warmup=0),
     },
     "02": {
-        # Budget 90 s full / 25 s workshop on an H100, batch 32 as in the other lessons. Per
-        # round (naive + KV cache): 0.7 s at 50 tokens, 1.4 s at 100, 4.2 s at 200; 5 rounds and
-        # one profiled run each (the token check warms both loops): about 50 s full. The gain
-        # grows only once the naive loop's GPU work outgrows the host's ~6 ms a step: 1.01x at
-        # 50 tokens, 1.27x at 100, 1.76x at 200 (20:09 run of 2026-11-23). So the workshop runs
-        # 20 and 150 tokens (about 3 s a round, 18 s): at 20 and 100 the growth could not be
-        # told apart at batch 32 (21:17) or batch 64 (23:06), where the naive loop also fills
-        # the GPU's memory with fragments (78 GB reserved at 100 tokens). More rounds do not
+        # Budget 90 s full / 25 s workshop on an H100; batch 32 in the full preset, the
+        # workshop's batch 16 (as 05-08's) there. Per round (naive + KV cache): 0.7 s at 50
+        # tokens, 1.4 s at 100, 4.2 s at 200; 5 rounds and one profiled run each (the token
+        # check warms both loops): about 50 s full. The gain grows only once the naive loop's
+        # GPU work outgrows the host's ~6 ms a step: 1.01x at 50 tokens, 1.27x at 100, 1.76x at
+        # 200 (full, 20:09 run of 2026-11-23). So the workshop runs 20 and 150 tokens (2.7 s a
+        # round): growth 1.15x (1.03-1.28) at 00:49 on 2026-11-24. At 20 and 100 it could not
+        # be told apart at batch 32 (21:17) or batch 64 (23:06), where the naive loop also
+        # fills the GPU's memory with fragments (78 GB reserved at 100 tokens). More rounds do not
         # settle it where both loops wait on the host (0.98-1.19 with rounds added for 8 s a
         # point, 15:27 run); the lesson says so. Tokens checked at the shortest length only.
         "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=0),
