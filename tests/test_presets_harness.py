@@ -126,3 +126,15 @@ def test_runs_are_separate_objects_and_skips_are_recorded(tmp_path, monkeypatch,
     records = {n: json.loads((tmp_path / "outputs" / f"{n}.json").read_text()) for n in ("98_cpu", "97_gpu")}
     assert records["98_cpu"]["skipped"] == [{"what": "the profiler", "device": "cpu"}]
     assert records["97_gpu"]["skipped"] == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu Oct 30 2025\n", "580.159.04"),
+    ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build\n",
+     "570.86.15"),
+    ("GCC version:  gcc version 12.3.0\n", None),
+])
+def test_driver_version_is_read_from_the_kernel_module_text(text, expected):
+    from helpers.course.env import proc_driver_version
+
+    assert proc_driver_version(text) == expected

@@ -218,6 +218,48 @@ def test_resume_reruns_only_what_did_not_finish(smoke_run, tmp_path, monkeypatch
     assert ran == ["00_good"]
 
 
+KERNEL_AGE = """
+import json, os, pathlib, time
+ticks = os.sysconf("SC_CLK_TCK")
+started = int(pathlib.Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]) / ticks
+age = float(pathlib.Path("/proc/uptime").read_text().split()[0]) - started
+run = pathlib.Path(os.environ["COURSE_RUN_DIR"])
+(run / (pathlib.Path.cwd().name + "-" + str(os.getpid()) + ".json")).write_text(
+    json.dumps({"age": age, "cwd": os.getcwd()}))
+time.sleep(2)
+"""
+
+
+@pytest.mark.notebook  # runs throwaway notebooks through papermill
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads kernel ages from /proc")
+def test_each_next_kernel_boots_while_the_notebook_before_runs(tmp_path, monkeypatch):
+    """The runner starts the next notebook's kernel while one runs (``runner.SPARE``): the
+    second and third kernels were alive before their notebook began, in the notebooks' folder
+    and the run's environment, and no kernel outlives the run."""
+    nbdir = tmp_path / "notebooks"
+    paths = [make_notebook(nbdir / f"0{i}_age.ipynb", KERNEL_AGE, hand_written(f"0{i}_age"))
+             for i in range(3)]
+    monkeypatch.setitem(runner.MIN_SECONDS, "smoke", 0.5)
+    monkeypatch.delenv(results.RUN_DIR_ENV, raising=False)
+    status = runner.run(paths, "smoke", tmp_path / "run", echo=False)
+    assert [status[p.stem]["status"] for p in paths] == ["ok"] * 3
+    ages = [json.loads(f.read_text()) for f in sorted((tmp_path / "run").glob("notebooks-*.json"),
+                                                      key=lambda f: f.stat().st_mtime)]
+    assert len(ages) == 3 and all(a["cwd"] == str(nbdir) for a in ages)
+    assert all(a["age"] > 1.5 for a in ages[1:]), ages  # booted during the 2 s notebook before
+    assert runner.SPARE.km is None and not list((tmp_path / "run").glob(runner.SpareKernel.LOG))
+    children = [p for p in Path("/proc").glob("[0-9]*/stat") if p.exists()]
+    kernels = []
+    for stat in children:
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == os.getpid() and "ipykernel" in (stat.parent / "cmdline").read_text():
+                kernels.append(stat.parent.name)
+        except (OSError, ValueError, IndexError):
+            pass
+    assert not kernels, f"kernels left running: {kernels}"
+
+
 def test_status_on_disk_is_current_while_a_notebook_runs(tmp_path, monkeypatch):
     """A runner killed at any moment (SIGKILL, power) leaves a status file that names every
     notebook finished so far, so ``--resume`` neither loses nor repeats them."""

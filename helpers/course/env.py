@@ -4,6 +4,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import re
 import subprocess
 from pathlib import Path
 
@@ -13,10 +14,23 @@ import transformers
 ALLOC_ENV_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 
 
+def proc_driver_version(text: str) -> str | None:
+    """The driver version in ``/proc/driver/nvidia/version``'s text ("NVRM version: NVIDIA UNIX
+    x86_64 Kernel Module  580.159.04  ...", or "... Open Kernel Module for x86_64  580.159.04"),
+    or None."""
+    found = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", text)
+    return found.group(1) if found else None
+
+
 def driver_version() -> str:
     """The NVIDIA driver version from nvidia-smi or NVML; 'n/a' without an NVIDIA GPU."""
     if not torch.cuda.is_available():
         return "n/a"
+    try:  # Linux: the kernel module says it at once (nvidia-smi can take a second to start)
+        if found := proc_driver_version(Path("/proc/driver/nvidia/version").read_text()):
+            return found
+    except OSError:
+        pass
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                              capture_output=True, text=True, timeout=20, check=True)

@@ -491,6 +491,74 @@ def finished(run_root: Path, stem: str, entry: dict | None) -> bool:
         check_outputs(run_root, stem) is None and executed_ok(run_root / f"{stem}.ipynb")
 
 
+class SpareKernel:
+    """One Python kernel started ahead of the notebook that will use it: it boots while the
+    notebook before runs, so each notebook after the first skips a kernel start (about a second
+    on a GPU host). A notebook takes the spare only if it was started in the same working
+    directory and environment; otherwise, or without one, papermill starts its own, as usual.
+    Its own output (start-up warnings, native messages) goes to a file of its own that becomes
+    the log of the notebook that takes it."""
+
+    LOG = ".spare-kernel.log"
+
+    def __init__(self):
+        self.km, self.key, self.log, self.wanted = None, None, None, False
+
+    @staticmethod
+    def _key(cwd) -> tuple:
+        return str(cwd), tuple(sorted(os.environ.items()))
+
+    def start(self, cwd, run_root: Path, echo: bool) -> None:
+        self.close()
+        log = None if echo else run_root / self.LOG
+        try:
+            from jupyter_client.manager import AsyncKernelManager
+            from jupyter_client.utils import run_sync
+
+            km = AsyncKernelManager(kernel_name="python3")
+            with contextlib.ExitStack() as stack:
+                out = {}
+                if log is not None:
+                    stream = stack.enter_context(open(log, "w"))
+                    out = {"stdout": stream, "stderr": stream}
+                run_sync(km.start_kernel)(cwd=str(cwd), **out)
+        except Exception:  # noqa: BLE001 - no spare: the next notebook starts its own kernel
+            return
+        self.km, self.key, self.log = km, self._key(cwd), log
+
+    def take(self, cwd, log_path: Path):
+        """The spare kernel's manager for a notebook run in ``cwd``, its output now going to
+        ``log_path`` (the caller shuts it down: ``stop``), or None."""
+        km, key, log = self.km, self.key, self.log
+        self.km = self.key = self.log = None
+        if km is not None and key != self._key(cwd):
+            self.stop(km)
+            km = None
+        if log is not None:
+            if km is not None:
+                log.replace(log_path)  # same file: the kernel keeps writing into it
+            else:
+                log.unlink(missing_ok=True)
+        return km
+
+    @staticmethod
+    def stop(km) -> None:
+        from jupyter_client.utils import run_sync
+
+        with contextlib.suppress(Exception):  # already dead, or never fully started
+            run_sync(km.shutdown_kernel)(now=True)
+
+    def close(self) -> None:
+        if self.km is not None:
+            self.stop(self.km)
+        if self.log is not None:
+            self.log.unlink(missing_ok=True)
+        self.km = self.key = self.log = None
+
+
+SPARE = SpareKernel()  # run() says when one is wanted (more notebooks follow) and closes it
+
+
 def execute(path: Path, run_root: Path, preset: str, echo: bool = False, parameters=None) -> dict:
     """Run one notebook with papermill; returns its status entry (never raises for a failure
     inside the notebook). Its output goes to ``<stem>.log``, echoed when ``echo``."""
@@ -506,15 +574,19 @@ def execute(path: Path, run_root: Path, preset: str, echo: bool = False, paramet
     logger.setLevel(logging.INFO)
     logger.propagate = False
     log_path = run_root / f"{stem}.log"
-    handler = _log_handler(log_path, stem[:2], echo)
-    logger.addHandler(handler)
     old_env = os.environ.get(results.RUN_DIR_ENV)
     os.environ[results.RUN_DIR_ENV] = str(run_root)
     start = time.perf_counter()
+    kernel = SPARE.take(path.parent, log_path)  # started while the notebook before ran, if any
+    handler = _log_handler(log_path, stem[:2], echo)
+    logger.addHandler(handler)
+    if SPARE.wanted:  # the next notebook's, booting while this one runs
+        SPARE.start(path.parent, run_root, echo)
     entry = {"notebook": path.name, "executed": str(output)}
     try:
         with _output_to(log_path, enabled=not echo):
             nb = papermill.execute_notebook(str(path), str(output),
+                                            **({"km": kernel} if kernel else {}),
                                             parameters={"preset": preset, **(parameters or {})},
                                             kernel_name="python3", cwd=str(path.parent),
                                             progress_bar=False, log_output=True,
@@ -541,6 +613,8 @@ def execute(path: Path, run_root: Path, preset: str, echo: bool = False, paramet
             message = f"{dead_cell(output, handler.cell)}: {message}"
         entry.update(status="failed", seconds=round(time.perf_counter() - start, 1), error=message)
     finally:
+        if kernel is not None:  # papermill shuts down only the kernels it started
+            SPARE.stop(kernel)
         logger.removeHandler(handler)
         handler.close()
         if old_env is None:
@@ -608,8 +682,9 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
         total = time.perf_counter()
         stem = None
         try:
-            for path in paths:
+            for index, path in enumerate(paths):
                 stem = path.stem
+                SPARE.wanted = index + 1 < len(paths)
                 if resume and finished(run_root, stem, status.get(stem)):
                     this[stem] = status[stem]
                     print(f"  skip    {stem:<{width}}  (finished in an earlier run)", flush=True)
@@ -647,6 +722,8 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
                   flush=True)
             raise RunInterrupted(this) from None
         finally:
+            SPARE.close()
+            SPARE.wanted = False
             status["_total_seconds"] = round(time.perf_counter() - total, 1)
             identity["end"] = published._now()
             save_status(run_root, status)
