@@ -21,7 +21,7 @@ JARGON = re.compile(r"\b(felt|paired|bootstrap\w*|family|within noise|95% CI)\b"
 TARGETS = re.compile(r"MISSED|NOT MET")
 # budget.plot / budget.sentence, or a lesson's own wrapper of them (its source calls them).
 DRAW_BUDGET = ("budget.plot(", "late_check.plot(", "expandable.plot_gpu_work(", "lesson.plot_gpu_work(")
-READ_BUDGET = ("budget.sentence(", "postprocess.call_sentence(", "GPU's work per token")
+READ_BUDGET = ("budget.sentence(", "postprocess.call_sentence(", "GPU's work per decode step")
 INTERVAL = re.compile(r"\(\d+\.\d+\s*[–-]\s*\d+\.\d+[;)]")  # "(1.70–1.80; medians alone: 1.69x)" too
 
 

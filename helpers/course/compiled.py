@@ -159,15 +159,15 @@ def plot_compilation(ax, compile_table):
 
 
 def idle_line(steps_budget, methods) -> str:
-    """The GPU's idle time per token along ``methods`` (eager first), from ``budget.per_step``,
+    """The GPU's idle time per step along ``methods`` (eager first), from ``budget.per_step``,
     and the share of the eager idle time each compiled loop removes."""
     idle = steps_budget.set_index("method")["idle_ms"]
     shown = [m for m in methods if m in idle.index]
     if not shown or idle.isna().all():
-        return "GPU idle per token: no GPU time on a CPU run."
+        return "GPU idle per step: no GPU time on a CPU run."
     first = idle[shown[0]]
     parts = [f"{idle[shown[0]]:.2f} ms ({shown[0]})"]
     for method in shown[1:]:
         mode = method.split("(")[-1].rstrip(")")
         parts.append(f"{idle[method]:.2f} ms ({mode} removes {100 * (1 - idle[method] / first):.0f}%)")
-    return "GPU idle per token: " + " \u2192 ".join(parts) + "."
+    return "GPU idle per step: " + " \u2192 ".join(parts) + "."

@@ -52,19 +52,20 @@ NOTEBOOK = {
         "smoke": dict(warmup=0),
     },
     "02": {
-        # Budget 90 s full / 25 s workshop on an H100; batch 32 in the full preset, the
-        # workshop's batch 16 (as 05-08's) there. Per round (naive + KV cache): 0.7 s at 50
-        # tokens, 1.4 s at 100, 4.2 s at 200; 5 rounds and one profiled run each (the token
-        # check warms both loops): about 50 s full. The gain grows only once the naive loop's
-        # GPU work outgrows the host's ~6 ms a step: 1.01x at 50 tokens, 1.27x at 100, 1.76x at
-        # 200 (full, 20:09 run of 2026-11-23). So the workshop runs 20 and 150 tokens (2.7 s a
-        # round): growth 1.15x (1.03-1.28) at 00:49 on 2026-11-24. At 20 and 100 it could not
-        # be told apart at batch 32 (21:17) or batch 64 (23:06), where the naive loop also
-        # fills the GPU's memory with fragments (78 GB reserved at 100 tokens). More rounds do not
-        # settle it where both loops wait on the host (0.98-1.19 with rounds added for 8 s a
-        # point, 15:27 run); the lesson says so. Tokens checked at the shortest length only.
+        # Budget 90 s full / 25 s workshop on an H100; batch 32 in both presets. Per round
+        # (naive + KV cache): 0.7 s at 50 tokens, 1.4 s at 100, 4.2 s at 200; 5 rounds and one
+        # profiled run each (the token check warms both loops): about 50 s full. The gain grows
+        # only once the naive loop's GPU work (batch x length) outgrows the host's ~6-9 ms a
+        # step: 1.01x at 50 tokens, 1.27x at 100, 1.76x at 200 (full, 20:09 run of 2026-11-23).
+        # So the workshop runs 20 and 150 tokens (about 2.9 s a round). At the workshop's
+        # batch 16 the naive loop stays host-bound even at 150 tokens: growth 1.15x (1.03-1.28)
+        # at 00:49 on 2026-11-24, can't tell apart (0.65-1.05) at 02:56 on a slower host. At 20
+        # and 100 it could not be told apart at batch 32 (21:17) or 64 (23:06), where the naive
+        # loop also fills the GPU's memory with fragments (78 GB reserved at 100 tokens). More
+        # rounds do not settle it where both loops wait on the host (0.98-1.19 with rounds added
+        # for 8 s a point, 15:27 run); the lesson says so. Tokens checked at the shortest length.
         "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=0),
-        "workshop": dict(seq_lens=[20, 150], repeats=5, warmup=0),
+        "workshop": dict(batch_size=32, seq_lens=[20, 150], repeats=5, warmup=0),
     },
     "03": {
         # Budget 80 s full / 25 s workshop. Two child processes (each about 4 s to start and
@@ -132,9 +133,11 @@ NOTEBOOK = {
         "full": dict(seq_lens=[100], batch_sizes=[1, 32, 128], regimes=["eager", "compiled"],
                      stop_low=20, stop_high=80, profile_steps=8, timeline_steps=3, repeats=5,
                      budget_s=0, compiled_repeats=6),
+        # The workshop's CUDA-graph runs take ~60 ms: 12 rounds cost ~3 s, and 5 could not tell
+        # the check's 18% from noise (02:56 run of 2026-11-24; 89% recovered at 00:49).
         "workshop": dict(seq_lens=[50], batch_sizes=[16], regimes=["compiled"],
                          stop_low=10, stop_high=40, profile_steps=4, timeline_steps=3, repeats=3,
-                         compiled_repeats=5),
+                         compiled_repeats=12),
         "smoke": dict(seq_lens=[8], batch_sizes=[1, 2], regimes=["eager"], stop_low=2,
                       stop_high=5, profile_steps=4, timeline_steps=2, compiled_repeats=2),
     },

@@ -386,7 +386,7 @@ def recovered_pct(sync_s, method_s, free_s) -> float:
 def check_cost(step_budget: pd.DataFrame, check: str = "check every step",
                free: str = "no check") -> pd.DataFrame:
     """Notebook 06's per-step view of ``budget.per_step`` rows named "<regime>, <loop>": wall
-    clock, the GPU's work and its idle time per token, and on each checking row what the check
+    clock, the GPU's work and its idle time per step, and on each checking row what the check
     adds per step against the same regime without it (ms)."""
     data = step_budget.set_index("method")
     out = pd.DataFrame({"wall ms": data["wall_ms"], "GPU busy ms": data["gpu_ms"],

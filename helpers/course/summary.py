@@ -152,7 +152,7 @@ def measure(methods, prompt, lengths, *, device, repeats, budget_s=0) -> list:
 
 
 def add_columns(frame, floor_ms) -> pd.DataFrame:
-    """Per-token time, ratio to the floor (``floor_ms`` per token, one value or by length), and
+    """Per-step time, ratio to the floor (``floor_ms`` per step, one value or by length), and
     the speedups against the naive loop and each peer as ratios of the medians the table shows
     (``bench.add_ladder_columns``): the table's columns agree with its own ms column, and the
     printed lines (``stats.say``) carry each comparison's estimate and interval from the rounds."""
@@ -162,7 +162,7 @@ def add_columns(frame, floor_ms) -> pd.DataFrame:
 
 
 COLUMNS = {"notebook": "lesson", "method": "method", "seq_len": "tokens",
-           "per_step_s": "ms per token", "speedup_vs_naive": "× naive (medians)",
+           "per_step_s": "ms per step", "speedup_vs_naive": "× naive (medians)",
            "floor_ratio": "÷ floor", "speedup_vs_generate": "× generate() (medians)",
            "speedup_vs_generate_static": "× generate() static (medians)",
            "first_call_s": "first call s"}
@@ -205,7 +205,7 @@ def reading(table, seq_len, judge) -> list:
     name = best["method"]
     ahead = ", ahead" if best["notebook"] in AHEAD else ""
     lines = [f"The fastest rung, {name} (lesson {best['notebook']}{ahead}), takes "
-             f"{best['per_step_s'] * 1e3:.2f} ms per token at batch {int(best['batch_size'])} and "
+             f"{best['per_step_s'] * 1e3:.2f} ms per step at batch {int(best['batch_size'])} and "
              f"{int(seq_len)} tokens" + _floor_words(best)]
     for other in [NAIVE, *PEERS]:
         if other in set(table["method"]):
@@ -213,7 +213,7 @@ def reading(table, seq_len, judge) -> list:
                          f"{stats.say(table, name, other, judge, seq_len=seq_len)}")
     if taught["method"] != name:  # the rungs ahead against the best of what was taught so far
         lines.append(f"The fastest rung taught so far (lessons 01-07), {taught['method']} (lesson "
-                     f"{taught['notebook']}), takes {taught['per_step_s'] * 1e3:.2f} ms per token"
+                     f"{taught['notebook']}), takes {taught['per_step_s'] * 1e3:.2f} ms per step"
                      + _floor_words(taught))
         ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
         for method, lesson in zip(ok["method"], ok["notebook"]):
@@ -234,7 +234,7 @@ def one_line(table, seq_len, judge) -> str:
         return (f"{row['per_step_s'] * 1e3:.2f} ms {ahead}({row['method']}), "
                 f"{row['speedup_vs_naive']:.2f}x the naive loop's speed{floor}")
 
-    text = (f"In one line: per token, from {naive['per_step_s'] * 1e3:.2f} ms (naive loop) to "
+    text = (f"In one line: per decode step, from {naive['per_step_s'] * 1e3:.2f} ms (naive loop) to "
             + reached(taught, "with lessons 01-07 "))
     if best["method"] != taught["method"]:
         text += "; ahead, " + reached(best, f"in lesson {best['notebook']} ")
@@ -255,15 +255,15 @@ def compile_gap(budget, names) -> str:
         return ""
     a, b, c = data.loc[eager], data.loc[compiled], data.loc[late]
     text = (f"Compiling the static-cache step (05) takes the wall clock from {a['wall_ms']:.2f} "
-            f"to {b['wall_ms']:.2f} ms per token; the GPU idles {max(b['idle_ms'], 0):.2f} ms of "
+            f"to {b['wall_ms']:.2f} ms per step; the GPU idles {max(b['idle_ms'], 0):.2f} ms of "
             f"it ({max(100 * b['idle_ms'] / b['wall_ms'], 0):.0f}%). ")
     if c["wall_ms"] < b["wall_ms"] and c["idle_ms"] < b["idle_ms"]:
         text += (f"Reading the stop flag a step late (07) removes {b['idle_ms'] - c['idle_ms']:.2f} "
-                 f"ms of that idle time: {c['wall_ms']:.2f} ms per token, "
+                 f"ms of that idle time: {c['wall_ms']:.2f} ms per step, "
                  f"{c['idle_ms']:.2f} ms of it idle.")
     else:
         text += (f"Reading the stop flag a step late (07) does not shorten it here: "
-                 f"{c['wall_ms']:.2f} ms per token, {c['idle_ms']:.2f} ms of it idle.")
+                 f"{c['wall_ms']:.2f} ms per step, {c['idle_ms']:.2f} ms of it idle.")
     return text
 
 
