@@ -240,8 +240,8 @@ def step_kernels(kernels: pd.DataFrame, n_layer, attention_gemms=0) -> pd.DataFr
 def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_tokens, bandwidth,
                  attention_gemms=0) -> pd.DataFrame:
     """Per part of a decode step (each weight GEMM shape, attention, element-wise, copies, the
-    idle time between kernels), per step on average: kernels, µs, MB that part must read, the
-    GB/s it reached, its share of the floor in µs and the µs above it. The floor of attention
+    idle time between kernels), per step on average: kernels, µs, MB that part moves (a GEMM its weight and
+    activations, attention the cache it reads), the GB/s it reached, its share of the floor in µs and the µs above it. The floor of attention
     is the keys and values of the filled positions; element-wise kernels, copies and idle time
     have none (their bytes are a few activations). A last row adds the step up."""
     cfg, element = model.config, model.lm_head.weight.element_size()
