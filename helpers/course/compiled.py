@@ -169,5 +169,6 @@ def idle_line(steps_budget, methods) -> str:
     parts = [f"{idle[shown[0]]:.2f} ms ({shown[0]})"]
     for method in shown[1:]:
         mode = method.split("(")[-1].rstrip(")")
-        parts.append(f"{idle[method]:.2f} ms ({mode} removes {100 * (1 - idle[method] / first):.0f}%)")
+        parts.append(f"{idle[method]:.2f} ms ({mode}: {100 * (1 - idle[method] / first):.0f}% less "
+                     "than eager)")
     return "GPU idle per step: " + " \u2192 ".join(parts) + "."

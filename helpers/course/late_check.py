@@ -248,7 +248,8 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
         return (f"has nothing to win back: the check's own cost ({row['check_cost_us']:+.0f} µs "
                 "per step) is below this machine's resolution")
     return f"recovers {pct:.0f}% of the check's cost" + (
-        f" ({row['check_cost_us']:.0f} µs per step)" if cost else "")
+        f" ({row['check_cost_us']:.0f} µs per step)" if cost else "") + (
+        " (over 100%: within the noise, all of it)" if pct > 100 else "")
 
 
 def eager_line(row, part, judge=True) -> str:
