@@ -180,7 +180,19 @@ def length_line(wide, batch_size, condition="alone") -> str:
             f"-> {int(long['seq_len'])} take one transfer from {1e3 * short['on host']:.2f} to "
             f"{1e3 * long['on host']:.2f} ms and the per-row loop from {1e3 * short['per row']:.2f} "
             f"to {1e3 * long['per row']:.2f} ms: the speedup goes from {short['speedup']:.2f}x to "
-            f"{long['speedup']:.2f}x.")
+            f"{long['speedup']:.2f}x." + _flat_note(short, long))
+
+
+def _flat_note(short, long) -> str:
+    """Why the per-row loop may not slow down with longer completions (or even speed up)."""
+    if long["per row"] > 1.2 * short["per row"]:
+        return ""
+    grown = long["seq_len"] / short["seq_len"]
+    note = (f" The per-row loop is no slower at {grown:.0f}x longer completions: its time is a fixed "
+            "number of syncs and small kernels per row, whatever the length")
+    if long["per row"] < short["per row"]:
+        note += "; the shorter time at the longer length is the host's variation between the points"
+    return note + "."
 
 
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):

@@ -403,7 +403,7 @@ def test_idle_line_reads_the_budget_stage_by_stage():
                    "fused (ahead: 11)": -1})
     line = summary.idle_line(b, names)
     assert line.startswith("Per step, the GPU idles 43-86% in the eager rungs (01, 02, 04);")
-    assert "35% once the static-cache step is compiled and captured (05): neither alone sets" in line
+    assert "35% once the static-cache step is compiled and captured (05): host and GPU share" in line
     assert "12% with the stop check a step late (07): the GPU sets the pace" in line
     assert "0% with fused kernels (ahead: 11): the GPU sets the pace." in line
     # a compiled step that still leaves the GPU idle most of the time: the host sets its pace

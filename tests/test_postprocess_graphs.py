@@ -95,6 +95,11 @@ def test_length_line_reads_both_methods_at_one_batch():
     wide["speedup"] = wide["per row"] / wide["on host"]
     line = postprocess.length_line(wide, 256)
     assert "128 -> 2048" in line and "11.00 to 27.00 ms" in line and "70.00 to 79.00 ms" in line
+    assert "no slower at 16x longer" in line and "variation" not in line
+    wide["per row"] = [0.060, 0.043]  # faster at the longer length: named as the host's variation
+    assert "the host's variation between the points" in postprocess.length_line(wide, 256)
+    wide["per row"] = [0.030, 0.079]  # grew with the length: no note
+    assert "no slower" not in postprocess.length_line(wide, 256)
 
 
 def test_compare_host_clock_interleaves_and_fills_the_shared_columns():

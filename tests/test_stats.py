@@ -354,9 +354,12 @@ def test_a_bound_that_rounds_to_one_gets_three_decimals():
         "1.007x slower (1.002\u20131.012)"
     # four decimals where three still print 1.000
     assert stats.plain(stats.Ratio(1.002, 1.0004, 1.004, 10)).startswith("1.0020x faster (1.0004")
-    # can't tell apart keeps two decimals: its interval contains 1
+    # can't tell apart: two decimals, three where the interval is narrower than 0.02 (so it
+    # never prints as "1.00-1.00" or "0.99-1.00")
     assert stats.plain(stats.Ratio(1.0, 0.998, 1.003, 10)) == \
-        "can't tell apart on this machine (1.00\u20131.00)"
+        "can't tell apart on this machine (0.998\u20131.003)"
+    assert stats.plain(stats.Ratio(1.0, 0.95, 1.04, 10)) == \
+        "can't tell apart on this machine (0.95\u20131.04)"
 
 
 def test_medians_pointing_the_other_way_name_their_direction():

@@ -162,7 +162,7 @@ def pace(idle_pct: float, why: bool = True) -> str:
         return "the host sets the pace"
     if idle_pct <= GPU_PACE_PCT:
         return "the GPU sets the pace"
-    return "neither alone sets the pace" + (
+    return "host and GPU share the pace" + (
         f" (the GPU works {100 - idle_pct:.0f}% of the step), so both less host work and faster "
         "kernels pay" if why else "")
 

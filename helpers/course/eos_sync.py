@@ -93,5 +93,8 @@ def eager_check_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool 
         return (text + " That is more than the simple model predicts for a step the host paces: "
                 "here the wait was not hidden behind the host's launches.")
     if found == stats.NOISE:
-        return text + " As the simple model predicts for a step the host paces: no cost shows."
+        return (text + " As the simple model predicts for a step the host paces, no cost can be "
+                f"told apart from the host's noise; with an interval this wide "
+                f"({ratio.low:.2f}\u2013{ratio.high:.2f}), a cost under about "
+                f"{max(100 * (ratio.high - 1), 1):.0f}% would not show.")
     return text + " Dropping the check did not make the eager step faster here."

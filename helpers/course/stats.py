@@ -197,7 +197,7 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str
     if word == SLOWER:  # the estimate and its bounds inverted: "1.20x slower (1.10-1.31)"
         estimate, low, high = 1 / estimate, 1 / high, 1 / low
         medians = None if medians is None else 1 / medians
-    digits = _digits(low, high) if word != NOISE else 2
+    digits = _digits(low, high) if word != NOISE else 3 if high - low < 0.02 else 2
     bounds = f"{low:.{digits}f}\u2013{high:.{digits}f}"
     note = _medians_note(word, estimate, low, high, medians, digits)
     if word == NOISE:
