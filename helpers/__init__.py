@@ -33,3 +33,19 @@ import warnings as _warnings
 # learner: silenced here, before any lesson imports transformers.
 IMPORT_NOISE = "IProgress not found"  # the runner hands the kernels the same filter
 _warnings.filterwarnings("ignore", message=IMPORT_NOISE)
+
+# transformers 5.24 renamed GPT-2's ``past_key_values`` argument to ``cache`` and warns on the old
+# name (removed in 5.40); 5.17, the GPU host's version, has only the old name. The lessons pass
+# ``past_key_values=``, which both accept, so the rename's warning is silenced here.
+RENAMED_CACHE_ARG = r"`past_key_values` is deprecated"
+_warnings.filterwarnings("ignore", message=RENAMED_CACHE_ARG, category=FutureWarning)
+
+
+def _not_the_rename(record) -> bool:
+    return "`past_key_values`/`cache_params` are deprecated" not in record.getMessage()
+
+
+# ...and its log line (transformers' logger, once per process), dropped the same way.
+import logging as _logging  # noqa: E402
+
+_logging.getLogger("transformers.utils.generic").addFilter(_not_the_rename)

@@ -136,11 +136,14 @@ def compare_host_clock(calls, *, device, batch_size, seq_len, repeats, warmup=1,
 
 
 def speedups(frame, slow="per row", fast="on host", keys=("condition", "batch_size", "seq_len")):
-    """One row per point with both methods' median seconds and ``slow / fast``."""
+    """One row per point with both methods' median seconds and ``slow / fast``; with the
+    table's ``load_s``, the side load queued per call at that point (0 alone)."""
     keys = list(keys)
     wide = frame.pivot_table(index=keys, columns="method", values="median_s").reset_index()
     wide.columns.name = None
     wide["speedup"] = wide[slow] / wide[fast]
+    if "load_s" in frame:
+        wide = wide.merge(frame.groupby(keys)["load_s"].max().reset_index(), on=keys, how="left")
     return wide
 
 
@@ -150,24 +153,55 @@ def transfer_speedup(table, condition, **where):
     return stats.row_speedup(table, "on host", "per row", condition=condition, **where)
 
 
-def contention_line(slow, syncs=None) -> str:
-    """How contention changes each method's time (``slow``: method -> contended / alone per
-    point, both timed by the same clock), read right whatever the range. With the sync counts
-    (``syncs``, the table of "Counting the syncs"), how many times each waits per call at the
-    largest batch."""
-    def moved(ratios, what):
+def contention_line(table, syncs=None) -> str:
+    """How contention changes each method's time: contended / alone at every point of ``table``
+    (both timed by the same clock), read right whatever the range; a point where a method got
+    faster is named as the host's variation when its runs alone and contended overlap. With the
+    sync counts (``syncs``, the table of "Counting the syncs"), how many times each waits per
+    call at the largest batch."""
+    keys = ["method", "batch_size", "seq_len"]
+    alone, busy = (table[table["condition"] == c].set_index(keys) for c in ("alone", "contended"))
+
+    def moved(method, what, first):
+        ratios = (busy["median_s"] / alone["median_s"]).loc[method].dropna()
         low, high = ratios.min(), ratios.max()
         if low >= 1:
-            return f"slows {what} {low:.1f}x to {high:.1f}x"
-        return (f"changes {what}'s time by {low:.1f}x to {high:.1f}x (faster at "
-                f"{int((ratios < 1).sum())} of {len(ratios)} points)")
+            return f"{'Contention' if first else 'it'} slows {what} {low:.1f}x to {high:.1f}x"
+        faster = ratios[ratios < 1].index
+        overlap = {"min_s", "max_s"} <= set(table) and all(
+            busy.loc[(method, *i), "max_s"] >= alone.loc[(method, *i), "min_s"] for i in faster)
+        return (f"{'Under contention, ' if first else ''}{what} takes {low:.1f}x to {high:.1f}x its "
+                f"time alone (below 1: faster, at {len(faster)} of {len(ratios)} points"
+                + (", where its runs alone and contended overlap: the host's variation" if overlap
+                   else "") + ")")
 
-    text = f"Contention {moved(slow['per row'], 'the per-row loop')}; it {moved(slow['on host'], 'one transfer')}"
+    text = f"{moved('per row', 'the per-row loop', True)}; {moved('on host', 'one transfer', False)}"
     if syncs is not None and len(syncs):
-        big = syncs[syncs["batch_size"] == syncs["batch_size"].max()].set_index("method")["syncs"]
+        most = syncs["batch_size"].max()
+        big = syncs[syncs["batch_size"] == most].set_index("method")["syncs"]
         if {"per row", "on host"} <= set(big.index):
-            text += (f". At batch {int(syncs['batch_size'].max())} one transfer waits "
-                     f"{int(big['on host'])} times per call, the per-row loop {int(big['per row'])}")
+            text += (f". At batch {int(most)} one transfer waits {int(big['on host'])} times per "
+                     f"call, the per-row loop {int(big['per row'])} ({big['per row'] / most:.0f} a "
+                     "row)")
+    return text + "."
+
+
+def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
+    """The summary's sentence: one transfer's speedup over per-row syncs alone and contended at
+    one point (the estimate from the runs, as ``stats.say`` gives it), with the table's ratio of
+    medians where it differs by more than ``stats.MEDIANS_APART``."""
+    said, medians = [], []
+    wide = speedups(table).set_index(["condition", "batch_size", "seq_len"])["speedup"]
+    for condition, words in (("alone", "alone"), ("contended", "under contention")):
+        if condition in set(table["condition"]):
+            ratio = transfer_speedup(table, condition, batch_size=batch_size, seq_len=seq_len)
+            said.append(f"{ratio.estimate:.2f}x as fast {words}")
+            medians.append((wide[(condition, batch_size, seq_len)], ratio.estimate))
+    text = (f"In one line: at batch {batch_size} and completions of {seq_len}, one transfer instead "
+            f"of {syncs_per_row:.0f} syncs a row gives identical lists " + " and ".join(said))
+    if any(stats.medians_apart(m, e) for m, e in medians):
+        text += (" (estimates from the runs; the table's ratio of the medians: "
+                 + " and ".join(f"{m:.2f}x" for m, _ in medians) + ")")
     return text + "."
 
 
@@ -188,8 +222,10 @@ def _flat_note(short, long) -> str:
     if long["per row"] > 1.2 * short["per row"]:
         return ""
     grown = long["seq_len"] / short["seq_len"]
-    note = (f" The per-row loop is no slower at {grown:.0f}x longer completions: its time is a fixed "
-            "number of syncs and small kernels per row, whatever the length")
+    ratio = long["per row"] / short["per row"]
+    change = "no slower" if ratio <= 1.05 else f"only {ratio:.2f}x slower"
+    note = (f" The per-row loop is {change} at {grown:.0f}x longer completions: its time is mostly "
+            "a fixed number of syncs and small kernels per row, whatever the length")
     if long["per row"] < short["per row"]:
         note += "; the shorter time at the longer length is the host's variation between the points"
     return note + "."
@@ -214,7 +250,7 @@ def call_sentence(frame, syncs_per_row=float("nan")) -> str:
     syncs = "" if math.isnan(syncs_per_row) else f", {syncs_per_row:.0f} syncs a row"
     return (f"The per-row loop keeps the host busy {slow['wall_ms']:.2f} ms per batch while the "
             f"GPU works {slow['gpu_ms']:.2f} ms of it: the rest is Python issuing tiny kernels "
-            f"and waiting for each{syncs}. One transfer costs the GPU {fast['gpu_ms']:.2f} ms of "
-            f"copies, and the whole call {fast['wall_ms']:.2f} ms"  # its speedup: the verdict line
+            f"and waiting for each{syncs}. For one transfer the GPU's work is its copies: "
+            f"{fast['gpu_ms']:.2f} ms, and the whole call {fast['wall_ms']:.2f} ms"  # speedup: verdict line
             + (", most of it the host's list building." if fast["gpu_ms"] < fast["wall_ms"] / 2
                else "."))

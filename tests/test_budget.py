@@ -30,6 +30,7 @@ def test_sentence_reads_the_host_bound_step():
     assert "fell 5.0x" in text and "host sets the pace" in text
     # the wall clock in ms, no ratio: the verdict line states the speedup
     assert "went from 8.00 to 5.00 ms" in text and "1.6x" not in text
+    assert text.startswith("Per decode step, from naive to kv:")  # the direction, in words
     assert "20.0x" in text  # 5 ms against a 0.25 ms floor
 
 
@@ -52,6 +53,9 @@ def test_pace_has_a_middle_ground_and_overlapping_kernels_are_said_plainly():
     # the idle time is never put down to the host alone: in a graph it is gaps between kernels
     b = budget.per_step(table(0.8, 0.5, 0.14, 0.116), seq_len=100)
     assert "gaps between kernels" in budget.sentence(b, "kv", "naive")
+    # an idle time under 0.1 ms in µs (not "0.00 ms of each 0.53 ms")
+    b = budget.per_step(table(0.8, 0.5, 0.053, 0.0525), seq_len=100)
+    assert "idle 5 µs of each 0.53 ms" in budget.sentence(b, "kv", "naive")
 
 
 def test_plot_draws_one_row_per_method(tmp_path):

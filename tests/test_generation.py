@@ -98,3 +98,19 @@ def test_check_same_tokens_rejects_a_real_difference_and_accepts_ties(tiny):
     # With an infinite tolerance every divergence counts as a tie and is reported as such.
     result = check_same_tokens(model, ref, bad, tie_tol=float("inf"), verbose=False)
     assert result["ties"][0]["row"] == 0 and result["ties"][0]["position"] == 6
+
+
+def test_the_kv_loop_prints_nothing_on_stderr(tiny, capfd):
+    """transformers 5.24 renamed GPT-2's ``past_key_values`` to ``cache`` and warns, and logs, on
+    the old name, which the lessons pass (5.17 has only that): ``helpers`` silences both, so an
+    executed notebook shows no stderr line."""
+    import warnings
+
+    import helpers
+
+    model, prompt, eos = tiny
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # any other FutureWarning fails the test
+        warnings.filterwarnings("ignore", message=helpers.RENAMED_CACHE_ARG, category=FutureWarning)
+        generate_kv_cache(model, prompt, 4, eos)
+    assert "deprecated" not in capfd.readouterr().err

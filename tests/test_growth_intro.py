@@ -100,10 +100,29 @@ def test_fit_lines_state_the_measured_doubling_not_the_fitted_one():
     table["median_s"] = [1.3832, 3.1212, 5.8516]
     lines = growth.fit_lines(table)
     assert "(100 -> 200 tokens) multiplied the runtime by 2.26x" in lines[0]
-    assert "2b =" in lines[1] and "a/b" in lines[-1]
+    assert "a + b·N" in lines[1] and "a/b" in lines[1] and len(lines) == 2
     odd = pd.DataFrame(rows("naive", {100: 1.0, 300: 4.0})).assign(median_s=[1.0, 4.0])
     odd = growth.measured_growth(odd)
     assert (odd["short"], odd["long"], odd["factor"], odd["ratio"]) == (100, 300, 3.0, 4.0)
+
+
+def test_quadruples_says_from_which_length_a_doubling_reaches_the_claim():
+    a, b = 4e-3, 40e-6  # a/b = 100 tokens: a doubling reaches 3.5x from N = 3a/b = 300
+    table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0))
+    text = growth.quadruples(table)
+    assert "does not hold" in text and "(100 -> 200 tokens: 3.00x)" in text
+    assert "reaches 3.5x from N ≈ 300 tokens" in text
+    big = pd.DataFrame(rows("naive", {n: 1e-4 * n + b * n * n for n in (100, 200)}, spread=0))
+    assert " holds at these lengths" in growth.quadruples(big)
+
+
+def test_outside_bars_names_the_lengths_the_fitted_line_misses():
+    """01's text warned of a short length's bar while the line missed the 200-token one."""
+    table = pd.DataFrame(rows("naive", {100: 0.870, 200: 2.281, 300: 4.689}, spread=0))
+    table["min_s"], table["max_s"] = [0.774, 2.272, 4.638], [1.191, 2.316, 5.017]
+    assert "outside the min–max bar at 200 tokens" in growth.outside_bars(table)
+    table["min_s"], table["max_s"] = [0.5, 1.0, 4.0], [1.5, 3.0, 6.0]
+    assert "within every" in growth.outside_bars(table)
 
 
 def test_segment_story_finds_where_a_tensor_needs_its_own_segment():
@@ -123,38 +142,30 @@ def busy_rows(method, per_step, busy_per_step, device="H100"):
     return out
 
 
-def test_per_step_growth_splits_the_wall_clocks_growth():
-    """02's published run read the KV cache's wall clock per step (5.37 -> 7.33 ms) as growing GPU
-    work, while the GPU's work grew 0.48 ms: the line now splits the two."""
-    table = pd.DataFrame(busy_rows("kv_cache", {50: 5.37, 200: 7.33}, {50: 1.39, 200: 1.87}))
-    line = growth.per_step_growth(table, "kv_cache", "KV cache")
-    assert "GPU work 1.39 -> 1.87 ms (+0.48)" in line and "(+1.96)" in line
-    assert "the other 1.48 ms is time the GPU waited" in line
-    gpu_only = pd.DataFrame(busy_rows("kv_cache", {50: 2.0, 200: 3.0}, {50: 1.9, 200: 2.9}))
+def test_per_step_growth_claims_the_gpu_only_where_every_length_agrees():
+    """02's published run said the GPU's work accounted for the wall clock's change from 50 to
+    200 tokens, while at 100 tokens the wall clock rose 0.59 ms more than the GPU's work."""
+    noisy = pd.DataFrame(busy_rows("kv_cache", {50: 5.99, 100: 6.75, 200: 6.48},
+                                   {50: 1.39, 100: 1.56, 200: 1.88}))
+    line = growth.per_step_growth(noisy, "kv_cache", "KV cache")
+    assert "GPU work 1.39 -> 1.56 -> 1.88 ms, wall clock 5.99 -> 6.75 -> 6.48 ms" in line
+    assert "up to 0.59 ms apart from the GPU's work" in line and "accounts for" not in line
+    waited = pd.DataFrame(busy_rows("kv_cache", {50: 5.37, 200: 7.33}, {50: 1.39, 200: 1.87}))
+    assert "the other 1.48 ms is time the GPU waited" in growth.per_step_growth(waited, "kv_cache", "KV")
+    gpu_only = pd.DataFrame(busy_rows("kv_cache", {50: 2.0, 100: 2.5, 200: 3.0},
+                                      {50: 1.9, 100: 2.4, 200: 2.9}))
     assert "accounts for" in growth.per_step_growth(gpu_only, "kv_cache", "KV cache")
     cpu = pd.DataFrame(rows("kv_cache", {50: 0.25, 200: 1.0}, spread=0))
     assert growth.per_step_growth(cpu, "kv_cache", "KV cache").endswith("wall clock 5.00 -> 5.00 ms.")
 
 
-def test_same_loop_in_setup_reads_notebook_00s_table(tmp_path, monkeypatch):
-    """00 printed 9.6 ms per step and 02 5.37 ms for the same loop, unexplained."""
-    from helpers.course import results
-    monkeypatch.setenv(results.RUN_DIR_ENV, str(tmp_path))
-    here = pd.DataFrame(busy_rows("kv_cache", {50: 5.37, 200: 7.33}, {50: 1.39, 200: 1.87}))
-    assert growth.same_loop_in_setup(here, "kv_cache", "KV cache") == ""  # 00 did not run
-    (tmp_path / "data").mkdir()
-    pd.DataFrame(busy_rows("loop A", {40: 9.63}, {40: 1.36})).to_csv(tmp_path / "data" / "00_setup.csv")
-    line = growth.same_loop_in_setup(here, "kv_cache", "KV cache")
-    assert "at 40 tokens: 9.63 ms per step with 1.36 ms of GPU work" in line
-    assert "5.37 ms with 1.39 ms for the KV cache here at 50 tokens" in line
-    assert "the 1.8x gap is host time" in line
-    pd.DataFrame(busy_rows("loop A", {40: 5.5}, {40: 1.36})).to_csv(tmp_path / "data" / "00_setup.csv")
-    assert growth.same_loop_in_setup(here, "kv_cache", "KV cache").endswith("about the same.")
-    pd.DataFrame(busy_rows("loop A", {40: 9.63}, {40: 1.36}, device="L40S")).to_csv(
-        tmp_path / "data" / "00_setup.csv")
-    assert growth.same_loop_in_setup(here, "kv_cache", "KV cache") == ""  # another GPU
-    pd.DataFrame(busy_rows("loop A", {10: 9.63}, {10: 1.36})).to_csv(tmp_path / "data" / "00_setup.csv")
-    assert growth.same_loop_in_setup(here, "kv_cache", "KV cache") == ""  # no like length
+def test_host_crossing_finds_where_the_naive_gpu_work_passes_the_host():
+    table = pd.DataFrame(busy_rows("naive", {50: 7.0, 100: 8.4, 200: 12.5}, {50: 3.0, 100: 5.65, 200: 11.2})
+                         + busy_rows("kv_cache", {50: 5.99, 100: 6.75, 200: 6.48}, {50: 1.39, 100: 1.56, 200: 1.88}))
+    line = growth.host_crossing(table)
+    assert "200 tokens 11.20 against 6.48 ms" in line and "from 200 tokens on" in line
+    cpu = pd.DataFrame(rows("naive", {50: 0.3}) + rows("kv_cache", {50: 0.2}))
+    assert growth.host_crossing(cpu) == ""
 
 
 def test_expandable_memory_panel_draws_bars_for_every_setting():

@@ -1,5 +1,6 @@
 """Notebook 11's kernel table and GEMM shapes, on known inputs (the profiler and the GEMM
 backends themselves need a GPU: tests/test_gpu.py)."""
+import math
 import pandas as pd
 import pytest
 import torch
@@ -114,6 +115,8 @@ def test_token_agreement_and_logit_difference():
     b = torch.tensor([[1, 2, 3, 9, 5], [1, 2, 3, 9, 5]])
     assert kernels.token_agreement(a, b, 2) == pytest.approx(2 / 3)
     assert kernels.token_agreement(a, a[:, :4], 2) == 1.0
+    assert kernels.first_difference(a, b, 2) == 2.0  # new tokens 3, 4, 5 against 3, 9, 5
+    assert math.isnan(kernels.first_difference(a, a, 2))
     model = build_model("tiny", "cpu")
     ids = torch.randint(0, model.config.vocab_size, (2, 5))
     assert kernels.largest_logit_difference(model, model, ids) == 0.0

@@ -374,10 +374,18 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
     assert "timed at 100 and 200 tokens (not at 400):" in text
     assert "100 tokens 1.20x slower (" in text and "200 tokens 1.20x faster (" in text
     assert "100 tokens 2.0% against 20.0%, 200 tokens 3.0% against 25.0%" in text
+    assert "one verdict" not in text  # every part holds: no note on the parts
     # every length the article names was timed: nothing said about lengths left out
     full = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0, 400: 9.0}) +
                         rows("static", {100: 1.2, 200: 2.5, 400: 6.0}))
     assert "timed at 100, 200 and 400 tokens:" in verdicts([], {T04: full})[1][STATIC]
+    # parts that disagree: the one verdict is the weakest part's, and the evidence names each
+    mixed = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 2.5}, frag={100: 20.0, 200: 25.0}) +
+                         rows("static", {100: 1.2, 200: 3.0}, frag={100: 2.0, 200: 3.0}))
+    result, evidence = verdicts([], {T04: mixed})
+    assert result[STATIC] == claims.NOT_REPRODUCED
+    assert ("one verdict for all parts, the weakest one's (holds: slower at 100 tokens and lower "
+            "fragmentation; against: faster at 200 tokens)") in evidence[STATIC]
 
 
 def test_claim_interleave_prints_the_intervals_its_verdict_rests_on():
@@ -386,6 +394,12 @@ def test_claim_interleave_prints_the_intervals_its_verdict_rests_on():
     assert result[INTERLEAVE] == claims.CANT_TELL  # the same 1.25x gain at both batch sizes
     assert "the gain at batch 1 against batch 32: can't tell apart on this machine (" in \
         evidence[INTERLEAVE]
+    assert "08's ladder" not in evidence[INTERLEAVE]  # no ladder: nothing to set beside it
+    # 08's ladder at batch 32: the same two loops, from its own rounds, named beside 07's
+    ladder = rows(claims.STATIC_COMPILED, {100: 1.5}) + rows(claims.LATE, {100: 1.25})
+    evidence = verdicts(ladder, {T07: sweep})[1][INTERLEAVE]
+    assert ("08's ladder times the same two loops (static cache, compiled -> stop check a step "
+            "late) at batch 32 in its own rounds: 1.20x") in evidence
 
 
 def _budget(**idle_pct):
@@ -396,13 +410,18 @@ def _budget(**idle_pct):
 
 def test_idle_line_reads_the_budget_stage_by_stage():
     names = {claims.NAIVE: "naive loop (01)", claims.KV: "KV cache (02)",
-             claims.STATIC: "static cache (04)", claims.STATIC_COMPILED: "static cache, compiled (05)",
+             claims.STATIC: "static cache (04)", claims.KV_COMPILED: "KV cache, compiled (05)",
+             claims.STATIC_COMPILED: "static cache, compiled (05)",
              claims.LATE: "stop check a step late (07)", summary.FUSED: "fused (ahead: 11)"}
-    b = _budget(**{"naive loop (01)": 43, "KV cache (02)": 82, "static cache (04)": 86,
-                   "static cache, compiled (05)": 35, "stop check a step late (07)": 12,
-                   "fused (ahead: 11)": -1})
+    b = _budget(**{"naive loop (01)": 25, "KV cache (02)": 82, "static cache (04)": 86,
+                   "KV cache, compiled (05)": 64, "static cache, compiled (05)": 35,
+                   "stop check a step late (07)": 12, "fused (ahead: 11)": -1})
     line = summary.idle_line(b, names)
-    assert line.startswith("Per step, the GPU idles 43-86% in the eager rungs (01, 02, 04);")
+    # the naive loop (busy GPU) apart from the cached eager rungs (waiting on the host)
+    assert line.startswith("Per step, the GPU idles\n  25% in the naive loop (01): host and GPU "
+                           "share the pace;\n  82-86% in the cached eager rungs (02, 04): the host "
+                           "sets the pace;\n")
+    assert "64% with the dynamic cache's step compiled, no CUDA graphs (05): the host sets" in line
     assert "35% once the static-cache step is compiled and captured (05): host and GPU share" in line
     assert "12% with the stop check a step late (07): the GPU sets the pace" in line
     assert "0% with fused kernels (ahead: 11): the GPU sets the pace." in line

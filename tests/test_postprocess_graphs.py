@@ -62,7 +62,8 @@ def test_call_budget_reads_one_call_three_ways():
     assert call["wall_ms"].tolist() == pytest.approx([10.0, 2.0])
     assert call["gpu_ms"].tolist() == pytest.approx([2.0, 0.5])
     text = postprocess.call_sentence(call, 4.0)
-    assert "10.00 ms" in text and "0.50 ms of copies" in text and "2.00 ms" in text and "4 syncs" in text
+    assert "10.00 ms" in text and "the GPU's work is its copies: 0.50 ms" in text
+    assert "2.00 ms" in text and "4 syncs" in text
     assert "5.0x" not in text  # the speedup is the verdict line's, not a second ratio
     assert postprocess.call_sentence(call.assign(gpu_ms=float("nan"))) == ""
 
@@ -76,17 +77,47 @@ def test_transfer_speedup_of_known_trials():
         assert ratio.estimate == pytest.approx(4.0) and ratio.n == 6
 
 
+def _contention_table(slow, spread=0.01):
+    """09's long table: at two points each method takes 10 ms alone and ``slow[method]`` times
+    that contended, its runs within +-``spread`` of the median."""
+    return pd.DataFrame([{"method": m, "condition": c, "batch_size": b, "seq_len": 8,
+                          "median_s": t, "min_s": t * (1 - spread), "max_s": t * (1 + spread)}
+                         for m, factors in slow.items() for b, f in zip((16, 256), factors)
+                         for c, t in (("alone", 0.010), ("contended", 0.010 * f))])
+
+
 def test_contention_line_reads_a_factor_below_one_as_a_count_and_gives_the_sync_counts():
-    slow = {"per row": pd.Series([3.0, 4.5]), "on host": pd.Series([0.9, 1.7])}
+    slow = {"per row": [3.0, 4.5], "on host": [0.9, 1.7]}
     syncs = pd.DataFrame({"method": ["per row", "on host"] * 2, "batch_size": [16, 16, 256, 256],
                           "syncs": [64, 4, 1024, 4]})
-    line = postprocess.contention_line(slow, syncs)
-    assert "slows the per-row loop 3.0x to 4.5x" in line
-    assert "changes one transfer's time by 0.9x to 1.7x (faster at 1 of 2 points)" in line
-    assert "noise" not in line
-    assert "one transfer waits 4 times per call, the per-row loop 1024" in line
-    assert "slows one transfer 1.1x" in postprocess.contention_line(
-        {**slow, "on host": pd.Series([1.1, 1.7])})
+    line = postprocess.contention_line(_contention_table(slow), syncs)
+    assert line.startswith("Contention slows the per-row loop 3.0x to 4.5x; ")
+    assert "one transfer takes 0.9x to 1.7x its time alone (below 1: faster, at 1 of 2 points)" in line
+    assert "variation" not in line  # its runs alone and contended do not overlap
+    assert "one transfer waits 4 times per call, the per-row loop 1024 (4 a row)" in line
+    # faster, but the runs overlap: named as the host's variation
+    assert "at 1 of 2 points, where its runs alone and contended overlap: the host's variation)" \
+        in postprocess.contention_line(_contention_table(slow, spread=0.1))
+    assert "it slows one transfer 1.1x" in postprocess.contention_line(
+        _contention_table({**slow, "on host": [1.1, 1.7]}))
+
+
+def test_speedups_carry_the_load_and_one_line_names_the_medians_where_apart():
+    trials = {("alone", "per row"): "4 4 4 4 8 8", ("alone", "on host"): "1 1 1 2 2 2",
+              ("contended", "per row"): "9 9 9 9 9 9", ("contended", "on host"): "1 1 1 1 1 1"}
+    table = pd.DataFrame([{"method": m, "condition": c, "batch_size": 4, "seq_len": 8,
+                           "status": "ok", "trials_wall_ms": t, "load_s": 0.05 * (c != "alone"),
+                           "median_s": float(pd.Series(t.split(), dtype=float).median()) / 1e3}
+                          for (c, m), t in trials.items()])
+    wide = postprocess.speedups(table).set_index("condition")
+    assert wide.loc["contended", "load_s"] == pytest.approx(0.05) and wide.loc["alone", "load_s"] == 0
+    line = postprocess.one_line(table, 4, 8, 4.0)
+    assert line.startswith("In one line: at batch 4 and completions of 8, one transfer instead of "
+                           "4 syncs a row gives identical lists ")
+    assert "as fast alone and 9.00x as fast under contention" in line
+    assert "the table's ratio of the medians: 2.67x and 9.00x" in line  # alone: 4 / 1.5
+    same = table[table["condition"] == "contended"]
+    assert "medians" not in postprocess.one_line(same, 4, 8, 4.0)
 
 
 def test_length_line_reads_both_methods_at_one_batch():
@@ -95,7 +126,7 @@ def test_length_line_reads_both_methods_at_one_batch():
     wide["speedup"] = wide["per row"] / wide["on host"]
     line = postprocess.length_line(wide, 256)
     assert "128 -> 2048" in line and "11.00 to 27.00 ms" in line and "70.00 to 79.00 ms" in line
-    assert "no slower at 16x longer" in line and "variation" not in line
+    assert "only 1.13x slower at 16x longer" in line and "variation" not in line
     wide["per row"] = [0.060, 0.043]  # faster at the longer length: named as the host's variation
     assert "the host's variation between the points" in postprocess.length_line(wide, 256)
     wide["per row"] = [0.030, 0.079]  # grew with the length: no note
@@ -273,16 +304,36 @@ def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
 def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
     from helpers.course import floor
     line = floor.bucket_reads(16, 100, 32)
-    assert "holds 128 slots (prompt 16 + 100 new tokens + 1 step(s) launched ahead = 117 positions" in line
+    assert "holds 128 slots (prompt 16 + 100 new tokens + 1, the room the last launch" in line
+    assert "= 117 positions" in line and "the buckets 32, 64, 96, 128" in line
     assert "instead of 128" in line
     t = pd.DataFrame({"part": ["QKV", "attention", "idle between kernels", "step (span)"],
                       "kernels": [12.0, 12.0, 0.0, 24.0], "us": [123.52, 40.2, 39.9, 210.0],
                       "MB": [1.0, 3.0, float("nan"), 4.0], "GBps": [725.79, 1500.4, float("nan"), 19.0],
                       "floor_us": [1.0, 3.0, 0.0, 4.0], "above_floor_us": [3.0, 5.0, 7.0, 8.0]})
-    assert floor.rounded(t)["us"].tolist()[0] == 123.5
     assert "24 kernels per step" in floor.speed_line("Triton", t, 3e12)
     assert "more than that idle time" in floor.pdl_line(56.0, t)
     assert "part of that idle time" in floor.pdl_line(20.0, t)
+    # the median alone above the idle time, the interval's low end below it: no claim of "more"
+    unsure = floor.pdl_line(51.8, t, (27.0, 76.0))
+    assert "can't tell" in unsure and "(27.0–76.0)" in unsure and "overlap" not in unsure
+    assert "more than that idle time: the kernels" in floor.pdl_line(51.8, t, (45.0, 60.0))
+
+
+def test_the_last_rungs_gain_is_split_between_its_two_changes():
+    from helpers.course import floor, stats
+    assert floor.saved_range(stats.Ratio(1.08, 1.04, 1.12, 6), 0.708) == pytest.approx((27.23, 75.86), abs=0.01)
+    assert floor.saved_range(stats.Ratio(1.08, 1.04, 1.12, 3), 0.708) is None  # too few runs
+    assert "73% of it" in floor.bundle_line(0.100, 8.2, 0.9, 100)
+    assert "all of it" in floor.bundle_line(0.050, 8.2, 0.9, 100)
+
+
+def test_prefill_line_spreads_the_prompt_over_the_steps():
+    from helpers.course import floor
+    line = floor.prefill_line("rung", (8.2, 1.1), 100, 0.708, 0.17)
+    assert "8.20 ms" in line and "0.082 ms of each 0.708 ms step (12%)" in line
+    assert "the GPU idles 0.071 ms (42% of the 0.170 ms" in line
+    assert "idles" not in floor.prefill_line("rung", (8.2, float("nan")), 100, 0.708)
 
 
 def test_readings_of_steps_per_launch_and_of_a_profiled_step():

@@ -130,7 +130,7 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
     gpu_word = _moved(a["gpu_ms"], b["gpu_ms"])
     # The wall clock is given in ms, not as a ratio: the lesson's verdict line states the speedup
     # (from its interleaved rounds), and a second, median-based ratio here would contradict it.
-    text = (f"Per decode step, {new} against {old}: the GPU's work {gpu_word} "
+    text = (f"Per decode step, from {old} to {new}: the GPU's work {gpu_word} "
             f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms) and the wall clock went from "
             f"{a['wall_ms']:.2f} to {b['wall_ms']:.2f} ms. ")
     if b["gpu_ms"] >= b["wall_ms"]:
@@ -139,7 +139,9 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
         text += "The GPU was busy for the whole step: the GPU sets the pace."
     else:
         share = 100 * b["idle_ms"] / b["wall_ms"] if b["wall_ms"] > 0 else float("nan")
-        text += (f"The GPU is idle {b['idle_ms']:.2f} ms of each {b['wall_ms']:.2f} ms ({share:.0f}%: "
+        idle = (f"{b['idle_ms']:.2f} ms" if b["idle_ms"] >= 0.1 else
+                f"{max(b['idle_ms'], 0.0) * 1e3:.0f} µs")  # 0.01 ms would print as 0.00
+        text += (f"The GPU is idle {idle} of each {b['wall_ms']:.2f} ms ({share:.0f}%: "
                  f"{IDLE_WHY}): {pace(share)}.")
     if not math.isnan(b["floor_ms"]):
         text += (f" The floor is {b['floor_ms']:.2f} ms: this step takes "

@@ -230,6 +230,8 @@ def claim_static(ctx):
     frag_d, frag_s = (_medians(frame, m, "fragmentation_pct") for m in (dyn, stat))
     frag = [n for n in points if n in frag_d.index and n in frag_s.index]
     outcomes = [_expect(ratios[n], points[n]) for n in points]
+    named = [f"{'slower' if want == stats.SLOWER else 'faster'} at {int(n)} tokens"
+             for n, want in points.items()]
     untimed = [n for n in CLAIM_LENGTHS if n not in points]
     timed = _and([f"{int(n)}" for n in points]) + " tokens" + (
         f" (not at {_and([str(n) for n in untimed])})" if untimed else "")
@@ -237,9 +239,34 @@ def claim_static(ctx):
         f"{int(n)} tokens {stats.say(frame, stat, dyn, ctx.judge, seq_len=n)}" for n in points)]
     if frag:
         outcomes.append(REPRODUCED if all(frag_s[n] < frag_d[n] for n in frag) else NOT_REPRODUCED)
+        named.append("lower fragmentation")
         parts.append("peak fragmentation, static against dynamic: " + ", ".join(
             f"{int(n)} tokens {frag_s[n]:.1f}% against {frag_d[n]:.1f}%" for n in frag))
-    return _combine(outcomes), "; ".join(parts)
+    return _combine(outcomes), "; ".join(parts) + _parts_note(named, outcomes)
+
+
+def _parts_note(named, outcomes) -> str:
+    """Where a claim's parts disagree, which hold: its one verdict is the weakest part's."""
+    if len(set(outcomes)) < 2:
+        return ""
+    words = {REPRODUCED: "holds", NOT_REPRODUCED: "against", CANT_TELL: "can't tell"}
+    return ("; one verdict for all parts, the weakest one's (" + "; ".join(
+        f"{words[o]}: " + _and([n for n, v in zip(named, outcomes) if v == o])
+        for o in words if o in outcomes) + ")")
+
+
+def _ladder_pair(ctx, batch_size) -> str:
+    """08's ladder on the same two loops as 07's compiled per-step sync and two streams (its
+    static cache, compiled and stop check a step late), at 07's batch size, from 08's own rounds
+    (empty when the ladder lacks them or ran at another batch size)."""
+    ladder = _ok(ctx.ladder)
+    if ladder is None or not {STATIC_COMPILED, LATE} <= set(ladder["method"]) \
+            or set(ladder["batch_size"]) != {batch_size}:
+        return ""
+    n = sorted(ladder["seq_len"].unique())[0]
+    ratio = stats.row_speedup(ladder, LATE, STATIC_COMPILED, seq_len=n)
+    return (f"; 08's ladder times the same two loops ({STATIC_COMPILED} -> {LATE}) at batch "
+            f"{int(batch_size)} in its own rounds: {_point(ratio)}")
 
 
 def claim_compile_static(ctx):
@@ -302,7 +329,8 @@ def claim_interleave_small_batch(ctx):
         parts.append(f"{regime}: two streams over the per-step sync " + ", ".join(
             f"{_point(r)} at batch {int(b)}" for b, r in gains.items())
             + _medians_note([(r, *pair(b)) for b, r in gains.items()])
-            + f"; the gain at batch {int(batches[0])} against " + ", against ".join(versus))
+            + f"; the gain at batch {int(batches[0])} against " + ", against ".join(versus)
+            + ("".join(_ladder_pair(ctx, b) for b in batches) if regime == "compiled" else ""))
     if not outcomes and not parts:
         return ctx.short("needs notebook 07 at two batch sizes or more with 5 runs per point; "
                          + "; ".join(short))

@@ -39,15 +39,13 @@ def rows(runs: dict) -> list:
     return [row for result in runs.values() for row in result["rows"]]
 
 
-def settings(runs: dict) -> pd.DataFrame:
-    """Per setting: what the child's environment carried and whether its segments were
-    expandable, read from its memory snapshot (a CPU has no caching allocator to read)."""
-    seen = {True: "yes", False: "no", None: "not read: no GPU"}
-    out = [{"setting": conf, "PYTORCH_ALLOC_CONF": result["effective"]["env"].get(
-                "PYTORCH_ALLOC_CONF") or "(unset)",
-            "expandable segments in effect": seen[result["effective"]["expandable_in_effect"]]}
-           for conf, result in runs.items()]
-    return pd.DataFrame(out).set_index("setting")
+def settings_line(runs: dict) -> str:
+    """One line: whether each child's segments were expandable, read from its memory snapshot
+    (a CPU has no caching allocator to read)."""
+    seen = {True: "yes", False: "no", None: "not read (no GPU)"}
+    parts = [f"{conf}: {seen[result['effective']['expandable_in_effect']]}"
+             for conf, result in runs.items()]
+    return "Expandable segments in effect, read back from each process: " + "; ".join(parts) + "."
 
 
 def memory(table) -> pd.DataFrame:
@@ -106,6 +104,24 @@ def segment_story(config, batch_size: int, prompt_len: int, steps: int, dtype_by
             "too small: the default allocator's stairs, each higher than the last.")
 
 
+def short_run_line(config, batch_size: int, prompt_len: int, seq_len: int, mem, old: str,
+                   new: str, dtype_bytes=4) -> str:
+    """Where a shorter run stands against the 10 MiB size (``segment_story``'s arithmetic), and
+    what expandable segments saved of its peak reserved memory (``mem``: ``memory(table)``)."""
+    per = batch_size * config.n_embd * dtype_bytes
+    step = int(MIN_LARGE_ALLOC // per) + 1 - prompt_len  # decode step that passes 10 MiB
+    before, after = (float(mem.loc[(seq_len, c), "peak reserved MiB"]) for c in (old, new))
+    left = seq_len - 1 - step  # decode steps after the tensors pass 10 MiB
+    if left < 0:
+        where = f"At {seq_len} tokens no tensor passes {MIN_LARGE_ALLOC // MIB} MiB: no stairs"
+    else:
+        where = (f"At {seq_len} tokens the tensors pass {MIN_LARGE_ALLOC // MIB} MiB "
+                 f"{left} decode steps before the run ends"
+                 + (", so the stairs barely start" if left < seq_len / 4 else ""))
+    return (f"{where}: there {new} reserved {after:.0f} MiB at the peak against {old}'s "
+            f"{before:.0f} MiB.")
+
+
 # Actions of a memory history that go to the CUDA driver: a new segment (cudaMalloc), pages
 # mapped onto an expandable segment, and their releases.
 DRIVER_ACTIONS = ("segment_alloc", "segment_map", "segment_free", "segment_unmap")
@@ -130,6 +146,42 @@ def driver_calls(runs: dict, steps: int) -> pd.DataFrame:
     table = pd.DataFrame(rows).set_index("setting")
     unused = [a for a in DRIVER_ACTIONS if not table[a].any()]
     return table.drop(columns=unused)
+
+
+def driver_line(runs: dict, steps: int) -> str:
+    """``driver_calls`` in one sentence: each setting's trips to the driver in the recorded run."""
+    calls = driver_calls(runs, steps)
+    if calls.empty:
+        return "No memory history recorded: no driver calls to count."
+    words = {"segment_alloc": "for a new segment", "segment_map": "to map pages onto its segment",
+             "segment_free": "to free a segment", "segment_unmap": "to unmap pages"}
+    parts = []
+    for conf, row in calls.iterrows():
+        done = [f"{int(row[a])} times {words[a]}" for a in DRIVER_ACTIONS
+                if a in calls.columns and row[a]]
+        parts.append(f"{conf} {', '.join(done) or 'never'} "
+                     f"({row['driver calls per decode step']:.2f} per decode step)")
+    return ("Trips to the CUDA driver in that run, for the same "
+            f"{int(calls['tensor allocations'].max())} tensor allocations: " + "; ".join(parts)
+            + ". The allocator goes to the driver only when its reserved memory must grow.")
+
+
+def gap_line(history, conf: str) -> str:
+    """For one setting's memory history: the widest gap between reserved memory and the peak
+    allocated inside a step, against the most a step's allocations rose above its start (the old
+    and new cache tensors alive together): how much of the gap that overlap can explain."""
+    part = history[(history["setting"] == conf) & (history["step"] > 0)]  # decode steps only
+    part = part.dropna(subset=["allocated_peak"])
+    if part.empty:
+        return f"{conf}: no peaks inside the steps recorded."
+    gap = (part["reserved"] - part["allocated_peak"]) / MIB
+    rise = ((part["allocated_peak"] - part["allocated"]) / MIB).max()
+    at = part.loc[gap.idxmax(), "step"]
+    word = "little of" if rise < gap.max() / 2 else "much of"
+    return (f"With {conf}, reserved ran up to {gap.max():.0f} MiB above the step's peak "
+            f"allocated memory (decode step {at}), while inside a step allocated rose at most "
+            f"{rise:.0f} MiB above its start: old and new tensors alive together explain {word} "
+            "that gap.")
 
 
 def timeline(runs: dict) -> list:
@@ -179,14 +231,21 @@ def plot_memory(ax, table, on_gpu: bool):
 
 
 def plot_gpu_work(ax, steps: pd.DataFrame, title: str):
-    """The GPU's work per decode step under each setting (bars, first on top) and the floor
-    (dashed), from ``budget.per_step``: the allocator setting does not change the kernels, so
-    this is the step's picture the lesson compares (no wall clock across processes)."""
+    """A small panel: the GPU's work per decode step under each setting (bars, first on top),
+    from ``budget.per_step``, with short names and no floor: the allocator setting is not meant
+    to change the kernels, and wall clocks are not compared across processes."""
     if steps["gpu_ms"].isna().all():
-        ax.text(0.5, 0.5, "no GPU work on a CPU run", ha="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, "no GPU work\non a CPU run", ha="center", transform=ax.transAxes)
         ax.set(title=title, xticks=[], yticks=[])
         return ax
-    return budget.plot(ax, steps, title, wall=False)
+    short = steps.assign(floor_ms=float("nan"),
+                         method=steps["method"].str.replace("expandable_segments:True",
+                                                            "expandable"))
+    budget.plot(ax, short, title, wall=False)
+    ax.set_xlabel("ms per decode step")
+    if ax.get_legend():
+        ax.get_legend().remove()  # one bar kind: the title says what it is
+    return ax
 
 
 def plot_timeline(ax_abs, ax_gap, frame):

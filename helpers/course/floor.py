@@ -91,9 +91,11 @@ EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H
 
 def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
     """What attention over buckets of cache length can save at most, from the sizes alone
-    (notebook 10's ``GraphDecoder(..., bucket=b)``): the buffer's slots (prompt, new tokens and
-    one launch more, rounded up to a multiple of 16, as ``static_state`` sizes it), and the positions a run's
-    launches read on average when each replays the shortest bucket that holds its positions."""
+    (notebook 10's ``GraphDecoder(..., bucket=b)``, ``steps_per_graph`` steps per launch): the
+    buffer's slots (prompt, new tokens and the positions the last launch may write past them,
+    rounded up to a multiple of 16, as ``static_state`` sizes every buffer whatever the bucket),
+    and the positions a run's launches read on average when each replays the shortest bucket
+    that holds its positions."""
     needed = prompt_len + new_tokens + steps_per_graph
     slots = graphs.cache_slots(needed)
     lengths = graphs.bucket_lengths(slots, bucket)
@@ -102,10 +104,39 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
             for i in range(launches)]
     mean = sum(read) / len(read)
     return (f"Buckets of {bucket}: the buffer holds {slots} slots (prompt {prompt_len} + "
-            f"{new_tokens} new tokens + {steps_per_graph} step(s) launched ahead = {needed} "
-            f"positions, rounded up to a multiple of 16), so a launch reads {mean:.1f} positions "
+            f"{new_tokens} new tokens + {steps_per_graph}, the room the last launch may write "
+            f"past them at {steps_per_graph} step(s) per launch, = {needed} positions, rounded "
+            f"up to a multiple of 16 by static_state whatever the bucket; the buckets "
+            f"{', '.join(map(str, lengths))} split it), so a launch reads {mean:.1f} positions "
             f"on average instead of {slots}: at most {1 - mean / slots:.1%} fewer key and value "
             f"reads, whatever the kernels.")
+
+
+def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
+    """(wall clock, GPU work) in ms of ``decoder``'s prompt forward alone, which every run pays
+    once before its first step: the median of ``repeats`` timed runs and one profiled run (GPU
+    work NaN on a CPU)."""
+    rows, _ = harness.compare({"prefill": lambda: decoder.prefill(input_ids)}, device=device,
+                              repeats=repeats, busy=True)
+    return 1e3 * rows[0]["median_s"], 1e3 * rows[0]["gpu_busy_s"]
+
+
+def prefill_line(name, cost, new_tokens, step_ms, idle_ms=float("nan")) -> str:
+    """How much of a method's time per step is its prompt's forward (``cost``: ``prefill_cost``),
+    spread over the ``new_tokens`` steps of a run, and, with ``idle_ms`` (the GPU's idle time per
+    step in the budget, named where it is at least 5% of the step), what share of that idle time
+    the prompt's idle time is."""
+    wall, gpu = cost
+    per = wall / new_tokens
+    text = (f"'{name}': the prompt's forward alone takes {wall:.2f} ms, once per run; spread over "
+            f"the {new_tokens} steps, that is {per:.3f} ms of each {step_ms:.3f} ms step "
+            f"({per / step_ms:.0%})")
+    idle = (wall - gpu) / new_tokens
+    if idle == idle:
+        text += f", of which the GPU idles {idle:.3f} ms"
+        if idle_ms == idle_ms and idle_ms >= 0.05 * step_ms:  # a share of a visible idle time
+            text += f" ({min(idle / idle_ms, 1):.0%} of the {idle_ms:.3f} ms per step the GPU idles)"
+    return text + "."
 
 
 def launches_line(verdict: str, steps_per_graph: int, new_tokens: int) -> str:
@@ -120,9 +151,9 @@ def launches_line(verdict: str, steps_per_graph: int, new_tokens: int) -> str:
     if verdict == stats.SLOWER:
         return (f"{steps_per_graph} steps per launch cost time: batching launches saves nothing "
                 f"here, and they replay {replayed} steps for the {needed} needed.")
-    return (f"{steps_per_graph} steps per launch against one: no clear difference in this run "
-            f"(the line above): with the flag read one launch late, batching launches buys "
-            f"nothing measurable here.")
+    return (f"{steps_per_graph} steps per launch against one: no clear difference in this run: "
+            f"with the flag read one launch late the GPU already has the next launch queued, so "
+            f"fewer launches buy nothing measurable here.")
 
 
 def show_reference(stem: str) -> None:
@@ -160,13 +191,6 @@ def parts_side_by_side(tables: dict) -> pd.DataFrame:
     return frame.assign(**{"floor µs": first.reindex(frame.index)}).round(1)
 
 
-def rounded(table: pd.DataFrame) -> pd.DataFrame:
-    """A kernel table for display: kernels per step to one decimal, µs, MB and the floor to one,
-    GB/s whole."""
-    return table.round({"kernels": 1, "us": 1, "MB": 1, "GBps": 0, "floor_us": 1,
-                        "above_floor_us": 1}).astype({"GBps": "Int64"})
-
-
 def speed_line(name: str, table: pd.DataFrame, bandwidth: float) -> str:
     """One rung's kernel table in a line: kernels per step, and the GB/s its weight GEMMs and
     its attention reached against the measured copy bandwidth (``bandwidth`` in bytes/s)."""
@@ -195,18 +219,55 @@ def profiled_line(name: str, table: pd.DataFrame, timed_ms: float) -> str:
     return text + "."
 
 
-def pdl_line(saved_us: float, table: pd.DataFrame) -> str:
-    """What PDL saved per step against the idle time between kernels of the step without it
-    (``table``: that step's kernel table): saving more than that idle time means kernels also
-    finish sooner, not only the gaps closing."""
+def pdl_line(saved_us: float, table: pd.DataFrame, saved_range: tuple | None = None) -> str:
+    """What PDL saved per step (``saved_us``, from the medians; ``saved_range``, the least and
+    most the interval of the two rungs' ratio allows) against the idle time between kernels of
+    the step without it (``table``: that step's kernel table). Only when even the least saving
+    exceeds that idle time do the kernels themselves overlap or finish sooner."""
     idle = float(table.set_index("part").loc["idle between kernels", "us"])
+    low = saved_us if saved_range is None else saved_range[0]
     if saved_us <= 0:
         return (f"PDL saved nothing measurable per step here ({saved_us:.1f} µs); the Triton step "
                 f"idles {idle:.1f} µs between kernels.")
-    verdict = ("more than that idle time: the kernels themselves overlap or finish sooner, not "
-               "only the gaps close" if saved_us > idle else "part of that idle time")
-    return (f"PDL saved {saved_us:.1f} µs per step; the Triton step without it idles {idle:.1f} "
-            f"µs between kernels, so PDL saved {verdict}.")
+    text = (f"PDL saved {saved_us:.1f} µs per step"
+            + ("" if saved_range is None else f" ({saved_range[0]:.1f}–{saved_range[1]:.1f})")
+            + f"; the Triton step without it idles {idle:.1f} µs between kernels, so ")
+    if low > idle:
+        return text + ("PDL saved more than that idle time: the kernels themselves overlap or "
+                       "finish sooner, not only the gaps close.")
+    if saved_us > idle:
+        return text + ("this run can't tell whether PDL saved more than that idle time: the "
+                       "gaps closing alone could account for it.")
+    return text + "PDL saved part of that idle time."
+
+
+def saved_range(ratio, before_ms: float):
+    """(least, most) µs per step that a rung saved against one taking ``before_ms`` per step,
+    from the interval of their ``stats.Ratio``; None without an interval (too few runs)."""
+    finite = all(x == x and abs(x) != float("inf") for x in (ratio.low, ratio.high))
+    if ratio.n < stats.MIN_TRIALS or not finite or min(ratio.low, ratio.high) <= 0:
+        return None
+    return tuple(1e3 * before_ms * (1 - 1 / x) for x in (ratio.low, ratio.high))
+
+
+def bundle_line(saved_ms: float, prompt_before_ms: float, prompt_after_ms: float,
+                new_tokens: int) -> str:
+    """Notebook 11's last rung changes two things at once: how much of the ``saved_ms`` per
+    step it saved is its prompt's forward replayed from a graph (the prompt's wall clock per run
+    before and after, spread over ``new_tokens`` steps), the rest several steps per replay."""
+    prompt = (prompt_before_ms - prompt_after_ms) / new_tokens
+    forward = (f"{prompt:.3f} ms per step (its forward {prompt_before_ms:.2f} -> "
+               f"{prompt_after_ms:.2f} ms per run)")
+    if saved_ms <= 0:
+        return (f"the last rung saved nothing per step against the rung above "
+                f"({-saved_ms:.3f} ms more); its prompt's forward went {prompt_before_ms:.2f} -> "
+                f"{prompt_after_ms:.2f} ms per run.")
+    text = (f"of the {saved_ms:.3f} ms per step the last rung saved against the rung above, the "
+            f"prompt replayed from a graph accounts for {forward}")
+    if prompt >= saved_ms:
+        return text + ": all of it; several steps per replay add nothing measurable on top."
+    return text + (f", {max(prompt, 0) / saved_ms:.0%} of it; several steps per replay (and the "
+                   f"spread between runs) the rest.")
 
 
 def largest_gap(table: pd.DataFrame) -> pd.Series:

@@ -1,8 +1,8 @@
 """How a decode loop's time grows with the number of new tokens (notebooks 01 and 02).
 
-The naive loop's step at position t costs a part that does not grow with t plus work on all t
-positions, so N steps take ``a*N + b*N**2``: a and b are the intercept and the curvature of that
-fit to the measured totals. The host and the GPU work at the same time, so a is not the host's
+The naive loop's step costs a part that does not grow with the sequence plus work on every
+position: per step ``a + b*N`` on average, so N steps take ``a*N + b*N**2``, fitted to the
+measured totals. The host and the GPU work at the same time, so a is not the host's
 time and b not the GPU's; the fit splits the wall clock by how it grows, not by who spends it.
 These functions time a loop at several lengths, fit that model, and state it in the course's
 words.
@@ -13,7 +13,8 @@ import math
 
 import pandas as pd
 
-from . import analysis, budget, harness, results, stats
+from . import analysis, budget, harness, stats
+from .claims import QUADRUPLE_RANGE
 
 
 def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
@@ -66,40 +67,50 @@ def measured_growth(table) -> dict:
             "ratio": float(ok[long] / ok[short])}
 
 
-def a_by_round(table):
-    """(lowest, highest) fixed part a in ms, fitting each round's trials on their own (trial i
-    of every length ran in round i); None where the rounds are not paired or too few."""
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    trials = [harness.trials(row) for _, row in ok.iterrows()]
-    if len(trials) < 2 or len({len(t) for t in trials}) != 1 or len(trials[0]) < 2:
-        return None
-    fits = [analysis.linear_quadratic_fit(ok["seq_len"], times)[0] for times in zip(*trials)]
-    return 1e3 * min(fits), 1e3 * max(fits)
-
-
 def fit_lines(table) -> list:
-    """The growth in the course's words: the measured ratio of two lengths, the fit's a and b
-    (and why each earlier position costs 2b), how loosely a is pinned, and where the two terms
-    cross (N = a/b)."""
+    """The growth in the course's words: the measured ratio of two lengths, then the fit's a and
+    b with the length N = a/b where the two terms are equal."""
     f, g = fit(table), measured_growth(table)
     k = g["factor"]
     what = "Doubling the length" if k == 2 else f"{k:g}x the length"
     lines = [f"{what} ({g['short']} -> {g['long']} tokens) multiplied the runtime by "
              f"{g['ratio']:.2f}x ({k * k:g}x is pure N², {k:g}x a constant cost per step)."]
-    lines.append(f"Fit: a = {f['a_ms']:.2f} ms, b = {f['b_us']:.1f} µs. Step t costs about a + 2b·t, "
-                 f"so N steps cost a·N + b·N²: a is what a step costs that does not grow with N, "
-                 f"and each earlier position adds 2b = {2 * f['b_us']:.1f} µs to a step.")
-    spread = a_by_round(table)
-    pinned = f"a is a fitted intercept, loosely pinned by {len(f['lengths'])} lengths"
-    if spread:
-        pinned += f": fitted round by round it ranges {spread[0]:.1f}–{spread[1]:.1f} ms"
-    lines.append(f"{pinned}; read it as about {f['a_ms']:.0f} ms, not as one measured step.")
+    fitted = (f"Fit: a = {f['a_ms']:.2f} ms and b = {f['b_us']:.1f} µs per token of length: a step "
+              f"costs a + b·N on average, so N steps cost a·N + b·N²")
     if f["b_us"] > 0 and f["a_ms"] > 0:
-        cross = 1e3 * f["a_ms"] / f["b_us"]
-        lines.append(f"The two terms are equal at N = a/b ≈ {cross:.0f} tokens: below it the part "
-                     "that does not grow takes most of the time, above it the N² work (the table's "
-                     "shares).")
-    return lines
+        fitted += (f"; the two terms are equal at N = a/b ≈ {1e3 * f['a_ms'] / f['b_us']:.0f} "
+                   "tokens, below it the part that does not grow takes most of the time")
+    return lines + [fitted + "."]
+
+
+def quadruples(table) -> str:
+    """Does "doubling the length quadruples the time" hold here? The measured doubling against
+    ``claims.QUADRUPLE_RANGE``'s low end, and from which N the fit reaches it: a doubling from N
+    multiplies a*N + b*N**2 by 2(a + 2bN)/(a + bN), which reaches q (< 4) from N = (q-2)/(4-q)·a/b."""
+    f, g = fit(table), measured_growth(table)
+    q = QUADRUPLE_RANGE[0]
+    holds = g["factor"] == 2 and g["ratio"] >= q
+    text = (f"The article's \"doubling the length quadruples the time\" "
+            f"{'holds' if holds else 'does not hold'} at these lengths "
+            f"({g['short']} -> {g['long']} tokens: {g['ratio']:.2f}x)")
+    if f["a_ms"] > 0 and f["b_us"] > 0:
+        n_q = (q - 2) / (4 - q) * 1e3 * f["a_ms"] / f["b_us"]
+        text += (f"; by the fit, a doubling from N reaches {q:g}x from N ≈ {n_q:.0f} tokens on, and "
+                 "4x only in the limit, since a's part only doubles")
+    return text + "."
+
+
+def outside_bars(table) -> str:
+    """Where the fitted per-step line a + b*N passes outside a length's min-max bar (the fit
+    follows the totals, so the longest runs most closely)."""
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    f = fit(ok)
+    out = [int(n) for n, lo, hi in zip(ok["seq_len"], ok["min_s"], ok["max_s"])
+           if not lo / n * 1e3 <= f["a_ms"] + f["b_us"] * 1e-3 * n <= hi / n * 1e3]
+    if not out:
+        return "The fitted line passes within every length's min–max bar."
+    return (f"The fitted line passes outside the min–max bar at {', '.join(map(str, out))} tokens: "
+            "it is fitted to the total times of all lengths, not drawn through each point.")
 
 
 def quadratic_shares(table, judge: bool) -> pd.DataFrame:
@@ -185,62 +196,51 @@ def gain_growth(table, candidate: str, baseline: str, judge: bool) -> str:
 
 
 def per_step_growth(table, method: str, label: str) -> str:
-    """How ``method``'s step grew from the shortest to the longest length, per generated token:
-    the GPU's work and the wall clock (``budget.per_step``), and the part of the wall clock's
-    growth that the GPU's work does not account for (time the GPU waited). Each length is timed
-    in its own rounds, so that part may also hold the host's speed changing between lengths.
-    Wall clock only where the run has no GPU numbers (a CPU run)."""
+    """How ``method``'s step grew with the length, per generated token: the GPU's work and the
+    wall clock (``budget.per_step``) at every length. The GPU's work is said to account for the
+    wall clock's change only where it does between every two neighbouring lengths: each length
+    runs in its own rounds, so the host's speed can move the wall clock between them as much as
+    the growth does, and then the line says so. Wall clock only without GPU numbers (a CPU run)."""
     lengths = sorted(table.loc[table["method"] == method, "seq_len"].unique())
-    steps = [budget.per_step(table, [method], seq_len=n).iloc[0] for n in (lengths[0], lengths[-1])]
-    (w0, g0), (w1, g1) = ((s["wall_ms"], s["gpu_ms"]) for s in steps)
-    span = f"{lengths[0]} -> {lengths[-1]} tokens"
-    if math.isnan(g0) or math.isnan(g1):
-        return f"{label} per step, {span}: wall clock {w0:.2f} -> {w1:.2f} ms."
-    text = (f"{label} per step, {span}: GPU work {g0:.2f} -> {g1:.2f} ms ({g1 - g0:+.2f}), "
-            f"wall clock {w0:.2f} -> {w1:.2f} ms ({w1 - w0:+.2f})")
-    rest = (w1 - w0) - (g1 - g0)
-    if rest > 0.1 * abs(w1 - w0) and rest > 0.05:
-        return (text + f"; the other {rest:.2f} ms is time the GPU waited: the host's share of the "
-                "step grew (each length ran in its own rounds, so part of it may be the host's "
-                "speed changing between them).")
-    return text + "; the GPU's work accounts for the wall clock's change."
+    steps = [budget.per_step(table, [method], seq_len=n).iloc[0] for n in lengths]
+    wall, gpu = [s["wall_ms"] for s in steps], [s["gpu_ms"] for s in steps]
+    span = " -> ".join(map(str, lengths)) + " tokens"
+    walls = " -> ".join(f"{w:.2f}" for w in wall)
+    if any(math.isnan(g) for g in gpu):
+        return f"{label} per step, {span}: wall clock {walls} ms."
+    text = (f"{label} per step, {span}: GPU work {' -> '.join(f'{g:.2f}' for g in gpu)} ms, "
+            f"wall clock {walls} ms")
+    rest = [(w1 - w0) - (g1 - g0) for w0, w1, g0, g1 in zip(wall, wall[1:], gpu, gpu[1:])]
+    if all(abs(r) <= max(0.1 * abs(w1 - w0), 0.05) for r, w0, w1 in zip(rest, wall, wall[1:])):
+        return text + "; the GPU's work accounts for the wall clock's change."
+    if all(r > 0 for r in rest):
+        return (text + f"; the other {sum(rest):.2f} ms is time the GPU waited: the host's share of "
+                "the step grew, or the host's speed changed between the lengths' rounds.")
+    return (text + f"; between neighbouring lengths the wall clock moved up to "
+            f"{max(map(abs, rest)):.2f} ms apart from the GPU's work, not always the same way: each "
+            "length ran in its own rounds, and the host's speed between them moves the wall clock "
+            "as much as the growth does.")
 
 
-def same_loop_in_setup(table, method: str, label: str) -> str:
-    """Notebook 00 times this KV-cache loop too ("loop A", one short length): its wall clock and
-    GPU work per token against ``method``'s at the nearest length here, from 00's table in this
-    run's folder. Equal GPU work with a different wall clock is host time: the same code at
-    another moment of the host. Empty where 00's table is missing, from another device or batch,
-    at no like length (a run's time per token includes its prefill's share), or without GPU
-    numbers."""
-    path = results.run_dir() / "data" / "00_setup.csv"
-    if not path.exists():
-        return ""
-    setup = pd.read_csv(path)
-    setup = setup[(setup["method"] == "loop A") & (setup["status"] == harness.OK)]
-    here = table[(table["method"] == method) & (table["status"] == harness.OK)]
-    if setup.empty or here.empty or "gpu_busy_s" not in setup or any(
-            set(setup[c]) != set(here[c]) for c in ("device_name", "batch_size")):
-        return ""
-    n0 = int(setup["seq_len"].iloc[0])
-    n = int(min(here["seq_len"], key=lambda x: abs(x - n0)))
-    if not 0.75 <= n / n0 <= 1.33:  # per token includes the prefill's share: like lengths only
-        return ""
-    then = budget.per_step(setup, ["loop A"], seq_len=n0).iloc[0]
-    now = budget.per_step(here, [method], seq_len=n).iloc[0]
-    if any(math.isnan(v) for v in (then["gpu_ms"], now["gpu_ms"])):
-        return ""
-    text = (f"Notebook 00 timed the same loop, measured the same way, at {n0} tokens: "
-            f"{then['wall_ms']:.2f} ms per step with {then['gpu_ms']:.2f} ms of GPU work, against "
-            f"{now['wall_ms']:.2f} ms with {now['gpu_ms']:.2f} ms for the {label} here at {n} tokens")
-    wall, gpu = then["wall_ms"] / now["wall_ms"], then["gpu_ms"] / now["gpu_ms"]
-    if 0.9 <= wall <= 1.1:
-        return text + ": about the same."
-    if 0.9 <= gpu <= 1.1:
-        return (text + f". The GPU's work agrees, so the {max(wall, 1 / wall):.1f}x gap is host "
-                "time: the same Python, run at another moment of a host whose speed varies "
-                "(notebook 00, idea 2).")
-    return text + "."
+def host_crossing(table, naive: str = "naive", cached: str = "kv_cache") -> str:
+    """Per length, the naive loop's GPU work per step against the cached loop's whole step (which
+    the host sets where its GPU idles most of it): the gain can only grow once the naive loop's
+    GPU work exceeds the host's time per step. Empty without GPU numbers."""
+    parts, above = [], []
+    for n in sorted(table["seq_len"].unique()):
+        step = budget.per_step(table, [naive, cached], seq_len=n).set_index("method")
+        if len(step) < 2 or math.isnan(step.loc[naive, "gpu_ms"]):
+            return ""
+        g, w = step.loc[naive, "gpu_ms"], step.loc[cached, "wall_ms"]
+        parts.append(f"{n} tokens {g:.2f} against {w:.2f} ms")
+        if g > w:
+            above.append(int(n))
+    text = ("Per step, the naive loop's GPU work against the KV cache's whole step (mostly the "
+            f"host's time): {'; '.join(parts)}")
+    if not above:
+        return text + ": the naive loop's GPU work stays below the host's time at every length."
+    return (text + f": the naive loop's GPU work exceeds the host's time from {above[0]} tokens on, "
+            "where the host no longer hides it: there the saved GPU work can show in the gain.")
 
 
 def plot_memory(ax, table, device, methods):

@@ -303,6 +303,18 @@ def token_agreement(reference, other, prompt_len) -> float:
     return float((a == b).float().mean()) if a.numel() else float("nan")
 
 
+def first_difference(reference, other, prompt_len) -> float:
+    """The median new-token index (1 = the first new token) at which a row of ``other`` first
+    differs from ``reference``, over the rows that differ at all (NaN where none does): after
+    one flipped token a row continues from a different text, so later tokens differ too."""
+    n = min(reference.shape[1], other.shape[1])
+    differ = reference[:, prompt_len:n] != other[:, prompt_len:n]
+    rows = differ.any(dim=1)
+    if not bool(rows.any()):
+        return float("nan")
+    return float(differ[rows].float().argmax(dim=1).add(1).float().median())
+
+
 @torch.no_grad()
 def largest_logit_difference(model, other, input_ids) -> float:
     """The largest absolute difference between two models' next-token logits for the same

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import torch
 
-from . import budget, harness, plotting, profiling, stats
+from . import budget, claims, harness, plotting, profiling, results, stats
 from .. import static
 from ..model import make_prompt
 from ..streams import eager_step, generate_sync
@@ -168,55 +168,119 @@ def plot(fig_axes, table, step_costs, params):
         ax_batch.plot(part["batch_size"], part["ms_per_step"], marker="o",
                       color=plotting.PALETTE[i], label=LOOP_LABELS.get(name, name))
     sizes = sorted(compiled["batch_size"].unique())
-    ax_batch.set_xscale("log")
+    ax_batch.set_xscale("log", base=2)  # batch sizes 1, 32, 128: spaced by their doublings
     ax_batch.set_xticks(sizes, [str(b) for b in sizes])
     ax_batch.minorticks_off()
     ax_batch.set_ylim(bottom=0)
-    ax_batch.set(xlabel="batch size", ylabel="ms per step")
+    ax_batch.set(xlabel="batch size (log scale)", ylabel="ms per step")
     ax_batch.set_title("CUDA-graph step: ms per step", loc="left")
     ax_batch.legend(loc="upper left", fontsize=9, frameon=False)
 
 
-def gain_lines(summary_frame, judge=True, regime="compiled") -> list:
-    """One line per batch size of ``regime`` from ``summary``: what the per-step check costs
-    there and the share of it each one-step-late loop wins back (no claim on a smoke run)."""
-    part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
-    if part.empty:
-        return [f"No {REGIME_LABELS[regime]} step in this run (it needs a CUDA GPU): nothing to "
-                "read per batch size."]
-    if not judge:
-        return [f"{REGIME_LABELS[regime]} step: {recovered_line({}, 'interleaved', judge)}."]
-    return [f"{REGIME_LABELS[regime]} step, batch {int(r['batch_size'])}: the check costs "
-            f"{r['check_cost_us']:.0f} µs per step ({r['check_cost_us'] / (10 * r['sync']):.0f}% "
-            "of the per-step sync's step); " + _won(r) for _, r in part.iterrows()]
-
-
-def _won(row) -> str:
-    two, event = row["interleaved_recovered_pct"], row["event_recovered_pct"]
-    if math.isnan(two) and math.isnan(event):
-        return "that is below this machine's resolution, so there is nothing to win back"
-    share = lambda pct: "none" if math.isnan(pct) else f"{pct:.0f}%"  # noqa: E731
-    return f"the late read wins back {share(two)} of it with two streams, {share(event)} with the event"
-
-
-def smallest_batch_line(summary_frame, judge=True, regime="compiled") -> str:
-    """Whether this run shows the article's "interleaving gains most at the smallest batch":
-    the time two streams save per step against the per-step sync, and that as a speedup, at each
-    batch size of ``regime`` (empty with fewer than two batch sizes or on a smoke run)."""
+def smallest_batch_line(table, summary_frame, judge=True, regime="compiled") -> str:
+    """The article's "interleaving gains most at the smallest batch", read from the rounds: two
+    streams' speedup over the per-step sync at each batch size of ``regime``, and whether each
+    larger batch's gain is told apart from the smallest batch's (``stats.row_growth``, as notebook
+    08's claim judges it). Empty with fewer than two batch sizes or on a smoke run."""
     part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
     if not judge or part["batch_size"].nunique() < 2:
         return ""
-    saved = 1e3 * (part["sync"] - part["interleaved"]).to_numpy()
-    speedup = (part["sync"] / part["interleaved"]).to_numpy()
+    rows = table[table["regime"] == regime]
     batches = part["batch_size"].astype(int).to_list()
-    most, fastest = batches[int(saved.argmax())], batches[int(speedup.argmax())]
-    answer = lambda b: "at the smallest batch" if b == batches[0] else f"at batch {b}"  # noqa: E731
-    return (f"The article's \"gains most at the smallest batch\", with the {REGIME_LABELS[regime]} "
-            f"step: in µs saved the most is {answer(most)}, as a speedup {answer(fastest)}; "
-            "against the per-step sync, two streams save " + ", ".join(
-                f"{s:.0f} µs per step ({x:.2f}x) at batch {b}" if i == 0 else
-                f"{s:.0f} ({x:.2f}x) at batch {b}"
-                for i, (s, x, b) in enumerate(zip(saved, speedup, batches))) + ".")
+    gains = (part["sync"] / part["interleaved"]).to_list()
+    text = (f"Across batch sizes, {REGIME_LABELS[regime]} step: two streams over the per-step "
+            "sync " + ", ".join(f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)) + ".")
+    same, less, more = [], [], []
+    for b in batches[1:]:  # the smallest batch's gain against this batch's
+        ratio = stats.row_growth(rows, "interleaved", "sync", b, batches[0], by="batch_size")
+        if ratio.n < stats.MIN_TRIALS:
+            return text + " Too few runs to tell the batch sizes apart."
+        {stats.FASTER: less, stats.SLOWER: more}.get(stats.verdict(ratio), same).append(str(b))
+    first = batches[0]
+    if not same and not more:
+        return text + " The smallest batch gains most, told apart from every larger one."
+    said = []
+    if same:
+        said.append(f"batch {first} and batch {_and(same)} can't be told apart")
+    if less:
+        said.append(f"batch {_and(less)} gains less than batch {first}")
+    if more:
+        said.append(f"batch {_and(more)} gains more than batch {first}")
+    return text + " From the rounds: " + "; ".join(said) + "."
+
+
+def _and(items) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def cost_note(summary_frame, record, batch_size, regime="compiled") -> str:
+    """Under the table: what its check's cost is read against. The cost is host time (reading the
+    flag, relaunching), so in µs it moves with the host between notebooks: where notebook 06 ran
+    in this run at the same batch and length, its CUDA-graph loops side by side with these. A
+    share over 100% is named as noise. Empty without the CUDA-graph step."""
+    part = summary_frame[(summary_frame["regime"] == regime)
+                         & (summary_frame["batch_size"] == batch_size)]
+    if part.empty:
+        return ""
+    row = part.iloc[0]
+    text = (f"The check's cost, {row['check_cost_us']:.0f} µs per step at batch {batch_size}, is "
+            "host time (reading the flag, relaunching), so in µs it moves with the host from one "
+            "notebook to the next")
+    before = notebook_06_loops(record, batch_size)
+    if before is not None:
+        sync, free = before
+        moved = lambda a, b: f"{100 * (b / a - 1):+.0f}%"  # noqa: E731
+        text += (f": notebook 06 measured it at {1e3 * (sync - free):.0f} µs, its per-step sync "
+                 f"running {sync:.3f} ms per step ({moved(sync, row['sync'])} here) and its "
+                 f"no-check loop {free:.3f} ms ({moved(free, row['no_check'])} here)")
+    text += ". Each share is read against this notebook's own cost."
+    over = [f"{LOOP_LABELS[n]} at batch {int(r['batch_size'])} ({r[f'{n}_recovered_pct']:.0f}%)"
+            for _, r in summary_frame.iterrows() for n in ("interleaved", "event")
+            if r[f"{n}_recovered_pct"] > 100]
+    if over:
+        text += (f" Over 100%, {_and(over)}: that loop ran as fast as no check, the excess is "
+                 "noise.")
+    return text
+
+
+def notebook_06_loops(record, batch_size):
+    """Notebook 06's CUDA-graph loops with and without the check, ms per step, when 06 ran in
+    this run (``claims.why_not_this_run``) at ``batch_size``; else None."""
+    name = "06_eos_sync_regimes"
+    if claims.why_not_this_run(name, record):
+        return None
+    frame = pd.read_csv(results.run_dir() / "data" / f"{name}.csv")
+    frame = frame[(frame["status"] == harness.OK) & (frame["batch_size"] == batch_size)]
+    per_step = (1e3 * frame["median_s"] / frame["seq_len"]).set_axis(frame["method"])
+    names = ("CUDA graph, check every step", "CUDA graph, no check")
+    if not all(per_step.index.tolist().count(n) == 1 for n in names):
+        return None
+    return tuple(float(per_step[n]) for n in names)
+
+
+def answer_line(row, part, judge=True) -> str:
+    """The lesson's answer at one point of the CUDA-graph step: each loop's ms per step, each
+    late loop's verdict against the per-step sync (``stats.say``) and the share of the check's
+    cost it wins back."""
+    text = (f"CUDA graph step, batch {int(row['batch_size'])}: the per-step sync runs "
+            f"{row['sync']:.3f} ms per step, no check {row['no_check']:.3f} ms.")
+    for name, loop in (("interleaved", "Two streams"), ("event", "The event")):
+        text += (f" {loop}: {row[name]:.3f} ms, {stats.say(part, name, 'sync', judge)} against "
+                 "the per-step sync" + (f"; it {recovered_line(row, name)}." if judge else "."))
+    return text
+
+
+def pair_words(part, judge=True) -> str:
+    """Two streams against the event in words, from the rounds' verdict (no interval)."""
+    if not judge:
+        return "not judged (smoke run)"
+    ratio = stats.row_speedup(part, "event", "interleaved")
+    if ratio.n < stats.MIN_TRIALS or stats.verdict(ratio) == stats.NOISE:
+        return "one stream and an event can't be told apart from two streams"
+    faster = stats.verdict(ratio) == stats.FASTER
+    times = ratio.estimate if faster else 1 / ratio.estimate
+    return (f"one stream and an event ran {times:.2f}x {'faster' if faster else 'slower'} than "
+            "two streams")
 
 
 def memory_line(table, batch_size) -> str:

@@ -193,7 +193,7 @@ def waste(table, model, P) -> pd.DataFrame:
             rows.append({
                 "tokens": seq_len, "regime": regime, "extra positions": positions,
                 "extra GPU ms": 1e3 * busy,
-                "µs per position and step": 1e6 * busy / positions if known else float("nan"),
+                "µs per position-step": 1e6 * busy / positions if known else float("nan"),
                 "GB/s": positions * per_position / busy / 1e9 if known else float("nan")})
     return pd.DataFrame(rows).set_index(["tokens", "regime"])
 
@@ -213,12 +213,31 @@ def same_scale(*axes):
         ax.set_xlim(0, right)
 
 
+def eager_verdict(table, seq_len, judge: bool) -> str:
+    """The static cache against the dynamic one in the eager loop, at one length, with the range
+    read in words where it is wide: the host paces these loops, and its speed moves between
+    trials."""
+    said = stats.say(table, STATIC, DYNAMIC, judge, seq_len=seq_len)
+    line = f"{seq_len} tokens, eager: the static cache against the dynamic one: {said}"
+    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=seq_len)
+    word = stats.verdict(ratio)
+    if not judge or word == stats.NOISE or ratio.high / ratio.low < 1.25:
+        return line
+    if word == stats.SLOWER:
+        low, high, word = 1 / ratio.high - 1, 1 / ratio.low - 1, "slower"
+    else:
+        low, high, word = ratio.low - 1, ratio.high - 1, "faster"
+    return (line + f". A wide range: {word} in this run, by anywhere from {100 * low:.0f}% to "
+            f"{100 * high:.0f}%; the host paces the eager loops, and its speed moves between "
+            "trials.")
+
+
 def eager_noise_line(table, P) -> str:
-    """What the eager rows can and cannot tell: how far one loop's runs spread between trials
-    (min to max against the median, the host's speed), and whether the oversized cache's extra
-    GPU work showed in the eager wall clock at each length: hidden (under half of it showed),
-    shown, or outgrown (the wall clock grew by more than half again the extra work: the host's
-    drift between trials, not the work)."""
+    """What the eager rows can and cannot tell, in short sentences: how far one loop's runs
+    spread between trials (min to max against the median, the host's speed), and how much of
+    the oversized cache's extra GPU work showed in the eager wall clock at each length: hidden
+    (under half of it showed), shown, or outgrown (the wall clock grew by more than half again
+    the extra work: the host's drift between trials, not the work)."""
     ok = table[(table["status"] == harness.OK) & table["method"].isin(EAGER)]
     spread = 100 * ((ok["max_s"] - ok["min_s"]) / ok["median_s"]).max()
     parts, kinds = [], []
@@ -236,15 +255,19 @@ def eager_noise_line(table, P) -> str:
         shown = (f"finished {-wall:.0f} ms sooner" if wall < 0 else f"took {wall:.0f} ms longer")
         if kind == "drift":
             shown += ", more than that work can explain"
-        parts.append(f"at {n} tokens the oversized cache did {gpu:.0f} ms more GPU work and "
-                     f"{shown}")
+        elif gpu > 0:
+            share = min(max(wall / gpu, 0.0), 1.0)
+            shown += (": the host's time hid all of it" if share == 0 else
+                      f": {100 * share:.0f}% of it showed in the wall clock")
+        parts.append(f"At {n} tokens the oversized cache did {gpu:.0f} ms more GPU work than the "
+                     f"cache sized to the run and {shown}.")
     text = (f"Eager rows: one loop's runs spread by up to {spread:.0f}% of their median between "
-            "trials (the host's speed)")
+            "trials (the host's speed).")
     if not parts:
-        return text + "."
-    text += "; " + "; ".join(parts) + "."
+        return text
+    text += " " + " ".join(parts)
     if set(kinds) <= {"hidden", "drift"}:
-        return text + " In eager mode the wall clock follows the host, not the GPU's work."
+        return text + " In eager mode the wall clock follows the host more than the GPU's work."
     if set(kinds) == {"shown"}:
         return text + " Most of the extra GPU work showed in the eager wall clock at every length."
     return text + (" Most of the extra GPU work showed in the eager wall clock at some lengths; "
@@ -261,7 +284,8 @@ def article_line(table, P) -> str:
     parts = []
     for n in sorted(set(P.seq_lens) | set(ARTICLE)):
         if n not in P.seq_lens:
-            parts.append(f"{n} was not run")
+            parts.append(f"{n} was not run (the preset stops at {max(P.seq_lens)} to fit the "
+                         "lesson's time budget)")
             continue
         ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
         here = words[stats.verdict(ratio)] if ratio.n >= stats.MIN_TRIALS else "is not judged"
@@ -276,7 +300,7 @@ def waste_lines(wasted, P, bandwidth) -> list:
     (the same GPU work, whoever sets the pace), and the bandwidth of the masked reads against
     the floor's copy bandwidth."""
     lines = []
-    cost = wasted["µs per position and step"].dropna()
+    cost = wasted["µs per position-step"].dropna()
     if len(cost):
         lines.append(f"One extra cache position cost {cost.min():.2f}\u2013{cost.max():.2f} µs of GPU "
                      "work per step, eager or in a CUDA graph: the waste is the GPU's, whoever "

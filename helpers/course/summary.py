@@ -203,8 +203,8 @@ def reading(table, seq_len, judge) -> list:
     over the naive loop and each peer (``stats.say``'s words; none on a smoke run)."""
     best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     name = best["method"]
-    ahead = ", ahead" if best["notebook"] in AHEAD else ""
-    lines = [f"The fastest rung, {name} (lesson {best['notebook']}{ahead}), takes "
+    ahead = ", still ahead" if best["notebook"] in AHEAD else ""
+    lines = [f"The fastest rung is lesson {best['notebook']}'s{ahead}: {name} takes "
              f"{best['per_step_s'] * 1e3:.2f} ms per step at batch {int(best['batch_size'])} and "
              f"{int(seq_len)} tokens" + _floor_words(best)]
     for other in [NAIVE, *PEERS]:
@@ -256,7 +256,7 @@ def compile_gap(budget, names) -> str:
     a, b, c = data.loc[eager], data.loc[compiled], data.loc[late]
     text = (f"Compiling the static-cache step (05) takes the wall clock from {a['wall_ms']:.2f} "
             f"to {b['wall_ms']:.2f} ms per step; the GPU idles {max(b['idle_ms'], 0):.2f} ms of "
-            f"it ({max(100 * b['idle_ms'] / b['wall_ms'], 0):.0f}%). ")
+            "it. ")
     if c["wall_ms"] < b["wall_ms"] and c["idle_ms"] < b["idle_ms"]:
         text += (f"Reading the stop flag a step late (07) removes {b['idle_ms'] - c['idle_ms']:.2f} "
                  f"ms of that idle time: {c['wall_ms']:.2f} ms per step, "
@@ -267,16 +267,18 @@ def compile_gap(budget, names) -> str:
     return text
 
 
-STAGES = [("in the eager rungs", (NAIVE, KV, STATIC)),
+STAGES = [("in the naive loop", (NAIVE,)),
+          ("in the cached eager rungs", (KV, STATIC)),
+          ("with the dynamic cache's step compiled, no CUDA graphs", (KV_COMPILED,)),
           ("once the static-cache step is compiled and captured", (STATIC_COMPILED,)),
           ("with the stop check a step late", (LATE,)),
           ("with fused kernels", (FUSED,))]
 
 
 def idle_line(budget, names) -> str:
-    """The summary's reading of the budget, stage by stage (eager, compiled, the late stop
-    check, fused kernels): how much of each step the GPU idles and who sets the pace there
-    (empty without GPU numbers). A stage whose rungs disagree on the pace gets no pace words."""
+    """The ladder's budget read stage by stage (the naive loop, the cached eager rungs, the
+    compiled steps, the late stop check, fused kernels): how much of each step the GPU idles and who sets the pace there
+    (empty without GPU numbers), one stage a line. A stage whose rungs disagree on the pace gets no pace words."""
     data = budget.set_index("method")
     if data["gpu_ms"].isna().any():
         return ""
@@ -291,7 +293,7 @@ def idle_line(budget, names) -> str:
         share = f"{low:.0f}%" if f"{low:.0f}" == f"{high:.0f}" else f"{low:.0f}-{high:.0f}%"
         pace = {budget_pace(v, why=False) for v in idle}
         parts.append(f"{share} {words} ({lessons})" + (f": {pace.pop()}" if len(pace) == 1 else ""))
-    return ("Per step, the GPU idles " + "; ".join(parts) + ".") if parts else ""
+    return ("Per step, the GPU idles\n  " + ";\n  ".join(parts) + ".") if parts else ""
 
 
 def labels(methods) -> dict:
@@ -314,4 +316,4 @@ def place(table, seq_len, peer="generate() static") -> str:
              if len(faster) and len(slower) else
              f"faster than every rung" if not len(faster) else "slower than every rung")
     return (f"{peer} takes {ok[ok['method'] == peer]['per_step_s'].iloc[0] * 1e3:.2f} ms per "
-            f"token: {where} ({len(faster)} of {len(rungs)} rungs are faster).")
+            f"step: {where} ({len(faster)} of {len(rungs)} rungs are faster).")
