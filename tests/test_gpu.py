@@ -185,9 +185,14 @@ def test_one_decode_step_is_shared(cuda):
                                                      (dict(bucket=8, compile_options=INDUCTOR), 0),
                                                      (dict(step=fast_decode_step), 0)],
                          ids=["lean", "bucketed", "bucketed-inductor", "triton"])
-def test_kernel_table_of_real_replays(cuda, options, attention_gemms):
+def test_kernel_table_of_real_replays(cuda, options, attention_gemms, monkeypatch):
     """The replayed kernels split evenly into launches, every weight GEMM is found in the order
-    the step runs them, and the parts add up to the step."""
+    the step runs them, and the parts add up to the step. The Triton step without PDL, as 11
+    tables it: with PDL a kernel starts before the one ahead of it ends, so the parts overlap and
+    add up to more than the step's span (39 against 61 us on an H100, 2026-11-26)."""
+    from helpers import triton_kernels as tk
+
+    monkeypatch.setattr(tk, "PDL", False)
     model, eos, prompt = cuda
     decoder = graphs.GraphDecoder(model, BATCH, PROMPT + 20, eos, **options)
     frame = kernels.replay_kernels(decoder, prompt, 20, "cuda")
