@@ -46,7 +46,7 @@ def check_same_tokens(model, reference, candidate, what="candidate", tie_tol=1e-
     if verbose:
         if result["identical"]:
             print(f"{what}: identical to {against} ({result['rows']} rows, "
-                  f"{reference.shape[1]} tokens each)")
+                  f"{reference.shape[1]} tokens each, prompt included)")
         else:
             worst = max(t["fp64_gap"] for t in result["ties"])
             print(f"{what}: {result['rows_equal']}/{result['rows']} rows identical; the other "

@@ -47,7 +47,7 @@ def fast_decode_step(model, state, eos_token_id):
 class FastDecoder(GraphDecoder):
     """``GraphDecoder`` running ``fast_decode_step``, ``steps_per_graph`` steps per replay, with
     the prefill replayed from a CUDA graph too (one per prompt shape, captured at its first call):
-    at batch 32 the eager prefill costs as much as a few dozen decode steps."""
+    the eager prefill costs as much as many decode steps."""
 
     def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=10, graphs=None):
         super().__init__(model, batch_size, max_len, eos_token_id, steps_per_graph,

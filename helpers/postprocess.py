@@ -217,6 +217,32 @@ def length_line(wide, batch_size, condition="alone") -> str:
             f"{long['speedup']:.2f}x." + _flat_note(short, long))
 
 
+def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
+    """Why cutting the syncs many times over buys a smaller speedup: one transfer still builds
+    the lists row by row on the host, so its time grows with the batch, and the per-row loop's
+    time is its syncs plus that same list building. Each method's median time at the smallest
+    and the largest batch, at completions of ``seq_len``."""
+    part = wide[(wide["condition"] == condition) & (wide["seq_len"] == seq_len)]
+    if part["batch_size"].nunique() < 2:
+        return ""
+    small, big = part.loc[part["batch_size"].idxmin()], part.loc[part["batch_size"].idxmax()]
+    rows = big["batch_size"] / small["batch_size"]
+    cut = ""
+    if syncs is not None:
+        at = syncs[syncs["batch_size"] == big["batch_size"]].set_index("method")["syncs"]
+        if {"per row", "on host"} <= set(at.index) and at["on host"] > 0:
+            fold = at["per row"] / at["on host"]
+            if big["speedup"] < fold:
+                cut = (f" That is why cutting the syncs {fold:.0f}x ({int(at['per row'])} -> "
+                       f"{int(at['on host'])} at batch {int(big['batch_size'])}) buys a smaller "
+                       "speedup than that.")
+    return (f"One transfer still builds the lists row by row on the host: {condition}, at "
+            f"completions of {int(seq_len)}, its time goes from {1e3 * small['on host']:.2f} ms at "
+            f"batch {int(small['batch_size'])} to {1e3 * big['on host']:.2f} ms at batch "
+            f"{int(big['batch_size'])} ({rows:.0f}x the rows), so the per-row loop's time is its "
+            f"syncs plus that same list building." + cut)
+
+
 def _flat_note(short, long) -> str:
     """Why the per-row loop may not slow down with longer completions (or even speed up)."""
     if long["per row"] > 1.2 * short["per row"]:

@@ -86,11 +86,40 @@ def test_floor_reading_says_the_keys_and_values_are_an_average(monkeypatch):
     assert intro.floor_reading(model, "cpu", 32, 16, 40, float("nan")) == "no floor on a CPU run"
 
 
-def test_resolution_is_the_intervals_half_width():
+def test_resolution_gives_the_intervals_bounds_of_this_run():
+    """00's run printed "about ±20%" for the interval 0.93-1.34: the bounds are not symmetric."""
     from helpers.course import stats
-    assert "\u00b115% at 8 rounds" in intro.resolution(stats.Ratio(1.03, 0.89, 1.19, 8), True)
+    text = intro.resolution(stats.Ratio(1.03, 0.93, 1.34, 8), True)
+    assert "in this run, at 8 rounds, a difference between -7% and +34% would not show" in text
     assert intro.resolution(stats.Ratio(1.03, 0.89, 1.19, 8), False) == ""
     assert intro.resolution(stats.Ratio(1.03, float("-inf"), float("inf"), 3), True) == ""
+
+
+def test_swing_gives_the_range_of_the_round_ratios():
+    """00 said a round's ratio swings "by several percent" in a run where it swung -16%..+88%."""
+    by_round = pd.DataFrame({"A / B": [1.884, 0.974, 0.842, 1.466]})
+    assert intro.swing(by_round) == "one round's A / B ran from 0.84 to 1.88 (-16% to +88%) over 4 rounds"
+
+
+def test_notebook_00_states_the_pace_thresholds_budget_uses():
+    import json
+    from helpers.course import budget
+    nb = json.load(open("notebooks/00_setup.ipynb"))
+    text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert f"at least {budget.HOST_PACE_PCT}% of the step" in text
+    assert f"at most {budget.GPU_PACE_PCT}%" in text
+
+
+def test_fit_lines_say_where_a_over_b_lies_against_the_lengths():
+    """01 said short lengths grow almost linearly while a/b (84) was below every length."""
+    def line(a, b):
+        table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0))
+        return growth.fit_lines(table)[1]
+    low = line(3.69e-3, 44e-6)
+    assert "N = a/b ≈ 84 tokens, below every length measured here" in low
+    assert "adds 2b = 88.0 µs to every later step" in low and "per token of length" not in low
+    assert "above every length measured here" in line(40e-3, 44e-6)
+    assert "below it the part that does not grow" in line(8.8e-3, 44e-6)
 
 
 def test_fit_lines_state_the_measured_doubling_not_the_fitted_one():
@@ -164,6 +193,13 @@ def test_host_crossing_finds_where_the_naive_gpu_work_passes_the_host():
                          + busy_rows("kv_cache", {50: 5.99, 100: 6.75, 200: 6.48}, {50: 1.39, 100: 1.56, 200: 1.88}))
     line = growth.host_crossing(table)
     assert "200 tokens 11.20 against 6.48 ms" in line and "from 200 tokens on" in line
+    assert "the KV cache's step (mostly host time)" in line and "host's time" not in line
+    # 02's run: the KV cache's step at 100 tokens was an outlier (12.13 ms), so the difference
+    # did not grow with every length: the numbers, no crossing claimed
+    odd = pd.DataFrame(busy_rows("naive", {50: 7.0, 100: 8.4, 200: 12.5}, {50: 3.57, 100: 5.66, 200: 9.69})
+                       + busy_rows("kv_cache", {50: 5.76, 100: 12.13, 200: 7.06}, {50: 1.39, 100: 1.54, 200: 1.86}))
+    line = growth.host_crossing(odd)
+    assert "from 200 tokens on" not in line and "above it at 200 tokens, below it at 50, 100 tokens (" in line
     cpu = pd.DataFrame(rows("naive", {50: 0.3}) + rows("kv_cache", {50: 0.2}))
     assert growth.host_crossing(cpu) == ""
 

@@ -399,7 +399,7 @@ def test_claim_interleave_prints_the_intervals_its_verdict_rests_on():
     ladder = rows(claims.STATIC_COMPILED, {100: 1.5}) + rows(claims.LATE, {100: 1.25})
     evidence = verdicts(ladder, {T07: sweep})[1][INTERLEAVE]
     assert ("08's ladder times the same two loops (static cache, compiled -> stop check a step "
-            "late) at batch 32 in its own rounds: 1.20x") in evidence
+            "late) at batch 32 in its own rounds: 1.20x (estimate from the rounds)") in evidence
 
 
 def _budget(**idle_pct):
@@ -430,3 +430,14 @@ def test_idle_line_reads_the_budget_stage_by_stage():
     assert "70% once the static-cache step is compiled and captured (05): the host sets the pace" \
         in summary.idle_line(b, names)
     assert summary.idle_line(b.assign(gpu_ms=float("nan")), names) == ""  # a CPU run
+    # lesson 10's rung and the peers get their lines; generate() static's extra idle time named
+    names.update({summary.WHOLE: "whole (ahead: 10)", "generate()": "generate()",
+                  "generate() static": "generate() static"})
+    b = _budget(**{"static cache, compiled (05)": 30, "whole (ahead: 10)": 5, "generate()": 70,
+                   "generate() static": 60})
+    b.loc[b["method"] == "generate() static", ["wall_ms", "gpu_ms", "idle_ms"]] = [20.0, 8.0, 12.0]
+    line = summary.idle_line(b, names)
+    assert "5% with the whole step in one CUDA graph, by hand (ahead: 10)" in line
+    assert "70% in generate() (peer): the host sets the pace" in line
+    assert "60% in generate() static (peer)" in line
+    assert "the GPU idles 12.00 of its 20.00 ms per step against 3.00 of 10.00 ms" in line

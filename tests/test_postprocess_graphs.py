@@ -133,6 +133,19 @@ def test_length_line_reads_both_methods_at_one_batch():
     assert "no slower" not in postprocess.length_line(wide, 256)
 
 
+def test_batch_line_reads_one_transfers_list_building_across_the_batch():
+    wide = pd.DataFrame({"condition": ["alone"] * 2, "batch_size": [16, 256], "seq_len": [2048] * 2,
+                         "per row": [0.0027, 0.0471], "on host": [0.00072, 0.01264]})
+    wide["speedup"] = wide["per row"] / wide["on host"]
+    syncs = pd.DataFrame({"method": ["per row", "on host"], "batch_size": [256, 256],
+                          "syncs": [1024, 4]})
+    line = postprocess.batch_line(wide, 2048, syncs)
+    assert "from 0.72 ms at batch 16 to 12.64 ms at batch 256 (16x the rows)" in line
+    assert "cutting the syncs 256x (1024 -> 4 at batch 256) buys a smaller speedup" in line
+    assert "cutting" not in postprocess.batch_line(wide, 2048)
+    assert postprocess.batch_line(wide[wide["batch_size"] == 16], 2048) == ""
+
+
 def test_compare_host_clock_interleaves_and_fills_the_shared_columns():
     from helpers.course.results import REQUIRED_COLUMNS
     order = []
@@ -304,9 +317,13 @@ def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
 def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
     from helpers.course import floor
     line = floor.bucket_reads(16, 100, 32)
-    assert "holds 128 slots (prompt 16 + 100 new tokens + 1, the room the last launch" in line
-    assert "= 117 positions" in line and "the buckets 32, 64, 96, 128" in line
-    assert "instead of 128" in line
+    assert "16 prompt + 100 new + 1 written past them = 117 positions, rounded up to 128" in line
+    assert "buckets 32, 64, 96, 128; a launch reads 81.5 of the 128 on average.\nSo" in line
+    budget = pd.DataFrame({"method": ["generate() static", "graph"], "wall_ms": [2.74, 1.35],
+                           "gpu_ms": [1.18, 1.16], "idle_ms": [1.56, 0.19]})
+    assert "its GPU idles 1.56 of its 2.74 ms per step (57%) against 0.19 of 1.35 ms for 'graph'" \
+        in floor.peer_idle(budget, "generate() static", "graph")
+    assert floor.peer_idle(budget, "graph", "generate() static") == ""
     t = pd.DataFrame({"part": ["QKV", "attention", "idle between kernels", "step (span)"],
                       "kernels": [12.0, 12.0, 0.0, 24.0], "us": [123.52, 40.2, 39.9, 210.0],
                       "MB": [1.0, 3.0, float("nan"), 4.0], "GBps": [725.79, 1500.4, float("nan"), 19.0],
@@ -344,4 +361,4 @@ def test_readings_of_steps_per_launch_and_of_a_profiled_step():
     t = pd.DataFrame({"part": ["attention", "step (span)"], "us": [100.0, 1598.2]})
     assert "profiler's tracing slows" in floor.profiled_line("rung", t, 1.536)
     assert "slows" not in floor.profiled_line("rung", t.assign(us=[100.0, 566.1]), 0.660)
-    assert "36.4% fewer" in floor.bucket_reads(16, 100, 32)
+    assert "save at most 36.4% of the key" in floor.bucket_reads(16, 100, 32)

@@ -266,7 +266,7 @@ def _ladder_pair(ctx, batch_size) -> str:
     n = sorted(ladder["seq_len"].unique())[0]
     ratio = stats.row_speedup(ladder, LATE, STATIC_COMPILED, seq_len=n)
     return (f"; 08's ladder times the same two loops ({STATIC_COMPILED} -> {LATE}) at batch "
-            f"{int(batch_size)} in its own rounds: {_point(ratio)}")
+            f"{int(batch_size)} in its own rounds: {_point(ratio)} (estimate from the rounds)")
 
 
 def claim_compile_static(ctx):

@@ -103,13 +103,28 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
     read = [graphs.shortest_bucket(lengths, prompt_len + (i + 1) * steps_per_graph)
             for i in range(launches)]
     mean = sum(read) / len(read)
-    return (f"Buckets of {bucket}: the buffer holds {slots} slots (prompt {prompt_len} + "
-            f"{new_tokens} new tokens + {steps_per_graph}, the room the last launch may write "
-            f"past them at {steps_per_graph} step(s) per launch, = {needed} positions, rounded "
-            f"up to a multiple of 16 by static_state whatever the bucket; the buckets "
-            f"{', '.join(map(str, lengths))} split it), so a launch reads {mean:.1f} positions "
-            f"on average instead of {slots}: at most {1 - mean / slots:.1%} fewer key and value "
-            f"reads, whatever the kernels.")
+    return (f"Buckets of {bucket}: {prompt_len} prompt + {new_tokens} new + {steps_per_graph} "
+            f"written past them = {needed} positions, rounded up to {slots} slots (a multiple of "
+            f"16); buckets {', '.join(map(str, lengths))}; a launch reads {mean:.1f} of the "
+            f"{slots} on average.\nSo buckets can save at most {1 - mean / slots:.1%} of the key "
+            "and value reads, whatever the kernels.")
+
+
+def peer_idle(budget, peer, ours) -> str:
+    """Why ``peer`` (``generate()`` with a static cache, which replays CUDA graphs too) is slower
+    than ``ours``, where the budget shows it: its GPU idles more of each step, and that extra
+    idle time is most of the gap, so its host work per step is what remains (empty else)."""
+    data = budget.set_index("method")
+    if not {peer, ours} <= set(data.index) or data[["gpu_ms", "idle_ms"]].isna().any().any():
+        return ""
+    p, o = data.loc[peer], data.loc[ours]
+    gap = p["wall_ms"] - o["wall_ms"]
+    if not (gap > 0 and p["idle_ms"] - o["idle_ms"] >= gap / 2):
+        return ""
+    return (f"{peer} replays CUDA graphs too, yet its GPU idles {p['idle_ms']:.2f} of its "
+            f"{p['wall_ms']:.2f} ms per step ({p['idle_ms'] / p['wall_ms']:.0%}) against "
+            f"{max(o['idle_ms'], 0):.2f} of {o['wall_ms']:.2f} ms for '{ours}': its host work per "
+            f"step ({peer.split(' ')[0]}'s Python around the graph) is what remains.")
 
 
 def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
@@ -201,7 +216,8 @@ def speed_line(name: str, table: pd.DataFrame, bandwidth: float) -> str:
     if len(gemms):
         text += (f"; weight GEMMs at {gemms['GBps'].min():.0f} to {gemms['GBps'].max():.0f} GB/s "
                  f"({gemms['GBps'].min() * 1e9 / bandwidth:.0%} to "
-                 f"{gemms['GBps'].max() * 1e9 / bandwidth:.0%} of it)")
+                 f"{gemms['GBps'].max() * 1e9 / bandwidth:.0%} of it; each is its GEMM's bytes "
+                 "over the time of all its part's kernels, which can hold more than the GEMM)")
     if "attention" in parts.index and parts.loc["attention", "GBps"] == parts.loc["attention", "GBps"]:
         text += f"; attention at {parts.loc['attention', 'GBps']:.0f} GB/s"
     return text + "."

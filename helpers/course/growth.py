@@ -2,7 +2,8 @@
 
 The naive loop's step costs a part that does not grow with the sequence plus work on every
 position: per step ``a + b*N`` on average, so N steps take ``a*N + b*N**2``, fitted to the
-measured totals. The host and the GPU work at the same time, so a is not the host's
+measured totals (the k-th step costs about ``a + 2b*k``: each new token adds 2b to every later
+step, and the average step sits at k = N/2; the prompt's positions, recomputed every step, are in a). The host and the GPU work at the same time, so a is not the host's
 time and b not the GPU's; the fit splits the wall clock by how it grows, not by who spends it.
 These functions time a loop at several lengths, fit that model, and state it in the course's
 words.
@@ -48,7 +49,8 @@ def compare_at_lengths(loops, lengths, *, device, batch_size, repeats, warmup=1,
 
 def fit(table) -> dict:
     """The growth of one method's rows: the exponent k in time ~ N**k, and a (ms per step, the
-    part that does not grow) and b (µs per step per token of sequence) in time = a*N + b*N**2."""
+    part that does not grow) and b (µs) in time = a*N + b*N**2: the average step costs a + b*N, and
+    each new token adds 2b to every later step."""
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
     a, b = analysis.linear_quadratic_fit(ok["seq_len"], ok["median_s"])
     return {"exponent": analysis.growth_exponent(ok["seq_len"], ok["median_s"]),
@@ -75,11 +77,19 @@ def fit_lines(table) -> list:
     what = "Doubling the length" if k == 2 else f"{k:g}x the length"
     lines = [f"{what} ({g['short']} -> {g['long']} tokens) multiplied the runtime by "
              f"{g['ratio']:.2f}x ({k * k:g}x is pure N², {k:g}x a constant cost per step)."]
-    fitted = (f"Fit: a = {f['a_ms']:.2f} ms and b = {f['b_us']:.1f} µs per token of length: a step "
-              f"costs a + b·N on average, so N steps cost a·N + b·N²")
+    fitted = (f"Fit: a = {f['a_ms']:.2f} ms and b = {f['b_us']:.1f} µs: a run's average step costs "
+              f"a + b·N, so N steps cost a·N + b·N² (each new token adds 2b = {2 * f['b_us']:.1f} µs "
+              "to every later step)")
     if f["b_us"] > 0 and f["a_ms"] > 0:
-        fitted += (f"; the two terms are equal at N = a/b ≈ {1e3 * f['a_ms'] / f['b_us']:.0f} "
-                   "tokens, below it the part that does not grow takes most of the time")
+        eq = 1e3 * f["a_ms"] / f["b_us"]
+        fitted += f"; the two terms are equal at N = a/b ≈ {eq:.0f} tokens"
+        if eq < min(f["lengths"]):
+            fitted += ", below every length measured here: at all of them the N² term is the larger"
+        elif eq > max(f["lengths"]):
+            fitted += (", above every length measured here: at all of them the part that does not "
+                       "grow is the larger")
+        else:
+            fitted += ", below it the part that does not grow takes most of the time"
     return lines + [fitted + "."]
 
 
@@ -223,24 +233,35 @@ def per_step_growth(table, method: str, label: str) -> str:
 
 
 def host_crossing(table, naive: str = "naive", cached: str = "kv_cache") -> str:
-    """Per length, the naive loop's GPU work per step against the cached loop's whole step (which
-    the host sets where its GPU idles most of it): the gain can only grow once the naive loop's
-    GPU work exceeds the host's time per step. Empty without GPU numbers."""
-    parts, above = [], []
+    """Per length, the naive loop's GPU work per step against the cached loop's whole step (mostly
+    host time where its GPU idles most of it): the gain can only grow once the naive loop's GPU
+    work exceeds it. "From N tokens on" only where the difference grows with every length (each
+    length runs in its own rounds, so the host's speed can move the cached step between them);
+    else the lengths above and below are named without it. Empty without GPU numbers."""
+    parts, above, diffs = [], [], []
     for n in sorted(table["seq_len"].unique()):
         step = budget.per_step(table, [naive, cached], seq_len=n).set_index("method")
         if len(step) < 2 or math.isnan(step.loc[naive, "gpu_ms"]):
             return ""
         g, w = step.loc[naive, "gpu_ms"], step.loc[cached, "wall_ms"]
         parts.append(f"{n} tokens {g:.2f} against {w:.2f} ms")
+        diffs.append(g - w)
         if g > w:
             above.append(int(n))
-    text = ("Per step, the naive loop's GPU work against the KV cache's whole step (mostly the "
-            f"host's time): {'; '.join(parts)}")
+    text = ("Per step, the naive loop's GPU work against the KV cache's step (mostly host time): "
+            f"{'; '.join(parts)}")
     if not above:
-        return text + ": the naive loop's GPU work stays below the host's time at every length."
-    return (text + f": the naive loop's GPU work exceeds the host's time from {above[0]} tokens on, "
-            "where the host no longer hides it: there the saved GPU work can show in the gain.")
+        return text + ": the naive loop's GPU work stays below the KV cache's step at every length."
+    if all(d1 > d0 for d0, d1 in zip(diffs, diffs[1:])):
+        return (text + f": the naive loop's GPU work exceeds the KV cache's step from {above[0]} "
+                "tokens on, where the host no longer hides it: there the saved GPU work can show "
+                "in the gain.")
+    below = [int(n) for n in sorted(table["seq_len"].unique()) if int(n) not in above]
+    if not below:
+        return text + ": the naive loop's GPU work exceeds the KV cache's step at every length."
+    return (text + f": above it at {', '.join(map(str, above))} tokens, below it at "
+            f"{', '.join(map(str, below))} tokens (the difference does not grow with every length, so "
+            "no crossing length is claimed).")
 
 
 def plot_memory(ax, table, device, methods):

@@ -44,12 +44,24 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
             f"({mean:g} positions on average; {last} at the last step, {kv_last / 1e6:.0f} MB)")
 
 
+def swing(by_round) -> str:
+    """The range of one round's A / B ratio in ``rounds``'s table, e.g. "one round's A / B ran
+    from 0.84 to 1.88 (-16% to +88%)": how far a single round can stray (a slow trial moves its
+    round's ratio by its full size)."""
+    r = by_round["A / B"]
+    if len(r) == 0:
+        return "no rounds"
+    lo, hi = float(r.min()), float(r.max())
+    return (f"one round's A / B ran from {lo:.2f} to {hi:.2f} "
+            f"({100 * (lo - 1):+.0f}% to {100 * (hi - 1):+.0f}%) over {len(r)} rounds")
+
+
 def resolution(ratio, judge: bool) -> str:
-    """What an A/A comparison's interval says about this machine: its half-width in percent is
-    about the smallest difference the rounds can resolve. Empty without an interval."""
+    """What an A/A comparison's interval says about this run: a difference inside its bounds,
+    in percent (not symmetric: e.g. -7% to +34%), would not show at this many rounds. Empty
+    without an interval."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
             or not math.isfinite(ratio.high):
         return ""
-    half = 100 * (ratio.high - ratio.low) / 2
-    return (f"so on this machine, differences smaller than about \u00b1{half:.0f}% at "
-            f"{ratio.n} rounds are invisible")
+    return (f"so in this run, at {ratio.n} rounds, a difference between "
+            f"{100 * (ratio.low - 1):+.0f}% and {100 * (ratio.high - 1):+.0f}% would not show")

@@ -179,34 +179,56 @@ def plot(fig_axes, table, step_costs, params):
 
 def smallest_batch_line(table, summary_frame, judge=True, regime="compiled") -> str:
     """The article's "interleaving gains most at the smallest batch", read from the rounds: two
-    streams' speedup over the per-step sync at each batch size of ``regime``, and whether each
-    larger batch's gain is told apart from the smallest batch's (``stats.row_growth``, as notebook
-    08's claim judges it). Empty with fewer than two batch sizes or on a smoke run."""
+    streams' speedup over the per-step sync at each batch size of ``regime`` (the rounds'
+    estimate, as ``answer_line`` says it; the medians' ratio without rounds), and whether the smallest batch's gain is told apart
+    from each larger batch's (``stats.row_growth``, as notebook 08's claim judges it); then
+    ``share_gap_line``. Empty with fewer than two batch sizes or on a smoke run."""
     part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
     if not judge or part["batch_size"].nunique() < 2:
         return ""
     rows = table[table["regime"] == regime]
     batches = part["batch_size"].astype(int).to_list()
-    gains = (part["sync"] / part["interleaved"]).to_list()
+    rounds = [stats.row_speedup(rows, "interleaved", "sync", batch_size=b).estimate for b in batches]
+    gains = [g if g == g else m for g, m in zip(rounds, part["sync"] / part["interleaved"])]
     text = (f"Across batch sizes, {REGIME_LABELS[regime]} step: two streams over the per-step "
             "sync " + ", ".join(f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)) + ".")
-    same, less, more = [], [], []
+    said = []
     for b in batches[1:]:  # the smallest batch's gain against this batch's
         ratio = stats.row_growth(rows, "interleaved", "sync", b, batches[0], by="batch_size")
         if ratio.n < stats.MIN_TRIALS:
             return text + " Too few runs to tell the batch sizes apart."
-        {stats.FASTER: less, stats.SLOWER: more}.get(stats.verdict(ratio), same).append(str(b))
-    first = batches[0]
-    if not same and not more:
-        return text + " The smallest batch gains most, told apart from every larger one."
+        bounds = f"{ratio.low:.2f}\u2013{ratio.high:.2f}"
+        word = stats.verdict(ratio)
+        said.append(f"{b}: " + ("can't tell apart" if word == stats.NOISE else
+                               f"batch {batches[0]} gains {'more' if word == stats.FASTER else 'less'}"
+                               f", {ratio.estimate:.2f}x as much") + f" ({bounds})")
+    text += f" From the rounds, batch {batches[0]} against " + "; against ".join(said) + "."
+    if gap := share_gap_line(part):
+        text += " " + gap
+    return text
+
+
+WINS = {"interleaved": "two streams win", "event": "the event wins"}
+
+
+def share_gap_line(part) -> str:
+    """Where one late loop wins back far less of the check's cost than the other at a batch size
+    (under half of it, and at least 25 points less, by the medians), the two shares side by side;
+    empty where none is."""
     said = []
-    if same:
-        said.append(f"batch {first} and batch {_and(same)} can't be told apart")
-    if less:
-        said.append(f"batch {_and(less)} gains less than batch {first}")
-    if more:
-        said.append(f"batch {_and(more)} gains more than batch {first}")
-    return text + " From the rounds: " + "; ".join(said) + "."
+    for _, row in part.iterrows():
+        shares = {n: row.get(f"{n}_recovered_pct", float("nan")) for n in ("interleaved", "event")}
+        if any(math.isnan(v) for v in shares.values()):
+            continue
+        low, high = sorted(shares, key=shares.get)
+        if shares[low] < 0.5 * shares[high] and shares[high] - shares[low] >= 25:
+            said.append(f"at batch {int(row['batch_size'])}, {WINS[low]} back only "
+                        f"{shares[low]:.0f}% of the check's cost, {WINS[high]} back "
+                        f"{shares[high]:.0f}%")
+    if not said:
+        return ""
+    text = "By the medians, " + "; ".join(said) + "."
+    return text[0].upper() + text[1:]
 
 
 def _and(items) -> str:
@@ -223,16 +245,18 @@ def cost_note(summary_frame, record, batch_size, regime="compiled") -> str:
     if part.empty:
         return ""
     row = part.iloc[0]
-    text = (f"The check's cost, {row['check_cost_us']:.0f} µs per step at batch {batch_size}, is "
-            "host time (reading the flag, relaunching), so in µs it moves with the host from one "
-            "notebook to the next")
     before = notebook_06_loops(record, batch_size)
+    here = f"{row['check_cost_us']:.0f} µs per step at batch {batch_size}"
+    if before is not None:
+        here += f" here and {1e3 * (before[0] - before[1]):.0f} µs in notebook 06 (same batch)"
+    text = (f"The check's cost, {here}, is host time (reading the flag, relaunching), so in µs it "
+            "moves with the host from one notebook to the next")
     if before is not None:
         sync, free = before
         moved = lambda a, b: f"{100 * (b / a - 1):+.0f}%"  # noqa: E731
-        text += (f": notebook 06 measured it at {1e3 * (sync - free):.0f} µs, its per-step sync "
-                 f"running {sync:.3f} ms per step ({moved(sync, row['sync'])} here) and its "
-                 f"no-check loop {free:.3f} ms ({moved(free, row['no_check'])} here)")
+        text += (f": notebook 06's per-step sync ran {sync:.3f} ms per step "
+                 f"({moved(sync, row['sync'])} here) and its no-check loop {free:.3f} ms "
+                 f"({moved(free, row['no_check'])} here)")
     text += ". Each share is read against this notebook's own cost."
     over = [f"{LOOP_LABELS[n]} at batch {int(r['batch_size'])} ({r[f'{n}_recovered_pct']:.0f}%)"
             for _, r in summary_frame.iterrows() for n in ("interleaved", "event")
@@ -245,11 +269,12 @@ def cost_note(summary_frame, record, batch_size, regime="compiled") -> str:
 
 def notebook_06_loops(record, batch_size):
     """Notebook 06's CUDA-graph loops with and without the check, ms per step, when 06 ran in
-    this run (``claims.why_not_this_run``) at ``batch_size``; else None."""
-    name = "06_eos_sync_regimes"
-    if claims.why_not_this_run(name, record):
+    this run (``claims.why_not_this_run`` of 06's record) at ``batch_size``; else None."""
+    path = results.run_dir() / "data" / "06_eos_sync_regimes.csv"
+    # 06's record is named after the notebook (06_eos_sync), not after this table
+    if claims.why_not_this_run("06_eos_sync", record) or not path.exists():
         return None
-    frame = pd.read_csv(results.run_dir() / "data" / f"{name}.csv")
+    frame = pd.read_csv(path)
     frame = frame[(frame["status"] == harness.OK) & (frame["batch_size"] == batch_size)]
     per_step = (1e3 * frame["median_s"] / frame["seq_len"]).set_axis(frame["method"])
     names = ("CUDA graph, check every step", "CUDA graph, no check")
@@ -271,7 +296,8 @@ def answer_line(row, part, judge=True) -> str:
 
 
 def pair_words(part, judge=True) -> str:
-    """Two streams against the event in words, from the rounds' verdict (no interval)."""
+    """Two streams against the event in words, from the rounds' verdict (no interval); where the
+    ratio of the medians is more than 3% from the rounds' estimate, the medians' reading too."""
     if not judge:
         return "not judged (smoke run)"
     ratio = stats.row_speedup(part, "event", "interleaved")
@@ -279,8 +305,16 @@ def pair_words(part, judge=True) -> str:
         return "one stream and an event can't be told apart from two streams"
     faster = stats.verdict(ratio) == stats.FASTER
     times = ratio.estimate if faster else 1 / ratio.estimate
-    return (f"one stream and an event ran {times:.2f}x {'faster' if faster else 'slower'} than "
+    text = (f"one stream and an event ran {times:.2f}x {'faster' if faster else 'slower'} than "
             "two streams")
+    medians = stats.medians_ratio(*(stats.method_trials(part, m) for m in ("event", "interleaved")))
+    if medians == medians and stats.medians_apart(medians, ratio.estimate):
+        said = medians if faster else 1 / medians  # in the verdict's direction
+        text += " by the rounds" + (
+            ", about the same by the medians" if abs(medians - 1) <= 0.03 else
+            f", {said:.2f}x by the medians" if said > 1 else
+            f", {1 / said:.2f}x {'slower' if faster else 'faster'} by the medians")
+    return text
 
 
 def memory_line(table, batch_size) -> str:

@@ -235,9 +235,10 @@ def eager_verdict(table, seq_len, judge: bool) -> str:
 def eager_noise_line(table, P) -> str:
     """What the eager rows can and cannot tell, in short sentences: how far one loop's runs
     spread between trials (min to max against the median, the host's speed), and how much of
-    the oversized cache's extra GPU work showed in the eager wall clock at each length: hidden
-    (under half of it showed), shown, or outgrown (the wall clock grew by more than half again
-    the extra work: the host's drift between trials, not the work)."""
+    the oversized cache's extra GPU work showed in the eager wall clock at each length: within
+    the noise (the two wall clocks can't be told apart), hidden (under half of it showed), shown,
+    or outgrown (the wall clock grew by more than half again the extra work: the host's drift
+    between trials, not the work)."""
     ok = table[(table["status"] == harness.OK) & table["method"].isin(EAGER)]
     spread = 100 * ((ok["max_s"] - ok["min_s"]) / ok["median_s"]).max()
     parts, kinds = [], []
@@ -251,9 +252,13 @@ def eager_noise_line(table, P) -> str:
         if gpu != gpu:  # no GPU time (a CPU run)
             continue
         kind = "hidden" if wall < gpu / 2 else "drift" if wall > 1.5 * gpu else "shown"
+        if stats.verdict(stats.row_speedup(table, OVERSIZED, STATIC, seq_len=n)) == stats.NOISE:
+            kind = "noise"
         kinds.append(kind)
         shown = (f"finished {-wall:.0f} ms sooner" if wall < 0 else f"took {wall:.0f} ms longer")
-        if kind == "drift":
+        if kind == "noise":
+            shown = f"its wall clock was within the noise (medians {abs(wall):.0f} ms apart)"
+        elif kind == "drift":
             shown += ", more than that work can explain"
         elif gpu > 0:
             share = min(max(wall / gpu, 0.0), 1.0)
@@ -266,12 +271,37 @@ def eager_noise_line(table, P) -> str:
     if not parts:
         return text
     text += " " + " ".join(parts)
-    if set(kinds) <= {"hidden", "drift"}:
+    if set(kinds) <= {"hidden", "drift", "noise"}:
         return text + " In eager mode the wall clock follows the host more than the GPU's work."
     if set(kinds) == {"shown"}:
         return text + " Most of the extra GPU work showed in the eager wall clock at every length."
     return text + (" Most of the extra GPU work showed in the eager wall clock at some lengths; "
                    "elsewhere the wall clock followed the host, not the GPU's work.")
+
+
+def eager_cause_line(table, P) -> str:
+    """What the eager verdicts say about a host cost of the static cache: a possible cause where
+    it was slower, else that no such cost stands out from the host's noise."""
+    slower = [n for n in P.seq_lens
+              if stats.verdict(stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)) == stats.SLOWER]
+    if not slower:
+        return ("Host cost of the static cache: none could be told apart from the host's noise "
+                "at any length.")
+    at = ", ".join(str(n) for n in slower)
+    return (f"The static cache was slower at {at} tokens. A possible cause, not measured here: "
+            "each step transformers builds a mask over every position and updates the fill "
+            "level, host work the dynamic cache skips.")
+
+
+def growth_copy_line(table, model, seq_len) -> str:
+    """The most memory the dynamic cache's growth holds twice: torch.cat copies one layer's keys
+    (or values) at a time, so the old and the new tensor of one layer live together."""
+    row = table[(table["seq_len"] == seq_len) & (table["method"] == DYNAMIC)]
+    one = float(row["cache_bytes"].iloc[0]) / (2 * model.config.n_layer)
+    unit, scale = ("MiB", 2**-20) if one >= 2**20 else ("KiB", 2**-10)
+    return (f"Growing, the dynamic cache copies one layer's keys or values at a time: at "
+            f"{seq_len} tokens the old copy alive beside the new one is at most "
+            f"{one * scale:.1f} {unit}.")
 
 
 ARTICLE = {100: "loses", 200: "wins", 400: "wins"}  # the article's static against dynamic
