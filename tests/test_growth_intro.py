@@ -93,6 +93,10 @@ def test_resolution_gives_the_intervals_bounds_of_this_run():
     assert "in this run, at 8 rounds, a difference between -7% and +34% would not show" in text
     assert intro.resolution(stats.Ratio(1.03, 0.89, 1.19, 8), False) == ""
     assert intro.resolution(stats.Ratio(1.03, float("-inf"), float("inf"), 3), True) == ""
+    # the 12:48 run of 2026-11-26 told its identical loops apart (1.18x slower, 1.06-1.32) and
+    # printed "a difference between -24% and -6% would not show": a clear verdict gets no bounds
+    text = intro.resolution(stats.Ratio(1 / 1.18, 1 / 1.32, 1 / 1.06, 8), True)
+    assert text.startswith("identical loops told apart: a false alarm") and "would not show" not in text
 
 
 def test_swing_gives_the_range_of_the_round_ratios():

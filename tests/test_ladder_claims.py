@@ -384,8 +384,8 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
                          rows("static", {100: 1.2, 200: 3.0}, frag={100: 2.0, 200: 3.0}))
     result, evidence = verdicts([], {T04: mixed})
     assert result[STATIC] == claims.NOT_REPRODUCED
-    assert ("one verdict for all parts, the weakest one's (holds: slower at 100 tokens and lower "
-            "fragmentation; against: faster at 200 tokens)") in evidence[STATIC]
+    assert ("one verdict for all parts, the weakest one's (the claim's parts borne out: slower at "
+            "100 tokens and lower fragmentation; not borne out: faster at 200 tokens)") in evidence[STATIC]
 
 
 def test_claim_interleave_prints_the_intervals_its_verdict_rests_on():

@@ -249,8 +249,11 @@ def _parts_note(named, outcomes) -> str:
     """Where a claim's parts disagree, which hold: its one verdict is the weakest part's."""
     if len(set(outcomes)) < 2:
         return ""
-    words = {REPRODUCED: "holds", NOT_REPRODUCED: "against", CANT_TELL: "can't tell"}
-    return ("; one verdict for all parts, the weakest one's (" + "; ".join(
+    # the parts are named as the claim states them ("faster at 200 tokens"), so the words say
+    # whether this run bore each one out, never that it measured it ("against: faster at 200"
+    # read as a measured result beside a measured "slower")
+    words = {REPRODUCED: "borne out", NOT_REPRODUCED: "not borne out", CANT_TELL: "can't tell"}
+    return ("; one verdict for all parts, the weakest one's (the claim's parts " + "; ".join(
         f"{words[o]}: " + _and([n for n, v in zip(named, outcomes) if v == o])
         for o in words if o in outcomes) + ")")
 

@@ -63,5 +63,10 @@ def resolution(ratio, judge: bool) -> str:
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
             or not math.isfinite(ratio.high):
         return ""
+    if stats.verdict(ratio) != stats.NOISE:  # identical loops told apart: say what that means
+        return ("identical loops told apart: a false alarm, which a 95% interval gives about one "
+                "run in twenty, or more often when the host's speed drifts during the rounds; "
+                "every later verdict of this run carries that risk, which is why the course "
+                "compares runs (docs/runs.md)")
     return (f"so in this run, at {ratio.n} rounds, a difference between "
             f"{100 * (ratio.low - 1):+.0f}% and {100 * (ratio.high - 1):+.0f}% would not show")

@@ -201,7 +201,10 @@ def smallest_batch_line(table, summary_frame, judge=True, regime="compiled") -> 
         word = stats.verdict(ratio)
         said.append(f"{b}: " + ("can't tell apart" if word == stats.NOISE else
                                f"batch {batches[0]} gains {'more' if word == stats.FASTER else 'less'}"
-                               f", {ratio.estimate:.2f}x as much") + f" ({bounds})")
+                               f", {ratio.estimate:.2f}x as much")
+                    # the interval for the claim's pair (the smallest two batches) only: one
+                    # interval a comparison keeps the lesson to its five
+                    + (f" ({bounds})" if b == batches[1] else ""))
     text += f" From the rounds, batch {batches[0]} against " + "; against ".join(said) + "."
     if gap := share_gap_line(part):
         text += " " + gap
@@ -364,7 +367,9 @@ def eager_line(row, part, judge=True) -> str:
     if check_measurable(part, part["regime"].iloc[0], row["batch_size"]):
         return text + (" A late read could win back at most that cost; Python's launches, the "
                        "rest of the step, stay.")
-    return text + " With no cost told apart, a late read has nothing to win back here."
+    return text + (" No cost was told apart from the host's noise here, which does not make it "
+                   "zero: a late read could win back at most what the interval allows, and this "
+                   "run cannot say how much.")
 
 
 def pair_line(part, row, judge=True) -> str:
