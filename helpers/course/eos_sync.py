@@ -103,22 +103,18 @@ def eager_check_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool 
 
 
 def drift_words(diff_us: float, step_ms: float, drift: float) -> str:
-    """An eager check that cost more than the CUDA graph's: the model did not predict it, and its
-    size read against how far one loop moved between timings (``drift``, a fraction)."""
-    return ("The simple model did not predict this: it expects the larger cost under the CUDA "
-            "graph." + drift_tail(diff_us, step_ms, drift))
-
-
-def drift_tail(diff_us: float, step_ms: float, drift: float) -> str:
-    """" At 12% of the step, the eager cost is of the size of the host's drift between runs
-    (...)": ``diff_us`` as a share of ``step_ms``, against ``drift``; empty without a drift."""
+    """An eager check that cost more than the CUDA graph's: the model did not predict it, and,
+    given ``drift`` (how far one loop moved between timings, a fraction), its size as a share of
+    ``step_ms`` read against that drift (" At 12% of the step, the eager cost is of the size of
+    the host's drift between runs (...)")."""
+    text = "The simple model did not predict this: it expects the larger cost under the CUDA graph."
     if drift != drift:
-        return ""
+        return text
     share = diff_us / (10 * step_ms)
     size = "of the size of" if share <= 2 * 100 * drift else "larger than"
-    return (f" At {share:.0f}% of the step, the eager cost is {size} the host's drift between "
-            f"runs (one loop timed twice moved by up to {100 * drift:.0f}%: the same-loop note "
-            "above).")
+    return text + (f" At {share:.0f}% of the step, the eager cost is {size} the host's drift "
+                   f"between runs (one loop timed twice moved by up to {100 * drift:.0f}%: the "
+                   "same-loop note above).")
 
 
 def model_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool = True) -> str:
@@ -177,11 +173,15 @@ def loop_timings(table: pd.DataFrame, cost: pd.DataFrame, n_tokens: int) -> dict
     return out
 
 
+def _spread(seen) -> float:
+    """Slowest over fastest of one loop's timings (``loop_timings``' entries), minus 1."""
+    return max(ms for _, ms, _, _ in seen) / min(ms for _, ms, _, _ in seen) - 1
+
+
 def loop_drift(table: pd.DataFrame, cost: pd.DataFrame, n_tokens: int) -> float:
     """How far one eager loop's time per token moved between its timings, the largest over the
     loops (``loop_timings``): slowest over fastest, minus 1. NaN when no loop was timed twice."""
-    moves = [max(ms for _, ms, _, _ in seen) / min(ms for _, ms, _, _ in seen) - 1
-             for seen in loop_timings(table, cost, n_tokens).values()]
+    moves = [_spread(seen) for seen in loop_timings(table, cost, n_tokens).values()]
     return max(moves) if moves else float("nan")
 
 
@@ -204,7 +204,7 @@ def same_loop_note(table: pd.DataFrame, cost: pd.DataFrame, n_tokens: int) -> st
         same = len({tokens for _, _, tokens, _ in seen[:-1]}) == 1
         there = " and ".join(f"{ms:.2f} ms {where}" + ("" if same else f" ({tokens} tokens)")
                              for where, ms, tokens, _ in seen[:-1])
-        spread = max(ms for _, ms, _, _ in seen) / min(ms for _, ms, _, _ in seen) - 1
+        spread = _spread(seen)
         said.append(f"the checking loop ran {there} per step in the early-stop table"
                     + (f" (its {seen[0][2]} tokens)" if same else "")
                     + f", {seen[-1][1]:.2f} ms here ({n_tokens} tokens), up to "

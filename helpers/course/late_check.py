@@ -234,10 +234,6 @@ def share_gap_line(part) -> str:
     return text[0].upper() + text[1:]
 
 
-def _and(items) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def cost_note(summary_frame, record, batch_size, regime="compiled") -> str:
     """Under the table: what its check's cost is read against. The cost is host time (reading the
     flag, relaunching), so in µs it moves with the host between notebooks: where notebook 06 ran
@@ -265,8 +261,8 @@ def cost_note(summary_frame, record, batch_size, regime="compiled") -> str:
             for _, r in summary_frame.iterrows() for n in ("interleaved", "event")
             if r[f"{n}_recovered_pct"] > 100]
     if over:
-        text += (f" Over 100%, {_and(over)}: that loop ran as fast as no check, the excess is "
-                 "noise.")
+        text += (f" Over 100%, {claims._and(over)}: that loop ran as fast as no check, the "
+                 "excess is noise.")
     return text
 
 
