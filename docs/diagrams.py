@@ -25,39 +25,48 @@ def _box(ax, x, y, w, h, color, text="", size=9, text_color="white"):
 
 
 def allocator():
-    """Segments and blocks of the caching allocator, drawn to scale in MiB."""
-    fig, ax = plt.subplots(figsize=(11, 5.2))
+    """Segments and blocks of the caching allocator, drawn to scale in MiB: a 20 MiB segment with
+    no free room for a slightly larger tensor (a little fragmentation), and the source of notebook
+    03's stairs, tensors over 10 MiB that outgrow their own segments, which stay cached."""
+    fig, ax = plt.subplots(figsize=(12, 5.2))
+    note = dict(fontsize=9, va="center")
     rows = [
-        ("small pool: one 2 MiB segment\n(requests ≤ 1 MiB, rounded to 512 B)", 2,
-         [(0.5, USED, ""), (0.25, USED, ""), (0.75, FREE, ""), (0.5, EMPTY, "")]),
-        ("large pool: one 20 MiB segment\n(requests of 1 to 10 MiB)", 20,
-         [(6, USED, "6 MiB"), (3, FREE, "freed 3"), (7, USED, "7 MiB"), (4, EMPTY, "unused 4")]),
-        ("a 13 MiB request: its own segment,\nrounded up to 14 MiB (2 MiB steps)", 14,
-         [(13, USED, "13 MiB"), (1, EMPTY, "")]),
-        ("expandable_segments:True: one segment\nthat grows by mapping more pages", 24,
-         [(6, USED, "6"), (7, USED, "7"), (8, USED, "8 (grows in place)"), (3, EMPTY, "")]),
+        ("small pool: one 2 MiB segment\n(requests ≤ 1 MiB, rounded to 512 B)",
+         [(0, 2, [(0.5, USED, ""), (0.25, USED, ""), (0.75, FREE, ""), (0.5, EMPTY, "")])],
+         "blocks of 0.5 and 0.25 MiB in use, 0.75 MiB freed, 0.5 MiB not yet carved"),
+        ("large pool: one 20 MiB segment\n(requests of 1 to 10 MiB)",
+         [(0, 20, [(6, USED, "6 MiB"), (3, FREE, "freed 3"), (7, USED, "7 MiB"), (4, USED, "4 MiB")])],
+         "a growing tensor of 3.1 MiB fits nowhere here:\nthe allocator reserves a new 20 MiB segment"
+         "\nwhile 3 MiB sit free (a little fragmentation)"),
+        ("requests over 10 MiB: each its own\nsegment, rounded up to 2 MiB",
+         [(0, 12, [(12, FREE, "outgrown 12 MiB segment")]),
+          (12.5, 14, [(12.1, USED, "12.1 MiB"), (1.9, EMPTY, "")])],
+         "the stairs: a tensor past 12 MiB gets a new\n14 MiB segment; the old one stays cached and\n"
+         "no later, larger tensor fits it"),
+        ("expandable_segments:True: one segment\nthat grows by mapping more pages",
+         [(0, 24, [(6, USED, "6"), (7, USED, "7"), (8, USED, "8 (grows in place)"), (3, EMPTY, "")])],
+         "the next, larger tensor extends the segment"),
     ]
-    for r, (label, size, blocks) in enumerate(rows):
+    for r, (label, segments, text) in enumerate(rows):
         y = 3 - r
         ax.text(-0.5, y + 0.35, label, ha="right", va="center", fontsize=9)
-        x = 0
-        for w, color, text in blocks:
-            _box(ax, x, y, w, 0.7, color, text, text_color="black" if color == EMPTY else "white")
-            x += w
-        ax.add_patch(Rectangle((0, y), size, 0.7, fill=False, edgecolor=EDGE, linewidth=2))
-    ax.text(2.3, 3.35, "blocks of 0.5 and 0.25 MiB in use, 0.75 MiB freed, 0.5 MiB not yet carved",
-            fontsize=9, va="center")
-    ax.annotate("a growing KV tensor of 3.1 MiB no longer fits the freed 3 MiB block: the allocator\n"
-                "reserves more while 3 MiB sits free inside a segment (fragmentation)",
-                xy=(7.5, 2.7), xytext=(8.5, 3.75), fontsize=9, va="center",
-                arrowprops=dict(arrowstyle="->", color=EDGE))
+        for start, size, blocks in segments:
+            x = start
+            for w, color, name in blocks:
+                _box(ax, x, y, w, 0.7, color, name,
+                     text_color="black" if color == EMPTY else "white")
+                x += w
+            ax.add_patch(Rectangle((start, y), size, 0.7, fill=False, edgecolor=EDGE, linewidth=2))
+        ax.text(max(s + size for s, size, _ in segments) + 0.6, y + 0.35, text, **note)
     handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor=EDGE) for c in (USED, FREE, EMPTY)]
-    ax.legend(handles, ["allocated block", "free block (cached, reusable)", "not yet carved"],
+    ax.legend(handles, ["allocated block", "free block (cached)", "not yet carved"],
               loc="upper center", fontsize=9, frameon=False, bbox_to_anchor=(0.5, -0.12), ncol=3)
-    ax.set(xlim=(-0.2, 25), ylim=(-0.45, 4.2), xlabel="MiB (to scale)")
+    ax.set(xlim=(-0.2, 40), ylim=(-0.3, 3.9), xlabel="MiB (to scale)")
+    ax.set_xticks(range(0, 30, 5))
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
+    ax.spines["bottom"].set_bounds(0, 27)
     ax.set_title("PyTorch's CUDA caching allocator: segments reserved from the GPU, blocks handed to tensors",
                  fontsize=11)
     return fig

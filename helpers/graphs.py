@@ -7,9 +7,9 @@ static buffer (the tokens, the key/value cache, the finished flags, even the pos
 updated in place, and the stop flag is read one launch late so the host never waits for a step
 it has just queued. ``decode_step`` runs eagerly on a CPU too, which is how the tests prove it
 token-identical to the naive loop; only ``capture_graph`` needs a GPU.
-Notebook 10 writes out ``advance``, the two steps, ``capture_graph`` and ``GraphDecoder`` (the host
-loop); a test keeps both copies identical. ``GraphSetup``, the setup that loop stands on (buffers,
-the step, one graph per bucket, the eager fallback), is read here.
+Notebook 10 writes out ``advance``, the two steps, ``capture_graph`` and ``GraphDecoder`` (capture,
+replay and the host loop); a test keeps both copies identical. ``GraphSetup``, the setup that
+class stands on (buffers, the step, the cache lengths, the run's checks), is read here.
 """
 from __future__ import annotations
 
@@ -177,14 +177,14 @@ def capture_graph(fn, warmup=2):
 
 
 class GraphSetup:
-    """What ``GraphDecoder``'s loop replays, set up once: the static buffers, the step, and one
-    CUDA graph per launch shape, each recording ``steps_per_graph`` decode steps. The step:
-    ``decode_step``; ``hf_decode_step`` with ``library_forward=True``; ``bucketed_decode_step``
-    with ``bucket=b``, one graph per cache length b, 2b, ... (each launch replays the shortest
-    that holds its positions, known from the launch's number); or ``step=fn(model, state,
-    eos_token_id)`` of your own (notebook 11's). ``compile_options`` has Inductor compile the step
-    first (without CUDA graphs of its own). Without a GPU (or with ``graphs=False``) the same
-    steps run eagerly."""
+    """What ``GraphDecoder`` captures and replays, set up once: the static buffers, the step,
+    and the launch shapes (cache lengths) it captures one CUDA graph for, each recording
+    ``steps_per_graph`` decode steps. The step: ``decode_step``; ``hf_decode_step`` with
+    ``library_forward=True``; ``bucketed_decode_step`` with ``bucket=b``, one graph per cache
+    length b, 2b, ... (each launch replays the shortest that holds its positions, known from the
+    launch's number); or ``step=fn(model, state, eos_token_id)`` of your own (notebook 11's).
+    ``compile_options`` has Inductor compile the step first (without CUDA graphs of its own).
+    Without a GPU (or with ``graphs=False``) ``graphs`` is None and the same steps run eagerly."""
 
     def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=1,
                  library_forward=False, graphs=None, bucket=None, compile_options=None,
@@ -207,22 +207,7 @@ class GraphSetup:
         slots = self.state.tokens.shape[1]
         self.lengths = bucket_lengths(slots, bucket) if bucket else [None]
         cuda = device.type == "cuda"
-        self.graphs = None
-        if cuda if graphs is None else graphs:
-            self.graphs = {}
-            for length in self.lengths:  # each capture's warm-up steps start from position 0
-                self.state.position.zero_()
-                self.graphs[length] = capture_graph(lambda length=length: self.run_steps(length))
-
-    def run_steps(self, length=None):
-        """What one launch does: ``steps_per_graph`` steps (attending to ``length`` positions
-        with a bucketed decoder), then the all-finished flag."""
-        for _ in range(self.k):
-            if length is None:
-                self.step(self.model, self.state, self.eos)
-            else:
-                self.step(self.model, self.state, self.eos, length)
-        self.state.all_finished.copy_(self.state.finished.all())
+        self.graphs = {} if (cuda if graphs is None else graphs) else None  # GraphDecoder fills it
 
     def length_for(self, launch, prompt_len):
         """The cache length launch ``launch`` attends to: the shortest bucket holding every
@@ -240,22 +225,38 @@ class GraphSetup:
         """The prompt, eagerly (a subclass may replay it from a graph)."""
         prefill(self.model, self.state, input_ids, self.eos, stop_lengths)
 
-    def launch(self, launch, prompt_len):
-        """Replay (or, without graphs, run) launch number ``launch`` of a run."""
-        length = self.length_for(launch, prompt_len)
-        self.graphs[length].replay() if self.graphs is not None else self.run_steps(length)
-
 
 class GraphDecoder(GraphSetup):
-    """Greedy decoding that replays ``GraphSetup``'s CUDA graphs (its arguments choose the step,
-    the steps per launch and the buckets) and reads the all-finished flag one launch late, from
-    pinned memory, so the GPU always has the next launch queued."""
+    """Greedy decoding from CUDA graphs: one graph per cache length (``GraphSetup``'s arguments
+    choose the step, the steps per launch and the buckets), each recording one launch's steps,
+    replayed once per launch; the all-finished flag is read one launch late, from pinned memory,
+    so the GPU always has the next launch queued."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)  # the buffers, the step, one graph per bucket
+        super().__init__(*args, **kwargs)  # the buffers, the step, the cache lengths
+        if self.graphs is not None:  # one graph per cache length, each recording one launch
+            for length in self.lengths:
+                self.state.position.zero_()  # each capture's warm-up steps start from position 0
+                self.graphs[length] = capture_graph(lambda length=length: self.run_steps(length))
         cuda = self.state.tokens.is_cuda
         self.flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)  # two launches in flight
         self.events = [torch.cuda.Event() for _ in range(2)] if cuda else None
+
+    def run_steps(self, length=None):
+        """What one launch does (and its graph records): ``k`` decode steps (attending to
+        ``length`` positions with a bucketed step), then the all-finished flag, on the GPU."""
+        for _ in range(self.k):
+            if length is None:
+                self.step(self.model, self.state, self.eos)
+            else:
+                self.step(self.model, self.state, self.eos, length)
+        self.state.all_finished.copy_(self.state.finished.all())
+
+    def launch(self, launch, prompt_len):
+        """Launch number ``launch`` of a run: one ``replay()`` of its cache length's graph
+        (without graphs, the same steps run eagerly)."""
+        length = self.length_for(launch, prompt_len)
+        self.graphs[length].replay() if self.graphs is not None else self.run_steps(length)
 
     def finished(self, launch):
         """Whether every row had finished after ``launch`` (waits for that launch only)."""

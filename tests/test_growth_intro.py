@@ -43,10 +43,27 @@ def test_quadratic_shares_judged_only_with_enough_rounds():
 
 def test_gain_growth_in_the_course_words():
     table = pd.DataFrame(rows("naive", {50: 0.40, 200: 2.6}) + rows("kv_cache", {50: 0.30, 200: 1.5}, seed=1))
-    assert growth.gain_growth(table, "kv_cache", "naive", True).startswith("the gain grows")
+    assert growth.gain_growth(table, "kv_cache", "naive", True).startswith(
+        "the gain grows with the length: at 200 tokens it was")
     assert "smoke run" in growth.gain_growth(table, "kv_cache", "naive", False)
     few = pd.DataFrame(rows("naive", {50: 0.4, 200: 2.6}, rounds=3) + rows("kv_cache", {50: 0.3, 200: 1.5}, rounds=3))
     assert "too few to judge" in growth.gain_growth(few, "kv_cache", "naive", True)
+    # 02's 12:48 run: the gain at 200 tokens beat the gain at 50, but at 100 it was below the
+    # one at 50: no "grows with the length", the dip is named
+    dip = pd.DataFrame(rows("naive", {50: 0.40, 100: 0.9, 200: 2.6})
+                       + rows("kv_cache", {50: 0.30, 100: 0.85, 200: 1.4}, seed=1))
+    line = growth.gain_growth(dip, "kv_cache", "naive", True)
+    assert line.startswith("at 200 tokens the gain was") and "grows" not in line
+    assert "but it did not rise at every length: at 100 tokens it was 1.05x, below the 1.33x at 50" in line
+    # a shrinking gain prints its range inverted, as "smaller" reads
+    shrink = pd.DataFrame(rows("naive", {50: 0.60, 200: 1.6}) + rows("kv_cache", {50: 0.30, 200: 1.5}, seed=1))
+    line = growth.gain_growth(shrink, "kv_cache", "naive", True)
+    assert line.startswith("the gain shrinks with the length: at 200 tokens it was")
+    low, high = (float(x) for x in line.rsplit("(", 1)[1].rstrip(")").split("\u2013"))
+    assert 1 < low < high
+    same = pd.DataFrame(rows("naive", {50: 0.40, 200: 1.6}) + rows("kv_cache", {50: 0.20, 200: 0.8}, seed=1))
+    assert growth.gain_growth(same, "kv_cache", "naive", True).startswith(
+        "the gains at 50 and 200 tokens: can't tell apart on this machine (")
 
 
 def test_time_and_compare_at_lengths_on_the_cpu(tiny):
@@ -80,7 +97,7 @@ def test_floor_reading_says_the_keys_and_values_are_an_average(monkeypatch):
     monkeypatch.setattr(budget, "bandwidth", lambda device: 2.97e12)
     model = build_model("gpt2", "cpu", seed=0)
     text = intro.floor_reading(model, "cuda", 32, 16, 40, 0.196)
-    assert text.startswith("0.196 ms on average over the run's 40 steps = 582 MB / 2.97 TB/s")
+    assert text.startswith("0.196 ms on average over the run's 40 steps (prefill included) = 582 MB / 2.97 TB/s")
     assert "498 MB of weights and 84 MB of keys and values" in text
     assert "(35.5 positions on average; 55 at the last step, 130 MB)" in text
     assert intro.floor_reading(model, "cpu", 32, 16, 40, float("nan")) == "no floor on a CPU run"
@@ -114,39 +131,64 @@ def test_notebook_00_states_the_pace_thresholds_budget_uses():
     assert f"at most {budget.GPU_PACE_PCT}%" in text
 
 
-def test_fit_lines_say_where_a_over_b_lies_against_the_lengths():
-    """01 said short lengths grow almost linearly while a/b (84) was below every length."""
-    def line(a, b):
-        table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0))
-        return growth.fit_lines(table)[1]
-    low = line(3.69e-3, 44e-6)
-    assert "N = a/b ≈ 84 tokens, below every length measured here" in low
-    assert "adds 2b = 88.0 µs to every later step" in low and "per token of length" not in low
-    assert "above every length measured here" in line(40e-3, 44e-6)
-    assert "below it the part that does not grow" in line(8.8e-3, 44e-6)
+def test_notebook_00_and_01_say_alike_what_warmup_removes_and_what_every_timed_run_pays():
+    """00 said warm-up removes a first call's costs while each timed call starts with an emptied
+    allocator cache; 01 said "a first call pays the allocator's growth". Both now say the same."""
+    import json
+    said = "each timed run pays\nfor getting its memory from the driver again"
+    for path in ("notebooks/00_setup.ipynb", "notebooks/01_naive_generation.ipynb"):
+        text = " ".join("".join(c["source"]) for c in json.load(open(path))["cells"]
+                        if c["cell_type"] == "markdown")
+        assert " ".join(said.split()) in " ".join(text.split()), path
+        assert "a first call pays the allocator" not in text
 
 
-def test_fit_lines_state_the_measured_doubling_not_the_fitted_one():
-    """01's published run printed 2^exponent (2.46x) as if measured; the table's 100 -> 200
-    medians gave 2.26x."""
-    table = pd.DataFrame(rows("naive", {100: 1.3832, 200: 3.1212, 300: 5.8516}))
-    table["median_s"] = [1.3832, 3.1212, 5.8516]
-    lines = growth.fit_lines(table)
-    assert "(100 -> 200 tokens) multiplied the runtime by 2.26x" in lines[0]
-    assert "a + b·N" in lines[1] and "a/b" in lines[1] and len(lines) == 2
-    odd = pd.DataFrame(rows("naive", {100: 1.0, 300: 4.0})).assign(median_s=[1.0, 4.0])
-    odd = growth.measured_growth(odd)
-    assert (odd["short"], odd["long"], odd["factor"], odd["ratio"]) == (100, 300, 3.0, 4.0)
+def test_doubling_gives_the_medians_ratio_and_the_rounds_range():
+    """01 printed the 3.10x doubling with no range: the rounds' own ratios give one."""
+    table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.48, 300: 5.0}, rounds=5))
+    table["median_s"] = [0.8, 2.48, 5.0]
+    text = intro.doubling(table)
+    ratios = [b / a for a, b in zip(*(growth.harness.trials(table.iloc[i]) for i in (0, 1)))]
+    assert text.startswith("Doubling the length (100 -> 200 tokens) multiplied the runtime by 3.10x, "
+                           "the ratio of the medians (one round's ratio ran from ")
+    assert f"from {min(ratios):.2f}x to {max(ratios):.2f}x)" in text
+    assert text.endswith("held in no round.")
+    quad = pd.DataFrame(rows("naive", {100: 1.0, 200: 3.9}, spread=0.001))
+    assert intro.doubling(quad).endswith("held in every round.")
 
 
-def test_quadruples_says_from_which_length_a_doubling_reaches_the_claim():
-    a, b = 4e-3, 40e-6  # a/b = 100 tokens: a doubling reaches 3.5x from N = 3a/b = 300
-    table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0))
-    text = growth.quadruples(table)
-    assert "does not hold" in text and "(100 -> 200 tokens: 3.00x)" in text
-    assert "reaches 3.5x from N ≈ 300 tokens" in text
-    big = pd.DataFrame(rows("naive", {n: 1e-4 * n + b * n * n for n in (100, 200)}, spread=0))
-    assert " holds at these lengths" in growth.quadruples(big)
+def test_terms_name_the_larger_term_from_the_share_intervals():
+    """01 said "below every length measured here: at all of them the N² term is the larger"
+    while the share at 100 tokens had an interval of 43-57%: the larger term is named only where
+    the share's interval lies above (or below) 50%."""
+    a, b = 3.87e-3, 42.6e-6
+    table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0.06))
+    assert list(growth.quadratic_shares(table, True)["interval %"]) == ["29–52", "45–69", "55–77"]
+    text = intro.terms(table, True)
+    assert text.startswith("Fit: a = ") and "each new token adds 2b = " in text and "N = a/b ≈ " in text
+    assert text.endswith("By the N² share's interval (table below), the N² term is the larger at 300 "
+                         "tokens; at 100 and 200 tokens the two can't be told apart.")
+    few = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200)}, rounds=3))
+    assert intro.terms(few, True).endswith("at 100 and 200 tokens too few rounds to judge which is the larger.")
+
+
+def test_card_reading_says_where_the_reserve_filled_the_card():
+    """01's table showed 79884 MiB reserved on a 79.2 GiB card at 200 and 300 tokens and said
+    only "(notebook 03)"."""
+    card = 79.2 * 2**30
+    table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.5, 300: 5.0}))
+    table["peak_reserved_bytes"] = [40754 * 2**20, 79884 * 2**20, 79884 * 2**20]
+    table["alloc_retries"] = [0, 7, 12]
+    text = intro.card_reading(table, card)
+    assert text.startswith("At 200 and 300 tokens the allocator's reserve reached 78.0 GiB of the "
+                           "card's 79.2 GiB: it filled the card, then had to free its cached blocks")
+    assert "(19 times over the timed runs)" in text
+    table["alloc_retries"] = 0
+    table["peak_reserved_bytes"] = [2 * 2**30] * 3
+    assert intro.card_reading(table, card) == (
+        "The allocator reserved at most 2.0 GiB of the card's 79.2 GiB: it never had to free its "
+        "cached blocks.")
+    assert intro.card_reading(table, 0) == ""
 
 
 def test_outside_bars_names_the_lengths_the_fitted_line_misses():
@@ -182,7 +224,8 @@ def test_per_step_growth_claims_the_gpu_only_where_every_length_agrees():
                                    {50: 1.39, 100: 1.56, 200: 1.88}))
     line = growth.per_step_growth(noisy, "kv_cache", "KV cache")
     assert "GPU work 1.39 -> 1.56 -> 1.88 ms, wall clock 5.99 -> 6.75 -> 6.48 ms" in line
-    assert "up to 0.59 ms apart from the GPU's work" in line and "accounts for" not in line
+    assert line.endswith("; the wall clock's changes differ from the GPU's by up to 0.59 ms (each "
+                         "length ran in its own rounds).") and "accounts for" not in line
     waited = pd.DataFrame(busy_rows("kv_cache", {50: 5.37, 200: 7.33}, {50: 1.39, 200: 1.87}))
     assert "the other 1.48 ms is time the GPU waited" in growth.per_step_growth(waited, "kv_cache", "KV")
     gpu_only = pd.DataFrame(busy_rows("kv_cache", {50: 2.0, 100: 2.5, 200: 3.0},
@@ -192,20 +235,46 @@ def test_per_step_growth_claims_the_gpu_only_where_every_length_agrees():
     assert growth.per_step_growth(cpu, "kv_cache", "KV cache").endswith("wall clock 5.00 -> 5.00 ms.")
 
 
-def test_host_crossing_finds_where_the_naive_gpu_work_passes_the_host():
-    table = pd.DataFrame(busy_rows("naive", {50: 7.0, 100: 8.4, 200: 12.5}, {50: 3.0, 100: 5.65, 200: 11.2})
-                         + busy_rows("kv_cache", {50: 5.99, 100: 6.75, 200: 6.48}, {50: 1.39, 100: 1.56, 200: 1.88}))
-    line = growth.host_crossing(table)
-    assert "200 tokens 11.20 against 6.48 ms" in line and "from 200 tokens on" in line
-    assert "the KV cache's step (mostly host time)" in line and "host's time" not in line
-    # 02's run: the KV cache's step at 100 tokens was an outlier (12.13 ms), so the difference
-    # did not grow with every length: the numbers, no crossing claimed
-    odd = pd.DataFrame(busy_rows("naive", {50: 7.0, 100: 8.4, 200: 12.5}, {50: 3.57, 100: 5.66, 200: 9.69})
-                       + busy_rows("kv_cache", {50: 5.76, 100: 12.13, 200: 7.06}, {50: 1.39, 100: 1.54, 200: 1.86}))
-    line = growth.host_crossing(odd)
-    assert "from 200 tokens on" not in line and "above it at 200 tokens, below it at 50, 100 tokens (" in line
+def test_host_crossing_is_one_plain_sentence_for_any_outcome():
+    """The naive loop's GPU work per step against the KV cache's whole step, in one sentence that
+    names the lengths where it was shorter and where longer; a change is placed between two
+    measured lengths, never at one (the 13:58 run said "from 200 tokens on" with 100 and 200
+    measured)."""
+    # 02's 12:48 run: shorter at 50 and 100 tokens, longer at 200
+    table = pd.DataFrame(busy_rows("naive", {50: 6.52, 100: 8.95, 200: 12.5}, {50: 3.56, 100: 5.68, 200: 9.72})
+                         + busy_rows("kv_cache", {50: 5.23, 100: 7.72, 200: 6.56}, {50: 1.39, 100: 1.56, 200: 1.88}))
+    assert growth.host_crossing(table) == (
+        "The naive loop's GPU work per step alone was shorter than the KV cache's whole step at 50 "
+        "and 100 tokens (3.56 against 5.23 ms, 5.68 against 7.72 ms), and longer at 200 tokens "
+        "(9.72 against 6.56 ms): it overtook the KV cache's step somewhere between 100 and 200 tokens.")
+    # interleaved lengths: the group holding the shortest length comes first, no change placed
+    odd = pd.DataFrame(busy_rows("naive", {50: 7.0, 100: 8.4, 200: 12.5}, {50: 3.0, 100: 8.0, 200: 5.2})
+                       + busy_rows("kv_cache", {50: 5.99, 100: 6.75, 200: 6.48}, {50: 1.39, 100: 1.56, 200: 1.88}))
+    assert growth.host_crossing(odd).endswith(
+        "at 50 and 200 tokens (3.00 against 5.99 ms, 5.20 against 6.48 ms), and longer at 100 tokens "
+        "(8.00 against 6.75 ms).")
+    above = pd.DataFrame(busy_rows("naive", {50: 7.0, 200: 12.5}, {50: 6.5, 200: 11.2})
+                         + busy_rows("kv_cache", {50: 5.99, 200: 6.48}, {50: 1.39, 200: 1.88}))
+    assert growth.host_crossing(above) == (
+        "The naive loop's GPU work per step alone was longer than the KV cache's whole step at every "
+        "length (50 tokens: 6.50 against 5.99 ms, 200 tokens: 11.20 against 6.48 ms).")
     cpu = pd.DataFrame(rows("naive", {50: 0.3}) + rows("kv_cache", {50: 0.2}))
     assert growth.host_crossing(cpu) == ""
+
+
+def test_reserved_line_names_the_naive_allocators_retries():
+    """02's 13:58 run: at 200 tokens the naive loop's allocator reserved 78.0 of 79.2 GiB and
+    retried 5 times in its 5 timed runs; the line says so, and says when it never retried."""
+    table = pd.DataFrame(rows("naive", {50: 0.33, 200: 2.4}) + rows("kv_cache", {50: 0.27, 200: 1.3}))
+    table["repeats"] = 5
+    table["peak_reserved_bytes"] = [13.0 * 2**30, 78.0 * 2**30, 0.8 * 2**30, 2.4 * 2**30]
+    table["alloc_retries"] = [0, 5, 0, 0]
+    line = growth.reserved_line(table, 79.2 * 2**30)
+    assert line.startswith("At 200 tokens the naive loop's allocator reserved 78.0 GiB of the card's "
+                           "79.2 GiB, the KV cache's 2.4 GiB (notebook 03). ")
+    assert "retry: 5 times in its 5 timed runs at 200 tokens; each retry adds time" in line
+    table["alloc_retries"] = 0
+    assert growth.reserved_line(table, 79.2 * 2**30).endswith("never had to free its cache and retry.")
 
 
 def test_expandable_memory_panel_draws_bars_for_every_setting():

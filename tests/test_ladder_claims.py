@@ -84,7 +84,8 @@ def compiled_sweep(seconds):
 
 def verdicts(ladder_rows, tables=None, **kwargs):
     frame = claims.check_claims(pd.DataFrame(ladder_rows), tables or {}, **kwargs)
-    assert list(frame.columns) == ["claim", "verdict", "evidence", "source"]
+    assert list(frame.columns) == ["claim", "verdict", "evidence", "source", "headline", "detail",
+                                   "note"]
     return dict(zip(frame["claim"], frame["verdict"])), frame.set_index("claim")["evidence"]
 
 
@@ -342,7 +343,7 @@ def test_drift_line_compares_the_naive_loop_of_01_and_08():
     table01 = pd.DataFrame(rows("naive", {100: 1.2, 200: 4.0}))
     ladder = pd.DataFrame(rows(claims.NAIVE, {100: 1.0}))
     line = claims.drift_line(ladder, {T01: table01}, 100)
-    assert "1200 ms in notebook 01's table and 1000 ms in this ladder" in line and "20% apart" in line
+    assert "1200 ms in notebook 01's table, 1000 ms in this ladder (20% apart)" in line
     assert claims.drift_line(ladder, {T01: None}, 100) == ""
     assert claims.drift_line(ladder, {T01: table01}, 400) == ""
 
@@ -371,14 +372,14 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
     result, evidence = verdicts([], {T04: table04})
     assert result[STATIC] == claims.REPRODUCED
     text = evidence[STATIC]
-    assert "timed at 100 and 200 tokens (not at 400):" in text
+    assert "not timed at 400 tokens" in text
     assert "100 tokens 1.20x slower (" in text and "200 tokens 1.20x faster (" in text
     assert "100 tokens 2.0% against 20.0%, 200 tokens 3.0% against 25.0%" in text
     assert "one verdict" not in text  # every part holds: no note on the parts
     # every length the article names was timed: nothing said about lengths left out
     full = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0, 400: 9.0}) +
                         rows("static", {100: 1.2, 200: 2.5, 400: 6.0}))
-    assert "timed at 100, 200 and 400 tokens:" in verdicts([], {T04: full})[1][STATIC]
+    assert "timed" not in verdicts([], {T04: full})[1][STATIC]
     # parts that disagree: the one verdict is the weakest part's, and the evidence names each
     mixed = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 2.5}, frag={100: 20.0, 200: 25.0}) +
                          rows("static", {100: 1.2, 200: 3.0}, frag={100: 2.0, 200: 3.0}))
@@ -388,12 +389,41 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
             "100 tokens and lower fragmentation; not borne out: faster at 200 tokens)") in evidence[STATIC]
 
 
+def test_claims_print_one_line_each_with_detail_only_where_not_reproduced():
+    table01 = pd.DataFrame(rows("naive", {100: 1.0, 200: 2.0, 400: 4.0}))  # x2 per doubling
+    table03 = pd.DataFrame(rows("default", {100: 1.0}, frag={100: 30.0}) +
+                           rows("expandable_segments:True", {100: 1.0}, frag={100: 5.0}))
+    frame = claims.check_claims(pd.DataFrame([]), {T01: table01, T03: table03},
+                                why={T02: "not in this run's folder"})
+    out = claims.lines(frame)
+    quad = next(i for i, line in enumerate(out) if line.startswith("1. "))
+    assert out[quad] == (f"1. {QUAD} \u2192 x2.00 per doubling of the length, fitted to the medians "
+                         "(quadrupling: x3.5 to x4.5) (notebook 01): not reproduced.")
+    assert out[quad + 1].startswith("   naive loop's medians 100: 1000 ms")  # not reproduced: why
+    kv = next(i for i, line in enumerate(out) if line.startswith("2. "))
+    assert out[kv] == f"2. {KV} (notebook 02): not in this run." and "run notebook 02" in out[kv + 1]
+    assert out[kv + 2] == (f"3. {EXPANDABLE} \u2192 peak fragmentation, default against expandable "
+                           "segments: 100 tokens 30.0% against 5.0% (notebook 03): reproduced.")
+    assert out[kv + 3].startswith("4. ")  # reproduced: one line, no detail under it
+
+
+def test_a_cant_tell_interval_never_prints_a_bound_as_1_00():
+    from helpers.course import stats
+    assert claims.plain(stats.Ratio(0.98, 0.962, 1.003, 8)) == \
+        "can't tell apart on this machine (0.962\u20131.003)"
+    assert claims.plain(stats.Ratio(0.98, 0.90, 1.10, 8)) == \
+        "can't tell apart on this machine (0.90\u20131.10)"
+    assert claims.plain(stats.Ratio(1.2, 1.0004, 1.5, 8)).startswith("1.2000x faster (1.0004")
+    assert claims.plain(stats.Ratio(0.98, 0.962, 1.003, 8), judge=False).endswith("not a measurement)")
+
+
 def test_claim_interleave_prints_the_intervals_its_verdict_rests_on():
     sweep = compiled_sweep({1: (1.0, 0.8, 0.7), 32: (2.0, 1.6, 1.5)})
     result, evidence = verdicts([], {T07: sweep})
     assert result[INTERLEAVE] == claims.CANT_TELL  # the same 1.25x gain at both batch sizes
-    assert "the gain at batch 1 against batch 32: can't tell apart on this machine (" in \
-        evidence[INTERLEAVE]
+    assert "the gain of two streams at batch 1 against batch 32: can't tell apart on this machine (" \
+        in evidence[INTERLEAVE]
+    assert "1.25x at batch 1, 1.25x at batch 32 (estimates from the rounds)" in evidence[INTERLEAVE]
     assert "08's ladder" not in evidence[INTERLEAVE]  # no ladder: nothing to set beside it
     # 08's ladder at batch 32: the same two loops, from its own rounds, named beside 07's
     ladder = rows(claims.STATIC_COMPILED, {100: 1.5}) + rows(claims.LATE, {100: 1.25})
@@ -441,3 +471,58 @@ def test_idle_line_reads_the_budget_stage_by_stage():
     assert "70% in generate() (peer): the host sets the pace" in line
     assert "60% in generate() static (peer)" in line
     assert "the GPU idles 12.00 of its 20.00 ms per step against 3.00 of 10.00 ms" in line
+
+
+def test_claim_static_names_its_source_and_where_08s_ladder_disagrees():
+    table04 = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0}, frag={100: 20.0, 200: 25.0}) +
+                           rows("static", {100: 1.2, 200: 2.5}, frag={100: 2.0, 200: 3.0}))
+    sources = pd.DataFrame({"table": [T04], "allocator": ["default"]})
+    # 08's ladder has the static cache faster at 100 tokens, where 04 has it clearly slower
+    ladder = rows("KV cache", {100: 0.70}, per_step_s=0.00697) + \
+        rows("static cache", {100: 0.68}, per_step_s=0.00683)
+    frame = claims.check_claims(pd.DataFrame(ladder), {T04: table04}, sources=sources)
+    row = frame.set_index("claim").loc[STATIC]
+    assert "(notebook 04's eager loops, batch 32, interleaved rounds): 100 tokens 1.20x slower (" \
+        in row["headline"]
+    assert "peak fragmentation under the default allocator (claim 3's \"default\")" in row["detail"]
+    assert row["note"] == (
+        "08's ladder times the same two eager loops at batch 32, 100 tokens, the other way: static "
+        "cache 6.83 against KV cache 6.97 ms per step. Two timings of eager loops on a host-bound "
+        "step, in two notebooks, move with the host's speed between them; the claim is judged on "
+        "notebook 04's interleaved rounds")
+    out = claims.lines(frame)
+    four = next(i for i, line in enumerate(out) if line.startswith("4. "))
+    assert out[four + 1].startswith("   08's ladder times") and out[four + 1].endswith("rounds.")
+    # the ladder agrees, or runs at another batch size: no note
+    agree = rows("KV cache", {100: 0.68}, per_step_s=0.0068) + \
+        rows("static cache", {100: 0.70}, per_step_s=0.0070)
+    assert claims.check_claims(pd.DataFrame(agree), {T04: table04}).set_index(
+        "claim").loc[STATIC, "note"] == ""
+    other = [dict(r, batch_size=64) for r in ladder]
+    assert claims.check_claims(pd.DataFrame(other), {T04: table04}).set_index(
+        "claim").loc[STATIC, "note"] == ""
+
+
+def test_claim_five_x_names_its_baseline_and_the_kv_cache_ratio():
+    ladder = (rows("naive loop", {100: 12.0}) + rows("KV cache", {100: 4.0}) +
+              rows("stop check a step late", {100: 2.5}))
+    text = verdicts(ladder)[1][FIVE]
+    assert "over the naive loop (the article's baseline: no cache, notebook 01): 4.8" in text
+    assert "; over the KV-cache loop (02): 1.6" in text
+
+
+def test_compiling_alone_names_the_gpu_work_where_it_fell_and_lesson_10s_purpose():
+    budget = pd.DataFrame({"method": ["KV cache (02)", "KV cache, compiled (05)"],
+                           "wall_ms": [6.97, 3.57], "gpu_ms": [1.56, 1.13],
+                           "idle_ms": [5.41, 2.44], "floor_ms": [0.22, 0.22]}).set_index("method")
+    names = {claims.KV: "KV cache (02)", claims.KV_COMPILED: "KV cache, compiled (05)"}
+    assert "the fused kernels cut the GPU's work too, from 1.56 to 1.13 ms." in \
+        summary._no_graphs(budget, names)
+    more = budget.assign(gpu_ms=[1.56, 1.60])
+    assert "GPU's work" not in summary._no_graphs(more, names)
+    table = pd.DataFrame(rows(summary.WHOLE, {100: 1.33}) + rows(claims.LATE, {100: 1.27}))
+    note = summary._whole_step_note(table, claims.LATE, 100)
+    assert note.startswith("Lesson 10 captures the step in a CUDA graph by hand, without the "
+                           "compiler's fused kernels: it teaches capture, not speed; here it is "
+                           "slower than stop check a step late")
+    assert summary._whole_step_note(table[table["method"] == claims.LATE], claims.LATE, 100) == ""

@@ -384,6 +384,37 @@ def test_expandable_lesson_tables():
     assert calls.loc["expandable_segments:True", "segment_map"] == 3
     assert "segment_free" not in calls.columns  # no setting freed a segment: column left out
     assert lesson.timeline(runs)[0]["reserved"] == 2
+    assert "each trip is a call the host makes inside a step" in lesson.driver_line(runs, steps=3)
+
+
+def test_expandable_lesson_lines_come_from_the_data():
+    """03's 13:58 run printed "tokens identical" unconditionally, read the gap as an answer before
+    asking the question, and called the early default gap "close" without a number."""
+    import pandas as pd
+
+    from helpers.course import expandable as lesson
+    from helpers.model import model_config
+
+    same = {c: {"rows": [{"seq_len": n, "tokens_checksum": 7 * n} for n in (100, 400)]}
+            for c in ("default", "expandable_segments:True")}
+    assert lesson.same_tokens_line(same) == (
+        "Same tokens under every setting: the 2 processes' token checksums agree at 100, 400 tokens.")
+    same["default"]["rows"][1]["tokens_checksum"] = 1
+    with pytest.raises(AssertionError, match="changed the tokens"):
+        lesson.same_tokens_line(same)
+    mib = 2**20
+    history = pd.DataFrame(
+        [{"setting": "default", "step": s, "allocated": 700 * mib, "reserved": (700 + s) * mib,
+          "allocated_peak": 740 * mib, "reserved_peak": None} for s in range(0, 200)]
+        + [{"setting": "x", "step": s, "allocated": 700 * mib, "reserved": 1191 * mib,
+            "allocated_peak": 742 * mib, "reserved_peak": None} for s in range(1, 300)])
+    gap = lesson.gap_line(history, "x")
+    assert "Is that gap just the old and new cache tensors alive together? No: inside a step" in gap
+    shared = lesson.shared_gap_line(history, "default", model_config("gpt2"), 32, 16)
+    assert shared.startswith("With default, before decode step 91, while every cache tensor was "
+                             "under 10 MiB, reserved stayed at most 90 MiB above allocated")
+    short = history[history["step"] < 50]
+    assert "over the whole run" in lesson.shared_gap_line(short, "default", model_config("gpt2"), 32, 16)
 
 
 def test_compiled_lesson_compilation_table():
@@ -399,8 +430,17 @@ def test_compiled_lesson_compilation_table():
     compile_table = lesson.compilation(table)
     assert len(compile_table) == 1
     assert compile_table.loc[0, "runs to repay"] == pytest.approx(20.0)
+    assert lesson.compilation(table).loc[0, "compile s"] == pytest.approx(10.0)
     table.loc[1, "median_s"] = 0.7  # 9.8 s compiling the timed graph / 0.3 s saved: the 33rd run
     assert lesson.compilation(table).loc[0, "runs to repay"] == 33
+    # the timed graph's compile and its repay in words; the check graph (compile_s holds both
+    # graphs) in one parenthesis
+    table.loc[1, "compile_s"] = 15.0
+    assert lesson.repay_line(lesson.compilation(table), table) == (
+        "Compiling the timed graph: default: 9.8 s, repaid after 33 runs of 8 tokens (the "
+        "course's float32 check graphs, compiled just before and possibly warming the caches, "
+        "took 5.2 s (default) more).")
+    assert lesson.eager_drift_line(table, 8).startswith("Eager times move with the host's speed")
 
 
 def test_kv_cache_memory_reads_the_allocator_before_every_forward(tiny, monkeypatch):

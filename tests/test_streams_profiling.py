@@ -206,6 +206,15 @@ def test_late_check_summary_and_its_words():
     assert line == ("Across batch sizes, CUDA graph step: two streams over the per-step sync 1.82x "
                     "at batch 8, 1.82x at batch 32. Too few runs to tell the batch sizes apart.")
     assert late_check.smallest_batch_line(pd.DataFrame(rows), summary.reset_index()) == ""
+    # the smallest batch: said (with its hypothesis) only where both late reads win back less there
+    assert late_check.smallest_batch_why(late_check.summary(pd.DataFrame(more))) == ""
+    small = [{**r, "ms_per_step": {"interleaved": 1.4, "event": 1.3}.get(r["method"], r["ms_per_step"])}
+             if r["regime"] == "compiled" else r for r in more[:8]] + more[8:]
+    why = late_check.smallest_batch_why(late_check.summary(pd.DataFrame(small)))
+    assert why.startswith("At batch 8 the late reads win back less: 60% (two streams) and 70% "
+                          "(event) of the check's cost, against at least 90% at the larger batches, "
+                          "and two streams still run 400 µs per step slower than no check.")
+    assert "A hypothesis, not measured here" in why
     assert late_check.smallest_batch_line(pd.DataFrame(more), late_check.summary(pd.DataFrame(more)),
                                           judge=False) == ""
     table = pd.DataFrame(more).assign(peak_reserved_bytes=float("nan"))

@@ -11,6 +11,7 @@ LAZY = {
     ("static", "torch._dynamo.utils"): "dynamo takes ~1.5 s to import; most notebooks never compile",
     ("env", "pynvml"): "optional: NVML is only a fallback for the driver version",
     ("report", "IPython.display"): "optional: report.show_reference also runs in a plain terminal",
+    ("floor", "."): "summary imports floor: 10's reading looks up 08's ladder rung at call time",
 }
 # Modules whose imports are lazy by design, said in their docstrings: the runner and the site
 # builder start without torch or papermill (``--list``, ``--check-env``); the harness is the

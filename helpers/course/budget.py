@@ -89,7 +89,7 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
     data = budget.set_index("method").loc[names]
     y = range(len(names))
     if wall:
-        ax.barh(y, data["wall_ms"], color="#c9d3df", label="wall clock (what you wait)")
+        ax.barh(y, data["wall_ms"], color="#c9d3df", label="wall clock (what you wait for)")
     ax.barh(y, data["gpu_ms"].fillna(0), height=0.45, color=plotting.PALETTE[0],
             label="GPU work (kernel time)")
     ends = data["wall_ms"] if wall else data["gpu_ms"]
@@ -100,12 +100,22 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
             else f"{gpu:.2f} ms"
         at = end if math.isnan(gpu) else max(end, gpu)  # past the longer bar (kernels can overlap)
         ax.text(at + 0.01 * top, i, text, va="center", fontsize=9)
-    floor = data["floor_ms"].dropna()
-    if len(floor):
-        ax.axvline(floor.iloc[0], color=plotting.PALETTE[1], linestyle="--", linewidth=1.2,
-                   label=f"floor ({floor.iloc[0]:.2f} ms)")
+    floor = data["floor_ms"]
+    if floor.notna().any():
+        value = floor.dropna().iloc[0]
+        style = dict(color=plotting.PALETTE[1], linestyle="--", linewidth=1.2,
+                     label=f"floor ({value:.2f} ms)")
+        if floor.notna().all():
+            ax.axvline(value, **style)
+        else:  # only across the rows that have a floor (02: the naive loop has none of that kind)
+            for i, f in enumerate(floor):
+                if not math.isnan(f):
+                    ax.vlines(f, i - 0.4, i + 0.4, **style)
+                    style.pop("label", None)
     ax.set_yticks(list(y), names)
-    ax.set_xlim(0, top * 1.4)
+    # room past the longest bar for its two-line label (about 0.9 inch), whatever the panel's width
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    ax.set_xlim(0, top / (1 - min(0.5, 0.9 / max(width_in, 1e-9))))
     ax.set_xlabel("ms per decode step (one new token for every sequence)")
     ax.set_title(title, loc="left", pad=34)
     ax.grid(axis="y", visible=False)

@@ -66,6 +66,7 @@ class Context:
     judge: bool = True
     preset: str = "full"
     why: dict = field(default_factory=dict)
+    allocators: dict = field(default_factory=dict)  # table name -> allocator setting it ran under
 
     def table(self, number):
         return _ok(self.tables.get(TABLES[number]))
@@ -136,14 +137,27 @@ def _point(ratio) -> str:
 
 
 def _medians_note(pairs) -> str:
-    """" (medians alone: 1.20x and 1.69x)" for point speedups (``(ratio, candidate_trials,
-    baseline_trials)``) where any differs from the ratio of its rows' medians by more than
-    ``stats.MEDIANS_APART``, so a reader who divides the tables' medians sees why (empty else)."""
+    """" (estimates from the rounds)" after point speedups (``(ratio, candidate_trials,
+    baseline_trials)``), so a bare number says what it is; where any differs from the ratio of
+    its rows' medians by more than ``stats.MEDIANS_APART``, the medians' ratios too, so a reader
+    who divides the tables' medians sees why: " (estimates from the rounds; ratios of the
+    medians: 1.20x and 1.69x)"."""
     medians = [stats.medians_ratio(cand, base) for _, cand, base in pairs]
     if not any(m == m and r.estimate == r.estimate and stats.medians_apart(m, r.estimate)
                for (r, _, _), m in zip(pairs, medians)):
-        return ""
-    return " (medians alone: " + _and([f"{m:.2f}x" for m in medians]) + ")"
+        return " (estimates from the rounds)"
+    return (" (estimates from the rounds; ratios of the medians: "
+            + _and([f"{m:.2f}x" for m in medians]) + ")")
+
+
+def plain(ratio, judge=True, medians=None) -> str:
+    """``stats.plain``: a bound that would print as 1.00 gets more digits, "(0.962–1.003)"."""
+    return stats.plain(ratio, judge, medians)
+
+
+def say(table, candidate, baseline, judge=True, **where) -> str:
+    """``stats.say``: two rows of a results table, the medians' ratio where apart."""
+    return stats.say(table, candidate, baseline, judge, **where)
 
 
 def _growth_medians(short, long) -> float:
@@ -153,6 +167,9 @@ def _growth_medians(short, long) -> float:
 
 
 # ---------------------------------------------------------------- the claims, one function each
+# Each returns (verdict, text) or (verdict, headline, detail): the headline is this run's number
+# for the claim's one printed line; the detail is printed under it only where the claim was not
+# reproduced (the evidence column holds both).
 
 def claim_quadratic(ctx):
     frame = ctx.table("01")
@@ -164,8 +181,9 @@ def claim_quadratic(ctx):
     k = growth_exponent(times.index, times.values)
     low, high = QUADRUPLE_RANGE
     verdict = REPRODUCED if low <= 2**k <= high else NOT_REPRODUCED
-    return verdict, (f"naive loop {_ms(times)}: time grows as N^{k:.2f}, x{2**k:.2f} per "
-                     f"doubling (quadrupling: x{low:g} to x{high:g})")
+    return verdict, (f"x{2**k:.2f} per doubling of the length, fitted to the medians "
+                     f"(quadrupling: x{low:g} to x{high:g})"), \
+        f"naive loop's medians {_ms(times)}: time grows as N^{k:.2f}"
 
 
 def claim_kv_gain(ctx):
@@ -188,8 +206,8 @@ def claim_kv_gain(ctx):
         return few[0], f"KV cache over naive: {gain_text}; {few[1]}"
     verdict = {stats.FASTER: REPRODUCED, stats.SLOWER: NOT_REPRODUCED,
                stats.NOISE: CANT_TELL}[stats.verdict(growth)]
-    return verdict, (f"KV cache over naive: {gain_text}; the gain at {int(long)} tokens against "
-                     f"{int(short)}: {stats.plain(growth, ctx.judge, _growth_medians(*pairs.values()))}")
+    return verdict, (f"KV cache over naive {gain_text}; the gain at {int(long)} tokens against "
+                     f"{int(short)}: {plain(growth, ctx.judge, _growth_medians(*pairs.values()))}"), ""
 
 
 def claim_expandable(ctx):
@@ -203,8 +221,8 @@ def claim_expandable(ctx):
         return NO_DATA, ("needs peak fragmentation with and without expandable segments "
                          "(a CUDA run of notebook 03 with both settings)")
     verdict = REPRODUCED if (expandable[common] < default[common]).all() else NOT_REPRODUCED
-    return verdict, "fragmentation, default against expandable segments: " + ", ".join(
-        f"{int(n)} tokens {default[n]:.1f}% against {expandable[n]:.1f}%" for n in common)
+    return verdict, "peak fragmentation, default against expandable segments: " + ", ".join(
+        f"{int(n)} tokens {default[n]:.1f}% against {expandable[n]:.1f}%" for n in common), ""
 
 
 def claim_static(ctx):
@@ -233,16 +251,52 @@ def claim_static(ctx):
     named = [f"{'slower' if want == stats.SLOWER else 'faster'} at {int(n)} tokens"
              for n, want in points.items()]
     untimed = [n for n in CLAIM_LENGTHS if n not in points]
-    timed = _and([f"{int(n)}" for n in points]) + " tokens" + (
-        f" (not at {_and([str(n) for n in untimed])})" if untimed else "")
-    parts = [f"speed, static against dynamic cache, timed at {timed}: " + ", ".join(
-        f"{int(n)} tokens {stats.say(frame, stat, dyn, ctx.judge, seq_len=n)}" for n in points)]
+    batch = set(frame["batch_size"]) if "batch_size" in frame else set()
+    where = "notebook 04's eager loops" + (f", batch {int(next(iter(batch)))}" if len(batch) == 1
+                                           else "") + ", interleaved rounds"
+    headline = f"static against dynamic cache ({where}): " + ", ".join(
+        f"{int(n)} tokens {say(frame, stat, dyn, ctx.judge, seq_len=n)}" for n in points)
+    details = [f"not timed at {_and([str(n) for n in untimed])} tokens"] if untimed else []
     if frag:
-        outcomes.append(REPRODUCED if all(frag_s[n] < frag_d[n] for n in frag) else NOT_REPRODUCED)
+        lower = all(frag_s[n] < frag_d[n] for n in frag)
+        outcomes.append(REPRODUCED if lower else NOT_REPRODUCED)
         named.append("lower fragmentation")
-        parts.append("peak fragmentation, static against dynamic: " + ", ".join(
+        headline += (f"; peak fragmentation {'lower' if lower else 'not lower at every length'} "
+                     "with the static cache")
+        alloc = ctx.allocators.get(TABLES["04"])
+        under = (" under the default allocator (claim 3's \"default\")" if alloc == "default"
+                 else f" under {alloc}" if alloc else "")
+        details.append(f"peak fragmentation{under}, static against dynamic: " + ", ".join(
             f"{int(n)} tokens {frag_s[n]:.1f}% against {frag_d[n]:.1f}%" for n in frag))
-    return _combine(outcomes), "; ".join(parts) + _parts_note(named, outcomes)
+    detail = "; ".join(details) + _parts_note(named, outcomes)
+    return (_combine(outcomes), headline, detail.removeprefix("; "),
+            _ladder_disagrees(ctx, frame, ratios, batch))
+
+
+def _ladder_disagrees(ctx, frame, ratios, batch) -> str:
+    """Where 08's ladder times the same two eager loops (KV cache, static cache) at 04's batch
+    size and one of 04's lengths, and its medians point the other way from 04's clear verdict
+    there: one sentence saying so and which timing the claim is judged on (empty otherwise)."""
+    ladder = _ok(ctx.ladder)
+    if ladder is None or not {KV, STATIC} <= set(ladder["method"]) or len(batch) != 1 \
+            or set(ladder["batch_size"]) != batch:
+        return ""
+    for n, ratio in ratios.items():
+        word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else stats.NOISE
+        here = {m: _medians(ladder, m, "per_step_s" if "per_step_s" in ladder else "median_s")
+                for m in (KV, STATIC)}
+        if word == stats.NOISE or any(n not in t.index for t in here.values()):
+            continue
+        static_faster = here[STATIC][n] < here[KV][n]
+        if static_faster == (word == stats.FASTER):
+            continue
+        unit = "ms per step" if "per_step_s" in ladder else "ms per run"
+        return (f"08's ladder times the same two eager loops at batch {int(next(iter(batch)))}, "
+                f"{int(n)} tokens, the other way: static cache {here[STATIC][n] * 1e3:.2f} "
+                f"against KV cache {here[KV][n] * 1e3:.2f} {unit}. Two timings of eager loops "
+                "on a host-bound step, in two notebooks, move with the host's speed between "
+                "them; the claim is judged on notebook 04's interleaved rounds")
+    return ""
 
 
 def _parts_note(named, outcomes) -> str:
@@ -293,7 +347,7 @@ def claim_compile_static(ctx):
     if few:
         return few[0], f"{evidence}; {few[1]}"
     return _expect(more, stats.FASTER), \
-        f"{evidence}: {stats.plain(more, ctx.judge, _growth_medians(dyn, static))}"
+        f"{evidence}: {plain(more, ctx.judge, _growth_medians(dyn, static))}", ""
 
 
 def claim_interleave_small_batch(ctx):
@@ -306,7 +360,7 @@ def claim_interleave_small_batch(ctx):
     if "batch_size" not in frame or "trials_wall_ms" not in frame:
         return NO_DATA, "notebook 07's table has no batch sizes or no trials"
     regimes = list(dict.fromkeys(frame["regime"])) if "regime" in frame else [None]
-    outcomes, parts, short = [], [], []
+    outcomes, heads, parts, short = [], [], [], []
     for regime in regimes:
         part = frame if regime is None else frame[frame["regime"] == regime]
         batches = sorted(part["batch_size"].unique())
@@ -318,7 +372,7 @@ def claim_interleave_small_batch(ctx):
             short.append(f"{regime}: fewer than {stats.MIN_TRIALS} runs per point")
             continue
         if any(stats.verdict(r) != stats.FASTER for r in cost):
-            parts.append(f"{regime}: the check costs no clear time (the host sets the pace)")
+            heads.append(f"{regime}: the check costs no clear time (the host sets the pace)")
             continue
         gains = {b: stats.row_speedup(part, "interleaved", "sync", batch_size=b) for b in batches}
         pair = lambda b: (stats.method_trials(part, "interleaved", batch_size=b),  # noqa: E731
@@ -326,19 +380,20 @@ def claim_interleave_small_batch(ctx):
         against = [stats.speedup_growth(pair(b), pair(batches[0])) for b in batches[1:]]
         outcomes.append(_combine(_expect(r, stats.FASTER) for r in against))
         # the verdict rests on these: the smallest batch's gain against each larger batch's
-        versus = [f"batch {int(b)}: " + stats.plain(
+        versus = [f"batch {int(b)}: " + plain(
             r, ctx.judge, _growth_medians(pair(b), pair(batches[0])))
             for b, r in zip(batches[1:], against)]
+        heads.append(f"{regime}: the gain of two streams at batch {int(batches[0])} against "
+                     + ", against ".join(versus))
         parts.append(f"{regime}: two streams over the per-step sync " + ", ".join(
             f"{_point(r)} at batch {int(b)}" for b, r in gains.items())
             + _medians_note([(r, *pair(b)) for b, r in gains.items()])
-            + f"; the gain at batch {int(batches[0])} against " + ", against ".join(versus)
             + ("".join(_ladder_pair(ctx, b) for b in batches) if regime == "compiled" else ""))
-    if not outcomes and not parts:
+    if not outcomes and not heads:
         return ctx.short("needs notebook 07 at two batch sizes or more with 5 runs per point; "
                          + "; ".join(short))
     verdict = _combine(outcomes) if outcomes else PREMISE
-    return verdict, "; ".join(parts + short)
+    return verdict, "; ".join(heads), "; ".join(parts + short)
 
 
 def claim_five_x(ctx):
@@ -347,7 +402,8 @@ def claim_five_x(ctx):
         return NO_DATA, "needs the naive loop and the late stop check in 08's ladder"
     n = 100 if 100 in set(ladder["seq_len"]) else sorted(ladder["seq_len"].unique())[0]
     ratio = stats.row_speedup(ladder, LATE, NAIVE, seq_len=n)
-    evidence = f"compiled step with the late stop check over the naive loop at {int(n)} tokens"
+    evidence = (f"compiled step with the late stop check at {int(n)} tokens, over the naive loop "
+                "(the article's baseline: no cache, notebook 01)")
     few = ctx.few(ratio)
     if few:
         return few[0], f"{evidence}: {_point(ratio)}; {few[1]}"
@@ -360,9 +416,11 @@ def claim_five_x(ctx):
         verdict = NOT_REPRODUCED
     else:
         verdict = CANT_TELL
-    said = stats.say(ladder, LATE, NAIVE, ctx.judge, seq_len=n)
-    return verdict, (f"{evidence}: {said} (about 5x: {low:g}x to {high:g}x; exceeded when the "
-                     f"whole interval lies above {high:g}x)")
+    said = say(ladder, LATE, NAIVE, ctx.judge, seq_len=n)
+    if KV in set(ladder["method"]):
+        said += f"; over the KV-cache loop (02): {say(ladder, LATE, KV, ctx.judge, seq_len=n)}"
+    return verdict, f"{evidence}: {said}", (f"about 5x: {low:g}x to {high:g}x; exceeded when the "
+                                            f"whole interval lies above {high:g}x")
 
 
 CLAIMS = {  # claim -> (judge, source)
@@ -375,22 +433,32 @@ CLAIMS = {  # claim -> (judge, source)
     "Interleaving gains most at the smallest batch": (claim_interleave_small_batch, "07"),
     "Compile plus interleaving reaches about 5x the baseline": (claim_five_x, "08"),
 }
+HELD = (REPRODUCED, EXCEEDED)  # verdicts printed on one line, without their detail
 
 
-def check_claims(ladder, tables=None, judge=True, preset="full", why=None) -> pd.DataFrame:
+def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
+                 sources=None) -> pd.DataFrame:
     """Each claim of the article judged on this run's data: ``ladder`` is 08's table (methods
     named as in helpers.course.summary), ``tables`` maps the other notebooks' table names
     (``TABLES``) to their frames, or None where absent (``why`` says why). ``judge`` False (a
     smoke run): every verdict is "not judged" and the evidence carries no verdict. Returns
-    claim, verdict, evidence and source (the notebook whose table decided)."""
-    ctx = Context(ladder, tables or {}, judge, preset, why or {})
+    claim, verdict, evidence (all of it), source (the notebook whose table decided), headline
+    (this run's number, empty where none), detail (the rest of the evidence) and note (printed
+    under the claim whatever its verdict: where 08's own ladder disagrees). ``sources``
+    (``this_run_tables``'s frame) names the allocator setting each table ran under."""
+    allocators = {} if sources is None or "allocator" not in sources else \
+        {t: a for t, a in zip(sources["table"], sources["allocator"]) if a}
+    ctx = Context(ladder, tables or {}, judge, preset, why or {}, allocators)
     rows = []
     for claim, (rule, source) in CLAIMS.items():
-        verdict, evidence = rule(ctx)
+        verdict, *text = rule(ctx)
+        headline, detail, note = (*text, "")[:3] if len(text) >= 2 else ("", text[0], "")
         if not judge:
             verdict = NOT_JUDGED
-        rows.append({"claim": claim, "verdict": verdict, "evidence": evidence,
-                     "source": f"notebook {source}"})
+        rows.append({"claim": claim, "verdict": verdict,
+                     "evidence": "; ".join(t for t in (headline, detail) if t),
+                     "source": f"notebook {source}", "headline": headline, "detail": detail,
+                     "note": note})
     return pd.DataFrame(rows)
 
 
@@ -407,22 +475,23 @@ def drift_line(ladder, tables, seq_len) -> str:
     if seq_len not in there.index or seq_len not in here.index:
         return ""
     a, b = there[seq_len] * 1e3, here[seq_len] * 1e3
-    return (f"The naive loop at {int(seq_len)} tokens took {a:.0f} ms in notebook 01's table and "
-            f"{b:.0f} ms in this ladder, in the same run: {abs(a - b) / min(a, b) * 100:.0f}% apart. "
-            "A host-bound loop's wall time moves between notebooks, so compare ratios measured "
-            "side by side, not times from two notebooks.")
+    return (f"The naive loop at {int(seq_len)} tokens: {a:.0f} ms in notebook 01's table, "
+            f"{b:.0f} ms in this ladder ({abs(a - b) / min(a, b) * 100:.0f}% apart): compare "
+            "ratios measured side by side, not times from two notebooks.")
 
 
 def lines(verdicts) -> list:
-    """The claims in plain text, one numbered claim with its verdict, its evidence under it, and
-    one closing sentence for a claim this run exceeds (what the article said and what was
-    measured). Plain lines, so they read the same in any copy of the notebook."""
+    """One line per claim: the claim in the article's words -> this run's number (its source):
+    verdict. Under a claim not reproduced (or not judged), its detail. Plain lines, so they read
+    the same in any copy of the notebook."""
     out = []
     for i, row in enumerate(verdicts.itertuples(index=False), 1):
-        out += [f"{i}. {row.claim}: {row.verdict}.", f"   {row.evidence} ({row.source})"]
-    for row in verdicts[verdicts["verdict"] == EXCEEDED].itertuples(index=False):
-        out.append(f"Exceeded: \"{row.claim}\". This run measures more than the article "
-                   f"claims: {row.evidence.split(' (')[0]}.")
+        number = f" \u2192 {row.headline}" if row.headline else ""
+        out.append(f"{i}. {row.claim}{number} ({row.source}): {row.verdict}.")
+        if row.detail and row.verdict not in HELD:
+            out.append(f"   {row.detail}")
+        if getattr(row, "note", ""):
+            out.append(f"   {row.note}.")
     return out
 
 
@@ -453,6 +522,16 @@ def _record(stem):
         return json.loads((results.run_dir() / "outputs" / f"{stem}.json").read_text())
     except (OSError, ValueError):
         return None
+
+
+def _allocator(stem) -> str:
+    """The allocator setting the notebook that wrote ``stem`` ran under, from its record:
+    "default" where none was set, empty without a record."""
+    env = (_record(stem) or {}).get("env")
+    if not isinstance(env, dict):
+        return ""
+    return next((env[k] for k in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF") if env.get(k)),
+                "default")
 
 
 def _age_h(record, mine) -> float:
@@ -502,7 +581,7 @@ def this_run_tables(mine, names=None) -> tuple:
         if reason:
             why[name] = reason
         rows.append({"notebook": name[:2], "table": name, "in this run": reason is None,
-                     "why not": reason or ""})
+                     "why not": reason or "", "allocator": "" if reason else _allocator(name)})
     return tables, why, pd.DataFrame(rows)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 import warnings
 
@@ -24,7 +25,8 @@ from ..generation import generate_kv_cache
 from ..model import exact_matmul
 from ..static import (compile_counters, counters_delta, generate_static_cache,
                       generate_static_compiled, make_static_cache)
-from . import harness, plotting
+from . import harness, plotting, results
+from .claims import CACHE_STATIC
 
 EAGER = "static (eager)"
 
@@ -117,49 +119,48 @@ def measure(model, prompt, eos, P, steps: dict, references: dict) -> pd.DataFram
 
 
 def compilation(table) -> pd.DataFrame:
-    """Per compiled loop and length: the first calls of its graphs added up (float32 check, where
-    it runs, + TF32 timing), compile time of all of them (that sum minus the steady runs inside
-    it) and of the timed TF32 graph alone (the one a user's own code compiles), graphs compiled,
-    and the runs of this length after which the timed graph's compile is repaid against the
-    eager static-cache loop. Both times are on this machine's compile cache: Inductor's cache
-    on disk may be warm."""
+    """Per compiled loop and length: the timed TF32 graph's compile time (its first call minus a
+    steady run; the graph a user's own code compiles), the graphs compiled, and the runs of this
+    length after which that compile is repaid against the eager static-cache loop. On this
+    machine's compile cache: Inductor's cache on disk may be warm. The course's float32 check
+    graph is left to ``repay_line``."""
     ok = table[table["status"] == harness.OK]
     eager = ok[ok["method"] == EAGER].set_index("seq_len")["median_s"]
     rows = []
     for _, row in ok[ok["mode"] != "eager"].iterrows():
         gain = eager.get(row["seq_len"], float("nan")) - row["median_s"]
-        check = row.get("check_first_call_s", float("nan"))
         timed = max(row["first_call_s"] - row["median_s"], 0.0)
-        rows.append({"method": row["method"], "tokens": row["seq_len"],
-                     "first calls s": (0.0 if math.isnan(check) else check)
-                     + row["first_call_s"], "compile s": row["compile_s"],
-                     "timed graph's compile s": timed,
+        rows.append({"method": row["method"], "tokens": row["seq_len"], "compile s": timed,
                      "graphs compiled": row["graphs_compiled"],
                      "runs to repay": math.ceil(timed / gain) if gain > 0
                      else float("nan")})  # whole runs: the first run that pays it back
     return pd.DataFrame(rows)
 
 
-def repay_line(compile_table) -> str:
-    """The runs each compiled loop needs to repay its timed graph's compile, and what the course's
-    float32 check graph adds to compiling (where it ran)."""
-    parts = []
+def repay_line(compile_table, table) -> str:
+    """The timed graph's compile time and the runs each compiled loop needs to repay it, with the
+    course's float32 check graphs in one parenthesis (where they ran): ``table``'s ``compile_s``
+    holds both graphs' compile time."""
+    both = table.set_index(["method", "seq_len"])["compile_s"]
+    parts, checks = [], []
     for _, row in compile_table.iterrows():
         mode = row["method"].split("(")[-1].rstrip(")")
         runs = ("never repaid" if row["runs to repay"] != row["runs to repay"]
                 else f"repaid after {int(row['runs to repay'])} runs of {row['tokens']} tokens")
-        timed = row["timed graph's compile s"]
-        extra = row["compile s"] - timed
-        parts.append(f"{mode}: {timed:.1f} s to compile the timed "
-                     f"graph, {runs}"
-                     + (f" (compiled after the course's float32 check graph, which took {extra:.1f} s more "
-                        "and may have warmed its caches)" if extra > 0.05
-                        else ""))
-    return "Compiling, charged to the graph your own code would compile: " + "; ".join(parts) + "."
+        timed = row["compile s"]
+        extra = both.get((row["method"], row["tokens"]), timed) - timed
+        parts.append(f"{mode}: {timed:.1f} s, {runs}")
+        if extra > 0.05:
+            checks.append(f"{extra:.1f} s ({mode})")
+    check = ("" if not checks else " (the course's float32 check graphs, compiled just before "
+             f"and possibly warming the caches, took {' and '.join(checks)} more)")
+    return "Compiling the timed graph: " + "; ".join(parts) + check + "."
 
 
 def plot_compilation(ax, compile_table):
-    """Compile time per compiled loop (one bar per mode and length)."""
+    """Compile time of each compiled loop's timed graph (TF32, the one a user's own code
+    compiles), one bar per mode and length; the course's float32 check graph is left out
+    (``repay_line`` gives its time)."""
     if not len(compile_table):
         ax.text(0.5, 0.5, "nothing compiled in this run", ha="center", transform=ax.transAxes)
         return ax
@@ -176,8 +177,34 @@ def plot_compilation(ax, compile_table):
                   rotation=40 if many else 0, ha="right" if many else "center",
                   rotation_mode="anchor")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
-    ax.set(ylabel="seconds", title="Compile time, both graphs\n(first calls - steady runs)")
+    ax.set(ylabel="seconds", title="Compile time of the timed graph\n(first call - a steady run)")
     return ax
+
+
+def eager_drift_line(table, seq_len) -> str:
+    """The eager static-cache loop here against the same loop, at the same length and batch, in
+    notebook 04 of this run (read only where the runner set this run's folder and 04 wrote its
+    table there): the same GPU work, timed in another notebook. Else a general sentence."""
+    general = ("Eager times move with the host's speed between notebooks of one run: the eager "
+               "static-cache loop here need not take notebook 04's time, though its GPU work is "
+               "the same, and every speedup over eager moves with it.")
+    path = results.run_dir() / "data" / "04_static_cache.csv"
+    if not os.environ.get(results.RUN_DIR_ENV) or not path.exists():
+        return general
+    here = table[(table["method"] == EAGER) & (table["seq_len"] == seq_len)
+                 & (table["status"] == harness.OK)]
+    other = pd.read_csv(path)
+    there = other[(other["method"] == CACHE_STATIC) & (other["seq_len"] == seq_len)
+                  & (other["status"] == harness.OK)]
+    if len(here) != 1 or len(there) != 1 or \
+            int(here["batch_size"].iloc[0]) != int(there["batch_size"].iloc[0]):
+        return general
+    a, b = here.iloc[0], there.iloc[0]
+    return (f"The eager static-cache loop, {seq_len} tokens: {1e3 * a['median_s']:.1f} ms a run "
+            f"here, {1e3 * b['median_s']:.1f} ms in notebook 04 of this run, for "
+            f"{1e3 * a['gpu_busy_s']:.0f} and {1e3 * b['gpu_busy_s']:.0f} ms of GPU work: eager "
+            "times move with the host's speed between notebooks, and every speedup over eager "
+            "moves with them.")
 
 
 def idle_line(steps_budget, methods) -> str:

@@ -27,13 +27,36 @@ def early_stop_note(table: pd.DataFrame, judge: bool = True) -> str:
     tokens = int(part["tokens"].iloc[0])
     text = (f"The checking loop generates the same {tokens} tokens at every cap (the prefill's, "
             f"then {tokens - 1} decode steps: its rows all end by the smallest cap), yet its "
-            f"median moved by {100 * drift:.0f}% ({caps}): the host's drift between runs, not a cost.")
+            f"slowest median is {100 * drift:.0f}% slower than its fastest ({caps}): the host's "
+            "drift between runs, not a cost.")
     ratio = stats.row_speedup(ok, CHECK, FREE, seq_len=cap)
     if judge and ratio.estimate == ratio.estimate:
-        size = "far larger than" if ratio.estimate - 1 > 2 * drift else "not clearly larger than"
+        far = stats.verdict(ratio) == stats.FASTER and ratio.estimate - 1 > 2 * drift
+        size = "far larger than" if far else "not clearly larger than"
         text += (f" At cap {cap}, stopping early against running to the cap: "
                  f"{stats.say(ok, CHECK, FREE, judge, seq_len=cap)}, {size} that drift.")
+        text += wide_runs_words(ok, cap)
     return text
+
+
+WIDE_RUNS = 0.25  # a row whose slowest run is this much slower than its fastest is named
+
+
+def wide_runs_words(ok: pd.DataFrame, cap: int) -> str:
+    """Where a row below the largest cap spread its runs widely (its slowest run ``WIDE_RUNS``
+    slower than its fastest, or more), the widest one named, and that only the largest cap is
+    read; empty otherwise."""
+    rows = ok[(ok["seq_len"] < cap) & (ok["min_s"] > 0)]
+    if rows.empty:
+        return ""
+    spread = rows["max_s"] / rows["min_s"] - 1
+    row = rows.loc[spread.idxmax()]
+    if spread.max() < WIDE_RUNS:
+        return ""
+    name = "checking" if row["method"] == CHECK else "no-check"
+    return (f" At cap {int(row['seq_len'])} the {name} loop's runs spread from "
+            f"{1e3 * row['min_s']:.0f} to {1e3 * row['max_s']:.0f} ms (the slowest "
+            f"{100 * spread.max():.0f}% slower), so early stopping is read at cap {cap} only.")
 
 
 def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
@@ -82,24 +105,43 @@ def eager_check_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool 
         text += f"; the check measured {diff_us:+.0f} µs per step, inside the noise"
     else:
         text += f"; the check measured {diff_us:+.0f} µs per step"
-        if graph_us > 0:
+        if found == stats.FASTER and graph_us > 0:
             text += f", {100 * diff_us / graph_us:.0f}% of its cost under the CUDA graph"
     text += f"; without it: {stats.say(cost, f'eager, {FREE}', f'eager, {CHECK}', judge)}."
     if found is None or check["gpu_ms"] != check["gpu_ms"]:  # no verdict, or no GPU time
         return text
     if check["gpu_ms"] >= 0.5 * check["wall_ms"]:
-        return text + " Here the GPU's work is most of the eager step, so the model expects a cost."
-    if found == stats.FASTER and not graph_us < 2 * diff_us:
+        return text + (" Here the GPU's work is most of the eager step, so the model expects a "
+                       "cost" + ("; this run measured one." if found == stats.FASTER and diff_us > 0
+                                 else "; this run did not measure one."))
+    if found == stats.FASTER and diff_us <= 0:  # the rounds and the medians disagree on the sign
+        return text + " The rounds and the medians disagree on which loop was faster: too small a cost to read on this host."
+    if found == stats.FASTER and graph_us != graph_us:  # no CUDA-graph cost to compare with
+        return text
+    if found == stats.FASTER and graph_us >= 2 * diff_us:
         return text + " A small cost, as the simple model predicts for a step the host paces."
-    if found == stats.FASTER and not diff_us > graph_us:
+    if found == stats.FASTER and diff_us <= graph_us:
         return text + " That is more than the simple model predicts for a step the host paces."
-    if found == stats.FASTER:
+    if found == stats.FASTER:  # more than the CUDA graph's cost (or the graph's is none)
         return text + " " + drift_words(diff_us, free["wall_ms"], drift)
     if found == stats.NOISE:
-        return (text + " As the simple model predicts for a step the host paces, no cost can be "
-                f"told apart from the host's noise; with that interval, a cost under about "
-                f"{max(100 * (ratio.high - 1), 1):.0f}% would not show.")
+        pct, us = unseen_us(step_budget, cost)
+        return (text + " No cost is told apart from the host's noise, as the simple model allows "
+                f"for a step the host paces; a cost under about {max(pct, 1):.0f}% of the step "
+                f"(about {us:.0f} µs) would not show in this run.")
     return text + " Dropping the check did not make the eager step faster here."
+
+
+def unseen_us(step_budget: pd.DataFrame, cost: pd.DataFrame, regime: str = "eager"):
+    """The smallest cost of the check this run could have told apart at ``regime``: the
+    interval's upper end (no check over the checking loop, minus 1) as a share of the step
+    without the check, and in µs per step; ``(nan, nan)`` without rounds to judge."""
+    ratio = stats.row_speedup(cost, f"{regime}, {FREE}", f"{regime}, {CHECK}")
+    if ratio.n < stats.MIN_TRIALS or ratio.high != ratio.high:
+        return float("nan"), float("nan")
+    share = max(ratio.high - 1, 0.0)
+    step_ms = step_budget.set_index("method").loc[f"{regime}, {FREE}", "wall_ms"]
+    return 100 * share, 1e3 * share * step_ms
 
 
 def drift_words(diff_us: float, step_ms: float, drift: float) -> str:
@@ -129,17 +171,30 @@ def model_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool = True
                           for r in ("eager", "CUDA graph"))
     told = {r: stats.verdict(stats.row_speedup(cost, f"{r}, {FREE}", f"{r}, {CHECK}")) == stats.FASTER
             for r in ("eager", "CUDA graph")}
-    text = (f"the check cost {graph_us:+.0f} µs per step under the CUDA graph"
-            f"{'' if told['CUDA graph'] else ' (not told apart from the noise)'} and "
-            f"{eager_us:+.0f} µs with the eager step"
-            + ("" if told["eager"] else " (not told apart from the host's noise)"))
-    # held: a cost told apart under the graph, and none (or a smaller one) with the eager step
-    if told["CUDA graph"] and (not told["eager"] or graph_us > eager_us):
-        return f"The simple model's prediction held in this run: {text}."
-    text = f"The simple model's prediction did not hold in this run: {text}."
-    if told["eager"]:
-        return text + " The eager line above reads that cost against the host's drift between runs."
-    return text
+
+    def cost_words(us: float, regime: str) -> str:
+        where = "per step under the CUDA graph" if regime == "CUDA graph" else "with the eager step"
+        if us <= 0:  # a check cannot save time: a faster checking loop is the host's noise
+            return (f"none {where.removeprefix('per step ')} (there the loop with the check ran "
+                    f"{-us:.0f} µs per step faster: the host's noise)")
+        return f"{us:+.0f} µs {where}" + ("" if told[regime] else " (not told apart from the host's noise)")
+
+    text = f"the check cost {cost_words(graph_us, 'CUDA graph')} and {cost_words(eager_us, 'eager')}"
+    graph_told = told["CUDA graph"] and graph_us > 0
+    if not graph_told:
+        return f"The simple model's prediction did not hold in this run: {text}."
+    if told["eager"] and eager_us > 0:  # both costs told apart: they can be ranked
+        word = "held" if graph_us > eager_us else "did not hold"
+        return f"The simple model's prediction {word} in this run: {text}."
+    # the eager cost is not told apart: the run cannot show it is the smaller, only allow it
+    pct, us = unseen_us(step_budget, cost)
+    text = f"The simple model's prediction was not contradicted in this run: {text}"
+    if us == us:
+        text += (f"; with the eager step this run could not have seen a cost under about {us:.0f} µs "
+                 f"({max(pct, 1):.0f}% of the step)" + (
+                     ", as large as the graph's: it cannot rank the two costs" if us >= graph_us
+                     else ""))
+    return text + "."
 
 
 def figure_line(table: pd.DataFrame) -> str:
@@ -197,8 +252,9 @@ def same_loop_note(table: pd.DataFrame, cost: pd.DataFrame, n_tokens: int) -> st
         low, high = 1e3 * first["min_s"] / n_tokens, 1e3 * first["max_s"] / n_tokens
         where = "inside" if low <= b <= high else "outside"
         said.append(f"The eager no-check loop at {n_tokens} tokens ran {a:.2f} ms per step in the "
-                    f"early-stop table and {b:.2f} ms here, {100 * abs(b / a - 1):.0f}% apart "
-                    f"({where} the {low:.2f} to {high:.2f} ms its runs spanned there)")
+                    f"early-stop table and {b:.2f} ms here, {100 * (max(a, b) / min(a, b) - 1):.0f}% "
+                    f"slower {'there' if a > b else 'here'} ({where} the {low:.2f} to {high:.2f} ms "
+                    "its runs spanned there)")
     if CHECK in timings:
         seen = timings[CHECK]
         same = len({tokens for _, _, tokens, _ in seen[:-1]}) == 1
@@ -207,8 +263,8 @@ def same_loop_note(table: pd.DataFrame, cost: pd.DataFrame, n_tokens: int) -> st
         spread = _spread(seen)
         said.append(f"the checking loop ran {there} per step in the early-stop table"
                     + (f" (its {seen[0][2]} tokens)" if same else "")
-                    + f", {seen[-1][1]:.2f} ms here ({n_tokens} tokens), up to "
-                    f"{100 * spread:.0f}% apart")
+                    + f", {seen[-1][1]:.2f} ms here ({n_tokens} tokens), the slowest "
+                    f"{100 * spread:.0f}% slower than the fastest")
     if not said:
         return ""
     text = "; ".join(said)
@@ -223,11 +279,14 @@ def three_costs_line(cost_us: float, gaps: pd.DataFrame) -> str:
     wait = gaps.loc[CHECK, "cpu_wait_us"]
     gap, free_gap = gaps.loc[CHECK, "gap_before_us"], gaps.loc[FREE, "gap_before_us"]
     text = "CUDA-graph step, one check seen three ways: "
-    if cost_us == cost_us:
+    if cost_us == cost_us and cost_us <= 0:  # a check cannot save time: the host's noise
+        text += (f"unprofiled it showed no cost (the loop with the check ran {-cost_us:.0f} µs "
+                 "per step faster: the host's noise); ")
+    elif cost_us == cost_us:
         text += f"unprofiled it costs {cost_us:.0f} µs per step; "
     text += (f"under the profiler the CPU waits {wait:.0f} µs at it, but the GPU is busy during "
              "that wait, running the step already queued, and only the gap after it is lost: "
              f"{gap:.0f} µs ({free_gap:.0f} µs without the check")
-    if cost_us == cost_us and gap > cost_us:
+    if cost_us == cost_us and gap > max(cost_us, 0):
         text += "; the profiler adds host time to every operation, which can lengthen the gap"
     return text + ")."

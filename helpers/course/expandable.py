@@ -28,10 +28,20 @@ def run_settings(P, history_len: int) -> dict:
     spec = {key: P[key] for key in SPEC_KEYS}
     spec.update(history_len=history_len, busy=True)
     runs = allocator.run_one_after_another(P.allocator_confs, spec, echo=False)
-    sums = {(r["seq_len"], r["tokens_checksum"]) for r in rows(runs) if "tokens_checksum" in r}
-    if len(sums) != len(P.seq_lens):
-        raise AssertionError(f"the allocator setting changed the tokens: {sorted(sums)}")
+    same_tokens_line(runs)  # raises if the settings changed the tokens
     return runs
+
+
+def same_tokens_line(runs: dict) -> str:
+    """Compare the token checksums every setting's child reported at each length: one line where
+    they agree, an AssertionError naming them where they do not (or where one is missing)."""
+    found = rows(runs)
+    sums = {(r["seq_len"], r.get("tokens_checksum")) for r in found}
+    lengths = {r["seq_len"] for r in found}
+    if len(sums) != len(lengths) or any(c is None for _, c in sums):
+        raise AssertionError(f"the allocator setting changed the tokens: {sorted(sums, key=str)}")
+    return (f"Same tokens under every setting: the {len(runs)} processes' token checksums agree at "
+            f"{', '.join(str(n) for n in sorted(lengths))} tokens.")
 
 
 def rows(runs: dict) -> list:
@@ -49,12 +59,13 @@ def settings_line(runs: dict) -> str:
 
 
 def memory(table) -> pd.DataFrame:
-    """Per length and setting: peak allocated and reserved memory (MiB) and the share of
-    reserved memory no tensor used at the peak."""
+    """Per length and setting: peak reserved memory (MiB, what the allocator held from the
+    GPU: the lesson's subject), the peak allocated inside it, and the share of reserved memory
+    no tensor used at the peak."""
     ok = table[table["status"] == "ok"]
     out = pd.DataFrame({"tokens": ok["seq_len"], "setting": ok["method"],
-                        "peak allocated MiB": ok["peak_allocated_bytes"] / MIB,
                         "peak reserved MiB": ok["peak_reserved_bytes"] / MIB,
+                        "peak allocated MiB": ok["peak_allocated_bytes"] / MIB,
                         "reserved but unused %": ok["fragmentation_pct"]})
     return out.set_index(["tokens", "setting"]).sort_index().round(1)
 
@@ -70,12 +81,14 @@ def unused_line(mem, old: str, new: str) -> str:
 
 
 def peaks_line(table) -> str:
-    """The run's highest peak allocated memory, and each setting's highest peak reserved."""
+    """Each setting's highest peak reserved memory over every length, then the run's highest
+    peak allocated (what the tensors needed) beside it."""
     ok = table[table["status"] == "ok"]
     reserved = ok.groupby("method", sort=False)["peak_reserved_bytes"].max() / 2**30
     parts = ", ".join(f"{gib:.1f} GiB with {conf}" for conf, gib in reserved.items())
-    return (f"Over every length: {ok['peak_allocated_bytes'].max() / 2**30:.1f} GiB peak "
-            f"allocated; peak reserved up to {parts}.")
+    return (f"Over every length, peak reserved memory went up to {parts}; the tensors "
+            f"themselves needed at most {ok['peak_allocated_bytes'].max() / 2**30:.1f} GiB "
+            "(peak allocated).")
 
 
 # PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests up to 1 MiB
@@ -163,7 +176,9 @@ def driver_line(runs: dict, steps: int) -> str:
                      f"({row['driver calls per decode step']:.2f} per decode step)")
     return ("Trips to the CUDA driver in that run, for the same "
             f"{int(calls['tensor allocations'].max())} tensor allocations: " + "; ".join(parts)
-            + ". The allocator goes to the driver only when its reserved memory must grow.")
+            + ". The allocator goes to the driver only when its reserved memory must grow, and each "
+            "trip is a call the host makes inside a step (cudaMalloc, or mapping pages): host time "
+            "that step spends before its next kernels are issued (not timed here).")
 
 
 def gap_line(history, conf: str) -> str:
@@ -177,11 +192,31 @@ def gap_line(history, conf: str) -> str:
     gap = (part["reserved"] - part["allocated_peak"]) / MIB
     rise = ((part["allocated_peak"] - part["allocated"]) / MIB).max()
     at = part.loc[gap.idxmax(), "step"]
-    word = "little of" if rise < gap.max() / 2 else "much of"
+    answer = "No" if rise < gap.max() / 2 else "In good part"
     return (f"With {conf}, reserved ran up to {gap.max():.0f} MiB above the step's peak "
-            f"allocated memory (decode step {at}), while inside a step allocated rose at most "
-            f"{rise:.0f} MiB above its start: old and new tensors alive together explain {word} "
-            "that gap.")
+            f"allocated memory (decode step {at}). Is that gap just the old and new cache tensors "
+            f"alive together? {answer}: inside a step, allocated rose at most {rise:.0f} MiB above "
+            "its start.")
+
+
+def shared_gap_line(history, conf: str, config, batch_size: int, prompt_len: int,
+                    dtype_bytes=4) -> str:
+    """For one setting's memory history: the widest gap between reserved and allocated memory (at
+    a step's start, as the figure draws it) while every cache tensor was under ``MIN_LARGE_ALLOC``
+    and shared 20 MiB segments (``segment_story``'s arithmetic): the picture's 20 MiB case."""
+    per = batch_size * config.n_embd * dtype_bytes
+    own = int(MIN_LARGE_ALLOC // per) + 1 - prompt_len  # the decode step that passes 10 MiB
+    part = history[(history["setting"] == conf) & (history["step"] > 0)  # decode steps only
+                   & (history["step"] < own)]
+    if part.empty:
+        return ""
+    gap = ((part["reserved"] - part["allocated"]) / MIB).max()
+    when = (f"before decode step {own}" if own <= history["step"].max()
+            else "over the whole run")
+    return (f"With {conf}, {when}, while every cache tensor was under "
+            f"{MIN_LARGE_ALLOC // MIB} MiB, reserved stayed at most {gap:.0f} MiB above allocated: "
+            "freed blocks of 1 to 10 MiB that the next, larger tensors did not fit, a little "
+            "fragmentation of the shared 20 MiB segments (the picture's 20 MiB bar).")
 
 
 def timeline(runs: dict) -> list:
@@ -207,7 +242,7 @@ def plot_memory(ax, table, on_gpu: bool):
     about the shape in between (the memory history shows it step by step)."""
     if not on_gpu:
         ax.text(0.5, 0.5, "no GPU memory on a CPU run", ha="center", transform=ax.transAxes)
-        ax.set(title="Peak memory", xticks=[], yticks=[])
+        ax.set(title="Peak reserved memory", xticks=[], yticks=[])
         return ax
     ok = table[table["status"] == "ok"]
     lengths = sorted(ok["seq_len"].unique())
@@ -223,7 +258,7 @@ def plot_memory(ax, table, on_gpu: bool):
                label=f"{method}: peak allocated")
         plotting.label_bars(ax, reserved, fmt="{:.0f}")
     ax.set_xticks(range(len(lengths)), [f"{n} tokens" for n in lengths])
-    ax.set(ylabel="MiB", title="Peak memory per run")
+    ax.set(ylabel="MiB", title="Peak reserved memory per run (peak allocated inside)")
     ax.grid(axis="x", visible=False)
     ax.set_ylim(top=ax.get_ylim()[1] * 1.08)  # room for the labels on the tallest bar
     ax.legend(fontsize=8, loc="upper left")

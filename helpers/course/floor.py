@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -89,13 +90,15 @@ def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
 EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H100 run)
 
 
-def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
+def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
+                 batch_size=None) -> str:
     """What attention over buckets of cache length can save at most, from the sizes alone
     (notebook 10's ``GraphDecoder(..., bucket=b)``, ``steps_per_graph`` steps per launch): the
-    buffer's slots (prompt, new tokens and the positions the last launch may write past them,
-    rounded up to a multiple of 16, as ``static_state`` sizes every buffer whatever the bucket),
-    and the positions a run's launches read on average when each replays the shortest bucket
-    that holds its positions."""
+    buffer's slots (prompt, new tokens and the room ``check_fits`` keeps for one launch's steps
+    past them, rounded up to a multiple of 16, as ``static_state`` sizes every buffer whatever
+    the bucket), and the positions a run's launches read on average when each replays the
+    shortest bucket that holds its positions. With ``model`` and ``batch_size``, also those
+    reads in bytes per step against the weights' bytes, both of which every step reads."""
     needed = prompt_len + new_tokens + steps_per_graph
     slots = graphs.cache_slots(needed)
     lengths = graphs.bucket_lengths(slots, bucket)
@@ -103,17 +106,45 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1) -> str:
     read = [graphs.shortest_bucket(lengths, prompt_len + (i + 1) * steps_per_graph)
             for i in range(launches)]
     mean = sum(read) / len(read)
-    return (f"Buckets of {bucket}: {prompt_len} prompt + {new_tokens} new + {steps_per_graph} "
-            f"written past them = {needed} positions, rounded up to {slots} slots (a multiple of "
-            f"16); buckets {', '.join(map(str, lengths))}; a launch reads {mean:.1f} of the "
-            f"{slots} on average.\nSo buckets can save at most {1 - mean / slots:.1%} of the key "
-            "and value reads, whatever the kernels.")
+    text = (f"Buckets of {bucket}: the cache holds {prompt_len} prompt + {new_tokens} new + "
+            f"{steps_per_graph} spare (room the decoder keeps for one launch's steps) = {needed} "
+            f"positions, rounded up to {slots} slots, since every buffer is allocated in "
+            f"multiples of 16 positions, whatever the bucket; graphs for "
+            f"{', '.join(map(str, lengths))} positions; a launch reads {mean:.1f} of the {slots} "
+            f"on average.\nSo buckets can save at most {1 - mean / slots:.1%} of the key and "
+            "value reads, whatever the kernels.")
+    if model is not None and batch_size:
+        cfg, size = model.config, next(model.parameters()).element_size()
+        per_slot = 2 * cfg.n_layer * batch_size * cfg.n_embd * size  # keys and values, all layers
+        weights, full = parameter_bytes(model), per_slot * slots
+        skipped = per_slot * (slots - mean)
+        def mb(x):
+            return f"{x / 1e6:.0f} MB" if x >= 1e7 else f"{x / 1e6:.2f} MB"
+        text += (f" In bytes per step: the whole cache is {mb(full)} and the weights "
+                 f"{mb(weights)}, both read by the plain step; buckets skip {mb(skipped)} on "
+                 f"average, {skipped / (full + weights):.0%} of the bytes the plain step must read.")
+    return text
+
+
+def buckets_line(verdict: str) -> str:
+    """Notebook 10's reading of the bucketed step against the plain graph step (``verdict``:
+    ``stats.verdict`` of the bucketed step against it)."""
+    how = ("As eager ops the bucketed step launches no fewer kernels than the plain step and "
+           "writes its query-key products out in full")
+    if verdict == stats.FASTER:
+        return f"{how}, yet reading fewer positions paid here; notebook 11 compiles it."
+    if verdict == stats.SLOWER:
+        return (f"{how}, and here it was slower than the plain step; notebook 11 compiles it, "
+                "fusing its attention into reductions that read the bucket once.")
+    return (f"{how}; here the two steps can't be told apart; notebook 11 compiles it, fusing its "
+            "attention into reductions that read the bucket once.")
 
 
 def peer_idle(budget, peer, ours) -> str:
     """Why ``peer`` (``generate()`` with a static cache, which replays CUDA graphs too) is slower
     than ``ours``, where the budget shows it: its GPU idles more of each step, and that extra
-    idle time is most of the gap, so its host work per step is what remains (empty else)."""
+    idle time is most of the gap (empty else). Its idle time holds its eager prompt and the
+    Python around its graph; the lesson does not split them."""
     data = budget.set_index("method")
     if not {peer, ours} <= set(data.index) or data[["gpu_ms", "idle_ms"]].isna().any().any():
         return ""
@@ -123,8 +154,9 @@ def peer_idle(budget, peer, ours) -> str:
         return ""
     return (f"{peer} replays CUDA graphs too, yet its GPU idles {p['idle_ms']:.2f} of its "
             f"{p['wall_ms']:.2f} ms per step ({p['idle_ms'] / p['wall_ms']:.0%}) against "
-            f"{max(o['idle_ms'], 0):.2f} of {o['wall_ms']:.2f} ms for '{ours}': its host work per "
-            f"step ({peer.split(' ')[0]}'s Python around the graph) is what remains.")
+            f"{max(o['idle_ms'], 0):.2f} of {o['wall_ms']:.2f} ms for '{ours}'. "
+            f"{peer.split(' ')[0]}'s idle time includes its eager prompt and the Python around its "
+            "graph; this lesson does not split them.")
 
 
 def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
@@ -143,32 +175,67 @@ def prefill_line(name, cost, new_tokens, step_ms, idle_ms=float("nan")) -> str:
     the prompt's idle time is."""
     wall, gpu = cost
     per = wall / new_tokens
-    text = (f"'{name}': the prompt's forward alone takes {wall:.2f} ms, once per run; spread over "
+    text = (f"'{name}': the prompt's forward alone takes {wall:.2f} ms, once per run"
+            + (f" (GPU work {gpu:.2f} ms of it)" if gpu == gpu else "") + f"; spread over "
             f"the {new_tokens} steps, that is {per:.3f} ms of each {step_ms:.3f} ms step "
             f"({per / step_ms:.0%})")
     idle = (wall - gpu) / new_tokens
     if idle == idle:
         text += f", of which the GPU idles {idle:.3f} ms"
         if idle_ms == idle_ms and idle_ms >= 0.05 * step_ms:  # a share of a visible idle time
-            text += f" ({min(idle / idle_ms, 1):.0%} of the {idle_ms:.3f} ms per step the GPU idles)"
+            share = min(idle / idle_ms, 1)
+            text += (f" ({share:.0%} of the {idle_ms:.3f} ms per step the GPU idles: "
+                     + ("most of that idle time is the prompt's, not the steps')" if share >= 0.5
+                        else "the rest of that idle time is the steps' own)"))
     return text + "."
 
 
-def launches_line(verdict: str, steps_per_graph: int, new_tokens: int) -> str:
+def without_prompt(step_ms, cost, new_tokens, floor_ms) -> str:
+    """A time per step that counts the prompt's forward (``cost``: ``prefill_cost``, spread over
+    ``new_tokens`` steps) read against the floor with that share taken out."""
+    per = cost[0] / new_tokens
+    return (f"that counts the prompt's forward, {per:.3f} ms of each step; without it, about "
+            f"{(step_ms - per) / floor_ms:.1f}x")
+
+
+def ladder_steps_per_launch():
+    """The steps per launch of notebook 10's rung in 08's ladder (None if it names none)."""
+    from . import summary  # here, not at the top: summary imports this module
+    for lesson, _, method, _ in summary.RUNGS:
+        found = re.search(r"\((\d+)/launch\)", method or "") if lesson == "10" else None
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def launches_line(verdict: str, steps_per_graph: int, new_tokens: int, said: str = "",
+                  ladder=None) -> str:
     """Notebook 10's reading of "more steps per launch" (``verdict``: ``stats.verdict`` of k
-    steps per launch against one), with the steps a run of ``new_tokens`` replays at k per
-    launch: its last launch can run steps no token needs."""
-    needed = new_tokens - 1  # the prefill gives the first token
-    replayed = -(-needed // steps_per_graph) * steps_per_graph
+    steps per launch against one; ``said``: that comparison in words), with the steps a run of
+    ``new_tokens`` replays at k per launch (its last launch can run steps no token needs), and
+    what it means for 08's ladder, whose rung runs ``ladder`` steps per launch."""
+    k, needed = steps_per_graph, new_tokens - 1  # the prefill gives the first token
+    replayed = -(-needed // k) * k
+    extra = f" ({replayed} steps replayed for the {needed} needed)" if replayed > needed else ""
+    if ladder != k:
+        eight = (f" 08's ladder times {ladder} per launch, which this run did not compare."
+                 if ladder else "")
+    elif verdict in (stats.FASTER, stats.SLOWER):
+        how = said or ("that much " + ("faster" if verdict == stats.FASTER else "slower"))
+        eight = (f" 08's ladder times {k} per launch, so its graph rung is {how} than 1 per launch "
+                 "would be.")
+    else:
+        eight = f" 08's ladder times {k} per launch, so its graph rung stands for either."
     if verdict == stats.FASTER:
-        return (f"{steps_per_graph} steps per launch pay: fewer replays saved more than the "
-                f"{replayed - needed} extra step(s) they run ({replayed} for {needed}).")
+        return (f"{k} steps per launch pay: fewer replays saved more than the "
+                f"{replayed - needed} extra step(s) they run{extra}.{eight}")
     if verdict == stats.SLOWER:
-        return (f"{steps_per_graph} steps per launch cost time: batching launches saves nothing "
-                f"here, and they replay {replayed} steps for the {needed} needed.")
-    return (f"{steps_per_graph} steps per launch against one: no clear difference in this run: "
-            f"with the flag read one launch late the GPU already has the next launch queued, so "
-            f"fewer launches buy nothing measurable here.")
+        return (f"{k} steps per launch cost time: fewer replays did not make up for the "
+                f"{replayed - needed} extra step(s) they run{extra}.{eight}" if replayed > needed
+                else f"{k} steps per launch cost time: fewer replays saved nothing here.{eight}")
+    return (f"{k} steps per launch against one: no clear difference: with the flag read one "
+            f"launch late the GPU already has the next launch queued, so fewer launches buy "
+            f"nothing measurable here.{eight}")
 
 
 def show_reference(stem: str) -> None:
@@ -206,18 +273,28 @@ def parts_side_by_side(tables: dict) -> pd.DataFrame:
     return frame.assign(**{"floor µs": first.reindex(frame.index)}).round(1)
 
 
+def speed_note(bandwidth: float) -> str:
+    """What the GB/s of ``speed_line`` count, said once above its lines (``bandwidth``: the
+    measured copy bandwidth in bytes/s, what they are compared with)."""
+    return (f"GB/s per part: the bytes it must move per step divided by the time all its "
+            f"kernels take. "
+            f"A weight GEMM counts the weights it reads plus its activations in and out; attention "
+            f"counts the keys and values it reads (a whole bucket in the bucketed rungs, the filled "
+            f"positions in the Triton rung); element-wise kernels are not counted. Copy bandwidth: "
+            f"{bandwidth / 1e9:.0f} GB/s.")
+
+
 def speed_line(name: str, table: pd.DataFrame, bandwidth: float) -> str:
     """One rung's kernel table in a line: kernels per step, and the GB/s its weight GEMMs and
-    its attention reached against the measured copy bandwidth (``bandwidth`` in bytes/s)."""
+    its attention reached against the measured copy bandwidth (``bandwidth`` in bytes/s; what
+    the GB/s count: ``speed_note``)."""
     parts = table[table["part"] != "step (span)"].set_index("part")
     gemms = parts[parts.index.isin(["QKV", "attention out", "MLP up", "MLP down", "LM head"])]
-    text = (f"{name}: {parts['kernels'].sum():.0f} kernels per step; copy bandwidth "
-            f"{bandwidth / 1e9:.0f} GB/s")
+    text = f"{name}: {parts['kernels'].sum():.0f} kernels per step"
     if len(gemms):
         text += (f"; weight GEMMs at {gemms['GBps'].min():.0f} to {gemms['GBps'].max():.0f} GB/s "
                  f"({gemms['GBps'].min() * 1e9 / bandwidth:.0%} to "
-                 f"{gemms['GBps'].max() * 1e9 / bandwidth:.0%} of it; each is its GEMM's bytes "
-                 "over the time of all its part's kernels, which can hold more than the GEMM)")
+                 f"{gemms['GBps'].max() * 1e9 / bandwidth:.0%} of the copy bandwidth)")
     if "attention" in parts.index and parts.loc["attention", "GBps"] == parts.loc["attention", "GBps"]:
         text += f"; attention at {parts.loc['attention', 'GBps']:.0f} GB/s"
     return text + "."
@@ -235,55 +312,62 @@ def profiled_line(name: str, table: pd.DataFrame, timed_ms: float) -> str:
     return text + "."
 
 
-def pdl_line(saved_us: float, table: pd.DataFrame, saved_range: tuple | None = None) -> str:
-    """What PDL saved per step (``saved_us``, from the medians; ``saved_range``, the least and
-    most the interval of the two rungs' ratio allows) against the idle time between kernels of
-    the step without it (``table``: that step's kernel table). Only when even the least saving
-    exceeds that idle time do the kernels themselves overlap or finish sooner."""
-    idle = float(table.set_index("part").loc["idle between kernels", "us"])
-    low = saved_us if saved_range is None else saved_range[0]
-    if saved_us <= 0:
-        return (f"PDL saved nothing measurable per step here ({saved_us:.1f} µs); the Triton step "
-                f"idles {idle:.1f} µs between kernels.")
-    text = (f"PDL saved {saved_us:.1f} µs per step"
-            + ("" if saved_range is None else f" ({saved_range[0]:.1f}–{saved_range[1]:.1f})")
-            + f"; the Triton step without it idles {idle:.1f} µs between kernels, so ")
+def saved_us(ratio, before_ms: float, judge: bool = True) -> tuple:
+    """(estimate, least, most) µs per step that a rung saved against one taking ``before_ms``
+    per step, all three from the same rounds: their ``stats.Ratio`` (estimate and interval)
+    taken at ``before_ms``. Least and most are NaN without an interval (too few runs, or a run
+    that is not judged)."""
+    def at(x):
+        return 1e3 * before_ms * (1 - 1 / x) if 0 < x < float("inf") else float("nan")
+    finite = all(x == x and abs(x) != float("inf") for x in (ratio.low, ratio.high))
+    if not judge or ratio.n < stats.MIN_TRIALS or not finite or min(ratio.low, ratio.high) <= 0:
+        return at(ratio.estimate), float("nan"), float("nan")
+    return at(ratio.estimate), at(ratio.low), at(ratio.high)
+
+
+PROFILER_STRETCH = 1.05  # a profiled span up to this times the timed step: not stretched
+
+
+def pdl_line(saved: tuple, table: pd.DataFrame, before_ms: float, step_us=None) -> str:
+    """What PDL saved per step (``saved``: ``saved_us`` of the PDL rung against the Triton
+    rung, which takes ``before_ms`` per step) against the idle time between kernels of the step
+    without it (``table``: that step's kernel table). ``step_us``: the Triton step timed without
+    the profiler, its prompt's share taken out; the table's idle time is read against the timed
+    saving only where the profiled span is not longer than that (the profiler did not stretch
+    the step; without ``step_us`` it is read as is). Only when even the least saving exceeds
+    that idle time do the kernels themselves overlap or finish sooner."""
+    rows = table.set_index("part")
+    idle, span = float(rows.loc["idle between kernels", "us"]), float(rows.loc["step (span)", "us"])
+    count = rows.drop("step (span)")["kernels"].sum() if "kernels" in rows else float("nan")
+    estimate, least, most = saved
+    interval = least == least and most == most
+    low = least if interval else estimate
+    said = (f"{estimate:.1f} µs per step" + (f" ({least:.1f}–{most:.1f})" if interval else "")
+            + f", from its ratio above at the Triton step's {1e3 * before_ms:.0f} µs")
+    kernels = f"{count:.0f} kernels per step" if count == count else "its kernels"
+    head = f"The Triton step runs {kernels}, each waiting for the one before. "
+    if step_us is not None and not span <= PROFILER_STRETCH * step_us:
+        return (head + f"PDL saved {said}. Its kernel table's idle time is not read against that: "
+                f"under the profiler the step spans {span:.0f} µs, against {step_us:.0f} µs timed "
+                f"without it (the prompt's share taken out), so the profiler stretched it.")
+    if step_us is not None:
+        head += (f"Under the profiler it spans {span:.0f} µs, no more than about the "
+                 f"{step_us:.0f} µs timed without it (the prompt's share taken out), so its "
+                 f"table's idle time can be read against the timed saving. ")
+    if not estimate > 0:
+        return (head + f"PDL saved nothing per step here ({said}); the Triton step idles "
+                f"{idle:.1f} µs between kernels.")
+    if low <= 0:
+        return (head + f"PDL saved {said}: can't tell apart from no saving on this machine; the "
+                f"Triton step idles {idle:.1f} µs between kernels.")
+    text = head + f"PDL saved {said}; the Triton step without it idles {idle:.1f} µs between kernels, so "
     if low > idle:
         return text + ("PDL saved more than that idle time: the kernels themselves overlap or "
                        "finish sooner, not only the gaps close.")
-    if saved_us > idle:
+    if estimate > idle:
         return text + ("this run can't tell whether PDL saved more than that idle time: the "
                        "gaps closing alone could account for it.")
-    return text + "PDL saved part of that idle time."
-
-
-def saved_range(ratio, before_ms: float):
-    """(least, most) µs per step that a rung saved against one taking ``before_ms`` per step,
-    from the interval of their ``stats.Ratio``; None without an interval (too few runs)."""
-    finite = all(x == x and abs(x) != float("inf") for x in (ratio.low, ratio.high))
-    if ratio.n < stats.MIN_TRIALS or not finite or min(ratio.low, ratio.high) <= 0:
-        return None
-    return tuple(1e3 * before_ms * (1 - 1 / x) for x in (ratio.low, ratio.high))
-
-
-def bundle_line(saved_ms: float, prompt_before_ms: float, prompt_after_ms: float,
-                new_tokens: int) -> str:
-    """Notebook 11's last rung changes two things at once: how much of the ``saved_ms`` per
-    step it saved is its prompt's forward replayed from a graph (the prompt's wall clock per run
-    before and after, spread over ``new_tokens`` steps), the rest several steps per replay."""
-    prompt = (prompt_before_ms - prompt_after_ms) / new_tokens
-    forward = (f"{prompt:.3f} ms per step (its forward {prompt_before_ms:.2f} -> "
-               f"{prompt_after_ms:.2f} ms per run)")
-    if saved_ms <= 0:
-        return (f"the last rung saved nothing per step against the rung above "
-                f"({-saved_ms:.3f} ms more); its prompt's forward went {prompt_before_ms:.2f} -> "
-                f"{prompt_after_ms:.2f} ms per run.")
-    text = (f"of the {saved_ms:.3f} ms per step the last rung saved against the rung above, the "
-            f"prompt replayed from a graph accounts for {forward}")
-    if prompt >= saved_ms:
-        return text + ": all of it; several steps per replay add nothing measurable on top."
-    return text + (f", {max(prompt, 0) / saved_ms:.0%} of it; several steps per replay (and the "
-                   f"spread between runs) the rest.")
+    return text + "the gaps closing alone could account for what PDL saved."
 
 
 def largest_gap(table: pd.DataFrame) -> pd.Series:

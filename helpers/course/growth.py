@@ -69,47 +69,6 @@ def measured_growth(table) -> dict:
             "ratio": float(ok[long] / ok[short])}
 
 
-def fit_lines(table) -> list:
-    """The growth in the course's words: the measured ratio of two lengths, then the fit's a and
-    b with the length N = a/b where the two terms are equal."""
-    f, g = fit(table), measured_growth(table)
-    k = g["factor"]
-    what = "Doubling the length" if k == 2 else f"{k:g}x the length"
-    lines = [f"{what} ({g['short']} -> {g['long']} tokens) multiplied the runtime by "
-             f"{g['ratio']:.2f}x ({k * k:g}x is pure N², {k:g}x a constant cost per step)."]
-    fitted = (f"Fit: a = {f['a_ms']:.2f} ms and b = {f['b_us']:.1f} µs: a run's average step costs "
-              f"a + b·N, so N steps cost a·N + b·N² (each new token adds 2b = {2 * f['b_us']:.1f} µs "
-              "to every later step)")
-    if f["b_us"] > 0 and f["a_ms"] > 0:
-        eq = 1e3 * f["a_ms"] / f["b_us"]
-        fitted += f"; the two terms are equal at N = a/b ≈ {eq:.0f} tokens"
-        if eq < min(f["lengths"]):
-            fitted += ", below every length measured here: at all of them the N² term is the larger"
-        elif eq > max(f["lengths"]):
-            fitted += (", above every length measured here: at all of them the part that does not "
-                       "grow is the larger")
-        else:
-            fitted += ", below it the part that does not grow takes most of the time"
-    return lines + [fitted + "."]
-
-
-def quadruples(table) -> str:
-    """Does "doubling the length quadruples the time" hold here? The measured doubling against
-    ``claims.QUADRUPLE_RANGE``'s low end, and from which N the fit reaches it: a doubling from N
-    multiplies a*N + b*N**2 by 2(a + 2bN)/(a + bN), which reaches q (< 4) from N = (q-2)/(4-q)·a/b."""
-    f, g = fit(table), measured_growth(table)
-    q = QUADRUPLE_RANGE[0]
-    holds = g["factor"] == 2 and g["ratio"] >= q
-    text = (f"The article's \"doubling the length quadruples the time\" "
-            f"{'holds' if holds else 'does not hold'} at these lengths "
-            f"({g['short']} -> {g['long']} tokens: {g['ratio']:.2f}x)")
-    if f["a_ms"] > 0 and f["b_us"] > 0:
-        n_q = (q - 2) / (4 - q) * 1e3 * f["a_ms"] / f["b_us"]
-        text += (f"; by the fit, a doubling from N reaches {q:g}x from N ≈ {n_q:.0f} tokens on, and "
-                 "4x only in the limit, since a's part only doubles")
-    return text + "."
-
-
 def outside_bars(table) -> str:
     """Where the fitted per-step line a + b*N passes outside a length's min-max bar (the fit
     follows the totals, so the longest runs most closely)."""
@@ -186,7 +145,10 @@ def plot_gains(ax, table, candidate: str, baseline: str, judge: bool, labels=Non
 
 
 def gain_growth(table, candidate: str, baseline: str, judge: bool) -> str:
-    """Does the speedup grow from the shortest to the longest length? In the course's words."""
+    """How the speedup changed from the shortest to the longest length, in the course's words.
+    "Grows" (or "shrinks") with the length only where the interval of the longest against the
+    shortest excludes 1 and the speedup rose (fell) from every length to the next; otherwise the
+    measured change, and the lengths where it went the other way."""
     values = sorted(table["seq_len"].unique())
     r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
     if len(values) < 2 or r.n == 0:
@@ -196,13 +158,27 @@ def gain_growth(table, candidate: str, baseline: str, judge: bool) -> str:
         return f"gain {where}: {r.estimate:.2f}x (smoke run: not a measurement)"
     if r.n < stats.MIN_TRIALS or math.isinf(r.low):
         return f"gain {where}: {r.estimate:.2f}x (only {r.n} runs: too few to judge)"
-    span = f"({r.low:.2f}\u2013{r.high:.2f})"
     word = stats.verdict(r)
-    if word == stats.FASTER:
-        return f"the gain grows: {r.estimate:.2f}x larger {where} {span}"
-    if word == stats.SLOWER:
-        return f"the gain shrinks: {1 / r.estimate:.2f}x smaller {where} {span}"
-    return f"can't tell on this machine whether the gain grows {where} {span}"
+    if word == stats.NOISE:
+        return (f"the gains at {values[0]} and {values[-1]} tokens: can't tell apart on this "
+                f"machine ({r.low:.2f}\u2013{r.high:.2f})")
+    rises = word == stats.FASTER
+    estimate, low, high = (r.estimate, r.low, r.high) if rises else (1 / r.estimate, 1 / r.high,
+                                                                      1 / r.low)
+    digits = stats._digits(low, high)
+    bounds = f"({low:.{digits}f}\u2013{high:.{digits}f})"
+    at = (f"at {values[-1]} tokens it was {estimate:.{digits}f}x its size at {values[0]} tokens"
+          if rises else
+          f"at {values[-1]} tokens it was {estimate:.{digits}f}x smaller than at {values[0]} tokens")
+    gain = gains(table, candidate, baseline).set_index("seq_len")["speedup"]
+    against = [(int(a), int(b)) for a, b in zip(values, values[1:])
+               if (gain[b] <= gain[a] if rises else gain[b] >= gain[a])]
+    if not against:
+        return f"the gain {'grows' if rises else 'shrinks'} with the length: {at} {bounds}"
+    other = "; ".join(f"at {b} tokens it was {gain[b]:.2f}x, {'below' if rises else 'above'} the "
+                      f"{gain[a]:.2f}x at {a} tokens" for a, b in against)
+    return (f"{at.replace('it was', 'the gain was', 1)} {bounds}, but it did not "
+            f"{'rise' if rises else 'fall'} at every length: {other}")
 
 
 def per_step_growth(table, method: str, label: str) -> str:
@@ -210,7 +186,8 @@ def per_step_growth(table, method: str, label: str) -> str:
     wall clock (``budget.per_step``) at every length. The GPU's work is said to account for the
     wall clock's change only where it does between every two neighbouring lengths: each length
     runs in its own rounds, so the host's speed can move the wall clock between them as much as
-    the growth does, and then the line says so. Wall clock only without GPU numbers (a CPU run)."""
+    the growth does, and then the line gives the largest difference. Wall clock only without GPU
+    numbers (a CPU run)."""
     lengths = sorted(table.loc[table["method"] == method, "seq_len"].unique())
     steps = [budget.per_step(table, [method], seq_len=n).iloc[0] for n in lengths]
     wall, gpu = [s["wall_ms"] for s in steps], [s["gpu_ms"] for s in steps]
@@ -226,42 +203,67 @@ def per_step_growth(table, method: str, label: str) -> str:
     if all(r > 0 for r in rest):
         return (text + f"; the other {sum(rest):.2f} ms is time the GPU waited: the host's share of "
                 "the step grew, or the host's speed changed between the lengths' rounds.")
-    return (text + f"; between neighbouring lengths the wall clock moved up to "
-            f"{max(map(abs, rest)):.2f} ms apart from the GPU's work, not always the same way: each "
-            "length ran in its own rounds, and the host's speed between them moves the wall clock "
-            "as much as the growth does.")
+    return (text + f"; the wall clock's changes differ from the GPU's by up to "
+            f"{max(map(abs, rest)):.2f} ms (each length ran in its own rounds).")
 
 
 def host_crossing(table, naive: str = "naive", cached: str = "kv_cache") -> str:
-    """Per length, the naive loop's GPU work per step against the cached loop's whole step (mostly
-    host time where its GPU idles most of it): the gain can only grow once the naive loop's GPU
-    work exceeds it. "From N tokens on" only where the difference grows with every length (each
-    length runs in its own rounds, so the host's speed can move the cached step between them);
-    else the lengths above and below are named without it. Empty without GPU numbers."""
-    parts, above, diffs = [], [], []
+    """One sentence: at which lengths the naive loop's GPU work per step alone took longer than
+    the cached loop's whole step, and at which it took less, with both numbers. A naive step
+    lasts at least its GPU work, so where that work is the longer the cached loop must win.
+    Where the two groups of lengths do not interleave, the change is placed between the two
+    measured lengths around it ("between 100 and 200 tokens"), never at one of them.
+    Empty without GPU numbers."""
+    longer, shorter = [], []
     for n in sorted(table["seq_len"].unique()):
         step = budget.per_step(table, [naive, cached], seq_len=n).set_index("method")
         if len(step) < 2 or math.isnan(step.loc[naive, "gpu_ms"]):
             return ""
         g, w = step.loc[naive, "gpu_ms"], step.loc[cached, "wall_ms"]
-        parts.append(f"{n} tokens {g:.2f} against {w:.2f} ms")
-        diffs.append(g - w)
-        if g > w:
-            above.append(int(n))
-    text = ("Per step, the naive loop's GPU work against the KV cache's step (mostly host time): "
-            f"{'; '.join(parts)}")
-    if not above:
-        return text + ": the naive loop's GPU work stays below the KV cache's step at every length."
-    if all(d1 > d0 for d0, d1 in zip(diffs, diffs[1:])):
-        return (text + f": the naive loop's GPU work exceeds the KV cache's step from {above[0]} "
-                "tokens on, where the host no longer hides it: there the saved GPU work can show "
-                "in the gain.")
-    below = [int(n) for n in sorted(table["seq_len"].unique()) if int(n) not in above]
-    if not below:
-        return text + ": the naive loop's GPU work exceeds the KV cache's step at every length."
-    return (text + f": above it at {', '.join(map(str, above))} tokens, below it at "
-            f"{', '.join(map(str, below))} tokens (the difference does not grow with every length, so "
-            "no crossing length is claimed).")
+        (longer if g > w else shorter).append((int(n), f"{g:.2f} against {w:.2f} ms"))
+    groups = sorted((g for g in ((longer, "longer"), (shorter, "shorter")) if g[0]),
+                    key=lambda g: g[0][0][0])  # the group holding the shortest length first
+    if len(groups) == 1:
+        (part, word), = groups
+        return (f"The naive loop's GPU work per step alone was {word} than the KV cache's whole "
+                f"step at every length ({', '.join(f'{n} tokens: {pair}' for n, pair in part)}).")
+    (first, word0), (second, word1) = groups
+    text = (f"The naive loop's GPU work per step alone was {word0} than the KV cache's whole step "
+            f"at {_tokens([n for n, _ in first])} ({', '.join(pair for _, pair in first)}), and "
+            f"{word1} at {_tokens([n for n, _ in second])} ({', '.join(pair for _, pair in second)})")
+    below, above = max(n for n, _ in first), min(n for n, _ in second)
+    if below > above:  # the groups interleave: no single change to place
+        return text + "."
+    move = "overtook" if word1 == "longer" else "fell below"
+    return text + f": it {move} the KV cache's step somewhere between {below} and {above} tokens."
+
+
+def _tokens(lengths) -> str:
+    """"50 and 100 tokens", "200 tokens", "50, 100 and 200 tokens"."""
+    names = [str(n) for n in lengths]
+    return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + " tokens"
+
+
+def reserved_line(table, card_bytes: float, naive: str = "naive", cached: str = "kv_cache") -> str:
+    """At the longest length: what each loop's allocator reserved against the card's memory, and
+    how often the naive loop's allocator had to free its cache and retry an allocation in its timed
+    runs (``alloc_retries``, torch.cuda.memory_stats' ``num_alloc_retries``) wherever it did: a
+    retry frees every cached block and asks the driver again, time added to that run (not timed
+    apart here)."""
+    ok = table[table["status"] == harness.OK]
+    at = int(ok["seq_len"].max())
+    top = ok[ok["seq_len"] == at].set_index("method")
+    text = (f"At {at} tokens the naive loop's allocator reserved "
+            f"{top.loc[naive, 'peak_reserved_bytes'] / 2**30:.1f} GiB of the card's "
+            f"{card_bytes / 2**30:.1f} GiB, the KV cache's "
+            f"{top.loc[cached, 'peak_reserved_bytes'] / 2**30:.1f} GiB (notebook 03)")
+    runs = ok[(ok["method"] == naive) & (ok["alloc_retries"].fillna(0) > 0)].sort_values("seq_len")
+    if runs.empty:
+        return text + "; the naive loop's allocator never had to free its cache and retry."
+    where = "; ".join(f"{int(r.alloc_retries)} times in its {int(r.repeats)} timed runs at "
+                      f"{int(r.seq_len)} tokens" for r in runs.itertuples())
+    return (text + f". Short of free memory, the naive loop's allocator had to free its cache and "
+            f"retry: {where}; each retry adds time to its run (not timed apart here).")
 
 
 def plot_memory(ax, table, device, methods):

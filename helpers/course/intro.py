@@ -1,5 +1,6 @@
 """The two ideas of notebook 00 made visible: the rounds of an interleaved comparison, the floor
-as bytes over bandwidth, and what an A/A comparison's interval resolves."""
+as bytes over bandwidth, and what an A/A comparison's interval resolves; and notebook 01's
+readings of its fit (the measured doubling, which term is the larger) and of its memory."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from . import floor as _floor
-from . import budget, stats
+from . import budget, growth, harness, stats
+from .claims import QUADRUPLE_RANGE
 from ..model import parameter_bytes
 
 
@@ -38,7 +40,7 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
     kv_last = _floor.kv_bytes_per_step(model.config, batch_size, last, 1)
     mean = prompt_len + (new_tokens - 1) / 2
     weights = parameter_bytes(model)
-    return (f"{floor_ms:.3f} ms on average over the run's {new_tokens} steps = "
+    return (f"{floor_ms:.3f} ms on average over the run's {new_tokens} steps (prefill included) = "
             f"{(weights + kv) / 1e6:.0f} MB / {budget.bandwidth(device) / 1e12:.2f} TB/s measured: "
             f"{weights / 1e6:.0f} MB of weights and {kv / 1e6:.0f} MB of keys and values "
             f"({mean:g} positions on average; {last} at the last step, {kv_last / 1e6:.0f} MB)")
@@ -70,3 +72,95 @@ def resolution(ratio, judge: bool) -> str:
                 "compares runs (docs/runs.md)")
     return (f"so in this run, at {ratio.n} rounds, a difference between "
             f"{100 * (ratio.low - 1):+.0f}% and {100 * (ratio.high - 1):+.0f}% would not show")
+
+
+def _tokens(lengths) -> str:
+    """"100 tokens", "200 and 300 tokens", "100, 200 and 300 tokens"."""
+    names = [str(int(n)) for n in lengths]
+    return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + " tokens"
+
+
+def doubling(table) -> str:
+    """Notebook 01: the measured doubling of the runtime (``growth.measured_growth``, medians),
+    with the range of the rounds' own ratios where the lengths ran in the same rounds, and
+    whether the article's "quadruples" (``claims.QUADRUPLE_RANGE``'s low end) held in them."""
+    g = growth.measured_growth(table)
+    k, q = g["factor"], QUADRUPLE_RANGE[0]
+    ok = table[table["status"] == harness.OK].set_index("seq_len")
+    short, long = (harness.trials(ok.loc[n]) for n in (g["short"], g["long"]))
+    ratios = [b / a for a, b in zip(short, long)] if len(short) == len(long) > 1 else []
+    what = "Doubling the length" if k == 2 else f"{k:g}x the length"
+    text = (f"{what} ({g['short']} -> {g['long']} tokens) multiplied the runtime by "
+            f"{g['ratio']:.2f}x, the ratio of the medians")
+    if ratios:
+        text += f" (one round's ratio ran from {min(ratios):.2f}x to {max(ratios):.2f}x)"
+    text += f"; {k * k:g}x is pure N², {k:g}x a constant cost per step"
+    if k == 2:
+        low, high = (min(ratios), max(ratios)) if ratios else (g["ratio"], g["ratio"])
+        where = ("in no round" if high < q else "in every round" if low >= q
+                 else "in some rounds only") if ratios else \
+            ("by the medians" if g["ratio"] >= q else "not by the medians")
+        text += f". The article's \"doubling quadruples the time\" ({q:g}x or more) held {where}"
+    return text + "."
+
+
+def terms(table, judge: bool) -> str:
+    """Notebook 01: the fit's a and b, the length N = a/b where the two terms are equal, and at
+    which lengths each term is the larger, judged by the interval of the N² share at that length
+    (as ``growth.quadratic_shares`` prints it): above 50% the N² term, below the part that does
+    not grow, and where it contains 50% the two can't be told apart."""
+    f = growth.fit(table)
+    text = (f"Fit: a = {f['a_ms']:.2f} ms and b = {f['b_us']:.1f} µs, so each new token adds "
+            f"2b = {2 * f['b_us']:.1f} µs to every later step")
+    if f["a_ms"] > 0 and f["b_us"] > 0:
+        text += f", and the two terms are equal at N = a/b ≈ {1e3 * f['a_ms'] / f['b_us']:.0f} tokens"
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    trials = [harness.trials(row) for _, row in ok.iterrows()]
+    paired = len({len(t) for t in trials}) == 1
+    groups = {"larger": [], "smaller": [], "tie": [], "none": []}
+    for n in ok["seq_len"]:
+        share = stats.quadratic_share(ok["seq_len"], trials, n, paired=paired)
+        key = ("none" if not judge or share.n < stats.MIN_TRIALS or math.isinf(share.low)
+               else "larger" if share.low > 0.5 else "smaller" if share.high < 0.5 else "tie")
+        groups[key].append(n)
+    parts = []
+    if groups["larger"]:
+        parts.append(f"the N² term is the larger at {_tokens(groups['larger'])}")
+    if groups["smaller"]:
+        parts.append(f"the part that does not grow is the larger at {_tokens(groups['smaller'])}")
+    if groups["tie"]:
+        parts.append(f"at {_tokens(groups['tie'])} the two can't be told apart")
+    if groups["none"]:
+        parts.append(f"at {_tokens(groups['none'])} too few rounds to judge which is the larger")
+    return text + ". By the N² share's interval (table below), " + "; ".join(parts) + "."
+
+
+CARD_FULL = 0.95  # a peak reserve within 5% of the card's memory: the allocator filled the card
+
+
+def card_reading(table, total_bytes) -> str:
+    """Notebook 01: whether the allocator's reserve filled the card. Lengths whose peak reserved
+    memory came within 5% of the card's ``total_bytes``, or whose timed runs made the allocator
+    free its cached blocks and retry (``alloc_retries``, summed over the timed runs), are named:
+    there it filled the card and had to ask the driver again, which costs time inside those runs.
+    Empty without a GPU (``total_bytes`` 0 or NaN)."""
+    if not total_bytes or not total_bytes > 0:
+        return ""
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    full = [(int(r["seq_len"]), r["peak_reserved_bytes"], r.get("alloc_retries", 0) or 0)
+            for _, r in ok.iterrows()
+            if r["peak_reserved_bytes"] >= CARD_FULL * total_bytes or (r.get("alloc_retries", 0) or 0) > 0]
+    card = f"{total_bytes / 2**30:.1f} GiB"
+    if not full:
+        return (f"The allocator reserved at most {ok['peak_reserved_bytes'].max() / 2**30:.1f} GiB of "
+                f"the card's {card}: it never had to free its cached blocks.")
+    retries = sum(int(t) for _, _, t in full if t == t)
+    top = max(r for _, r, _ in full)
+    text = (f"At {_tokens([n for n, _, _ in full])} the allocator's reserve reached "
+            f"{top / 2**30:.1f} GiB of the card's {card}")
+    if retries:
+        return text + (f": it filled the card, then had to free its cached blocks and ask the "
+                       f"driver again ({retries} times over the timed runs), which adds time "
+                       "inside those runs (notebook 03 is about this).")
+    return text + (", close to filling the card, without having to free its cached blocks "
+                   "(notebook 03 is about this).")

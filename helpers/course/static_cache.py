@@ -227,66 +227,99 @@ def eager_verdict(table, seq_len, judge: bool) -> str:
         low, high, word = 1 / ratio.high - 1, 1 / ratio.low - 1, "slower"
     else:
         low, high, word = ratio.low - 1, ratio.high - 1, "faster"
-    return (line + f". A wide range: {word} in this run, by anywhere from {100 * low:.0f}% to "
+    low = f"{100 * low:.1g}" if 100 * low < 1 else f"{100 * low:.0f}"  # never "0%" when slower
+    return (line + f". A wide range: {word} in this run, by anywhere from {low}% to "
             f"{100 * high:.0f}%; the host paces the eager loops, and its speed moves between "
             "trials.")
 
 
-def eager_noise_line(table, P) -> str:
-    """What the eager rows can and cannot tell, in short sentences: how far one loop's runs
-    spread between trials (min to max against the median, the host's speed), and how much of
-    the oversized cache's extra GPU work showed in the eager wall clock at each length: within
-    the noise (the two wall clocks can't be told apart), hidden (under half of it showed), shown,
-    or outgrown (the wall clock grew by more than half again the extra work: the host's drift
-    between trials, not the work)."""
+def eager_spread_line(table) -> str:
+    """How far one eager loop's runs spread between trials (min to max against the median): the
+    host's speed, which moves every eager wall clock."""
     ok = table[(table["status"] == harness.OK) & table["method"].isin(EAGER)]
     spread = 100 * ((ok["max_s"] - ok["min_s"]) / ok["median_s"]).max()
-    parts, kinds = [], []
-    for n in P.seq_lens:
-        rows = ok[ok["seq_len"] == n].set_index("method")
-        if STATIC not in rows.index or OVERSIZED not in rows.index:
-            continue
-        fit, over = rows.loc[STATIC], rows.loc[OVERSIZED]
-        gpu = 1e3 * (over["gpu_busy_s"] - fit["gpu_busy_s"])
-        wall = 1e3 * (over["median_s"] - fit["median_s"])
-        if gpu != gpu:  # no GPU time (a CPU run)
-            continue
-        kind = "hidden" if wall < gpu / 2 else "drift" if wall > 1.5 * gpu else "shown"
-        if stats.verdict(stats.row_speedup(table, OVERSIZED, STATIC, seq_len=n)) == stats.NOISE:
-            kind = "noise"
-        kinds.append(kind)
-        shown = (f"finished {-wall:.0f} ms sooner" if wall < 0 else f"took {wall:.0f} ms longer")
-        if kind == "noise":
-            shown = f"its wall clock was within the noise (medians {abs(wall):.0f} ms apart)"
-        elif kind == "drift":
-            shown += ", more than that work can explain"
-        elif gpu > 0:
-            share = min(max(wall / gpu, 0.0), 1.0)
-            shown += (": the host's time hid all of it" if share == 0 else
-                      f": {100 * share:.0f}% of it showed in the wall clock")
-        parts.append(f"At {n} tokens the oversized cache did {gpu:.0f} ms more GPU work than the "
-                     f"cache sized to the run and {shown}.")
-    text = (f"Eager rows: one loop's runs spread by up to {spread:.0f}% of their median between "
+    return (f"Eager rows: one loop's runs spread by up to {spread:.0f}% of their median between "
             "trials (the host's speed).")
-    if not parts:
-        return text
-    text += " " + " ".join(parts)
-    if set(kinds) <= {"hidden", "drift", "noise"}:
-        return text + " In eager mode the wall clock follows the host more than the GPU's work."
-    if set(kinds) == {"shown"}:
-        return text + " Most of the extra GPU work showed in the eager wall clock at every length."
-    return text + (" Most of the extra GPU work showed in the eager wall clock at some lengths; "
-                   "elsewhere the wall clock followed the host, not the GPU's work.")
+
+
+def oversized_line(table, seq_len, judge: bool, graph: bool = False) -> str:
+    """The oversized cache against the one sized to the run at one length, eager or replayed as
+    a CUDA graph, read like every verdict: only "slower" is a cost, and only then is it set
+    against the extra GPU work the oversized cache did (its masked attention). Otherwise the
+    extra GPU work is named beside the verdict, no cause given."""
+    suffix = GRAPH if graph else ""
+    over, fit = OVERSIZED + suffix, STATIC + suffix
+    where = (f"CUDA graph: the oversized cache against the one sized to the run (rounded up to "
+             f"{graph_cache_len(table, seq_len)} positions)" if graph else
+             "eager: the oversized cache against the one sized to the run")
+    line = f"{seq_len} tokens, {where}: {stats.say(table, over, fit, judge, seq_len=seq_len)}"
+    rows = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)].set_index("method")
+    gpu = 1e3 * (rows.loc[over, "gpu_busy_s"] - rows.loc[fit, "gpu_busy_s"])
+    wall = 1e3 * (rows.loc[over, "median_s"] - rows.loc[fit, "median_s"])
+    if not judge or gpu != gpu:  # a smoke run, or no GPU time (a CPU run)
+        return line + "."
+    extra = f"{gpu:.0f} ms more GPU work" if gpu >= 0 else f"{-gpu:.0f} ms less GPU work"
+    word = stats.verdict(stats.row_speedup(table, over, fit, seq_len=seq_len))
+    spread = 1e3 * (rows.loc[[over, fit], "max_s"] - rows.loc[[over, fit], "min_s"]).max()
+    if word == stats.NOISE and gpu > 0 and abs(wall) <= spread:
+        side = "below" if wall < 0 else "above"
+        return line + (f", although it did {extra}. Its median lies {abs(wall):.0f} ms {side} the "
+                       f"sized cache's, within the {spread:.0f} ms by which either loop's runs "
+                       "spread between trials: the host's speed, not the extra work, sets that "
+                       "difference.")
+    if not (word == stats.SLOWER and gpu > 0 and wall > 0):
+        return line + f", although it did {extra}." if gpu > 0 else line + f"; it did {extra}."
+    cost = f": a cost of {wall:.0f} ms a run (medians), "
+    if wall < gpu / 2:
+        return line + cost + f"less than its {extra}: the host's time hid the rest."
+    if wall > 1.5 * gpu:
+        return line + cost + f"more than its {extra} explains."
+    return line + cost + f"of the size of its {extra}, the attention over masked positions."
+
+
+def graph_rows_line(table) -> str:
+    """What the ``, graph`` rows are, and why the CUDA-graph cache sized to the run attends over
+    more than twice the useful pairs (its cache is allocated in blocks of 16 positions)."""
+    n = min(table["seq_len"])
+    rows = table[table["seq_len"] == n].set_index("method")
+    fit, graph = rows.loc[STATIC], rows.loc[STATIC + GRAPH]
+    return (f"The ', graph' rows: the same static-cache step, captured once as a CUDA graph and "
+            "replayed every step, so the host's time issuing kernels vanishes (lesson 10 builds "
+            "this decoder). Its cache is allocated in blocks of 16 positions: at "
+            f"{n} tokens the one sized to the run holds {int(graph['cache_len'])} positions "
+            f"where the run needs {int(fit['cache_len'])}, so it attends over "
+            f"{graph['attended_over_useful']:.2f}x the useful pairs, not "
+            f"{fit['attended_over_useful']:.2f}x.")
+
+
+def memory_line(table, model, P, seq_len) -> str:
+    """Each eager loop's peak above its own cache, the part common to all three named (the
+    prefill's logits: batch x prompt x vocab x bytes), so that the dynamic cache's extra old
+    copy stands out; on a CPU run (no peak) only the growing copy."""
+    copy = growth_copy_line(table, model, seq_len)
+    rows = table[(table["seq_len"] == seq_len) & table["method"].isin(EAGER)].set_index("method")
+    above = ((rows["own_peak_bytes"] - rows["cache_bytes"]) / 2**20).dropna()
+    if not {DYNAMIC, STATIC} <= set(above.index):
+        return copy
+    size = torch.empty((), dtype=getattr(model, "dtype", torch.float32)).element_size()
+    vocab = model.config.vocab_size
+    logits = P.batch_size * P.prompt_len * vocab * size / 2**20
+    each = ", ".join(f"{m} {above[m]:.0f} MiB" for m in EAGER if m in above.index)
+    return (f"Memory at {seq_len} tokens, each run's peak above its own cache tensors: {each}. "
+            f"Common to all three: the prefill's logits, {P.batch_size} rows x {P.prompt_len} "
+            f"positions x {vocab} tokens x {size} bytes = {logits:.0f} MiB. The dynamic cache's "
+            f"peak sits {above[DYNAMIC] - above[STATIC]:.0f} MiB higher than the static one's. "
+            + copy)
 
 
 def eager_cause_line(table, P) -> str:
-    """What the eager verdicts say about a host cost of the static cache: a possible cause where
-    it was slower, else that no such cost stands out from the host's noise."""
+    """A possible cause of a host cost of the static cache, named only where the static cache
+    was slower than the dynamic one (its range below 1)."""
     slower = [n for n in P.seq_lens
               if stats.verdict(stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)) == stats.SLOWER]
     if not slower:
-        return ("Host cost of the static cache: none could be told apart from the host's noise "
-                "at any length.")
+        return ("No host cost of the static cache is named: at no length was it slower than the "
+                "dynamic one.")
     at = ", ".join(str(n) for n in slower)
     return (f"The static cache was slower at {at} tokens. A possible cause, not measured here: "
             "each step transformers builds a mask over every position and updates the fill "

@@ -180,8 +180,9 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str
     runs to judge" (fewer than ``MIN_TRIALS`` paired trials). A smoke run (``judge`` False)
     gets the ratio and no verdict.
 
-    A clear verdict whose interval bound would print as 1.00 gets three decimals (four if
-    needed), so that "faster (1.003-1.068)" is visibly above 1. ``medians``: the ratio of the
+    An interval bound that would print as 1.00 gets three decimals (four if needed), so that
+    "faster (1.003-1.068)" is visibly above 1 and "can't tell apart (0.962-1.003)" visibly
+    spans it. ``medians``: the ratio of the
     two medians a table shows (baseline over candidate); where it differs from the estimate by
     more than ``MEDIANS_APART`` or falls outside the printed interval, the line says so:
     "3.28x faster (2.82-3.83; medians alone: 2.88x)" (for "slower" inverted as the estimate is)."""
@@ -197,7 +198,7 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str
     if word == SLOWER:  # the estimate and its bounds inverted: "1.20x slower (1.10-1.31)"
         estimate, low, high = 1 / estimate, 1 / high, 1 / low
         medians = None if medians is None else 1 / medians
-    digits = _digits(low, high) if word != NOISE else 3 if high - low < 0.02 else 2
+    digits = _digits(low, high, 3 if word == NOISE and high - low < 0.02 else 2)
     bounds = f"{low:.{digits}f}\u2013{high:.{digits}f}"
     note = _medians_note(word, estimate, low, high, medians, digits)
     if word == NOISE:
@@ -208,9 +209,9 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str
 MEDIANS_APART = 0.03  # the medians' ratio is named when it is this far from the estimate
 
 
-def _digits(low: float, high: float) -> int:
-    """Two decimals, or up to four while a bound of a clear verdict would print as 1.00."""
-    digits = 2
+def _digits(low: float, high: float, start: int = 2) -> int:
+    """``start`` decimals, or up to four while a bound would print as 1.00."""
+    digits = start
     while digits < 4 and any(f"{b:.{digits}f}" == f"{1:.{digits}f}" for b in (low, high)):
         digits += 1
     return digits

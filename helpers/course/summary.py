@@ -22,7 +22,7 @@ from ..generation import generate_naive
 from ..model import exact_matmul
 from . import floor, harness, stats
 from .budget import pace as budget_pace  # idle_line's argument is named budget
-from .claims import KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED
+from .claims import KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED, say
 
 PEERS = ("generate()", "generate() static")
 FUSED = "CUDA graph, fused kernels"
@@ -201,7 +201,8 @@ def _floor_words(row) -> str:
 
 def reading(table, seq_len, judge) -> list:
     """The answer in a few lines: the fastest rung, its distance to the floor, and its speedup
-    over the naive loop and each peer (``stats.say``'s words; none on a smoke run)."""
+    over the naive loop and each peer (``claims.say``: ``stats.say``'s words, a "can't tell"
+    interval's bounds never printed as 1.00; none on a smoke run)."""
     best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     name = best["method"]
     ahead = ", still ahead" if best["notebook"] in AHEAD else ""
@@ -211,7 +212,7 @@ def reading(table, seq_len, judge) -> list:
     for other in [NAIVE, *PEERS]:
         if other in set(table["method"]):
             lines.append(f"  {name} against {other}: "
-                         f"{stats.say(table, name, other, judge, seq_len=seq_len)}")
+                         f"{say(table, name, other, judge, seq_len=seq_len)}")
     if taught["method"] != name:  # the rungs ahead against the best of what was taught so far
         lines.append(f"The fastest rung taught so far (lessons 01-07), {taught['method']} (lesson "
                      f"{taught['notebook']}), takes {taught['per_step_s'] * 1e3:.2f} ms per step"
@@ -220,8 +221,27 @@ def reading(table, seq_len, judge) -> list:
         for method, lesson in zip(ok["method"], ok["notebook"]):
             if lesson in AHEAD:
                 lines.append(f"  {method} (ahead: lesson {lesson}) against {taught['method']}: "
-                             f"{stats.say(table, method, taught['method'], judge, seq_len=seq_len)}")
+                             f"{say(table, method, taught['method'], judge, seq_len=seq_len)}")
+        if judge and (whole := _whole_step_note(table, taught["method"], seq_len)):
+            lines.append(whole)
     return lines
+
+
+def _whole_step_note(table, taught, seq_len) -> str:
+    """What lesson 10's rung is for, with the direction of its comparison with the fastest rung
+    taught so far (from the same rounds): it captures the step by hand, without the compiler's
+    fused kernels, so it teaches capture, not speed (empty without that rung)."""
+    if WHOLE not in set(table["method"]) or taught == WHOLE:
+        return ""
+    ratio = stats.row_speedup(table, WHOLE, taught, seq_len=seq_len)
+    if ratio.n < stats.MIN_TRIALS:
+        return ""
+    word = stats.verdict(ratio)
+    where = {stats.SLOWER: f"here it is slower than {taught}",
+             stats.FASTER: f"here it is faster than {taught}",
+             stats.NOISE: f"here this run can't tell it apart from {taught}"}[word]
+    return (f"Lesson 10 captures the step in a CUDA graph by hand, without the compiler's fused "
+            f"kernels: it teaches capture, not speed; {where}.")
 
 
 def one_line(table, seq_len, judge) -> str:
@@ -241,7 +261,7 @@ def one_line(table, seq_len, judge) -> str:
         text += "; ahead, " + reached(best, f"in lesson {best['notebook']} ")
     peer = next((p for p in reversed(PEERS) if p in set(table["method"])), None)
     if peer and judge:  # the estimate the "What it means" lines print, not the medians' ratio
-        said = stats.say(table, best["method"], peer, judge, seq_len=seq_len)
+        said = say(table, best["method"], peer, judge, seq_len=seq_len)
         text += f"; {best['method']} against {peer}: {said}"
     return text + ("." if judge else " (smoke run: exercises the code, not a measurement).")
 
@@ -277,10 +297,12 @@ def _no_graphs(data, names) -> str:
         return ""
     a, b = data.loc[kv], data.loc[kv_compiled]
     fell = "falls" if b["idle_ms"] < a["idle_ms"] else "does not fall"
+    gpu = (f"; the fused kernels cut the GPU's work too, from {a['gpu_ms']:.2f} to "
+           f"{b['gpu_ms']:.2f} ms" if b["gpu_ms"] < a["gpu_ms"] else "")
     return (f"Compiling alone, without CUDA graphs (05, the dynamic cache's step: fewer, fused "
             f"kernels to launch), takes the wall clock from {a['wall_ms']:.2f} to "
             f"{b['wall_ms']:.2f} ms per step; the GPU's idle time {fell}, from "
-            f"{max(a['idle_ms'], 0):.2f} to {max(b['idle_ms'], 0):.2f} ms. ")
+            f"{max(a['idle_ms'], 0):.2f} to {max(b['idle_ms'], 0):.2f} ms{gpu}. ")
 
 
 STAGES = [("in the naive loop", (NAIVE,)),
