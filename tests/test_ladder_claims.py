@@ -421,15 +421,27 @@ def test_claim_interleave_prints_the_intervals_its_verdict_rests_on():
     sweep = compiled_sweep({1: (1.0, 0.8, 0.7), 32: (2.0, 1.6, 1.5)})
     result, evidence = verdicts([], {T07: sweep})
     assert result[INTERLEAVE] == claims.CANT_TELL  # the same 1.25x gain at both batch sizes
-    assert "the gain of two streams at batch 1 against batch 32: can't tell apart on this machine (" \
+    assert "the gain of two streams at batch 1 against batch 32's: can't tell apart on this machine (" \
         in evidence[INTERLEAVE]
     assert "1.25x at batch 1, 1.25x at batch 32 (estimates from the rounds)" in evidence[INTERLEAVE]
     assert "08's ladder" not in evidence[INTERLEAVE]  # no ladder: nothing to set beside it
+    # batch 1's gain clearly below batch 32's: a gain against a gain is "smaller", never "slower"
+    result, evidence = verdicts([], {T07: compiled_sweep({1: (1.0, 0.95, 0.9), 32: (2.0, 1.4, 1.3)})})
+    assert result[INTERLEAVE] == claims.NOT_REPRODUCED
+    assert "against batch 32's: 1.3" in evidence[INTERLEAVE] and "x smaller (" in evidence[INTERLEAVE]
+    assert "slower" not in evidence[INTERLEAVE].split("streams over")[0]
     # 08's ladder at batch 32: the same two loops, from its own rounds, named beside 07's
     ladder = rows(claims.STATIC_COMPILED, {100: 1.5}) + rows(claims.LATE, {100: 1.25})
     evidence = verdicts(ladder, {T07: sweep})[1][INTERLEAVE]
     assert ("08's ladder times the same two loops (static cache, compiled -> stop check a step "
             "late) at batch 32 in its own rounds: 1.20x (estimate from the rounds)") in evidence
+    # the ladder's medians far from its rounds' estimate are named beside it
+    trials = {claims.STATIC_COMPILED: [1.5, 1.5, 1.5, 1.9, 1.9], claims.LATE: [1.0, 1.0, 1.3, 1.3, 1.3]}
+    noisy = [dict(r, trials_wall_ms=" ".join(f"{t * 100:.1f}" for t in trials[r["method"]]),
+                  median_s=0.1 * sorted(trials[r["method"]])[2])
+             if r["method"] in trials else r for r in ladder]
+    evidence = verdicts(noisy, {T07: sweep})[1][INTERLEAVE]
+    assert "(estimate from the rounds; the ladder's medians give 1.15x)" in evidence
 
 
 def _budget(**idle_pct):

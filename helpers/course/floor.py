@@ -182,8 +182,13 @@ def prefill_line(name, cost, new_tokens, step_ms, idle_ms=float("nan")) -> str:
     idle = (wall - gpu) / new_tokens
     if idle == idle:
         text += f", of which the GPU idles {idle:.3f} ms"
-        if idle_ms == idle_ms and idle_ms >= 0.05 * step_ms:  # a share of a visible idle time
-            share = min(idle / idle_ms, 1)
+        if idle_ms == idle_ms and idle_ms >= 0.05 * step_ms and idle > idle_ms:
+            # the prompt timed on its own idled more than a whole timed run did per step
+            text += (f", more than the {idle_ms:.3f} ms per step the GPU idles in the timed runs: "
+                     "timed on its own, the prompt ran slower than inside them, so this is an "
+                     "upper bound on its share")
+        elif idle_ms == idle_ms and idle_ms >= 0.05 * step_ms:  # a share of a visible idle time
+            share = idle / idle_ms
             text += (f" ({share:.0%} of the {idle_ms:.3f} ms per step the GPU idles: "
                      + ("most of that idle time is the prompt's, not the steps')" if share >= 0.5
                         else "the rest of that idle time is the steps' own)"))
