@@ -153,13 +153,15 @@ def transfer_speedup(table, condition, **where):
     return stats.row_speedup(table, "on host", "per row", condition=condition, **where)
 
 
-def contention_line(table, syncs=None) -> str:
+def contention_line(table, syncs=None, matmul_s=None) -> str:
     """How contention changes each method's time: contended / alone at every point of ``table``
     (both timed by the same clock), read right whatever the range; where a method got faster at
     most points, that count, said plainly; at fewer, its lowest point's runs contended against
     alone, as ``claims.plain`` states them (the trials of two sweeps: not paired). With the sync
     counts (``syncs``, the table of
-    "Counting the syncs"), how many times each waits per call at the largest batch."""
+    "Counting the syncs"), how many times each waits per call at the largest batch, and the time
+    contention adds per sync of the per-row loop there (contended minus alone, over its syncs),
+    beside one matmul of the side load (``matmul_s``) where that is given."""
     keys = ["method", "batch_size", "seq_len"]
     alone, busy = (table[table["condition"] == c].set_index(keys) for c in ("alone", "contended"))
 
@@ -186,6 +188,16 @@ def contention_line(table, syncs=None) -> str:
             text += (f". At batch {int(most)} one transfer waits {int(big['on host'])} times per "
                      f"call, the per-row loop {int(big['per row'])} ({big['per row'] / most:.0f} a "
                      "row)")
+            added = ((busy["median_s"] - alone["median_s"]).loc["per row"].xs(most, level="batch_size")
+                     .dropna() * 1e3 / big["per row"])
+            if len(added) and big["per row"] > 0:
+                span = (f"{added.iloc[0]:.2f} ms" if len(added) == 1 else
+                        f"{added.min():.2f} to {added.max():.2f} ms")
+                text += f"; contention adds {span} per sync of the per-row loop there"
+                if matmul_s and added.max() < 1e3 * matmul_s:
+                    text += (f", less than one {1e3 * matmul_s:.2f} ms matmul of the side load: a "
+                             "sync may wait behind part of a matmul, not a whole one (the GPU "
+                             "shares its SMs between streams)")
     return text + "."
 
 
@@ -273,7 +285,10 @@ def contended_length_line(wide, batch_size, condition="contended") -> str:
             f"{int(long['seq_len'])}: one transfer went from {1e3 * short['on host']:.2f} to "
             f"{1e3 * long['on host']:.2f} ms ({host:.2f}x), the per-row loop from "
             f"{1e3 * short['per row']:.2f} to {1e3 * long['per row']:.2f} ms ({rows:.2f}x)")
-    if long["speedup"] < short["speedup"] and host > rows:
+    if rows < 1:  # faster with more tokens to copy: no mechanism of this lesson's predicts it
+        text += ("; the per-row loop got faster with longer completions under load, which this "
+                 "lesson does not explain")
+    elif long["speedup"] < short["speedup"] and host > rows:
         text += (": one transfer's list building grows with the length, the per-row loop's "
                  "waits (a fixed number per row) do not")
     return text + "."
@@ -401,8 +416,9 @@ def plot(table, batch_sizes, completion_lens):
     ax_gain.axhline(1.0, color="gray", linewidth=1)
     ax_gain.set(xscale="log", xlabel="batch size (rows)", ylabel="per row / on host",
                 title="Speedup of one transfer")
-    ax_time.legend(loc="lower right", fontsize=8)
-    ax_gain.legend(loc="best", fontsize=8)
+    # long legend handles: solid (alone) and dashed (contended) tell apart around the marker
+    ax_time.legend(loc="lower right", fontsize=8, handlelength=4)
+    ax_gain.legend(loc="best", fontsize=8, handlelength=4)
     for ax in (ax_time, ax_gain):
         ax.set_xticks(batch_sizes, [str(b) for b in batch_sizes])
         ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)

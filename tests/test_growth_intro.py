@@ -107,7 +107,7 @@ def test_resolution_gives_the_intervals_bounds_of_this_run():
     """00's run printed "about ±20%" for the interval 0.93-1.34: the bounds are not symmetric."""
     from helpers.course import stats
     text = intro.resolution(stats.Ratio(1.03, 0.93, 1.34, 8), True)
-    assert "in this run, at 8 rounds, a difference between -7% and +34% would not show" in text
+    assert "in this run, at 8 rounds, a difference of B against A between -7% and +34% would not show" in text
     assert intro.resolution(stats.Ratio(1.03, 0.89, 1.19, 8), False) == ""
     assert intro.resolution(stats.Ratio(1.03, float("-inf"), float("inf"), 3), True) == ""
     # the 12:48 run of 2026-11-26 told its identical loops apart (1.18x slower, 1.06-1.32) and
@@ -119,7 +119,23 @@ def test_resolution_gives_the_intervals_bounds_of_this_run():
 def test_swing_gives_the_range_of_the_round_ratios():
     """00 said a round's ratio swings "by several percent" in a run where it swung -16%..+88%."""
     by_round = pd.DataFrame({"A / B": [1.884, 0.974, 0.842, 1.466]})
-    assert intro.swing(by_round) == "one round's A / B ran from 0.84 to 1.88 (-16% to +88%) over 4 rounds"
+    assert intro.swing(by_round) == ("one round's A / B ran from 0.842 to 1.884 (-15.8% to +88.4%) "
+                                     "over 4 rounds")
+    # 00's 14:54 run printed "0.51 to 1.35 (-49% to +36%)" under a table showing 1.355
+    by_round = pd.DataFrame({"A / B": [0.925, 1.339, 0.511, 1.355]})
+    assert "from 0.511 to 1.355 (-48.9% to +35.5%)" in intro.swing(by_round)
+
+
+def test_a_cant_tell_line_names_the_estimate_the_medians_differ_from():
+    """00's 14:54 run printed "(0.77–1.16; medians alone: 1.06x)" without the 0.96x estimate."""
+    from helpers.course import stats
+    ratio = stats.Ratio(0.96, 0.77, 1.16, 8)
+    said = "can't tell apart on this machine (0.77–1.16; medians alone: 1.06x)"
+    assert intro.with_estimate(said, ratio) == ("can't tell apart on this machine (0.77–1.16; the "
+                                                "rounds' estimate: 0.96x; medians alone: 1.06x)")
+    assert intro.with_estimate("can't tell apart on this machine (0.77–1.16)", ratio).endswith("(0.77–1.16)")
+    clear = "1.48x faster (1.28–1.74; medians alone: 1.39x)"
+    assert intro.with_estimate(clear, stats.Ratio(1.48, 1.28, 1.74, 8)) == clear
 
 
 def test_notebook_00_states_the_pace_thresholds_budget_uses():
@@ -170,6 +186,35 @@ def test_terms_name_the_larger_term_from_the_share_intervals():
                          "tokens; at 100 and 200 tokens the two can't be told apart.")
     few = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200)}, rounds=3))
     assert intro.terms(few, True).endswith("at 100 and 200 tokens too few rounds to judge which is the larger.")
+
+
+def test_linearity_calls_the_loop_almost_linear_only_where_the_share_is_small():
+    """01's summary said the loop "grows almost linearly" below N = a/b while the N² share at
+    100 tokens was 36% and doubling 100 -> 200 gave 2.64x: each length's share, and "almost
+    linearly" only where the share's interval lies below 20%."""
+    a, b = 6.55e-3, 36.1e-6
+    table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, rounds=5))
+    shares = list(growth.quadratic_shares(table, True)["N² share %"])
+    text = intro.linearity(table, True)
+    assert text.startswith(f"the N² work is {shares[0]}%, {shares[1]}% and {shares[2]}% of the time "
+                           "at 100, 200 and 300 tokens")
+    assert text.endswith("so at none of them does the loop grow almost linearly (that takes an N² "
+                         "share below 20% by its interval)")
+    short = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (5, 10, 300)}, rounds=6, spread=0.01))
+    assert "; it grows almost linearly at 5 and 10 tokens (an N² share below 20%" in intro.linearity(short, True)
+    assert "almost" not in intro.linearity(table, False)
+    few = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200)}, rounds=3))
+    assert intro.linearity(few, True).endswith("(too few rounds to judge where it grows almost linearly)")
+
+
+def test_borderline_names_an_idle_share_close_to_a_pace_threshold():
+    """01's 14:54 run read 21% idle as "host and GPU share the pace", 1 point from the 20% line."""
+    assert growth.borderline(21.4) == ("Borderline: the GPU idles 21% of the step, within 2 points "
+                                       "of the 20% line: a little less idle and the GPU sets the pace.")
+    assert growth.borderline(19.0).endswith("a little more idle and host and GPU share the pace.")
+    assert growth.borderline(49.0).endswith("a little more idle and the host sets the pace.")
+    assert growth.borderline(50.0).endswith("the 50% line: a little less idle and host and GPU share the pace.")
+    assert growth.borderline(82.0) == growth.borderline(35.0) == growth.borderline(float("nan")) == ""
 
 
 def test_card_reading_says_where_the_reserve_filled_the_card():
@@ -224,8 +269,18 @@ def test_per_step_growth_claims_the_gpu_only_where_every_length_agrees():
                                    {50: 1.39, 100: 1.56, 200: 1.88}))
     line = growth.per_step_growth(noisy, "kv_cache", "KV cache")
     assert "GPU work 1.39 -> 1.56 -> 1.88 ms, wall clock 5.99 -> 6.75 -> 6.48 ms" in line
-    assert line.endswith("; the wall clock's changes differ from the GPU's by up to 0.59 ms (each "
-                         "length ran in its own rounds).") and "accounts for" not in line
+    assert line.endswith("; the wall clock's changes differ from the GPU's by up to 0.59 ms: the "
+                         "host's speed moved between lengths (each ran in its own rounds), so compare "
+                         "the two loops within a length, not per-step times across lengths.")
+    assert "accounts for" not in line
+    # 02's 14:54 run: 11.68 -> 14.05 -> 10.37 ms while the GPU's work rose
+    jumpy = pd.DataFrame(busy_rows("kv_cache", {50: 11.68, 100: 14.05, 200: 10.37},
+                                   {50: 1.39, 100: 1.56, 200: 1.88}))
+    assert "by up to 4.00 ms: the host's speed moved" in growth.per_step_growth(jumpy, "kv_cache", "KV")
+    small = pd.DataFrame(busy_rows("kv_cache", {50: 5.99, 100: 6.30, 200: 6.48},
+                                   {50: 1.39, 100: 1.56, 200: 1.88}))
+    assert growth.per_step_growth(small, "kv_cache", "KV").endswith(
+        "by up to 0.14 ms (each length ran in its own rounds).")
     waited = pd.DataFrame(busy_rows("kv_cache", {50: 5.37, 200: 7.33}, {50: 1.39, 200: 1.87}))
     assert "the other 1.48 ms is time the GPU waited" in growth.per_step_growth(waited, "kv_cache", "KV")
     gpu_only = pd.DataFrame(busy_rows("kv_cache", {50: 2.0, 100: 2.5, 200: 3.0},
@@ -273,8 +328,13 @@ def test_reserved_line_names_the_naive_allocators_retries():
     assert line.startswith("At 200 tokens the naive loop's allocator reserved 78.0 GiB of the card's "
                            "79.2 GiB, the KV cache's 2.4 GiB (notebook 03). ")
     assert "retry: 5 times in its 5 timed runs at 200 tokens; each retry adds time" in line
+    assert growth.retry_effect(table) == (
+        "At 200 tokens the naive loop's allocator had to free its cache and retry (memory line "
+        "below): that adds time to the naive runs there, so it inflates the gain at that length "
+        "and its growth.")
     table["alloc_retries"] = 0
     assert growth.reserved_line(table, 79.2 * 2**30).endswith("never had to free its cache and retry.")
+    assert growth.retry_effect(table) == growth.retry_effect(table.drop(columns="alloc_retries")) == ""
 
 
 def test_expandable_memory_panel_draws_bars_for_every_setting():

@@ -92,6 +92,20 @@ def test_kernel_table_adds_up_a_known_profile():
     assert table.loc["element-wise", "floor_us"] == 0.0
     assert step["floor_us"] == pytest.approx(table.drop("step (span)")["floor_us"].sum())
     assert step["above_floor_us"] == pytest.approx(step["us"] - step["floor_us"])
+    # the fused LM head never writes its logits: its bytes leave them out (batch 2 x vocab x 4)
+    fused = kernels.kernel_table(frame, model, 2, 4, 8, bandwidth, logits_written=False)
+    head = fused.set_index("part").loc["LM head"]
+    assert table.loc["LM head", "MB"] - head["MB"] == pytest.approx(2 * cfg.vocab_size * 4 / 1e6)
+    assert head["floor_us"] == table.loc["LM head", "floor_us"]
+
+
+def test_bf16_line_reads_half_the_bytes_against_the_time():
+    # the 14:54 H100 run: bf16 0.435 ms against float32 0.520 ms per step
+    line = kernels.bf16_bytes_line(0.435, 0.520)
+    assert line.startswith("Half the bytes took the step from 0.520 ms (float32) to 0.435 ms, 84%")
+    assert line.endswith("so bytes are not what bounds this step.")
+    assert "only part" in kernels.bf16_bytes_line(0.35, 0.520)
+    assert "bytes bound much of it" in kernels.bf16_bytes_line(0.27, 0.520)
 
 
 def test_gemm_shapes_and_weight_floor_of_the_tiny_model():

@@ -102,6 +102,13 @@ def test_contention_line_reads_a_factor_below_one_as_a_count_and_gives_the_sync_
     assert "one transfer takes 0.9x to 1.7x its time alone (below 1: faster, at 1 of 2 points)" in line
     assert "variation" not in line  # never explained away: measured, or nothing said
     assert "one transfer waits 4 times per call, the per-row loop 1024 (4 a row)" in line
+    # the per-sync wait contention adds at batch 256: (0.045 - 0.010) s / 1024 = 0.03 ms, beside
+    # one matmul of the side load, where that is longer
+    beside = postprocess.contention_line(_contention_table(slow), syncs, matmul_s=0.00266)
+    assert beside.endswith("contention adds 0.03 ms per sync of the per-row loop there, less than "
+                           "one 2.66 ms matmul of the side load: a sync may wait behind part of a "
+                           "matmul, not a whole one (the GPU shares its SMs between streams).")
+    assert "matmul" not in line
     # with the runs: the lowest point contended against alone, in the course's words
     clear = postprocess.contention_line(_contention_table(slow, trials=True))
     assert "at 1 of 2 points; at batch 16, completions of 8, contended against alone: 1.1" in clear
@@ -177,6 +184,12 @@ def test_contended_length_line_says_why_the_speedup_falls_with_the_length():
     grown["speedup"] = grown["per row"] / grown["on host"]
     assert "list building" not in postprocess.contended_length_line(grown, 256)
     assert postprocess.contended_length_line(wide, 16) == ""
+    # the per-row loop faster with longer completions: said, no mechanism offered for it
+    fell = wide.assign(**{"per row": [0.26905, 0.21088]})
+    fell["speedup"] = fell["per row"] / fell["on host"]
+    assert postprocess.contended_length_line(fell, 256).endswith(
+        "(0.78x); the per-row loop got faster with longer completions under load, which this "
+        "lesson does not explain.")
 
 
 def test_contention_line_states_a_majority_of_faster_points_plainly():
@@ -403,7 +416,8 @@ def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
 def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
     from helpers.course import floor, stats
     line = floor.bucket_reads(16, 100, 32)
-    assert "16 prompt + 100 new + 1 spare (room the decoder keeps for one launch's steps) = 117 " \
+    assert "16 prompt + 100 new + 1 spare (the steps of one launch: the last launch runs all of " \
+        "them, so the decoder keeps room for them past the run) = 117 " \
         "positions, rounded up to 128 slots, since every buffer is allocated in multiples of 16" in line
     assert "graphs for 32, 64, 96, 128 positions; a launch reads 81.5 of the 128 on average.\nSo" in line
     assert "MB" not in line  # bytes only with a model
@@ -465,9 +479,11 @@ def test_prefill_line_spreads_the_prompt_over_the_steps():
     line = floor.prefill_line("rung", (8.2, 1.1), 100, 0.708, 0.17)
     assert "8.20 ms, once per run (GPU work 1.10 ms of it)" in line
     assert "0.082 ms of each 0.708 ms step (12%)" in line
-    assert "the GPU idles 0.071 ms (42% of the 0.170 ms per step the GPU idles: the rest" in line
+    assert "the GPU idles 0.071 ms. That is 42% of the 0.170 ms per step the GPU idles; the rest of " \
+        "that idle time is the steps' own." in line
     most = floor.prefill_line("rung", (18.66, 2.06), 100, 1.339, 0.181)
-    assert "(92% of the 0.181 ms per step the GPU idles: most of that idle time is the prompt's" in most
+    assert ". That is 92% of the 0.181 ms per step the GPU idles; most of that idle time is the " \
+        "prompt's" in most
     assert floor.without_prompt(1.339, (18.66, 2.06), 100, 0.220) == \
         "that counts the prompt's forward, 0.187 ms of each step; without it, about 5.2x"
     assert "idles" not in floor.prefill_line("rung", (8.2, float("nan")), 100, 0.708)
@@ -498,3 +514,12 @@ def test_readings_of_steps_per_launch_and_of_a_profiled_step():
     assert "profiler's tracing slows" in floor.profiled_line("rung", t, 1.536)
     assert "slows" not in floor.profiled_line("rung", t.assign(us=[100.0, 566.1]), 0.660)
     assert "save at most 36.4% of the key" in floor.bucket_reads(16, 100, 32)
+    # the plain graph step's bytes (weights and its whole 128-slot cache) at the copy bandwidth,
+    # against its GPU work: 14:54 run, 800 MB in 0.27 ms against 1.16 ms
+    from transformers import GPT2Config, GPT2LMHeadModel
+    gpt2 = GPT2LMHeadModel(GPT2Config())
+    line = floor.bytes_line(gpt2, 32, 16, 100, 2972e9, 1.16)
+    assert "whole cache, 800 MB per step: 0.27 ms at the 2972 GB/s copy bandwidth, against its " \
+        "1.16 ms of GPU work per step, so most of that work is not moving bytes." in line
+    assert "much of that work" in floor.bytes_line(gpt2, 32, 16, 100, 2972e9, 0.4)
+    assert floor.bytes_line(gpt2, 32, 16, 100, float("nan"), 1.16) == ""

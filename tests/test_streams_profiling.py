@@ -235,7 +235,13 @@ def test_late_check_summary_and_its_words():
     assert line.endswith("the GPU keeps working.")
     assert late_check.memory_line(table, 32) == (
         "Reserved memory, CUDA graph step at batch 32: two streams 1.50 GiB, one stream and an "
-        "event 1.00 GiB, per-step sync 1.00 GiB.")
+        "event 1.00 GiB, per-step sync 1.00 GiB; two streams reserve 512 MiB more than the event: "
+        "the second stream's own pool of cached blocks.")
+    near = table.assign(peak_reserved_bytes=[(1.0 + 0.01 * (m == "interleaved")) * 2**30
+                                             for m in table["method"]])
+    assert late_check.memory_line(near, 32).endswith(
+        "two streams and the event are within 10 MiB of each other, in one reading each: too "
+        "close to show a second stream's own pool.")
 
 
 def test_step_ranges_and_profile_steps_on_cpu(tiny_batch6):

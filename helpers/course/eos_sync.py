@@ -26,9 +26,11 @@ def early_stop_note(table: pd.DataFrame, judge: bool = True) -> str:
     cap = int(ok["seq_len"].max())
     tokens = int(part["tokens"].iloc[0])
     text = (f"The checking loop generates the same {tokens} tokens at every cap (the prefill's, "
-            f"then {tokens - 1} decode steps: its rows all end by the smallest cap), yet its "
-            f"slowest median is {100 * drift:.0f}% slower than its fastest ({caps}): the host's "
-            "drift between runs, not a cost.")
+            f"then {tokens - 1} decode steps: its rows all end by the smallest cap)")
+    if not judge:  # a smoke run states what ran, never reads its times
+        return text + "."
+    text += (f", yet its slowest median is {100 * drift:.0f}% slower than its fastest ({caps}): "
+             "the host's drift between runs, not a cost.")
     ratio = stats.row_speedup(ok, CHECK, FREE, seq_len=cap)
     if judge and ratio.estimate == ratio.estimate:
         far = stats.verdict(ratio) == stats.FASTER and ratio.estimate - 1 > 2 * drift
@@ -192,7 +194,8 @@ def model_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool = True
     if us == us:
         text += (f"; with the eager step this run could not have seen a cost under about {us:.0f} µs "
                  f"({max(pct, 1):.0f}% of the step)" + (
-                     ", as large as the graph's: it cannot rank the two costs" if us >= graph_us
+                     f", even one as large as the graph's {graph_us:.0f} µs: it cannot rank the two "
+                     "costs" if us >= graph_us
                      else ""))
     return text + "."
 
@@ -205,7 +208,8 @@ def figure_line(table: pd.DataFrame) -> str:
     times = lambda m: ", ".join(f"{at[m, c]:.2f} s at cap {int(c)}"  # noqa: E731
                                 for c in caps if (m, c) in at.index)
     return (f"Figure, left: with the check the batch finishes in {times(CHECK)}; running to the "
-            f"cap takes {times(FREE)}. Right, per decode step:")
+            f"cap takes {times(FREE)}. Right, per step (each run's time over its tokens, the "
+            "prefill included):")
 
 
 def loop_timings(table: pd.DataFrame, cost: pd.DataFrame, n_tokens: int) -> dict:

@@ -107,7 +107,8 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
             for i in range(launches)]
     mean = sum(read) / len(read)
     text = (f"Buckets of {bucket}: the cache holds {prompt_len} prompt + {new_tokens} new + "
-            f"{steps_per_graph} spare (room the decoder keeps for one launch's steps) = {needed} "
+            f"{steps_per_graph} spare (the steps of one launch: the last launch runs all of them, "
+            f"so the decoder keeps room for them past the run) = {needed} "
             f"positions, rounded up to {slots} slots, since every buffer is allocated in "
             f"multiples of 16 positions, whatever the bucket; graphs for "
             f"{', '.join(map(str, lengths))} positions; a launch reads {mean:.1f} of the {slots} "
@@ -189,10 +190,28 @@ def prefill_line(name, cost, new_tokens, step_ms, idle_ms=float("nan")) -> str:
                      "upper bound on its share")
         elif idle_ms == idle_ms and idle_ms >= 0.05 * step_ms:  # a share of a visible idle time
             share = idle / idle_ms
-            text += (f" ({share:.0%} of the {idle_ms:.3f} ms per step the GPU idles: "
-                     + ("most of that idle time is the prompt's, not the steps')" if share >= 0.5
-                        else "the rest of that idle time is the steps' own)"))
+            text += (f". That is {share:.0%} of the {idle_ms:.3f} ms per step the GPU idles; "
+                     + ("most of that idle time is the prompt's, not the steps'" if share >= 0.5
+                        else "the rest of that idle time is the steps' own"))
     return text + "."
+
+
+def bytes_line(model, batch_size, prompt_len, new_tokens, bandwidth, gpu_ms,
+               steps_per_graph=1) -> str:
+    """How long the plain graph step's reads (every weight and the whole cache, as
+    ``bucket_reads`` counts them) take at the copy ``bandwidth`` (bytes/s), against its GPU work
+    per step ``gpu_ms``: whether bytes explain that work. Empty without a GPU (NaN)."""
+    if not (bandwidth == bandwidth and gpu_ms == gpu_ms):
+        return ""
+    cfg, size = model.config, next(model.parameters()).element_size()
+    slots = graphs.cache_slots(prompt_len + new_tokens + steps_per_graph)
+    nbytes = parameter_bytes(model) + 2 * cfg.n_layer * batch_size * cfg.n_embd * size * slots
+    read_ms = 1e3 * nbytes / bandwidth
+    how = ("so most of that work is not moving bytes" if read_ms < gpu_ms / 2 else
+           "so moving bytes is much of that work")
+    return (f"The plain graph step reads every weight and its whole cache, {nbytes / 1e6:.0f} MB "
+            f"per step: {read_ms:.2f} ms at the {bandwidth / 1e9:.0f} GB/s copy bandwidth, "
+            f"against its {gpu_ms:.2f} ms of GPU work per step, {how}.")
 
 
 def without_prompt(step_ms, cost, new_tokens, floor_ms) -> str:
@@ -283,7 +302,8 @@ def speed_note(bandwidth: float) -> str:
     measured copy bandwidth in bytes/s, what they are compared with)."""
     return (f"GB/s per part: the bytes it must move per step divided by the time all its "
             f"kernels take. "
-            f"A weight GEMM counts the weights it reads plus its activations in and out; attention "
+            f"A weight GEMM counts the weights it reads plus its activations in and out (the "
+            f"Triton LM head, which never writes its logits, counts no output); attention "
             f"counts the keys and values it reads (a whole bucket in the bucketed rungs, the filled "
             f"positions in the Triton rung); element-wise kernels are not counted. Copy bandwidth: "
             f"{bandwidth / 1e9:.0f} GB/s.")

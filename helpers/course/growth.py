@@ -186,8 +186,9 @@ def per_step_growth(table, method: str, label: str) -> str:
     wall clock (``budget.per_step``) at every length. The GPU's work is said to account for the
     wall clock's change only where it does between every two neighbouring lengths: each length
     runs in its own rounds, so the host's speed can move the wall clock between them as much as
-    the growth does, and then the line gives the largest difference. Wall clock only without GPU
-    numbers (a CPU run)."""
+    the growth does, and then the line gives the largest difference; where that is more than
+    ``HOST_MOVED`` of the shortest wall-clock step, it says so plainly: compare the loops within a
+    length, not per-step times across lengths. Wall clock only without GPU numbers (a CPU run)."""
     lengths = sorted(table.loc[table["method"] == method, "seq_len"].unique())
     steps = [budget.per_step(table, [method], seq_len=n).iloc[0] for n in lengths]
     wall, gpu = [s["wall_ms"] for s in steps], [s["gpu_ms"] for s in steps]
@@ -203,8 +204,55 @@ def per_step_growth(table, method: str, label: str) -> str:
     if all(r > 0 for r in rest):
         return (text + f"; the other {sum(rest):.2f} ms is time the GPU waited: the host's share of "
                 "the step grew, or the host's speed changed between the lengths' rounds.")
-    return (text + f"; the wall clock's changes differ from the GPU's by up to "
-            f"{max(map(abs, rest)):.2f} ms (each length ran in its own rounds).")
+    most = max(map(abs, rest))
+    text += f"; the wall clock's changes differ from the GPU's by up to {most:.2f} ms"
+    if most > HOST_MOVED * min(wall):
+        return (text + ": the host's speed moved between lengths (each ran in its own rounds), so "
+                "compare the two loops within a length, not per-step times across lengths.")
+    return text + " (each length ran in its own rounds)."
+
+
+HOST_MOVED = 0.05  # per_step_growth: a difference above this share of a step is the host's speed
+
+
+def retry_effect(table, naive: str = "naive") -> str:
+    """Notebook 02, next to the Growth line: where the naive loop's allocator had to free its
+    cache and retry in its timed runs (``alloc_retries``), that added time to the naive runs, so
+    it inflates the gain at those lengths (and its growth, where the longest length retried and
+    the shortest did not). Empty where it never retried or the table has no such column."""
+    if "alloc_retries" not in table:
+        return ""
+    ok = table[table["status"] == harness.OK]
+    hit = sorted(int(n) for n in ok[(ok["method"] == naive) & (ok["alloc_retries"].fillna(0) > 0)]["seq_len"])
+    if not hit:
+        return ""
+    lengths = sorted(int(n) for n in ok["seq_len"].unique())
+    grows = " and its growth" if lengths[-1] in hit and lengths[0] not in hit else ""
+    there = "that length" if len(hit) == 1 else "those lengths"
+    return (f"At {_tokens(hit)} the naive loop's allocator had to free its cache and retry (memory "
+            f"line below): that adds time to the naive runs there, so it inflates the gain at "
+            f"{there}{grows}.")
+
+
+BORDER_PTS = 2  # an idle share this close to a pace threshold is read as borderline
+
+
+def borderline(idle_pct: float) -> str:
+    """Notebooks 01 and 02: where the GPU's idle share lies within ``BORDER_PTS`` points of a
+    threshold of ``budget.pace``, one sentence saying so and what the reading would be just
+    across it, e.g. "Borderline: the GPU idles 21% of the step, within 2 points of the 20% line:
+    a little less idle and the GPU sets the pace." Else empty."""
+    if not math.isfinite(idle_pct):
+        return ""
+    for t in (budget.GPU_PACE_PCT, budget.HOST_PACE_PCT):
+        if abs(idle_pct - t) <= BORDER_PTS:
+            here = budget.pace(idle_pct, why=False)
+            other = next(p for p in (budget.pace(t - 0.01, why=False), budget.pace(t + 0.01, why=False))
+                         if p != here)
+            more = "less" if budget.pace(t - 0.01, why=False) == other else "more"
+            return (f"Borderline: the GPU idles {idle_pct:.0f}% of the step, within {BORDER_PTS} "
+                    f"points of the {t:g}% line: a little {more} idle and {other}.")
+    return ""
 
 
 def host_crossing(table, naive: str = "naive", cached: str = "kv_cache") -> str:

@@ -48,14 +48,15 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
 
 def swing(by_round) -> str:
     """The range of one round's A / B ratio in ``rounds``'s table, e.g. "one round's A / B ran
-    from 0.84 to 1.88 (-16% to +88%)": how far a single round can stray (a slow trial moves its
-    round's ratio by its full size)."""
+    from 0.842 to 1.884 (-15.8% to +88.4%)": how far a single round can stray (a slow trial moves
+    its round's ratio by its full size). The bounds as the table prints them (three decimals),
+    and the percents from those same values."""
     r = by_round["A / B"]
     if len(r) == 0:
         return "no rounds"
-    lo, hi = float(r.min()), float(r.max())
-    return (f"one round's A / B ran from {lo:.2f} to {hi:.2f} "
-            f"({100 * (lo - 1):+.0f}% to {100 * (hi - 1):+.0f}%) over {len(r)} rounds")
+    lo, hi = round(float(r.min()), 3), round(float(r.max()), 3)
+    return (f"one round's A / B ran from {lo:.3f} to {hi:.3f} "
+            f"({round(100 * (lo - 1), 1):+.1f}% to {round(100 * (hi - 1), 1):+.1f}%) over {len(r)} rounds")
 
 
 def resolution(ratio, judge: bool) -> str:
@@ -70,8 +71,17 @@ def resolution(ratio, judge: bool) -> str:
                 "run in twenty, or more often when the host's speed drifts during the rounds; "
                 "every later verdict of this run carries that risk, which is why the course "
                 "compares runs (docs/runs.md)")
-    return (f"so in this run, at {ratio.n} rounds, a difference between "
+    return (f"so in this run, at {ratio.n} rounds, a difference of B against A between "
             f"{100 * (ratio.low - 1):+.0f}% and {100 * (ratio.high - 1):+.0f}% would not show")
+
+
+def with_estimate(said: str, ratio) -> str:
+    """Notebook 00: a "can't tell apart" line that names the medians' ratio ("; medians alone:
+    1.06x") also names the rounds' estimate that ratio differs from ("; the rounds' estimate:
+    0.96x; medians alone: 1.06x"); any other line as it is."""
+    if not said.startswith("can't tell") or "; medians alone" not in said:
+        return said
+    return said.replace("; medians alone", f"; the rounds' estimate: {ratio.estimate:.2f}x; medians alone", 1)
 
 
 def _tokens(lengths) -> str:
@@ -133,6 +143,35 @@ def terms(table, judge: bool) -> str:
     if groups["none"]:
         parts.append(f"at {_tokens(groups['none'])} too few rounds to judge which is the larger")
     return text + ". By the N² share's interval (table below), " + "; ".join(parts) + "."
+
+
+ALMOST_LINEAR = 0.2  # an N² share whose whole interval lies below this: the loop grows almost linearly
+
+
+def linearity(table, judge: bool) -> str:
+    """Notebook 01: the N² term's share of the time at every length (``growth.quadratic_shares``'
+    estimates), and where the loop grew almost linearly: only at lengths whose share's interval
+    lies wholly below ``ALMOST_LINEAR``, e.g. "the N² work is 36%, 52% and 62% of the time at
+    100, 200 and 300 tokens, so at none of them does the loop grow almost linearly (that takes
+    an N² share below 20%)"."""
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    trials = [harness.trials(row) for _, row in ok.iterrows()]
+    paired = len({len(t) for t in trials}) == 1
+    lengths = [int(n) for n in ok["seq_len"]]
+    shares = [stats.quadratic_share(ok["seq_len"], trials, n, paired=paired) for n in lengths]
+    pcts = [f"{round(100 * s.estimate)}%" for s in shares]
+    pcts = pcts[0] if len(pcts) == 1 else ", ".join(pcts[:-1]) + " and " + pcts[-1]
+    text = f"the N² work is {pcts} of the time at {_tokens(lengths)}"
+    if not judge:
+        return text
+    judged = [(n, s) for n, s in zip(lengths, shares) if s.n >= stats.MIN_TRIALS and math.isfinite(s.high)]
+    if not judged:
+        return text + " (too few rounds to judge where it grows almost linearly)"
+    linear = [n for n, s in judged if s.high < ALMOST_LINEAR]
+    limit = f"an N² share below {100 * ALMOST_LINEAR:.0f}% by its interval"
+    if not linear:
+        return text + f", so at none of them does the loop grow almost linearly (that takes {limit})"
+    return text + f"; it grows almost linearly at {_tokens(linear)} ({limit})"
 
 
 CARD_FULL = 0.95  # a peak reserve within 5% of the card's memory: the allocator filled the card

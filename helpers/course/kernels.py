@@ -238,12 +238,14 @@ def step_kernels(kernels: pd.DataFrame, n_layer, attention_gemms=0) -> pd.DataFr
 
 
 def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_tokens, bandwidth,
-                 attention_gemms=0) -> pd.DataFrame:
+                 attention_gemms=0, logits_written=True) -> pd.DataFrame:
     """Per part of a decode step (each weight GEMM shape, attention, element-wise, copies, the
     idle time between kernels), per step on average: kernels, µs, MB that part moves (a GEMM its weight and
     activations, attention the cache it reads), the GB/s it reached, its share of the floor in µs and the µs above it. The floor of attention
     is the keys and values of the filled positions; element-wise kernels, copies and idle time
-    have none (their bytes are a few activations). A last row adds the step up."""
+    have none (their bytes are a few activations). A last row adds the step up. With
+    ``logits_written=False`` (the Triton step's fused LM head, which keeps each tile's largest
+    logit and never writes the logits) the LM head's bytes leave its output out."""
     cfg, element = model.config, model.lm_head.weight.element_size()
     steps = kernels["launch"].nunique()
     labels = step_kernels(kernels, cfg.n_layer, attention_gemms)["part"].tolist()
@@ -255,6 +257,9 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
     shapes = {s["gemm"]: s for s in gemm_shapes(model, batch_size)}
     moved = {name: s["per_step"] * gemm_bytes(s["m"], s["k"], s["n"], element)
              for name, s in shapes.items()}  # bytes each GEMM shape moves per step
+    if not logits_written:  # the fused LM head reads its weight and input, writes no logits
+        head = shapes[LM_HEAD]
+        moved[LM_HEAD] -= head["per_step"] * head["m"] * head["n"] * element
     weights = sum(weight_bytes(s, element) for s in shapes.values())
     filled = floor.kv_bytes_per_step(cfg, batch_size, prompt_len, new_tokens, element)
     lengths = kernels.groupby("launch")["length"].first()  # positions each launch attends to
@@ -295,6 +300,17 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
 
 
 # ------------------------------------------------------------------ the bf16 rung
+
+def bf16_bytes_line(bf16_ms, float32_ms) -> str:
+    """The bf16 rung's time per step against the float32 rung's: half the bytes, and how much
+    of the time went with them (a step bound by its bytes would take about half as long)."""
+    ratio = bf16_ms / float32_ms
+    how = ("so bytes are not what bounds this step" if ratio > 0.75 else
+           "so bytes bound only part of it" if ratio > 0.6 else "as this one nearly does: bytes "
+           "bound much of it")
+    return (f"Half the bytes took the step from {float32_ms:.3f} ms (float32) to {bf16_ms:.3f} ms, "
+            f"{ratio:.0%} of its time (timed in different rounds); a step bound by its bytes "
+            f"would take about half as long, {how}.")
 
 def token_agreement(reference, other, prompt_len) -> float:
     """Share of the generated positions (those both runs produced) whose token is the same."""

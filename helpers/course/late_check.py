@@ -432,10 +432,86 @@ def memory_line(table, batch_size) -> str:
         gib = rows.set_index("method")["peak_reserved_bytes"] / 2**30
         if not {"interleaved", "event", "sync"} <= set(gib.index):
             continue
+        apart = 1024 * (gib["interleaved"] - gib["event"])  # MiB, one reading each
+        large = abs(apart) >= max(POOL_MIB, POOL_SHARE * 1024 * gib["event"])
+        more = "more" if apart > 0 else "less"
+        said = (f"two streams reserve {abs(apart):.0f} MiB {more} than the event"
+                + (": the second stream's own pool of cached blocks" if apart > 0 else "")
+                if large else f"two streams and the event are within {abs(apart):.0f} MiB of "
+                "each other, in one reading each: too close to show a second stream's own pool")
         lines.append(f"Reserved memory, {REGIME_LABELS[regime]} step at batch {batch_size}: two "
                      f"streams {gib['interleaved']:.2f} GiB, one stream and an event "
-                     f"{gib['event']:.2f} GiB, per-step sync {gib['sync']:.2f} GiB.")
+                     f"{gib['event']:.2f} GiB, per-step sync {gib['sync']:.2f} GiB; {said}.")
     return "\n".join(lines)
+
+
+POOL_MIB, POOL_SHARE = 64, 0.10  # two streams' reserved memory this far above the event's: a pool
+
+
+def stream_event_line(table, judge=True, regime="compiled") -> str:
+    """Whether the late read needs a second stream, read at every batch size of ``regime``: the
+    rounds' verdict (``stats.verdict``, no interval) of the event loop against two streams, the
+    batch sizes where they can't be told apart and those where one is faster, with how many µs
+    per step the slower one ran (by the medians). Without rounds to judge, the method alone."""
+    how = ("one stream and an event queue step i before waiting for step i-1, as the article's "
+           "two streams do")
+    rows = table[(table["regime"] == regime) & (table["status"] == harness.OK)]
+    batches = sorted(int(b) for b in rows["batch_size"].unique())
+    words = {}
+    for b in batches if judge else []:
+        part = rows[rows["batch_size"] == b]
+        ratio = stats.row_speedup(part, "event", "interleaved")
+        if ratio.n < stats.MIN_TRIALS:
+            return ""
+        ms = part.groupby("method")["ms_per_step"].median()
+        words[b] = (stats.verdict(ratio), 1e3 * abs(ms["interleaved"] - ms["event"]))
+    if not words:
+        return f"The late read: {how} (not timed against each other here)."
+    kinds = {w for w, _ in words.values()}
+    head = (f"The late read needs no second stream: {how}" if stats.SLOWER not in kinds else
+            f"The late read: {how}")
+
+    def at(kind):
+        return [b for b, (w, _) in words.items() if w == kind]
+
+    parts = []
+    if tie := at(stats.NOISE):
+        parts.append(f"the two can't be told apart at {_batches(tie)}")
+    for kind, fast, slow in ((stats.FASTER, "the event", "two streams"),
+                             (stats.SLOWER, "two streams", "the event")):
+        if won := at(kind):
+            parts.append(f"{fast} is faster at {_batches(won)} ({slow} "
+                         "ran " + claims._and([f"{words[b][1]:.0f} µs per step slower at batch {b}"
+                                               for b in won]) + ", by the medians)")
+    return f"{head}; with the {REGIME_LABELS[regime]} step, " + claims._and(parts) + "."
+
+
+def _batches(sizes) -> str:
+    return ("batches " if len(sizes) > 1 else "batch ") + claims._and([str(b) for b in sizes])
+
+
+def available_gain_line(summary_frame, regime="compiled") -> str:
+    """Where the check takes its largest share of the step at the smallest batch (by the
+    medians: the check's cost over the per-step sync's step, the most a late read can win), that
+    share beside the others; and, where two streams then win back less of it there than at any
+    larger batch, how much each late loop won back. Empty otherwise."""
+    part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
+    if part["batch_size"].nunique() < 2:
+        return ""
+    share = 100 * part["check_cost_us"] / (1e3 * part["sync"])
+    first, rest = part.iloc[0], part.iloc[1:]
+    if not (share.iloc[0] > 0 and share.iloc[0] > share.iloc[1:].max()):
+        return ""
+    b = int(first["batch_size"])
+    text = (f"There is the most to win at batch {b}: the check takes {share.iloc[0]:.0f}% of the "
+            "per-step sync's step there, against " + claims._and(
+                [f"{s:.0f}% at batch {int(r)}" for s, r in zip(share.iloc[1:], rest["batch_size"])])
+            + " (by the medians)")
+    won = first["interleaved_recovered_pct"]
+    if won == won and won < rest["interleaved_recovered_pct"].min():
+        text += (f"; two streams capture least of it there, {won:.0f}% (the event "
+                 f"{first['event_recovered_pct']:.0f}%)")
+    return text + "."
 
 
 def recovered_line(row, name, judge=True, cost=False) -> str:
@@ -462,7 +538,8 @@ def eager_line(row, part, judge=True) -> str:
     there: the per-step sync against no check at all, the check's cost as a share of the step,
     and the verdict (``stats.say``) of dropping the check."""
     cost = row["check_cost_us"]
-    paid = (f"the check: {cost:+.0f} µs, {cost / (10 * row['sync']):+.0f}% of the step" if cost > 0
+    paid = (f"the check: {cost:+.0f} µs, {cost / (10 * row['sync']):+.0f}% of the step"
+            if cost > 0 or not judge  # a smoke run states the difference, never reads it
             else f"the loop with the check ran {-cost:.0f} µs per step faster: a check cannot save "
                  "time, so this is the host's noise")
     text = (f"Eager step, batch {int(row['batch_size'])}: {row['sync']:.3f} ms per step with the "
