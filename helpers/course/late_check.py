@@ -177,17 +177,24 @@ def plot(fig_axes, table, step_costs, params):
     ax_batch.legend(loc="upper left", fontsize=9, frameon=False)
 
 
+def _regime_batches(table, summary_frame, regime):
+    """One regime's summary rows by batch size, its table rows and its batch sizes; None with
+    fewer than two batch sizes."""
+    part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
+    if part["batch_size"].nunique() < 2:
+        return None
+    return part, table[table["regime"] == regime], part["batch_size"].astype(int).to_list()
+
+
 def smallest_batch_line(table, summary_frame, judge=True, regime="compiled") -> str:
     """The article's "interleaving gains most at the smallest batch", read from the rounds: two
     streams' speedup over the per-step sync at each batch size of ``regime`` (the rounds'
     estimate, as ``answer_line`` says it; the medians' ratio without rounds), and whether the smallest batch's gain is told apart
     from each larger batch's (``stats.row_growth``, as notebook 08's claim judges it); then
     ``share_gap_line``. Empty with fewer than two batch sizes or on a smoke run."""
-    part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
-    if not judge or part["batch_size"].nunique() < 2:
+    if not judge or not (found := _regime_batches(table, summary_frame, regime)):
         return ""
-    rows = table[table["regime"] == regime]
-    batches = part["batch_size"].astype(int).to_list()
+    part, rows, batches = found
     rounds = [stats.row_speedup(rows, "interleaved", "sync", batch_size=b).estimate for b in batches]
     gains = [g if g == g else m for g, m in zip(rounds, part["sync"] / part["interleaved"])]
     medians = [float(m) for m in part["sync"] / part["interleaved"]]
@@ -221,11 +228,9 @@ def claim_words(table, summary_frame, judge=True, regime="compiled") -> str:
     estimates) and, without intervals, whether the smallest batch's gain is told apart as the
     larger from each larger batch's (``stats.row_growth``). Empty with fewer than two batch sizes,
     too few rounds, or on a smoke run."""
-    part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
-    if not judge or part["batch_size"].nunique() < 2:
+    if not judge or not (found := _regime_batches(table, summary_frame, regime)):
         return ""
-    rows = table[table["regime"] == regime]
-    batches = part["batch_size"].astype(int).to_list()
+    part, rows, batches = found
     gains = [stats.row_speedup(rows, "interleaved", "sync", batch_size=b).estimate for b in batches]
     words = {}
     for b in batches[1:]:
