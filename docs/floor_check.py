@@ -278,6 +278,108 @@ def bench():
 
 
 
+def step_qkv_split(model, state, eos_token_id):
+    """fast_decode_step with the QKV GEMM's split-K partial sums added up by attention."""
+    from helpers.fast_step import norm
+    gpt, n_head = model.transformer, model.config.n_head
+    norms = [block.ln_1 for block in gpt.h[1:]] + [gpt.ln_f]
+    h, x = tk.embed(state.token, state.position, gpt.wte.weight, gpt.wpe.weight, norm(gpt.h[0].ln_1))
+    for i, block in enumerate(gpt.h):
+        attn, mlp = block.attn, block.mlp
+        a = tk.qkv_attention(x, attn.c_attn.weight, attn.c_attn.bias, state.kv[i], state.position, n_head)
+        h, x = tk.linear(a, attn.c_proj.weight, attn.c_proj.bias, residual=h, norm=norm(block.ln_2))
+        u = tk.linear(x, mlp.c_fc.weight, mlp.c_fc.bias, gelu=True)
+        h, x = tk.linear(u, mlp.c_proj.weight, mlp.c_proj.bias, residual=h, norm=norm(norms[i]))
+    best, index = tk.lm_head_argmax(x, model.lm_head.weight)
+    tk.finish_step(best, index, state, eos_token_id)
+
+
+def qkv_split():
+    """The QKV GEMM cut along K, its partial sums added by the attention kernel (no extra
+    launch): kernel check against the references, tokens, and the step's time per config."""
+    torch.manual_seed(2)
+    for dtype, prec in ((torch.float32, "highest"), (torch.float32, "high"), (torch.bfloat16, "high")):
+        torch.set_float32_matmul_precision(prec)
+        for m, pos in ((32, 0), (32, 5), (1, 77), (32, 115)):
+            x = torch.randn(m, 768, device="cuda", dtype=dtype)
+            w = (torch.randn(768, 2304, device="cuda", dtype=dtype) / 768**0.5)
+            b = torch.randn(2304, device="cuda", dtype=dtype)
+            kv0 = torch.randn(2, m, 12, 128, 64, device="cuda", dtype=dtype)
+            p = torch.tensor(pos, device="cuda")
+            for c in (tk.QKV_SPLIT, (32, 256, 3, 4, 3), (32, 64, 4, 4, 4)):
+                kv1, kv2 = kv0.clone(), kv0.double().clone()
+                got = tk.qkv_attention(x, w, b, kv1, p, 12, config=c)
+                ref = tk.decode_attention_ref(tk.linear_ref(x.double(), w.double(), b.double()), kv2, p, 12)
+                say(f"qkv_attention {str(dtype)[6:]} {prec} m={m} pos={pos} {c}: out rel err {rel(got, ref):.2e}, cache rel err {rel(kv1, kv2):.2e}")
+    use_tf32(True)
+    n = 100
+    bw = floor.copy_bandwidth("cuda")
+    fl = floor.decode_floor(model, bw, 32, 16, n)
+    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    with exact_matmul():
+        ref = generate_naive(model, prompt, 64, eos, stops)
+        ref_free = generate_naive(model, prompt, 64, eos)
+        for k in (1, 10):
+            d = graphs.GraphDecoder(model, 32, 16 + 64, eos, steps_per_graph=k, step=step_qkv_split)
+            say(f"qkv split step {k}/launch exact tokens identical: stops {bool(torch.equal(d(prompt, 64, stops), ref))}, free {bool(torch.equal(d(prompt, 64), ref_free))}")
+    configs = [(32, 128, 2, 4, 4), (32, 256, 3, 4, 3), (32, 128, 3, 4, 4), (32, 64, 4, 4, 4), (64, 128, 4, 4, 4), (16, 128, 2, 4, 4), (32, 64, 6, 4, 4), (64, 128, 2, 4, 4)]
+    decs = {"baseline": graphs.GraphDecoder(model, 32, 16 + n, eos, steps_per_graph=10, step=fast_decode_step)}
+    for c in configs:
+        tk.QKV_SPLIT = c
+        decs[c] = graphs.GraphDecoder(model, 32, 16 + n, eos, steps_per_graph=10, step=step_qkv_split)
+        decs[c](prompt, n)  # captured with this config
+    times = {k: [] for k in decs}
+    for r in range(3):
+        for k, d in decs.items():
+            times[k].append(per_step(lambda: d(prompt, n), n, reps=7))
+    for k, ts in times.items():
+        say(f"{k}: {sorted(ts)[1] * 1e3:.4f} ms/step (rounds {[round(t * 1e3, 4) for t in ts]}), {sorted(ts)[1] / fl:.2f}x floor")
+    best = min((sorted(ts)[1], k) for k, ts in times.items())
+    say(f"best {best}")
+    if best[1] != "baseline":
+        tk.QKV_SPLIT = best[1]
+        d = graphs.GraphDecoder(model, 32, 16 + n, eos, step=step_qkv_split)
+        kt = kernels.replay_kernels(d, prompt, n, "cuda")
+        say(kernels.kernel_table(kt, model, 32, 16, n, bw).round(2).to_string())
+    m16 = copy.deepcopy(model).to(torch.bfloat16)
+    for name, st in (("baseline", fast_decode_step), ("qkv split", step_qkv_split)):
+        d16 = graphs.GraphDecoder(m16, 32, 16 + n, eos, steps_per_graph=10, step=st)
+        say(f"bf16 {name}: {per_step(lambda: d16(prompt, n), n, reps=9) * 1e3:.4f} ms/step")
+
+
+def qkv_split_timed():
+    """qkv_split's step against the current one, both as FastDecoder (prefill from a graph too),
+    interleaved rounds, fp32/TF32 and bf16."""
+    from helpers.fast_step import FastDecoder
+
+    class SplitDecoder(FastDecoder):
+        def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=10):
+            graphs.GraphDecoder.__init__(self, model, batch_size, max_len, eos_token_id,
+                                         steps_per_graph, step=step_qkv_split)
+            self.prefills = {}
+    n = 100
+    bw = floor.copy_bandwidth("cuda")
+    fl = floor.decode_floor(model, bw, 32, 16, n)
+    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    with exact_matmul():
+        ref = generate_naive(model, prompt, 64, eos, stops)
+        d = SplitDecoder(model, 32, 16 + 64, eos, 10)
+        say(f"SplitDecoder uses the split step: {d.step is step_qkv_split}; exact tokens identical with stops: {bool(torch.equal(d(prompt, 64, stops), ref))}")
+    for m, label in ((model, "fp32"), (copy.deepcopy(model).to(torch.bfloat16), "bf16")):
+        decs = {"baseline": FastDecoder(m, 32, 16 + n, eos, 10)}
+        for c in [(16, 128, 2, 4, 4), (32, 128, 2, 4, 4), (32, 64, 4, 4, 4), (16, 64, 4, 4, 4), (16, 128, 3, 4, 4), (16, 256, 3, 4, 3), (16, 128, 6, 4, 4)]:
+            tk.QKV_SPLIT = c
+            decs[c] = SplitDecoder(m, 32, 16 + n, eos, 10)
+            decs[c](prompt, n)
+        times = {k: [] for k in decs}
+        for r in range(5):
+            for k, d in decs.items():
+                times[k].append(per_step(lambda: d(prompt, n), n, reps=9))
+        for k, ts in times.items():
+            med = sorted(ts)[2]
+            say(f"{label} {k}: {med * 1e3:.4f} ms/step (rounds {[round(t * 1e3, 4) for t in ts]}), {med / fl:.2f}x fp32 floor")
+
+
 
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)

@@ -3,10 +3,10 @@
 ``fast_decode_step`` is notebook 10's ``decode_step`` rebuilt from the kernels of
 ``helpers.triton_kernels``, one change per row of the kernel table: skinny GEMMs with the bias,
 GELU and residual add in their epilogue; each layer norm taken by the kernel that finishes its
-input row (the embedding, the residual adds); attention one kernel per layer that writes the new
-key and value and reads the filled positions only; the LM head keeping only each tile's largest
-logit, and one small kernel making the greedy choice and moving the counters. About seven
-kernels per block, all reading ``position`` from the GPU, so one CUDA graph (``GraphDecoder(step=...)``) replays any
+input row (the embedding, the residual adds); attention one kernel per layer that adds up the
+QKV GEMM's split-K partial sums, writes the new key and value and reads the filled positions only; the LM head keeping only each tile's largest
+logit, and one small kernel making the greedy choice and moving the counters. Seven kernels
+per block, all reading ``position`` from the GPU, so one CUDA graph (``GraphDecoder(step=...)``) replays any
 number of steps. On a CPU every kernel is its PyTorch reference, which is how the tests prove the
 step token-identical to the naive loop without a GPU.
 Notebook 11 writes ``fast_decode_step`` out in full; a test keeps both copies identical.
@@ -35,8 +35,8 @@ def fast_decode_step(model, state, eos_token_id):
     h, x = tk.embed(state.token, state.position, gpt.wte.weight, gpt.wpe.weight, norm(gpt.h[0].ln_1))
     for i, block in enumerate(gpt.h):
         attn, mlp = block.attn, block.mlp
-        qkv = tk.linear(x, attn.c_attn.weight, attn.c_attn.bias)
-        a = tk.decode_attention(qkv, state.kv[i], state.position, n_head)
+        a = tk.qkv_attention(x, attn.c_attn.weight, attn.c_attn.bias, state.kv[i], state.position,
+                             n_head)  # the QKV GEMM's partial sums added up by attention
         h, x = tk.linear(a, attn.c_proj.weight, attn.c_proj.bias, residual=h, norm=norm(block.ln_2))
         u = tk.linear(x, mlp.c_fc.weight, mlp.c_fc.bias, gelu=True)
         h, x = tk.linear(u, mlp.c_proj.weight, mlp.c_proj.bias, residual=h, norm=norm(norms[i]))

@@ -13,6 +13,9 @@ reference it must match (the tests compare them at several shapes).
 - ``decode_attention``: one program per (row, head) writes the new key and value into the
   cache at ``position`` and attends over the filled positions only (``position`` is read from
   the GPU, so one captured graph serves every step), with an online softmax, in float32.
+- ``qkv_attention``: the QKV GEMM cut along K (twice the programs, more of the GPU streaming
+  the weight) with its partial sums and bias added up by the attention kernel itself, so the
+  split costs no extra launch.
 - ``finish_step``: the greedy choice from the LM head's partial maxima, forced stops and
   finished rows, the token written after the current position, and the counters moved, in one
   launch.
@@ -223,10 +226,13 @@ if triton is not None:
             tl.store(normed_ptr + row * N + cols, normed.to(normed_ptr.dtype.element_ty), mask=mask)
 
     @triton.jit
-    def decode_attention_kernel(qkv_ptr, kv_ptr, out_ptr, pos_ptr, B, H, S, scale,
-                                D: tl.constexpr, BLOCK_S: tl.constexpr, PDL: tl.constexpr):
+    def decode_attention_kernel(qkv_ptr, bias_ptr, kv_ptr, out_ptr, pos_ptr, B, H, S, scale,
+                                D: tl.constexpr, BLOCK_S: tl.constexpr, SPLIT: tl.constexpr,
+                                PDL: tl.constexpr):
         """One (row, head): store the new key and value at the position, then an online softmax
-        over the filled positions 0..position (the new one from registers)."""
+        over the filled positions 0..position (the new one from registers). With SPLIT > 0,
+        ``qkv`` holds the QKV GEMM's SPLIT partial sums, added here in a fixed order with the
+        bias (as rows_reduce_kernel would, without its launch)."""
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
             gdc_wait()
             gdc_launch_dependents()
@@ -235,9 +241,21 @@ if triton is not None:
         E = H * D
         d = tl.arange(0, D)
         base = qkv_ptr + b * 3 * E + h * D
-        q = tl.load(base + d).to(tl.float32)
-        k_new = tl.load(base + E + d)
-        v_new = tl.load(base + 2 * E + d)
+        if SPLIT > 0:
+            q = tl.zeros([D], dtype=tl.float32)
+            k_sum = tl.zeros([D], dtype=tl.float32)
+            v_sum = tl.zeros([D], dtype=tl.float32)
+            for piece in tl.static_range(SPLIT):
+                q += tl.load(base + piece * B * 3 * E + d)
+                k_sum += tl.load(base + piece * B * 3 * E + E + d)
+                v_sum += tl.load(base + piece * B * 3 * E + 2 * E + d)
+            q += tl.load(bias_ptr + h * D + d).to(tl.float32)
+            k_new = (k_sum + tl.load(bias_ptr + E + h * D + d).to(tl.float32)).to(kv_ptr.dtype.element_ty)
+            v_new = (v_sum + tl.load(bias_ptr + 2 * E + h * D + d).to(tl.float32)).to(kv_ptr.dtype.element_ty)
+        else:
+            q = tl.load(base + d).to(tl.float32)
+            k_new = tl.load(base + E + d)
+            v_new = tl.load(base + 2 * E + d)
         pos = tl.load(pos_ptr)
         k_base = kv_ptr + (b * H + h) * S * D
         v_base = kv_ptr + ((B + b) * H + h) * S * D
@@ -422,14 +440,45 @@ def decode_attention(qkv, kv, position, n_head, block_s=None):
     dim) and attend over positions 0..position: one program per (row, head)."""
     if not use_triton(qkv):
         return decode_attention_ref(qkv, kv, position, n_head)
-    batch, width = qkv.shape[0], qkv.shape[1] // 3
+    return _attention(qkv, None, kv, position, n_head, block_s)
+
+
+def _attention(qkv, bias, kv, position, n_head, block_s=None):
+    """``decode_attention``'s launch; ``qkv`` either the rows (batch, 3 x width) or, with
+    ``bias``, the QKV GEMM's partial sums (split, batch, 3 x width) still to be added up."""
+    split = qkv.shape[0] if bias is not None else 0
+    batch, width = qkv.shape[-2], qkv.shape[-1] // 3
     head_dim = width // n_head
-    out = torch.empty(batch, width, device=qkv.device, dtype=qkv.dtype)
+    out = torch.empty(batch, width, device=qkv.device, dtype=kv.dtype)
     decode_attention_kernel[(batch * n_head,)](
-        qkv, kv, out, position, batch, n_head, kv.shape[3], head_dim**-0.5,
-        D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, PDL=_pdl(), num_warps=ATTENTION_WARPS,
-        **_launch())
+        qkv, bias if bias is not None else qkv, kv, out, position, batch, n_head, kv.shape[3],
+        head_dim**-0.5, D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, SPLIT=split, PDL=_pdl(),
+        num_warps=ATTENTION_WARPS, **_launch())
     return out
+
+
+# The QKV GEMM's launch when attention adds up its partial sums: the fastest of a sweep of the
+# whole step on an H100 (docs/floor_check.py qkv_split_timed; docs/floor-notes.md, v5).
+QKV_SPLIT = {torch.float32: (32, 128, 2, 4, 4), torch.bfloat16: (16, 128, 2, 4, 4)}
+
+
+def qkv_attention(x, w, b, kv, position, n_head, config=None):
+    """``decode_attention(linear(x, w, b), kv, position, n_head)`` with twice the programs
+    streaming the QKV weight and no launch more: the GEMM is cut along K (split-K) and the
+    attention kernel adds up its partial sums and the bias, each (row, head) program reading
+    only its own 3 x 64 values. On a CPU: the two references."""
+    if not use_triton(x):
+        return decode_attention_ref(linear_ref(x, w, b), kv, position, n_head)
+    m, k = x.shape
+    n = w.shape[1]
+    block_n, block_k, split, warps, stages = config or QKV_SPLIT.get(w.dtype, QKV_SPLIT[torch.float32])
+    part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)
+    skinny_gemm_kernel[(triton.cdiv(n, block_n), split)](
+        x, w, b, part, part, part, part, m, n, k, w.stride(0), w.stride(1),
+        GELU=False, RESIDUAL=False, ARGMAX=False, PARTIAL=True, SPLIT_K=split,
+        FP32=w.dtype == torch.float32, PRECISION=dot_precision(w.dtype), BLOCK_M=_block_m(m),
+        BLOCK_N=block_n, BLOCK_K=block_k, PDL=_pdl(), num_warps=warps, num_stages=stages, **_launch())
+    return _attention(part, b, kv, position, n_head)
 
 
 def finish_step(best, index, state, eos_token_id):

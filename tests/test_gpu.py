@@ -296,6 +296,34 @@ def test_decode_attention_matches_its_reference(dtype, batch, heads, head_dim, s
     assert torch.equal(kv.double(), kv_ref.to(dtype).double())  # the new key and value written
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("batch,heads,head_dim,slots,position,config",
+                         [(32, 12, 64, 128, 0, None), (32, 12, 64, 128, 115, None),
+                          (1, 12, 64, 128, 77, (32, 256, 3, 4, 3)), (5, 3, 32, 48, 47, (32, 64, 4, 4, 4)),
+                          (32, 12, 64, 128, 16, (16, 128, 2, 4, 4))])
+def test_qkv_attention_matches_its_references(dtype, batch, heads, head_dim, slots, position, config):
+    """The QKV GEMM cut along K with attention adding up its partial sums and the bias: the
+    same output and cache write as the two references, IEEE float32 (and bf16 within its noise)."""
+    from helpers import triton_kernels as tk
+    torch.manual_seed(position + batch)
+    width = heads * head_dim
+    x = torch.randn(batch, width, device="cuda", dtype=dtype)
+    w = (torch.randn(width, 3 * width, device="cuda") / width**0.5).to(dtype)
+    b = torch.randn(3 * width, device="cuda", dtype=dtype)
+    kv = torch.randn(2, batch, heads, slots, head_dim, device="cuda", dtype=dtype)
+    kv_ref = kv.double()
+    where = torch.tensor(position, device="cuda")
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        out = tk.qkv_attention(x, w, b, kv, where, heads, config=config)
+    finally:
+        torch.set_float32_matmul_precision(before)
+    ref = tk.decode_attention_ref(tk.linear_ref(x.double(), w.double(), b.double()), kv_ref, where, heads)
+    assert _rel(out, ref) < (1e-5 if dtype == torch.float32 else 2e-2)
+    assert _rel(kv, kv_ref) < (1e-6 if dtype == torch.float32 else 1e-2)
+
+
 @pytest.mark.parametrize("batch,tiles", [(32, 393), (3, 4), (6, 786)])
 def test_finish_step_and_embed_match_their_references(batch, tiles):
     """The greedy choice over tiles (the first tile on a tie), forced stops, finished rows and

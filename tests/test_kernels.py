@@ -213,6 +213,21 @@ def test_triton_kernel_references_agree_with_the_model():
         assert torch.equal(getattr(a, field), getattr(b, field)), field
 
 
+def test_qkv_attention_on_a_cpu_is_the_two_references():
+    """Without Triton, ``qkv_attention`` is the QKV GEMM's reference followed by attention's:
+    the same output and the same cache write."""
+    from helpers import triton_kernels as tk
+    torch.manual_seed(3)
+    x, w, b = torch.randn(4, 64), torch.randn(64, 192) / 8, torch.randn(192)
+    kv1 = torch.randn(2, 4, 2, 16, 32)
+    kv2 = kv1.clone()
+    where = torch.tensor(5)
+    got = tk.qkv_attention(x, w, b, kv1, where, 2)
+    want = tk.decode_attention_ref(tk.linear_ref(x, w, b), kv2, where, 2)
+    assert torch.equal(got, want) and torch.equal(kv1, kv2)
+    assert not torch.equal(kv1[:, :, :, 5], torch.zeros_like(kv1[:, :, :, 5]))
+
+
 def test_attention_of_a_step_that_reads_the_filled_positions_counts_their_bytes():
     """A launch with no length (NaN: notebook 11's Triton step, which reads positions 0..position
     only) counts attention's bytes as its floor does: the filled positions, not the buffer."""
