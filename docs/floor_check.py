@@ -380,6 +380,53 @@ def qkv_split_timed():
             say(f"{label} {k}: {med * 1e3:.4f} ms/step (rounds {[round(t * 1e3, 4) for t in ts]}), {med / fl:.2f}x fp32 floor")
 
 
+def step_sweep():
+    """Launch settings of the whole step (FastDecoder, 10 steps per replay, the QKV split
+    summed by attention) in interleaved rounds: attention's positions per iteration and warps,
+    the row kernel's warps, the QKV split's warps and stages."""
+    from helpers.fast_step import FastDecoder
+    n = 100
+    bw = floor.copy_bandwidth("cuda")
+    fl = floor.decode_floor(model, bw, 32, 16, n)
+    base = dict(ATTENTION_BLOCK=tk.ATTENTION_BLOCK, ATTENTION_WARPS=tk.ATTENTION_WARPS,
+                REDUCE_WARPS=tk.REDUCE_WARPS, QKV_SPLIT=dict(tk.QKV_SPLIT))
+    variants = {"current": {}}
+    for bl, w in ((32, 2), (32, 4), (64, 2), (128, 4), (64, 8), (16, 2)):
+        variants[f"attention {bl}/{w}"] = dict(ATTENTION_BLOCK=bl, ATTENTION_WARPS=w)
+    for w in (4, 16):
+        variants[f"reduce warps {w}"] = dict(REDUCE_WARPS=w)
+    for mdl, label in ((model, "fp32"), (copy.deepcopy(model).to(torch.bfloat16), "bf16")):
+        dt = mdl.lm_head.weight.dtype
+        vs = dict(variants)
+        c = base["QKV_SPLIT"][dt]
+        vs["qkv 8 warps"] = dict(QKV_SPLIT={**base["QKV_SPLIT"], dt: (c[0], c[1], c[2], 8, c[4])})
+        vs["qkv 3 stages"] = dict(QKV_SPLIT={**base["QKV_SPLIT"], dt: (c[0], c[1], c[2], c[3], 3)})
+        vs["qkv 2 warps"] = dict(QKV_SPLIT={**base["QKV_SPLIT"], dt: (c[0], c[1], c[2], 2, c[4])})
+        decs = {}
+        for name, v in vs.items():
+            for key, val in {**base, **v}.items():
+                setattr(tk, key, val)
+            try:
+                decs[name] = FastDecoder(mdl, 32, 16 + n, eos, 10)
+                decs[name](prompt, n)
+            except Exception as e:  # noqa: BLE001
+                decs.pop(name, None)
+                say(f"{label} {name} failed: {type(e).__name__}")
+        for key, val in base.items():
+            setattr(tk, key, val)
+        times = {k: [] for k in decs}
+        for r in range(5):
+            for k, dec in decs.items():
+                times[k].append(per_step(lambda: dec(prompt, n), n, reps=9))
+        for k, ts in sorted(times.items(), key=lambda kv: sorted(kv[1])[2]):
+            med = sorted(ts)[2]
+            say(f"{label} {k}: {med * 1e3:.4f} ms/step (rounds {[round(t * 1e3, 4) for t in ts]}), {med / fl:.2f}x fp32 floor")
+    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    with exact_matmul():
+        ref = generate_naive(model, prompt, 64, eos, stops)
+        say(f"current settings, exact tokens identical with stops: {bool(torch.equal(FastDecoder(model, 32, 16 + 64, eos, 10)(prompt, 64, stops), ref))}")
+
+
 
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)

@@ -361,7 +361,9 @@ def config_for(n, k, dtype):
 
 
 ATTENTION_BLOCK = 64  # cache positions one attention program reads per iteration
-ATTENTION_WARPS = 4  # warps per attention program
+# Warps per attention program: an int, or per dtype (bf16 programs finish sooner with 2; the
+# whole step's sweep on an H100, docs/floor_check.py step_sweep).
+ATTENTION_WARPS = {torch.float32: 4, torch.bfloat16: 2}
 REDUCE_WARPS = 8  # warps per row of rows_reduce_kernel
 # Programmatic Dependent Launch between the step's kernels: None turns it on where the GPU has
 # it (Hopper and newer); each kernel then waits for its predecessor's writes in ``gdc_wait``.
@@ -453,13 +455,17 @@ def _attention(qkv, bias, kv, position, n_head, block_s=None):
     decode_attention_kernel[(batch * n_head,)](
         qkv, bias if bias is not None else qkv, kv, out, position, batch, n_head, kv.shape[3],
         head_dim**-0.5, D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, SPLIT=split, PDL=_pdl(),
-        num_warps=ATTENTION_WARPS, **_launch())
+        num_warps=_attention_warps(kv.dtype), **_launch())
+
+
+def _attention_warps(dtype):
+    return ATTENTION_WARPS.get(dtype, 4) if isinstance(ATTENTION_WARPS, dict) else ATTENTION_WARPS
     return out
 
 
-# The QKV GEMM's launch when attention adds up its partial sums: the fastest of a sweep of the
-# whole step on an H100 (docs/floor_check.py qkv_split_timed; docs/floor-notes.md, v5).
-QKV_SPLIT = {torch.float32: (32, 128, 2, 4, 4), torch.bfloat16: (16, 128, 2, 4, 4)}
+# The QKV GEMM's launch when attention adds up its partial sums: the fastest of sweeps of the
+# whole step on an H100 (docs/floor_check.py qkv_split_timed, step_sweep; docs/floor-notes.md).
+QKV_SPLIT = {torch.float32: (32, 128, 2, 2, 4), torch.bfloat16: (16, 128, 2, 4, 4)}
 
 
 def qkv_attention(x, w, b, kv, position, n_head, config=None):
