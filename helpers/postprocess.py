@@ -169,7 +169,8 @@ def contention_line(table, syncs=None, matmul_s=None) -> str:
         ratios = (busy["median_s"] / alone["median_s"]).loc[method].dropna()
         low, high = ratios.min(), ratios.max()
         if low >= 1:
-            return f"{'Contention' if first else 'it'} slows {what} {low:.1f}x to {high:.1f}x"
+            return (f"{'Contention' if first else 'it'} slows {what} {low:.1f}x to {high:.1f}x"
+                    + _quiet(table, method, ratios.index))
         faster = ratios[ratios < 1].index
         head = (f"{'Under contention, ' if first else ''}{what} takes {low:.1f}x to {high:.1f}x "
                 "its time alone")
@@ -199,6 +200,26 @@ def contention_line(table, syncs=None, matmul_s=None) -> str:
                              "sync may wait behind part of a matmul, not a whole one (the GPU "
                              "shares its SMs between streams)")
     return text + "."
+
+
+def _quiet(table, method, points) -> str:
+    """" (at batch 64, completions of 128, its runs contended can't be told apart from its runs
+    alone)": the points where one method's contended runs cannot be told from its runs alone
+    (``stats.speedup`` of two sweeps, not paired; empty without trials or where every point
+    tells)."""
+    if "trials_wall_ms" not in table:
+        return ""
+    quiet = []
+    for batch, length in points:
+        trials = [stats.method_trials(table, method, condition=c, batch_size=batch, seq_len=length)
+                  for c in ("contended", "alone")]
+        if all(trials):
+            ratio = stats.speedup(*trials, paired=False)
+            if ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) == stats.NOISE:
+                quiet.append(f"batch {int(batch)}, completions of {int(length)}")
+    if not quiet:
+        return ""
+    return f" (at {_and(quiet)}, its runs contended can't be told apart from its runs alone)"
 
 
 def _lowest(table, method, point) -> str:
@@ -269,16 +290,30 @@ def _and(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def contended_length_line(wide, batch_size, condition="contended") -> str:
+def contended_length_line(wide, batch_size, condition="contended", table=None) -> str:
     """Why one transfer's speedup under contention changes with the completion length at one
     batch size: each method's median time at the shortest and the longest length, and, where
     the speedup fell because one transfer grew more than the per-row loop, that reading (one
     transfer's list building grows with the length; the per-row loop's waits, a fixed number
-    per row, do not). Empty without two lengths in that condition."""
+    per row, do not). With ``table`` (the long table, with its runs): where the two speedups
+    cannot be told apart, that alone, and no trend read into them. Empty without two lengths in
+    that condition."""
     part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
     if part["seq_len"].nunique() < 2:
         return ""
     short, long = part.loc[part["seq_len"].idxmin()], part.loc[part["seq_len"].idxmax()]
+    if table is not None and "trials_wall_ms" in table:
+        pairs = [tuple(stats.method_trials(table, m, condition=condition, batch_size=batch_size,
+                                           seq_len=int(point["seq_len"]))
+                       for m in ("on host", "per row")) for point in (short, long)]
+        if all(all(p) for p in pairs):
+            growth = stats.speedup_growth(*pairs)
+            if growth.n >= stats.MIN_TRIALS and stats.verdict(growth) == stats.NOISE:
+                return (f"Under contention at batch {int(batch_size)}, one transfer's speedup at "
+                        f"completions of {int(long['seq_len'])} against {int(short['seq_len'])} "
+                        f"({long['speedup']:.2f}x against {short['speedup']:.2f}x, ratios of the "
+                        f"medians): {claims.plain(growth)}; the runs show no change with the "
+                        "length.")
     host, rows = long["on host"] / short["on host"], long["per row"] / short["per row"]
     text = (f"Under contention at batch {int(batch_size)}, the speedup is {short['speedup']:.2f}x "
             f"at completions of {int(short['seq_len'])} and {long['speedup']:.2f}x at "
@@ -420,8 +455,10 @@ def plot(table, batch_sizes, completion_lens):
     ax_gain.set(xscale="log", xlabel="batch size (rows)", ylabel="per row / on host",
                 title="Speedup of one transfer")
     # long legend handles: solid (alone) and dashed (contended) tell apart around the marker
-    ax_time.legend(loc="lower right", fontsize=8, handlelength=4)
-    ax_gain.legend(loc="best", fontsize=8, handlelength=4)
+    # each legend below its panel, outside the axes, so it hides no point
+    for ax in (ax_time, ax_gain):
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8,
+                  handlelength=4, frameon=False)
     for ax in (ax_time, ax_gain):
         ax.set_xticks(batch_sizes, [str(b) for b in batch_sizes])
         ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)

@@ -340,9 +340,6 @@ def test_two_modes_do_not_recompile_each_other():
 # --- the lessons' analysis modules (helpers/course) ---------------------------------------------
 
 def test_static_cache_lesson_tables(tiny):
-    import pandas as pd
-    from types import SimpleNamespace
-
     from helpers.course import static_cache as lesson
 
     model, prompt, _ = tiny
@@ -350,17 +347,6 @@ def test_static_cache_lesson_tables(tiny):
     assert lesson.cache_bytes(cache) == 12 * lesson.bytes_per_position(model, prompt.shape[0])
     inputs = lesson.attention_inputs(model, prompt, "cpu")
     assert list(inputs["mask"]) == [False, True]
-    P = SimpleNamespace(seq_lens=[10], prompt_len=4, batch_size=prompt.shape[0])
-    rows = [{"method": m, "seq_len": 10, "status": "ok", "cache_len": n, "gpu_busy_s": busy,
-             "median_s": wall} for m, n, busy, wall in (
-                 ("static", 14, 0.010, 0.05), ("oversized", 64, 0.015, 0.06),
-                 ("static, graph", 16, 0.010, 0.011),
-                 ("oversized, graph", 64, 0.015, 0.016))]
-    waste = lesson.waste(pd.DataFrame(rows), model, P)
-    eager = waste.loc[(10, "eager")]
-    assert eager["extra positions"] == 50 * 9
-    assert eager["µs per position-step"] == pytest.approx(5e3 / 450)
-    assert waste.loc[(10, "CUDA graph"), "extra positions"] == 48 * 9
 
 
 def test_expandable_lesson_tables():
@@ -384,7 +370,11 @@ def test_expandable_lesson_tables():
     assert calls.loc["expandable_segments:True", "segment_map"] == 3
     assert "segment_free" not in calls.columns  # no setting freed a segment: column left out
     assert lesson.timeline(runs)[0]["reserved"] == 2
-    assert "each trip is a call the host makes inside a step" in lesson.driver_line(runs, steps=3)
+    assert "whose time this lesson does not measure" in lesson.driver_line(runs, steps=3)
+    # the gap share is named as what it divides: two peaks, not always of the same moment
+    assert lesson.unused_line(memory.loc[8], "default", "expandable_segments:True") == (
+        "Peak reserved minus peak allocated, as a share of peak reserved (two peaks, not always of "
+        "the same moment): 50.0% with expandable_segments:True, less than default's 75.0%.")
 
 
 def test_expandable_lesson_lines_come_from_the_data():
@@ -393,7 +383,6 @@ def test_expandable_lesson_lines_come_from_the_data():
     import pandas as pd
 
     from helpers.course import expandable as lesson
-    from helpers.model import model_config
 
     same = {c: {"rows": [{"seq_len": n, "tokens_checksum": 7 * n} for n in (100, 400)]}
             for c in ("default", "expandable_segments:True")}
@@ -410,11 +399,6 @@ def test_expandable_lesson_lines_come_from_the_data():
             "allocated_peak": 742 * mib, "reserved_peak": None} for s in range(1, 300)])
     gap = lesson.gap_line(history, "x")
     assert "Is that gap just the old and new cache tensors alive together? No: inside a step" in gap
-    shared = lesson.shared_gap_line(history, "default", model_config("gpt2"), 32, 16)
-    assert shared.startswith("With default, before decode step 91, while every cache tensor was "
-                             "under 10 MiB, reserved stayed at most 90 MiB above allocated")
-    short = history[history["step"] < 50]
-    assert "over the whole run" in lesson.shared_gap_line(short, "default", model_config("gpt2"), 32, 16)
 
 
 def test_compiled_lesson_compilation_table():
@@ -440,7 +424,6 @@ def test_compiled_lesson_compilation_table():
         "Compiling the timed graph: default: 9.8 s, repaid after 33 runs of 8 tokens (the "
         "course's float32 check graphs, compiled just before and possibly warming the caches, "
         "took 5.2 s (default) more).")
-    assert lesson.eager_drift_line(table, 8).startswith("Eager times move with the host's speed")
 
 
 def test_kv_cache_memory_reads_the_allocator_before_every_forward(tiny, monkeypatch):

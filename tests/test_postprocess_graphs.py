@@ -420,113 +420,84 @@ def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
         graphs.GraphDecoder(model, 6, 5 + 8, eos, **options)
 
 
-def test_lesson_readings_of_buckets_pdl_and_kernel_speeds():
+def test_lesson_readings_of_buckets():
     from helpers.course import floor, stats
     line = floor.bucket_reads(16, 100, 32)
-    assert "16 prompt + 100 new + 1 spare (the steps of one launch: the last launch runs all of " \
-        "them, so the decoder keeps room for them past the run) = 117 " \
-        "positions, rounded up to 128 slots, since every buffer is allocated in multiples of 16" in line
-    assert "graphs for 32, 64, 96, 128 positions; a launch reads 81.5 of the 128 on average.\nSo" in line
-    assert "MB" not in line  # bytes only with a model
+    assert line == ("Buckets of 32: a launch reads 81.5 of the cache's 128 slots on average, so "
+                    "buckets can skip at most 36.4% of the key and value reads, whatever the kernels.")
     from transformers import GPT2Config, GPT2LMHeadModel
     tiny = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=256))
     kv = 2 * 2 * 32 * 128 * 64 * 4  # keys and values of all 128 slots, 2 layers, batch 32
     weights = sum(p.numel() for p in tiny.parameters()) * 4
     sized = floor.bucket_reads(16, 100, 32, model=tiny, batch_size=32)
-    assert f"the whole cache is {kv / 1e6:.2f} MB and the weights {weights / 1e6:.2f} MB" in sized
-    assert f"{kv * (128 - 81.5) / 128 / (kv + weights):.0%} of the bytes the plain step" in sized
-    assert "slower than the plain step" in floor.buckets_line(stats.SLOWER)
+    assert f", {kv * (128 - 81.5) / 128 / (kv + weights):.0%} of all the bytes the plain step" in sized
+    assert "slower than the plain step; notebook 11 compiles it." in floor.buckets_line(stats.SLOWER)
     assert "paid here" in floor.buckets_line(stats.FASTER)
     assert "can't be told apart" in floor.buckets_line(stats.NOISE)
-    budget = pd.DataFrame({"method": ["generate() static", "graph"], "wall_ms": [2.74, 1.35],
-                           "gpu_ms": [1.18, 1.16], "idle_ms": [1.56, 0.19]})
-    peer = floor.peer_idle(budget, "generate() static", "graph")
-    assert "its GPU idles 1.56 of its 2.74 ms per step (57%) against 0.19 of 1.35 ms for 'graph'" in peer
-    assert "includes its eager prompt and the Python around its graph; this lesson does not split" in peer
-    assert "what remains" not in peer
-    assert floor.peer_idle(budget, "graph", "generate() static") == ""
-    t = pd.DataFrame({"part": ["QKV", "attention", "idle between kernels", "step (span)"],
-                      "kernels": [12.0, 12.0, 0.0, 24.0], "us": [123.52, 40.2, 39.9, 210.0],
-                      "MB": [1.0, 3.0, float("nan"), 4.0], "GBps": [725.79, 1500.4, float("nan"), 19.0],
-                      "floor_us": [1.0, 3.0, 0.0, 4.0], "above_floor_us": [3.0, 5.0, 7.0, 8.0]})
-    assert "24 kernels per step" in floor.speed_line("Triton", t, 3e12)
-    assert "weights it reads plus its activations" in floor.speed_note(3e12)
-    assert "more than that idle time" in floor.pdl_line((56.0, 45.0, 70.0), t, 0.656)
-    assert floor.pdl_line((56.0, 45.0, 70.0), t, 0.656).startswith(
-        "The Triton step runs 24 kernels per step, each waiting for the one before. PDL saved")
-    # the table's idle time is read against the timed saving only where the profiler did not
-    # stretch the step (its span against the step timed without it, the prompt's share out)
-    kept = floor.pdl_line((56.0, 45.0, 70.0), t, 0.656, 205.0)
-    assert "no more than about the 205 µs timed without it" in kept and "more than that idle" in kept
-    stretched = floor.pdl_line((56.0, 45.0, 70.0), t, 0.656, 150.0)
-    assert "not read against that" in stretched and "idle time:" not in stretched
-    assert "overlap" not in stretched
-    assert "could account for what PDL saved" in floor.pdl_line((20.0, 10.0, 30.0), t, 0.656)
-    # the estimate above the idle time, the interval's low end below it: no claim of "more"
-    unsure = floor.pdl_line((51.8, 27.0, 76.0), t, 0.708)
-    assert "can't tell whether" in unsure and "(27.0–76.0)" in unsure and "overlap" not in unsure
-    assert "at the Triton step's 708 µs" in unsure
-    assert "no saving" in floor.pdl_line((12.0, -5.0, 30.0), t, 0.708)
-    assert "saved nothing" in floor.pdl_line((-3.0, -9.0, 4.0), t, 0.708)
 
 
-def test_a_saving_and_its_interval_come_from_the_same_rounds():
-    from helpers.course import floor, stats
-    estimate, least, most = floor.saved_us(stats.Ratio(1.08, 1.04, 1.12, 6), 0.708)
-    assert (estimate, least, most) == pytest.approx((52.44, 27.23, 75.86), abs=0.01)
-    assert least <= estimate <= most
-    few = floor.saved_us(stats.Ratio(1.08, 1.04, 1.12, 3), 0.708)  # too few runs: no interval
-    assert few[0] == pytest.approx(52.44, abs=0.01) and few[1] != few[1] and few[2] != few[2]
-    assert floor.saved_us(stats.Ratio(1.08, 1.04, 1.12, 6), 0.708, judge=False)[1] != \
-        floor.saved_us(stats.Ratio(1.08, 1.04, 1.12, 6), 0.708, judge=False)[1]
-
-
-def test_prefill_line_spreads_the_prompt_over_the_steps():
+def test_prompt_line_sets_the_rungs_fall_beside_the_prompts_own():
     from helpers.course import floor
-    line = floor.prefill_line("rung", (8.2, 1.1), 100, 0.708, 0.17)
-    assert "8.20 ms, once per run (GPU work 1.10 ms of it)" in line
-    assert "0.082 ms of each 0.708 ms step (12%)" in line
-    assert "the GPU idles 0.071 ms. That is 42% of the 0.170 ms per step the GPU idles; the rest of " \
-        "that idle time is the steps' own." in line
-    most = floor.prefill_line("rung", (18.66, 2.06), 100, 1.339, 0.181)
-    assert ". That is 92% of the 0.181 ms per step the GPU idles; most of that idle time is the " \
-        "prompt's" in most
+    # 11's 15:50 run: the step fell 0.130 ms; the prompt alone from 10.15 to 2.51 ms per run
+    line = floor.prompt_line(0.130, (10.15, 2.01), (2.51, 2.06), 100)
+    assert "the step fell 0.130 ms (the table's medians)" in line
+    assert "went from 10.15 to 2.51 ms per run, 0.076 ms per step less, 59% of the step's fall; " \
+        "what makes the rest is not measured here." in line
+    assert floor.prompt_line(0.080, (10.15, 2.01), (2.51, 2.06), 100).endswith("about all of the step's fall.")
+    assert "saved less than timed alone" in floor.prompt_line(0.05, (10.15, 2.01), (2.51, 2.06), 100)
+    assert floor.prompt_line(-0.01, (10.15, 2.01), (2.51, 2.06), 100).endswith(
+        "the step rose 0.010 ms (the table's medians); the prompt's forward timed alone went from "
+        "10.15 to 2.51 ms per run, 0.076 ms per step less.")
+    assert floor.prompt_line(0.1, (2.0, 2.0), (4.0, 2.0), 100).endswith("0.020 ms per step more.")
     assert floor.without_prompt(1.339, (18.66, 2.06), 100, 0.220) == \
         "that counts the prompt's forward, 0.187 ms of each step; without it, about 5.2x"
-    assert "idles" not in floor.prefill_line("rung", (8.2, float("nan")), 100, 0.708)
-    # the prompt timed on its own idled more per step than a timed run's whole step (11's Triton
-    # rung in the 14:54 run: 0.161 against 0.124 ms): no share over 100%, an upper bound instead
-    over = floor.prefill_line("rung", (18.11, 2.0), 100, 0.614, 0.124)
-    assert "idles 0.161 ms, more than the 0.124 ms per step the GPU idles in the timed runs" in over
-    assert "upper bound" in over and "%" not in over.split("idles 0.161")[1]
 
 
-def test_readings_of_steps_per_launch_and_of_a_profiled_step():
+def test_readings_of_steps_per_launch():
     from helpers.course import floor
     from helpers.course import stats
     assert floor.ladder_steps_per_launch() == 4  # 08's rung: "CUDA graph, lean step (4/launch)"
     assert "no clear difference" in floor.launches_line(stats.NOISE, 4, 100)
-    assert "100 steps replayed for the 99 needed" in floor.launches_line(stats.SLOWER, 4, 100)
-    assert "1 extra step(s)" in floor.launches_line(stats.FASTER, 4, 100)
-    # what each outcome means for 08's ladder, whose rung runs 4 per launch
-    said = "1.02x slower (1.01–1.03)"
-    assert "so its graph rung is 1.02x slower (1.01–1.03) than 1 per launch would be." in \
-        floor.launches_line(stats.SLOWER, 4, 100, said, 4)
-    assert "so its graph rung is 1.05x faster (1.02–1.08) than 1 per launch" in \
-        floor.launches_line(stats.FASTER, 4, 100, "1.05x faster (1.02–1.08)", 4)
-    assert "so its graph rung stands for either." in floor.launches_line(stats.NOISE, 4, 100, said, 4)
-    assert "which this run did not compare" in floor.launches_line(stats.SLOWER, 3, 8, said, 4)
+    # 10's 15:50 run: 4 per launch 1.05x slower; one extra step in 99 explains at most 1.01x
+    slow = floor.launches_line(stats.SLOWER, 4, 100, 4, 1 / 1.05)
+    assert "the 1 extra step(s) they run (100 replayed for the 99 needed) explain at most 1.01x " \
+        "of the 1.05x; what costs the rest is not measured here." in slow
+    assert "so its graph rung is that much slower than 1 per launch would be." in slow
+    assert "as much as was measured" in floor.launches_line(stats.SLOWER, 4, 100, 4, 1 / 1.005)
+    assert "not measured here" in floor.launches_line(stats.SLOWER, 3, 10, 4, 0.9)  # 9 of 9: none extra
+    assert "fewer replays saved more than the 1 extra step(s)" in \
+        floor.launches_line(stats.FASTER, 4, 100, 4, 1.05)
+    assert "so its graph rung is that much faster" in floor.launches_line(stats.FASTER, 4, 100, 4, 1.05)
+    assert "so its graph rung stands for either." in floor.launches_line(stats.NOISE, 4, 100, 4)
+    assert "which this run did not compare" in floor.launches_line(stats.SLOWER, 3, 8, 4, 0.9)
     assert "08" not in floor.launches_line(stats.SLOWER, 4, 100)
-    t = pd.DataFrame({"part": ["attention", "step (span)"], "us": [100.0, 1598.2]})
-    assert "profiler's tracing slows" in floor.profiled_line("rung", t, 1.536)
-    assert "slows" not in floor.profiled_line("rung", t.assign(us=[100.0, 566.1]), 0.660)
-    assert "save at most 36.4% of the key" in floor.bucket_reads(16, 100, 32)
-    # the plain graph step's bytes (weights and its whole 128-slot cache) at the copy bandwidth,
-    # against its GPU work: 14:54 run, 800 MB in 0.27 ms against 1.16 ms
-    from transformers import GPT2Config, GPT2LMHeadModel
-    gpt2 = GPT2LMHeadModel(GPT2Config())
-    line = floor.bytes_line(gpt2, 32, 16, 100, 2972e9, 1.16)
-    assert "whole cache, 800 MB per step: 0.27 ms at the 2972 GB/s copy bandwidth, against its " \
-        "1.16 ms of GPU work per step, so most of that work is not moving bytes." in line
-    assert "much of that work" in floor.bytes_line(gpt2, 32, 16, 100, 2972e9, 0.4)
-    assert floor.bytes_line(gpt2, 32, 16, 100, float("nan"), 1.16) == ""
+
+
+def test_contended_points_that_cannot_be_told_from_alone_are_said_so():
+    slow = {"per row": [3.0, 4.5], "on host": [1.05, 1.7]}
+    line = postprocess.contention_line(_contention_table(slow, spread=0.2, trials=True))
+    assert line.startswith("Contention slows the per-row loop 3.0x to 4.5x; it slows one transfer "
+                           "1.1x to 1.7x (at batch 16, completions of 8, its runs contended can't "
+                           "be told apart from its runs alone)")
+    assert "can't be told" not in postprocess.contention_line(_contention_table(slow, trials=True))
+
+
+def test_contended_length_line_reads_no_trend_where_the_speedups_cannot_be_told_apart():
+    def table(spread):
+        return pd.DataFrame([{"method": m, "condition": "contended", "batch_size": 256,
+                              "seq_len": n, "median_s": t, "status": "ok",
+                              "trials_wall_ms": _trials(t, spread, phase=i)}
+                             for i, (m, n, t) in enumerate([("per row", 128, 0.200),
+                                                            ("on host", 128, 0.0095),
+                                                            ("per row", 2048, 0.300),
+                                                            ("on host", 2048, 0.0150)])])
+    noisy = table(0.3)
+    line = postprocess.contended_length_line(postprocess.speedups(noisy), 256, table=noisy)
+    assert line.startswith("Under contention at batch 256, one transfer's speedup at completions "
+                           "of 2048 against 128 (20.00x against 21.05x, ratios of the medians): "
+                           "can't tell apart on this machine (")
+    assert line.endswith("the runs show no change with the length.")
+    quiet = table(0.001)
+    assert postprocess.contended_length_line(postprocess.speedups(quiet), 256,
+                                             table=quiet).startswith("Under contention at batch "
+                                                                     "256, the speedup is 21.05x")

@@ -196,7 +196,7 @@ def test_late_check_summary_and_its_words():
     graph, eager = summary.loc["compiled"], summary.loc["eager"]
     assert graph["check_cost_us"] == pytest.approx(1000.0)
     assert graph["interleaved_recovered_pct"] == pytest.approx(90.0)
-    assert late_check.recovered_line(graph, "event") == "recovers 95% of the check's cost"
+    assert late_check.recovered_line(graph, "event") == "recovers about 95% of the check's cost"
     assert math.isnan(eager["interleaved_recovered_pct"])
     assert late_check.recovered_line(eager, "interleaved").startswith("has nothing to win back")
     assert "not judged" in late_check.recovered_line(graph, "event", judge=False)

@@ -41,6 +41,7 @@ ABOUT_5X = (4.0, 6.0)  # "reaches about 5x": the speedup's interval starts in th
 ABOUT_5X_MIN = ABOUT_5X[0]
 CLAIM_LENGTHS = (100, 200, 400)  # the lengths the article names for the static cache
 MAX_AGE_H = 24  # a table older than this (against 08's own start) is from another run
+FRAG_SAME_PTS = 1.0  # peak fragmentations closer than this (percentage points): "about the same"
 
 # The tables the claims read, by the notebook that writes them (08's own ladder is passed apart).
 TABLES = {"01": "01_naive_generation", "02": "02_kv_cache", "03": "03_expandable_segments",
@@ -210,6 +211,19 @@ def claim_kv_gain(ctx):
                      f"{int(short)}: {plain(growth, ctx.judge, _growth_medians(*pairs.values()))}"), ""
 
 
+def _frag_word(candidate, baseline) -> str:
+    """"lower", "higher" or "about the same" (within ``FRAG_SAME_PTS`` percentage points)."""
+    if abs(candidate - baseline) < FRAG_SAME_PTS:
+        return "about the same"
+    return "lower" if candidate < baseline else "higher"
+
+
+def _frag_pairs(candidate, baseline, lengths) -> str:
+    """"100 tokens 6.3% against 6.5% (about the same), 200 tokens 4.5% against 26.2% (lower)"."""
+    return ", ".join(f"{int(n)} tokens {candidate[n]:.1f}% against {baseline[n]:.1f}% "
+                     f"({_frag_word(candidate[n], baseline[n])})" for n in lengths)
+
+
 def claim_expandable(ctx):
     frame = ctx.table("03")
     if frame is None:
@@ -220,9 +234,10 @@ def claim_expandable(ctx):
     if not len(common):
         return NO_DATA, ("needs peak fragmentation with and without expandable segments "
                          "(a CUDA run of notebook 03 with both settings)")
-    verdict = REPRODUCED if (expandable[common] < default[common]).all() else NOT_REPRODUCED
-    return verdict, "peak fragmentation, default against expandable segments: " + ", ".join(
-        f"{int(n)} tokens {default[n]:.1f}% against {expandable[n]:.1f}%" for n in common), ""
+    lower = all(_frag_word(expandable[n], default[n]) == "lower" for n in common)
+    return (REPRODUCED if lower else NOT_REPRODUCED), (
+        "peak fragmentation in notebook 03's runs, expandable segments against the default "
+        "allocator: " + _frag_pairs(expandable, default, common)), ""
 
 
 def claim_static(ctx):
@@ -258,16 +273,13 @@ def claim_static(ctx):
         f"{int(n)} tokens {say(frame, stat, dyn, ctx.judge, seq_len=n)}" for n in points)
     details = [f"not timed at {_and([str(n) for n in untimed])} tokens"] if untimed else []
     if frag:
-        lower = all(frag_s[n] < frag_d[n] for n in frag)
+        lower = all(_frag_word(frag_s[n], frag_d[n]) == "lower" for n in frag)
         outcomes.append(REPRODUCED if lower else NOT_REPRODUCED)
         named.append("lower fragmentation")
-        headline += (f"; peak fragmentation {'lower' if lower else 'not lower at every length'} "
-                     "with the static cache")
         alloc = ctx.allocators.get(TABLES["04"])
-        under = (" under the default allocator (claim 3's \"default\")" if alloc == "default"
-                 else f" under {alloc}" if alloc else "")
-        details.append(f"peak fragmentation{under}, static against dynamic: " + ", ".join(
-            f"{int(n)} tokens {frag_s[n]:.1f}% against {frag_d[n]:.1f}%" for n in frag))
+        under = f", {alloc} allocator" if alloc == "default" else f", {alloc}" if alloc else ""
+        headline += (f"; peak fragmentation in notebook 04's runs{under}, static against "
+                     "dynamic: " + _frag_pairs(frag_s, frag_d, frag))
     detail = "; ".join(details) + _parts_note(named, outcomes)
     return (_combine(outcomes), headline, detail.removeprefix("; "),
             _ladder_disagrees(ctx, frame, ratios, batch))
@@ -441,7 +453,6 @@ CLAIMS = {  # claim -> (judge, source)
     "Interleaving gains most at the smallest batch": (claim_interleave_small_batch, "07"),
     "Compile plus interleaving reaches about 5x the baseline": (claim_five_x, "08"),
 }
-HELD = (REPRODUCED, EXCEEDED)  # verdicts printed on one line, without their detail
 
 
 def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
@@ -470,36 +481,16 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
     return pd.DataFrame(rows)
 
 
-def drift_line(ladder, tables, seq_len) -> str:
-    """The naive loop's time at ``seq_len`` in notebook 01's table and in 08's ladder, one run:
-    a host-bound loop's wall time moves between notebooks, so only ratios measured side by side
-    compare methods (empty when 01's table lacks that point)."""
-    first, mine = _ok(tables.get(TABLES["01"])), _ok(ladder)
-    if first is None or mine is None:
-        return ""
-    if "batch_size" in first and "batch_size" in mine:
-        first = first[first["batch_size"].isin(set(mine["batch_size"]))]
-    there, here = _medians(first, "naive"), _medians(mine, NAIVE)
-    if seq_len not in there.index or seq_len not in here.index:
-        return ""
-    a, b = there[seq_len] * 1e3, here[seq_len] * 1e3
-    return (f"The naive loop at {int(seq_len)} tokens: {a:.0f} ms in notebook 01's table, "
-            f"{b:.0f} ms in this ladder ({abs(a - b) / min(a, b) * 100:.0f}% apart): compare "
-            "ratios measured side by side, not times from two notebooks.")
-
-
 def lines(verdicts) -> list:
     """One line per claim: the claim in the article's words -> this run's number (its source):
-    verdict. Under a claim not reproduced (or not judged), its detail. Plain lines, so they read
-    the same in any copy of the notebook."""
+    verdict. What decided a claim not reproduced, and where 08's ladder disagrees, stay in the
+    saved table's ``detail`` and ``note`` columns (the claim's own line carries its numbers);
+    a claim with no number (not in this run, too few runs) gives its reason on its line."""
     out = []
     for i, row in enumerate(verdicts.itertuples(index=False), 1):
-        number = f" \u2192 {row.headline}" if row.headline else ""
+        number = f" \u2192 {row.headline}" if row.headline else \
+            (f" \u2192 {row.detail}" if row.detail else "")
         out.append(f"{i}. {row.claim}{number} ({row.source}): {row.verdict}.")
-        if row.detail and row.verdict not in HELD:
-            out.append(f"   {row.detail}")
-        if getattr(row, "note", ""):
-            out.append(f"   {row.note}.")
     return out
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import time
 import warnings
 
@@ -25,8 +24,7 @@ from ..generation import generate_kv_cache
 from ..model import exact_matmul
 from ..static import (compile_counters, counters_delta, generate_static_cache,
                       generate_static_compiled, make_static_cache)
-from . import harness, plotting, results
-from .claims import CACHE_STATIC
+from . import harness, plotting
 
 EAGER = "static (eager)"
 
@@ -179,32 +177,6 @@ def plot_compilation(ax, compile_table):
     ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
     ax.set(ylabel="seconds", title="Compile time of the timed graph\n(first call - a steady run)")
     return ax
-
-
-def eager_drift_line(table, seq_len) -> str:
-    """The eager static-cache loop here against the same loop, at the same length and batch, in
-    notebook 04 of this run (read only where the runner set this run's folder and 04 wrote its
-    table there): the same GPU work, timed in another notebook. Else a general sentence."""
-    general = ("Eager times move with the host's speed between notebooks of one run: the eager "
-               "static-cache loop here need not take notebook 04's time, though its GPU work is "
-               "the same, and every speedup over eager moves with it.")
-    path = results.run_dir() / "data" / "04_static_cache.csv"
-    if not os.environ.get(results.RUN_DIR_ENV) or not path.exists():
-        return general
-    here = table[(table["method"] == EAGER) & (table["seq_len"] == seq_len)
-                 & (table["status"] == harness.OK)]
-    other = pd.read_csv(path)
-    there = other[(other["method"] == CACHE_STATIC) & (other["seq_len"] == seq_len)
-                  & (other["status"] == harness.OK)]
-    if len(here) != 1 or len(there) != 1 or \
-            int(here["batch_size"].iloc[0]) != int(there["batch_size"].iloc[0]):
-        return general
-    a, b = here.iloc[0], there.iloc[0]
-    return (f"The eager static-cache loop, {seq_len} tokens: {1e3 * a['median_s']:.1f} ms a run "
-            f"here, {1e3 * b['median_s']:.1f} ms in notebook 04 of this run, for "
-            f"{1e3 * a['gpu_busy_s']:.0f} and {1e3 * b['gpu_busy_s']:.0f} ms of GPU work: eager "
-            "times move with the host's speed between notebooks, and every speedup over eager "
-            "moves with them.")
 
 
 def idle_line(steps_budget, methods) -> str:

@@ -60,35 +60,25 @@ def settings_line(runs: dict) -> str:
 
 def memory(table) -> pd.DataFrame:
     """Per length and setting: peak reserved memory (MiB, what the allocator held from the
-    GPU: the lesson's subject), the peak allocated inside it, and the share of reserved memory
-    no tensor used at the peak."""
+    GPU: the lesson's subject), the peak allocated inside it, and the gap between the two peaks
+    as a share of peak reserved (the two peaks need not fall at the same moment)."""
     ok = table[table["status"] == "ok"]
     out = pd.DataFrame({"tokens": ok["seq_len"], "setting": ok["method"],
                         "peak reserved MiB": ok["peak_reserved_bytes"] / MIB,
                         "peak allocated MiB": ok["peak_allocated_bytes"] / MIB,
-                        "reserved but unused %": ok["fragmentation_pct"]})
+                        "peak gap %": ok["fragmentation_pct"]})
     return out.set_index(["tokens", "setting"]).sort_index().round(1)
 
 
 def unused_line(mem, old: str, new: str) -> str:
-    """The share of reserved memory no tensor used at the peak under both settings (``mem``:
-    ``memory(table)`` at one length), compared in words."""
-    before, after = (float(mem.loc[c, "reserved but unused %"]) for c in (old, new))
+    """Peak reserved less peak allocated, over peak reserved, under both settings (``mem``:
+    ``memory(table)`` at one length), compared in words; named as what it is, since the two
+    peaks need not fall at the same moment."""
+    before, after = (float(mem.loc[c, "peak gap %"]) for c in (old, new))
     word = ("far less than" if after <= before / 2 else "less than" if after < before
             else "no less than")
-    return (f"Reserved but unused at the peak: {after:.1f}% with {new}, {word} {old}'s "
-            f"{before:.1f}%.")
-
-
-def peaks_line(table) -> str:
-    """Each setting's highest peak reserved memory over every length, then the run's highest
-    peak allocated (what the tensors needed) beside it."""
-    ok = table[table["status"] == "ok"]
-    reserved = ok.groupby("method", sort=False)["peak_reserved_bytes"].max() / 2**30
-    parts = ", ".join(f"{gib:.1f} GiB with {conf}" for conf, gib in reserved.items())
-    return (f"Over every length, peak reserved memory went up to {parts}; the tensors "
-            f"themselves needed at most {ok['peak_allocated_bytes'].max() / 2**30:.1f} GiB "
-            "(peak allocated).")
+    return (f"Peak reserved minus peak allocated, as a share of peak reserved (two peaks, not "
+            f"always of the same moment): {after:.1f}% with {new}, {word} {old}'s {before:.1f}%.")
 
 
 # PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests up to 1 MiB
@@ -115,24 +105,6 @@ def segment_story(config, batch_size: int, prompt_len: int, steps: int, dtype_by
             f"rounded up to a multiple of {ROUND_LARGE // MIB} MiB. About every {period} steps "
             f"they outgrow that rounding and all {tensors} need new, larger segments at once, while the freed ones stay cached, "
             "too small: the default allocator's stairs, each higher than the last.")
-
-
-def short_run_line(config, batch_size: int, prompt_len: int, seq_len: int, mem, old: str,
-                   new: str, dtype_bytes=4) -> str:
-    """Where a shorter run stands against the 10 MiB size (``segment_story``'s arithmetic), and
-    what expandable segments saved of its peak reserved memory (``mem``: ``memory(table)``)."""
-    per = batch_size * config.n_embd * dtype_bytes
-    step = int(MIN_LARGE_ALLOC // per) + 1 - prompt_len  # decode step that passes 10 MiB
-    before, after = (float(mem.loc[(seq_len, c), "peak reserved MiB"]) for c in (old, new))
-    left = seq_len - 1 - step  # decode steps after the tensors pass 10 MiB
-    if left < 0:
-        where = f"At {seq_len} tokens no tensor passes {MIN_LARGE_ALLOC // MIB} MiB: no stairs"
-    else:
-        where = (f"At {seq_len} tokens the tensors pass {MIN_LARGE_ALLOC // MIB} MiB "
-                 f"{left} decode steps before the run ends"
-                 + (", so the stairs barely start" if left < seq_len / 4 else ""))
-    return (f"{where}: there {new} reserved {after:.0f} MiB at the peak against {old}'s "
-            f"{before:.0f} MiB.")
 
 
 # Actions of a memory history that go to the CUDA driver: a new segment (cudaMalloc), pages
@@ -176,9 +148,9 @@ def driver_line(runs: dict, steps: int) -> str:
                      f"({row['driver calls per decode step']:.2f} per decode step)")
     return ("Trips to the CUDA driver in that run, for the same "
             f"{int(calls['tensor allocations'].max())} tensor allocations: " + "; ".join(parts)
-            + ". The allocator goes to the driver only when its reserved memory must grow, and each "
-            "trip is a call the host makes inside a step (cudaMalloc, or mapping pages): host time "
-            "that step spends before its next kernels are issued (not timed here).")
+            + ". The allocator goes to the driver only when its reserved memory must grow; each "
+            "trip is a call the host makes (cudaMalloc, or mapping pages), whose time this lesson "
+            "does not measure.")
 
 
 def gap_line(history, conf: str) -> str:
@@ -197,26 +169,6 @@ def gap_line(history, conf: str) -> str:
             f"allocated memory (decode step {at}). Is that gap just the old and new cache tensors "
             f"alive together? {answer}: inside a step, allocated rose at most {rise:.0f} MiB above "
             "its start.")
-
-
-def shared_gap_line(history, conf: str, config, batch_size: int, prompt_len: int,
-                    dtype_bytes=4) -> str:
-    """For one setting's memory history: the widest gap between reserved and allocated memory (at
-    a step's start, as the figure draws it) while every cache tensor was under ``MIN_LARGE_ALLOC``
-    and shared 20 MiB segments (``segment_story``'s arithmetic): the picture's 20 MiB case."""
-    per = batch_size * config.n_embd * dtype_bytes
-    own = int(MIN_LARGE_ALLOC // per) + 1 - prompt_len  # the decode step that passes 10 MiB
-    part = history[(history["setting"] == conf) & (history["step"] > 0)  # decode steps only
-                   & (history["step"] < own)]
-    if part.empty:
-        return ""
-    gap = ((part["reserved"] - part["allocated"]) / MIB).max()
-    when = (f"before decode step {own}" if own <= history["step"].max()
-            else "over the whole run")
-    return (f"With {conf}, {when}, while every cache tensor was under "
-            f"{MIN_LARGE_ALLOC // MIB} MiB, reserved stayed at most {gap:.0f} MiB above allocated: "
-            "freed blocks of 1 to 10 MiB that the next, larger tensors did not fit, a little "
-            "fragmentation of the shared 20 MiB segments (the picture's 20 MiB bar).")
 
 
 def timeline(runs: dict) -> list:

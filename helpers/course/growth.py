@@ -181,57 +181,47 @@ def gain_growth(table, candidate: str, baseline: str, judge: bool) -> str:
             f"{'rise' if rises else 'fall'} at every length: {other}")
 
 
-def per_step_growth(table, method: str, label: str) -> str:
-    """How ``method``'s step grew with the length, per generated token: the GPU's work and the
-    wall clock (``budget.per_step``) at every length. The GPU's work is said to account for the
-    wall clock's change only where it does between every two neighbouring lengths: each length
-    runs in its own rounds, so the host's speed can move the wall clock between them as much as
-    the growth does, and then the line gives the largest difference; where that is more than
-    ``HOST_MOVED`` of the shortest wall-clock step, it says so plainly: compare the loops within a
-    length, not per-step times across lengths. Wall clock only without GPU numbers (a CPU run)."""
-    lengths = sorted(table.loc[table["method"] == method, "seq_len"].unique())
-    steps = [budget.per_step(table, [method], seq_len=n).iloc[0] for n in lengths]
-    wall, gpu = [s["wall_ms"] for s in steps], [s["gpu_ms"] for s in steps]
-    span = " -> ".join(map(str, lengths)) + " tokens"
-    walls = " -> ".join(f"{w:.2f}" for w in wall)
-    if any(math.isnan(g) for g in gpu):
-        return f"{label} per step, {span}: wall clock {walls} ms."
-    text = (f"{label} per step, {span}: GPU work {' -> '.join(f'{g:.2f}' for g in gpu)} ms, "
-            f"wall clock {walls} ms")
-    rest = [(w1 - w0) - (g1 - g0) for w0, w1, g0, g1 in zip(wall, wall[1:], gpu, gpu[1:])]
-    if all(abs(r) <= max(0.1 * abs(w1 - w0), 0.05) for r, w0, w1 in zip(rest, wall, wall[1:])):
-        return text + "; the GPU's work accounts for the wall clock's change."
-    if all(r > 0 for r in rest):
-        return (text + f"; the other {sum(rest):.2f} ms is time the GPU waited: the host's share of "
-                "the step grew, or the host's speed changed between the lengths' rounds.")
-    most = max(map(abs, rest))
-    text += f"; the wall clock's changes differ from the GPU's by up to {most:.2f} ms"
-    if most > HOST_MOVED * min(wall):
-        return (text + ": the host's speed moved between lengths (each ran in its own rounds), so "
-                "compare the two loops within a length, not per-step times across lengths.")
-    return text + " (each length ran in its own rounds)."
-
-
-HOST_MOVED = 0.05  # per_step_growth: a difference above this share of a step is the host's speed
+def retried(table, naive: str = "naive") -> list:
+    """The lengths where the naive loop's allocator had to free its cache and retry in its timed
+    runs (``alloc_retries``); empty where it never did or the table has no such column."""
+    if "alloc_retries" not in table:
+        return []
+    ok = table[table["status"] == harness.OK]
+    return sorted(int(n) for n in ok[(ok["method"] == naive) & (ok["alloc_retries"].fillna(0) > 0)]["seq_len"])
 
 
 def retry_effect(table, naive: str = "naive") -> str:
-    """Notebook 02, next to the Growth line: where the naive loop's allocator had to free its
-    cache and retry in its timed runs (``alloc_retries``), that added time to the naive runs, so
-    it inflates the gain at those lengths (and its growth, where the longest length retried and
-    the shortest did not). Empty where it never retried or the table has no such column."""
-    if "alloc_retries" not in table:
-        return ""
-    ok = table[table["status"] == harness.OK]
-    hit = sorted(int(n) for n in ok[(ok["method"] == naive) & (ok["alloc_retries"].fillna(0) > 0)]["seq_len"])
+    """Notebook 02, next to the Growth line: where the naive loop's allocator retried in its timed
+    runs, that added time to the naive runs, so it inflates the gain at those lengths (and its
+    growth, where the longest length retried and the shortest did not). Empty where it never
+    retried."""
+    hit = retried(table, naive)
     if not hit:
         return ""
-    lengths = sorted(int(n) for n in ok["seq_len"].unique())
+    lengths = sorted(int(n) for n in table.loc[table["status"] == harness.OK, "seq_len"].unique())
     grows = " and its growth" if lengths[-1] in hit and lengths[0] not in hit else ""
     there = "that length" if len(hit) == 1 else "those lengths"
     return (f"At {_tokens(hit)} the naive loop's allocator had to free its cache and retry (memory "
             f"line below): that adds time to the naive runs there, so it inflates the gain at "
             f"{there}{grows}.")
+
+
+def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
+    """Notebook 02's Growth line. Where the baseline's allocator retried at some lengths
+    (``retried``) and at least two lengths are clean, it leads with the growth over the clean
+    lengths only, then says what the retries did; otherwise ``gain_growth`` over every length,
+    followed by ``retry_effect`` where any retried."""
+    hit = retried(table, baseline) if judge else []
+    clean = sorted(int(n) for n in table["seq_len"].unique() if int(n) not in hit)
+    if hit and len(clean) >= 2:
+        part = table[table["seq_len"].isin(clean)]
+        return (f"Growth over {_tokens(clean)}, where the naive loop's allocator never retried: "
+                f"{gain_growth(part, candidate, baseline, judge)}. At {_tokens(hit)} the naive "
+                f"loop's allocator had to free its cache and retry (memory line below): that adds "
+                f"time to the naive runs there and inflates the gain there, so this growth leaves "
+                f"{'that length' if len(hit) == 1 else 'those lengths'} out.")
+    return " ".join(filter(None, [f"Growth: {gain_growth(table, candidate, baseline, judge)}.",
+                                  retry_effect(table, baseline) if judge else ""]))
 
 
 BORDER_PTS = 2  # an idle share this close to a pace threshold is read as borderline
@@ -253,37 +243,6 @@ def borderline(idle_pct: float) -> str:
             return (f"Borderline: the GPU idles {idle_pct:.0f}% of the step, within {BORDER_PTS} "
                     f"points of the {t:g}% line: a little {more} idle and {other}.")
     return ""
-
-
-def host_crossing(table, naive: str = "naive", cached: str = "kv_cache") -> str:
-    """One sentence: at which lengths the naive loop's GPU work per step alone took longer than
-    the cached loop's whole step, and at which it took less, with both numbers. A naive step
-    lasts at least its GPU work, so where that work is the longer the cached loop must win.
-    Where the two groups of lengths do not interleave, the change is placed between the two
-    measured lengths around it ("between 100 and 200 tokens"), never at one of them.
-    Empty without GPU numbers."""
-    longer, shorter = [], []
-    for n in sorted(table["seq_len"].unique()):
-        step = budget.per_step(table, [naive, cached], seq_len=n).set_index("method")
-        if len(step) < 2 or math.isnan(step.loc[naive, "gpu_ms"]):
-            return ""
-        g, w = step.loc[naive, "gpu_ms"], step.loc[cached, "wall_ms"]
-        (longer if g > w else shorter).append((int(n), f"{g:.2f} against {w:.2f} ms"))
-    groups = sorted((g for g in ((longer, "longer"), (shorter, "shorter")) if g[0]),
-                    key=lambda g: g[0][0][0])  # the group holding the shortest length first
-    if len(groups) == 1:
-        (part, word), = groups
-        return (f"The naive loop's GPU work per step alone was {word} than the KV cache's whole "
-                f"step at every length ({', '.join(f'{n} tokens: {pair}' for n, pair in part)}).")
-    (first, word0), (second, word1) = groups
-    text = (f"The naive loop's GPU work per step alone was {word0} than the KV cache's whole step "
-            f"at {_tokens([n for n, _ in first])} ({', '.join(pair for _, pair in first)}), and "
-            f"{word1} at {_tokens([n for n, _ in second])} ({', '.join(pair for _, pair in second)})")
-    below, above = max(n for n, _ in first), min(n for n, _ in second)
-    if below > above:  # the groups interleave: no single change to place
-        return text + "."
-    move = "overtook" if word1 == "longer" else "fell below"
-    return text + f": it {move} the KV cache's step somewhere between {below} and {above} tokens."
 
 
 def _tokens(lengths) -> str:

@@ -48,21 +48,18 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
 
 def swing(by_round) -> str:
     """The range of one round's A / B ratio in ``rounds``'s table, e.g. "one round's A / B ran
-    from 0.842 to 1.884 (-15.8% to +88.4%)": how far a single round can stray (a slow trial moves
-    its round's ratio by its full size). The bounds as the table prints them (three decimals),
-    and the percents from those same values."""
+    from 0.842 to 1.884 over 4 rounds": how far a single round can stray (a slow trial moves its
+    round's ratio by its full size), with the bounds as the table prints them (three decimals)."""
     r = by_round["A / B"]
     if len(r) == 0:
         return "no rounds"
-    lo, hi = round(float(r.min()), 3), round(float(r.max()), 3)
-    return (f"one round's A / B ran from {lo:.3f} to {hi:.3f} "
-            f"({round(100 * (lo - 1), 1):+.1f}% to {round(100 * (hi - 1), 1):+.1f}%) over {len(r)} rounds")
+    return f"one round's A / B ran from {float(r.min()):.3f} to {float(r.max()):.3f} over {len(r)} rounds"
 
 
 def resolution(ratio, judge: bool) -> str:
-    """What an A/A comparison's interval says about this run: a difference inside its bounds,
-    in percent (not symmetric: e.g. -7% to +34%), would not show at this many rounds. Empty
-    without an interval."""
+    """What an A/A comparison's interval says about this run, in B's time against A's: B taking
+    from 1 - 1/high less to 1/low - 1 more time than A (not symmetric: e.g. 25% less to 8% more)
+    would not show at this many rounds. Empty without an interval."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
             or not math.isfinite(ratio.high):
         return ""
@@ -71,8 +68,9 @@ def resolution(ratio, judge: bool) -> str:
                 "run in twenty, or more often when the host's speed drifts during the rounds; "
                 "every later verdict of this run carries that risk, which is why the course "
                 "compares runs (docs/runs.md)")
-    return (f"so in this run, at {ratio.n} rounds, a difference of B against A between "
-            f"{100 * (ratio.low - 1):+.0f}% and {100 * (ratio.high - 1):+.0f}% would not show")
+    return (f"B taking anywhere from {100 * (1 - 1 / ratio.high):.0f}% less to "
+            f"{100 * (1 / ratio.low - 1):.0f}% more time than A would not show in this run at "
+            f"{ratio.n} rounds")
 
 
 def with_estimate(said: str, ratio) -> str:
@@ -118,7 +116,8 @@ def terms(table, judge: bool) -> str:
     """Notebook 01: the fit's a and b, the length N = a/b where the two terms are equal, and at
     which lengths each term is the larger, judged by the interval of the N² share at that length
     (as ``growth.quadratic_shares`` prints it): above 50% the N² term, below the part that does
-    not grow, and where it contains 50% the two can't be told apart."""
+    not grow, and where it contains 50% the two can't be told apart. Where the allocator retried
+    in the timed runs (``alloc_retries``), says that b holds that time too."""
     f = growth.fit(table)
     text = (f"Fit: a = {f['a_ms']:.2f} ms and b = {f['b_us']:.1f} µs, so each new token adds "
             f"2b = {2 * f['b_us']:.1f} µs to every later step")
@@ -142,7 +141,14 @@ def terms(table, judge: bool) -> str:
         parts.append(f"at {_tokens(groups['tie'])} the two can't be told apart")
     if groups["none"]:
         parts.append(f"at {_tokens(groups['none'])} too few rounds to judge which is the larger")
-    return text + ". By the N² share's interval (table below), " + "; ".join(parts) + "."
+    text += ". By the N² share's interval (table below), " + "; ".join(parts) + "."
+    retries = ok["alloc_retries"].fillna(0) if "alloc_retries" in ok else pd.Series(dtype=float)
+    hit = [int(n) for n, t in zip(ok["seq_len"], retries) if t > 0]
+    if hit:
+        text += (f" The timed runs at {_tokens(hit)} include {int(retries.sum())} allocator retries "
+                 "(memory line below), time that the fit counts too: b is not only the GPU "
+                 "recomputing earlier positions.")
+    return text
 
 
 ALMOST_LINEAR = 0.2  # an N² share whose whole interval lies below this: the loop grows almost linearly

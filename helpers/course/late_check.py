@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import torch
 
-from . import budget, claims, harness, plotting, profiling, results, stats
+from . import budget, claims, harness, plotting, profiling, stats
 from .. import static
 from ..model import make_prompt
 from ..streams import eager_step, generate_sync
@@ -222,39 +222,6 @@ def smallest_batch_line(table, summary_frame, judge=True, regime="compiled") -> 
     return text
 
 
-def claim_words(table, summary_frame, judge=True, regime="compiled") -> str:
-    """The article's claim (interleaving gains most at the smallest batch) read from this run, for
-    the summary: two streams' gain over the per-step sync at each batch size (the rounds'
-    estimates) and, without intervals, whether the smallest batch's gain is told apart as the
-    larger from each larger batch's (``stats.row_growth``). Empty with fewer than two batch sizes,
-    too few rounds, or on a smoke run."""
-    if not judge or not (found := _regime_batches(table, summary_frame, regime)):
-        return ""
-    part, rows, batches = found
-    gains = [stats.row_speedup(rows, "interleaved", "sync", batch_size=b).estimate for b in batches]
-    words = {}
-    for b in batches[1:]:
-        ratio = stats.row_growth(rows, "interleaved", "sync", b, batches[0], by="batch_size")
-        if ratio.n < stats.MIN_TRIALS:
-            return ""
-        words[b] = stats.verdict(ratio)
-    kinds = set(words.values())
-    head = ("borne out" if kinds == {stats.FASTER} else "not borne out" if stats.SLOWER in kinds
-            else "partly borne out" if stats.FASTER in kinds else "not shown")
-    said = {stats.FASTER: "larger than at batch {}", stats.SLOWER: "smaller than at batch {}",
-            stats.NOISE: "not told apart from the gain at batch {}"}
-    groups = []
-    for w in (stats.FASTER, stats.SLOWER, stats.NOISE):
-        at = [str(b) for b, v in words.items() if v == w]
-        if at:
-            groups.append(said[w].format(claims._and(at)).replace("batch", "batches", len(at) > 1))
-    return (f"The article's claim, the gain largest at the smallest batch, is {head} in this run: "
-            "two streams over the per-step sync "
-            + ", ".join(f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches))
-            + f" (estimates from the rounds); batch {batches[0]}'s gain is "
-            + claims._and(groups) + ".")
-
-
 def smallest_batch_why(summary_frame, regime="compiled") -> str:
     """Where both late loops win back less of the check's cost at the smallest batch than either
     does at every larger batch (by the medians), the smallest batch's numbers and a hypothesis
@@ -301,90 +268,6 @@ def share_gap_line(part) -> str:
     return text[0].upper() + text[1:]
 
 
-def cost_note(summary_frame, record, batch_size, regime="compiled") -> str:
-    """Under the table: what its check's cost is read against. Where notebook 06 ran in this run
-    at the same batch and length, its cost beside this one: "agree within N%" where they are
-    within ``AGREE`` of each other, else both notebooks' loops side by side (the cost is mostly
-    host time, which moves with the host). Where the cost moves with batch size (the largest
-    ``VARIES`` over the smallest, or more), the costs at every batch size. A share over 100% is
-    named as noise. Empty without the CUDA-graph step."""
-    costs = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
-    part = costs[costs["batch_size"] == batch_size]
-    if part.empty:
-        return ""
-    row = part.iloc[0]
-    before = notebook_06_loops(record, batch_size)
-    cost = row["check_cost_us"]
-    old = None if before is None else 1e3 * (before[0] - before[1])
-    old_words = (None if old is None else f"{old:.0f} µs" if old > 0
-                 else f"none ({old:+.0f} µs by the medians)")  # a check cannot save time
-    host = "mostly host time (reading the flag, relaunching)"
-    paid = costs[costs["check_cost_us"] > 0]
-    varies = len(paid) > 1 and paid["check_cost_us"].max() >= (1 + VARIES) * paid["check_cost_us"].min()
-    agree = False
-    if cost > 0:
-        text = f"The check's cost, {cost:.0f} µs per step at batch {batch_size}"
-        if old is not None:
-            text += f" here and {old_words} in notebook 06 (same batch)"
-        apart = float("nan") if not (old and old > 0) else max(cost, old) / min(cost, old) - 1
-        agree = apart <= AGREE
-        if agree:
-            text += f": the two notebooks agree within {max(1, math.ceil(100 * apart))}%"
-        elif old is not None:
-            text += f", is {host}, so in µs it moves with the host from one notebook to the next"
-        elif not varies:
-            text += f", is {host}"
-        else:
-            text = f"The check's cost is {cost:.0f} µs per step at batch {batch_size}"
-    else:  # a check cannot save time: a faster checking loop is the host's noise
-        text = (f"No check cost showed at batch {batch_size} here (the per-step sync ran "
-                f"{-cost:.0f} µs per step faster than no check, by the medians: the host's noise)"
-                + ("" if old is None else f", against {old_words} in notebook 06 (same batch)"))
-    if before is not None and not agree:
-        sync, free = before
-        moved = lambda a, b: f"{100 * (b / a - 1):+.0f}%"  # noqa: E731
-        text += (f": notebook 06's per-step sync ran {sync:.3f} ms per step "
-                 f"({moved(sync, row['sync'])} here) and its no-check loop {free:.3f} ms "
-                 f"({moved(free, row['no_check'])} here)")
-    text += "."
-    said_host = cost > 0 and not agree and (old is not None or not varies)
-    if varies:
-        text += (" Across batch sizes it is " + claims._and(
-            [f"{c:.0f} µs at batch {int(b)}" for c, b in zip(paid["check_cost_us"], paid["batch_size"])])
-            + (": it moves with batch size too." if said_host else
-               f": {host}, and it moves with batch size here."))
-    elif not said_host:
-        text += f" The check's cost is {host}."
-    text += " Each share is read against this notebook's own cost."
-    over = [f"{LOOP_LABELS[n]} at batch {int(r['batch_size'])} ({r[f'{n}_recovered_pct']:.0f}%)"
-            for _, r in summary_frame.iterrows() for n in ("interleaved", "event")
-            if r[f"{n}_recovered_pct"] > 100]
-    if over:
-        text += (f" Over 100%, {claims._and(over)}: that loop ran as fast as no check, the "
-                 "excess is noise.")
-    return text
-
-
-AGREE = 0.05  # two notebooks' costs this close (the larger over the smaller) agree
-VARIES = 0.15  # the check's cost moves with batch size where its largest is this much above its smallest
-
-
-def notebook_06_loops(record, batch_size):
-    """Notebook 06's CUDA-graph loops with and without the check, ms per step, when 06 ran in
-    this run (``claims.why_not_this_run`` of 06's record) at ``batch_size``; else None."""
-    path = results.run_dir() / "data" / "06_eos_sync_regimes.csv"
-    # 06's record is named after the notebook (06_eos_sync), not after this table
-    if claims.why_not_this_run("06_eos_sync", record) or not path.exists():
-        return None
-    frame = pd.read_csv(path)
-    frame = frame[(frame["status"] == harness.OK) & (frame["batch_size"] == batch_size)]
-    per_step = (1e3 * frame["median_s"] / frame["seq_len"]).set_axis(frame["method"])
-    names = ("CUDA graph, check every step", "CUDA graph, no check")
-    if not all(per_step.index.tolist().count(n) == 1 for n in names):
-        return None
-    return tuple(float(per_step[n]) for n in names)
-
-
 def answer_line(row, part, judge=True) -> str:
     """The lesson's answer at one point of the CUDA-graph step: each loop's ms per step, each
     late loop's verdict against the per-step sync (``stats.say``) and the share of the check's
@@ -397,32 +280,6 @@ def answer_line(row, part, judge=True) -> str:
         how = "" if told or math.isnan(row[f"{name}_recovered_pct"]) else "by the medians "
         text += (f" {loop}: {row[name]:.3f} ms, {stats.say(part, name, 'sync', judge)} against "
                  "the per-step sync" + (f"; {how}it {recovered_line(row, name)}." if judge else "."))
-    return text
-
-
-def pair_words(part, judge=True) -> str:
-    """Two streams against the event in words, from the rounds' verdict (no interval); where the
-    ratio of the medians is more than 3% from the rounds' estimate, the medians' reading too."""
-    if not judge:
-        return "not judged (smoke run)"
-    ratio = stats.row_speedup(part, "event", "interleaved")
-    if ratio.n < stats.MIN_TRIALS or stats.verdict(ratio) == stats.NOISE:
-        return "one stream and an event can't be told apart from two streams"
-    faster = stats.verdict(ratio) == stats.FASTER
-    times = ratio.estimate if faster else 1 / ratio.estimate
-    low, high = (ratio.low, ratio.high) if faster else (1 / ratio.high, 1 / ratio.low)
-    digits = stats._digits(low, high)  # the precision pair_line's interval prints with
-    word = "faster" if faster else "slower"
-    text = (f"one stream and an event ran measurably but negligibly {word} than two streams "
-            f"({times:.{digits}f}x)" if times < 1 + NEGLIGIBLE else
-            f"one stream and an event ran {times:.{digits}f}x {word} than two streams")
-    medians = stats.medians_ratio(*(stats.method_trials(part, m) for m in ("event", "interleaved")))
-    if medians == medians and stats.medians_apart(medians, ratio.estimate):
-        said = medians if faster else 1 / medians  # in the verdict's direction
-        text += " by the rounds" + (
-            ", about the same by the medians" if abs(medians - 1) <= 0.03 else
-            f", {said:.2f}x by the medians" if said > 1 else
-            f", {1 / said:.2f}x {'slower' if faster else 'faster'} by the medians")
     return text
 
 
@@ -495,32 +352,8 @@ def _batches(sizes) -> str:
     return ("batches " if len(sizes) > 1 else "batch ") + claims._and([str(b) for b in sizes])
 
 
-def available_gain_line(summary_frame, regime="compiled") -> str:
-    """Where the check takes its largest share of the step at the smallest batch (by the
-    medians: the check's cost over the per-step sync's step, the most a late read can win), that
-    share beside the others; and, where two streams then win back less of it there than at any
-    larger batch, how much each late loop won back. Empty otherwise."""
-    part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
-    if part["batch_size"].nunique() < 2:
-        return ""
-    share = 100 * part["check_cost_us"] / (1e3 * part["sync"])
-    first, rest = part.iloc[0], part.iloc[1:]
-    if not (share.iloc[0] > 0 and share.iloc[0] > share.iloc[1:].max()):
-        return ""
-    b = int(first["batch_size"])
-    text = (f"There is the most to win at batch {b}: the check takes {share.iloc[0]:.0f}% of the "
-            "per-step sync's step there, against " + claims._and(
-                [f"{s:.0f}% at batch {int(r)}" for s, r in zip(share.iloc[1:], rest["batch_size"])])
-            + " (by the medians)")
-    won = first["interleaved_recovered_pct"]
-    if won == won and won < rest["interleaved_recovered_pct"].min():
-        text += (f"; two streams capture least of it there, {won:.0f}% (the event "
-                 f"{first['event_recovered_pct']:.0f}%)")
-    return text + "."
-
-
 def recovered_line(row, name, judge=True, cost=False) -> str:
-    """"recovers 93% of the check's cost" for one loop in a ``summary`` row, or that there is
+    """"recovers about 93% of the check's cost" (a rough share, from the medians) for one loop in a ``summary`` row, or that there is
     nothing to win back (the per-step sync is not told apart from no check at all); with
     ``cost``, the check's cost per step after the share; no claim on a
     run that cannot judge (a smoke run)."""
@@ -533,59 +366,11 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
     if pct <= 0:  # the late loop ran no faster than the per-step sync
         return (f"recovers none of the check's cost ({row['check_cost_us']:.0f} µs per step): it "
                 f"ran {1e3 * (row[name] - row['sync']):.0f} µs per step slower than the per-step sync")
-    return f"recovers {pct:.0f}% of the check's cost" + (
+    return f"recovers about {pct:.0f}% of the check's cost" + (
         f" ({row['check_cost_us']:.0f} µs per step)" if cost else "") + (
         " (over 100%: within the noise, all of it)" if pct > 100 else "")
 
 
-def eager_line(row, part, judge=True) -> str:
-    """The eager step at one batch size, as the budget that says why a late read cannot pay
-    there: the per-step sync against no check at all, the check's cost as a share of the step,
-    and the verdict (``stats.say``) of dropping the check."""
-    cost = row["check_cost_us"]
-    paid = (f"the check: {cost:+.0f} µs, {cost / (10 * row['sync']):+.0f}% of the step"
-            if cost > 0 or not judge  # a smoke run states the difference, never reads it
-            else f"the loop with the check ran {-cost:.0f} µs per step faster: a check cannot save "
-                 "time, so this is the host's noise")
-    text = (f"Eager step, batch {int(row['batch_size'])}: {row['sync']:.3f} ms per step with the "
-            f"per-step sync, {row['no_check']:.3f} ms with no check at all ({paid}); no check "
-            f"against the per-step sync: {stats.say(part, 'no_check', 'sync', judge)}.")
-    if not judge:
-        return text
-    if check_measurable(part, part["regime"].iloc[0], row["batch_size"]):
-        return text + (" A late read could win back at most that cost; Python's launches, the "
-                       "rest of the step, stay.")
-    ratio = stats.row_speedup(part, "no_check", "sync")
-    text += " No cost was told apart from the host's noise here, which does not make it zero"
-    if ratio.n < stats.MIN_TRIALS or ratio.high != ratio.high:
-        return text + "."
-    share = max(ratio.high - 1, 0.0)
-    return text + (f": the interval allows at most about {100 * share:.0f}% of the step (about "
-                   f"{1e3 * share * row['no_check']:.0f} µs), the most a late read could win back "
-                   "here.")
-
-
-def pair_line(part, row, judge=True) -> str:
-    """The two late loops side by side at one point: the verdict (``stats.say``), and how far
-    apart their medians are per step, so that a verdict on a tiny difference reads as one."""
-    diff_us = 1e3 * (row["interleaved"] - row["event"])
-    text = (f"Two streams against the event: {stats.say(part, 'interleaved', 'event', judge)}; "
-            f"their medians differ by {abs(diff_us):.0f} µs per step "
-            f"({abs(diff_us) / (10 * row['sync']):.1f}% of the per-step sync's step)")
-    if not judge:
-        return text + "."
-    ratio = stats.row_speedup(part, "interleaved", "event")
-    if ratio.n < stats.MIN_TRIALS:
-        return text + "."
-    word = stats.verdict(ratio)
-    if word != stats.NOISE and max(ratio.estimate, 1 / ratio.estimate) < 1 + NEGLIGIBLE:
-        return text + f": measurably but negligibly {word}, the same job done."
-    if 0.97 <= ratio.low and ratio.high <= 1.03:
-        return text + ": within 3% of each other, the same job done."
-    return text + "."
-
-
-NEGLIGIBLE = 0.02  # a clear difference between the two late loops under this share is negligible
 
 
 def profile_line(gaps) -> str:

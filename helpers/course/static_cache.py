@@ -1,11 +1,9 @@
 """Notebook 04's measurement and analysis, kept out of the lesson: the three eager loops
-(dynamic cache, static cache sized to the run and oversized static cache) as interleaved trials, each loop's own
-memory, the two static caches once more with every decode step captured in a CUDA graph, and
-the table of what the oversized cache's wasted attention costs.
+(dynamic cache, static cache sized to the run and oversized static cache) as interleaved trials,
+and each loop's own memory.
 
 ``measure`` returns one table; ``shown`` is its readable view; ``plot_memory`` draws the memory
-panel; ``waste`` reads the oversized cache against the one sized to the run; ``graph_cache_len``
-gives the CUDA-graph cache's length (sized to the run, rounded up).
+panel; ``plot_runs_range`` adds the runs' spread to the time-budget panel.
 """
 from __future__ import annotations
 
@@ -15,17 +13,14 @@ import pandas as pd
 import torch
 from transformers import DynamicCache
 
-from .. import graphs
 from ..generation import generate_kv_cache
 from ..static import attention_work, generate_static_cache, make_static_cache, sdpa_calls
 from . import harness, plotting, stats
 from .claims import CACHE_DYNAMIC as DYNAMIC, CACHE_STATIC as STATIC  # the names 08's claim reads
 
-# One name per loop in every table, figure and sentence; a CUDA-graph replay adds GRAPH.
+# One name per loop in every table, figure and sentence.
 OVERSIZED = "oversized"
-GRAPH = ", graph"
-EAGER = [DYNAMIC, STATIC, OVERSIZED]
-METHODS = EAGER + [STATIC + GRAPH, OVERSIZED + GRAPH]
+EAGER = METHODS = [DYNAMIC, STATIC, OVERSIZED]
 
 
 def bytes_per_position(model, batch_size, dtype_bytes=4) -> int:
@@ -102,24 +97,7 @@ def _point(model, prompt, eos, P, seq_len) -> list:
     del calls
     for method, fn in own.items():  # each loop alone, its cache built inside the call
         extra[method]["own_peak_bytes"] = own_peak_bytes(fn, P.device)
-    # The two static caches with every decode step captured in a CUDA graph (the decoder
-    # lesson 10 builds, a measuring instrument here): one launch per step, so the GPU sets the
-    # pace. Its cache holds one position more than the run (the step launched ahead), rounded
-    # up to a multiple of 16.
-    decoders = {method + GRAPH: graphs.GraphDecoder(
-                    model, P.batch_size, max(P.prompt_len + seq_len, cache_len - 1), eos,
-                    library_forward=True)
-                for method, cache_len in sizes.items() if cache_len is not None}
-    graphed = {name: (lambda d=d: d(prompt, seq_len)) for name, d in decoders.items()}
-    graph_rows, _ = harness.compare_row(graphed, device=P.device, batch_size=P.batch_size,
-                                        seq_len=seq_len, repeats=P.graph_repeats,
-                                        warmup=P.warmup, busy=True)
-    for name, decoder in decoders.items():
-        cache = decoder.state.cache
-        extra[name] = {**_work(P, seq_len, cache.get_max_length()),
-                       "cache_bytes": cache_bytes(cache), "own_peak_bytes": float("nan")}
-    del decoders, graphed
-    return [{**row, **extra[row["method"]]} for row in rows + graph_rows]
+    return [{**row, **extra[row["method"]]} for row in rows]
 
 
 def measure(model, prompt, eos, P) -> pd.DataFrame:
@@ -168,91 +146,47 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
     return ax
 
 
-def graph_cache_len(table, seq_len) -> int:
-    """Positions of the CUDA-graph cache sized to a run of ``seq_len`` tokens (rounded up)."""
-    row = table[(table["seq_len"] == seq_len) & (table["method"] == STATIC + GRAPH)]
-    return int(row["cache_len"].iloc[0])
+WIDE = 1.25  # a range whose ends lie this far apart (high / low) is the host's noise, not a cause
 
 
-def waste(table, model, P) -> pd.DataFrame:
-    """The oversized cache against the one sized to the run, per length and regime (eager, CUDA
-    graph): extra positions attended over the run, the GPU's extra kernel time, what one extra
-    position costs per step and the bandwidth that implies (four columns, for display)."""
-    per_position = bytes_per_position(model, P.batch_size)
-    rows = []
-    for seq_len in P.seq_lens:
-        part = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
-        part = part.set_index("method")
-        for regime, suffix in (("eager", ""), ("CUDA graph", GRAPH)):
-            if STATIC + suffix not in part.index or OVERSIZED + suffix not in part.index:
-                continue
-            fit, over = part.loc[STATIC + suffix], part.loc[OVERSIZED + suffix]
-            positions = (over["cache_len"] - fit["cache_len"]) * (seq_len - 1)
-            busy = over["gpu_busy_s"] - fit["gpu_busy_s"]
-            known = busy > 0 and positions > 0
-            rows.append({
-                "tokens": seq_len, "regime": regime, "extra positions": positions,
-                "extra GPU ms": 1e3 * busy,
-                "µs per position-step": 1e6 * busy / positions if known else float("nan"),
-                "GB/s": positions * per_position / busy / 1e9 if known else float("nan")})
-    return pd.DataFrame(rows).set_index(["tokens", "regime"])
-
-
-def by_regime(steps) -> tuple:
-    """``budget.per_step`` rows split for two panels: the eager loops, and the two static caches
-    replayed as a CUDA graph (named without the suffix: the panel's title says it)."""
-    eager = steps[steps["method"].isin(EAGER)]
-    graph = steps[steps["method"].str.endswith(GRAPH)]
-    return eager, graph.assign(method=graph["method"].str.removesuffix(GRAPH))
-
-
-def same_scale(*axes):
-    """One x scale for budget panels drawn side by side, so their bars compare."""
-    right = max(ax.get_xlim()[1] for ax in axes)
-    for ax in axes:
-        ax.set_xlim(0, right)
+def _noisy(table, new, old, seq_len) -> bool:
+    """Whether ``new`` against ``old`` spans 1 or is wide: the host's noise decides it."""
+    ratio = stats.row_speedup(table, new, old, seq_len=seq_len)
+    return stats.verdict(ratio) == stats.NOISE or ratio.high / ratio.low >= WIDE
 
 
 def eager_verdict(table, seq_len, judge: bool) -> str:
-    """The static cache against the dynamic one in the eager loop, at one length, with the range
-    read in words where it is wide: the host paces these loops, and its speed moves between
-    trials."""
+    """The static cache against the dynamic one in the eager loop, at one length: the verdict
+    only (``eager_spread_line`` says where the host's noise decides it)."""
     said = stats.say(table, STATIC, DYNAMIC, judge, seq_len=seq_len)
-    line = f"{seq_len} tokens, eager: the static cache against the dynamic one: {said}"
-    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=seq_len)
-    word = stats.verdict(ratio)
-    if not judge or word == stats.NOISE or ratio.high / ratio.low < 1.25:
-        return line
-    if word == stats.SLOWER:
-        low, high, word = 1 / ratio.high - 1, 1 / ratio.low - 1, "slower"
-    else:
-        low, high, word = ratio.low - 1, ratio.high - 1, "faster"
-    low = f"{100 * low:.1g}" if 100 * low < 1 else f"{100 * low:.0f}"  # never "0%" when slower
-    return (line + f". A wide range: {word} in this run, by anywhere from {low}% to "
-            f"{100 * high:.0f}%; the host paces the eager loops, and its speed moves between "
-            "trials.")
+    return f"{seq_len} tokens, eager: the static cache against the dynamic one: {said}."
 
 
-def eager_spread_line(table) -> str:
-    """How far one eager loop's runs spread between trials (min to max against the median): the
-    host's speed, which moves every eager wall clock."""
+def eager_spread_line(table, seq_lens) -> str:
+    """How far one eager loop's runs spread between trials (min to max against the median: the
+    host's speed), and which eager comparisons that noise decides (a range that spans 1 or is
+    wide): those are offered no cause."""
     ok = table[(table["status"] == harness.OK) & table["method"].isin(EAGER)]
     spread = 100 * ((ok["max_s"] - ok["min_s"]) / ok["median_s"]).max()
-    return (f"Eager rows: one loop's runs spread by up to {spread:.0f}% of their median between "
-            "trials (the host's speed).")
+    noisy = [f"{name} at {n} tokens" for n in seq_lens
+             for name, new, old in (("static against dynamic", STATIC, DYNAMIC),
+                                    ("oversized against sized", OVERSIZED, STATIC))
+             if _noisy(table, new, old, n)]
+    line = f"Eager runs spread by up to {spread:.0f}% of their median between trials"
+    if not noisy:
+        return line + ": no eager range above spans 1 or is wide."
+    return (line + f": the host's noise decides {', '.join(noisy)} (a range that spans 1 or is "
+            "wide), so no cause is offered there.")
 
 
-def oversized_line(table, seq_len, judge: bool, graph: bool = False) -> str:
-    """The oversized cache against the one sized to the run at one length, eager or replayed as
-    a CUDA graph, read like every verdict: only "slower" is a cost, and only then is it set
-    against the extra GPU work the oversized cache did (its masked attention). Otherwise the
-    extra GPU work is named beside the verdict, no cause given."""
-    suffix = GRAPH if graph else ""
-    over, fit = OVERSIZED + suffix, STATIC + suffix
-    where = (f"CUDA graph: the oversized cache against the one sized to the run (rounded up to "
-             f"{graph_cache_len(table, seq_len)} positions)" if graph else
-             "eager: the oversized cache against the one sized to the run")
-    line = f"{seq_len} tokens, {where}: {stats.say(table, over, fit, judge, seq_len=seq_len)}"
+def oversized_line(table, seq_len, judge: bool) -> str:
+    """The oversized cache against the one sized to the run at one length, eager, read like every
+    verdict: only a "slower" whose range is narrow is a cost, set against the extra GPU work the
+    oversized cache did (its masked attention). Otherwise the extra GPU work is named beside the
+    verdict, no cause given."""
+    over, fit = OVERSIZED, STATIC
+    line = (f"{seq_len} tokens, eager: the oversized cache against the one sized to the run: "
+            f"{stats.say(table, over, fit, judge, seq_len=seq_len)}")
     rows = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)].set_index("method")
     gpu = 1e3 * (rows.loc[over, "gpu_busy_s"] - rows.loc[fit, "gpu_busy_s"])
     wall = 1e3 * (rows.loc[over, "median_s"] - rows.loc[fit, "median_s"])
@@ -260,15 +194,7 @@ def oversized_line(table, seq_len, judge: bool, graph: bool = False) -> str:
         return line + "."
     extra = f"{gpu:.0f} ms more GPU work" if gpu >= 0 else f"{-gpu:.0f} ms less GPU work"
     word = stats.verdict(stats.row_speedup(table, over, fit, seq_len=seq_len))
-    spread = 1e3 * (rows.loc[[over, fit], "max_s"] - rows.loc[[over, fit], "min_s"]).max()
-    if word == stats.NOISE and gpu > 0 and abs(wall) <= spread:
-        side = "below" if wall < 0 else "above"
-        return line + (f", although it did {extra}. Its median lies {abs(wall):.0f} ms {side} the "
-                       f"sized cache's, within the {spread:.0f} ms by which either loop's runs "
-                       "spread between trials: in eager mode the GPU runs kernels while the host "
-                       "issues the next ones, so extra GPU work can hide entirely, and the "
-                       "difference is the host's spread.")
-    if not (word == stats.SLOWER and gpu > 0 and wall > 0):
+    if not (word == stats.SLOWER and gpu > 0 and wall > 0) or _noisy(table, over, fit, seq_len):
         return line + f", although it did {extra}." if gpu > 0 else line + f"; it did {extra}."
     cost = f": a cost of {wall:.0f} ms a run (medians), "
     if wall < gpu / 2:
@@ -278,65 +204,31 @@ def oversized_line(table, seq_len, judge: bool, graph: bool = False) -> str:
     return line + cost + f"of the size of its {extra}, the attention over masked positions."
 
 
-def graph_rows_line(table) -> str:
-    """What the ``, graph`` rows are, and why the CUDA-graph cache sized to the run attends over
-    more than twice the useful pairs (its cache is allocated in blocks of 16 positions)."""
-    n = min(table["seq_len"])
-    rows = table[table["seq_len"] == n].set_index("method")
-    fit, graph = rows.loc[STATIC], rows.loc[STATIC + GRAPH]
-    return (f"The ', graph' rows: the same static-cache step, captured once as a CUDA graph and "
-            "replayed every step, so the host's time issuing kernels vanishes (lesson 10 builds "
-            "this decoder). Its cache is allocated in blocks of 16 positions: at "
-            f"{n} tokens the one sized to the run holds {int(graph['cache_len'])} positions "
-            f"where the run needs {int(fit['cache_len'])}, so it attends over "
-            f"{graph['attended_over_useful']:.2f}x the useful pairs, not "
-            f"{fit['attended_over_useful']:.2f}x.")
-
-
-def memory_line(table, model, P, seq_len) -> str:
-    """Each eager loop's peak above its own cache, the part common to all three named (the
-    prefill's logits: batch x prompt x vocab x bytes), so that the dynamic cache's extra old
-    copy stands out; on a CPU run (no peak) only the growing copy."""
+def memory_line(table, model, seq_len) -> str:
+    """Each eager loop's peak above its own cache, then the dynamic cache's old copy (what its
+    growth holds twice); on a CPU run (no peak) only the growing copy."""
     copy = growth_copy_line(table, model, seq_len)
     rows = table[(table["seq_len"] == seq_len) & table["method"].isin(EAGER)].set_index("method")
     above = ((rows["own_peak_bytes"] - rows["cache_bytes"]) / 2**20).dropna()
     if not {DYNAMIC, STATIC} <= set(above.index):
         return copy
-    size = torch.empty((), dtype=getattr(model, "dtype", torch.float32)).element_size()
-    vocab = model.config.vocab_size
-    logits = P.batch_size * P.prompt_len * vocab * size / 2**20
     each = ", ".join(f"{m} {above[m]:.0f} MiB" for m in EAGER if m in above.index)
-    return (f"Memory at {seq_len} tokens, each run's peak above its own cache tensors: {each}. "
-            f"Common to all three: the prefill's logits, {P.batch_size} rows x {P.prompt_len} "
-            f"positions x {vocab} tokens x {size} bytes = {logits:.0f} MiB. The dynamic cache's "
-            f"peak sits {above[DYNAMIC] - above[STATIC]:.0f} MiB higher than the static one's. "
-            + copy)
+    return f"Memory at {seq_len} tokens, each run's peak above its own cache tensors: {each}. " + copy
 
 
-def gpu_work_line(table, seq_lens) -> str:
-    """The static and the dynamic cache's GPU work per run at each length (the profiled run's
-    kernel time), so the trade of copies for masked attention reads as numbers; empty without
-    GPU time (a CPU run)."""
-    rows = table[table["status"] == harness.OK].set_index(["method", "seq_len"])["gpu_busy_s"]
-    parts = [f"at {n} tokens dynamic {1e3 * rows[DYNAMIC, n]:.0f} ms, static "
-             f"{1e3 * rows[STATIC, n]:.0f} ms" for n in seq_lens
-             if (DYNAMIC, n) in rows.index and (STATIC, n) in rows.index
-             and rows[DYNAMIC, n] == rows[DYNAMIC, n] and rows[STATIC, n] == rows[STATIC, n]]
-    return "GPU work per run, eager: " + "; ".join(parts) + "." if parts else ""
-
-
-def eager_cause_line(table, P) -> str:
-    """A possible cause of a host cost of the static cache, named only where the static cache
-    was slower than the dynamic one (its range below 1)."""
-    slower = [n for n in P.seq_lens
-              if stats.verdict(stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)) == stats.SLOWER]
-    if not slower:
-        return ("No host cost of the static cache is named: at no length was it slower than the "
-                "dynamic one.")
-    at = ", ".join(str(n) for n in slower)
-    return (f"The static cache was slower at {at} tokens. A possible cause, not measured here: "
-            "each step transformers builds a mask over every position and updates the fill "
-            "level, host work the dynamic cache skips.")
+def plot_runs_range(ax, table, seq_len, methods=EAGER):
+    """Whiskers on a ``budget.plot`` panel: each loop's fastest to slowest run per decode step,
+    around the median bar (same row order as ``budget.plot``: the first method on top)."""
+    rows = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
+    rows = rows.set_index("method").loc[[m for m in methods if m in set(rows["method"])]][::-1]
+    per_step = 1e3 / seq_len
+    mid, low, high = (rows[c] * per_step for c in ("median_s", "min_s", "max_s"))
+    # drawn in the bar's lower part, clear of the value written at the bar's middle
+    ax.errorbar(mid, [i - 0.28 for i in range(len(rows))], xerr=[mid - low, high - mid],
+                fmt="none", ecolor="#333333",
+                capsize=3, linewidth=1)
+    ax.set_xlim(0, max(ax.get_xlim()[1], 1.05 * float(high.max())))
+    return ax
 
 
 def growth_copy_line(table, model, seq_len) -> str:
@@ -371,19 +263,3 @@ def article_line(table, P) -> str:
     return "Against the article, eager static cache against dynamic: " + "; ".join(parts) + "."
 
 
-def waste_lines(wasted, P, bandwidth) -> list:
-    """The waste table read in words: what one extra position costs per step in each regime
-    (the same GPU work, whoever sets the pace), and the bandwidth of the masked reads against
-    the floor's copy bandwidth."""
-    lines = []
-    cost = wasted["µs per position-step"].dropna()
-    if len(cost):
-        lines.append(f"One extra cache position cost {cost.min():.2f}\u2013{cost.max():.2f} µs of GPU "
-                     "work per step, eager or in a CUDA graph: the waste is the GPU's, whoever "
-                     "sets the pace.")
-    rates = wasted["GB/s"].dropna()
-    if len(rates) and bandwidth == bandwidth:  # NaN on a CPU: no floor
-        lines.append(f"The masked keys and values were read at {rates.min():.0f}\u2013"
-                     f"{rates.max():.0f} GB/s, {100 * rates.median() / (bandwidth / 1e9):.0f}% of "
-                     f"the {bandwidth / 1e9:.0f} GB/s copy bandwidth the floor uses.")
-    return lines

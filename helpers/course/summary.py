@@ -21,7 +21,6 @@ from ..checks import check_same_tokens
 from ..generation import generate_naive
 from ..model import exact_matmul
 from . import floor, harness, stats
-from .budget import pace as budget_pace  # idle_line's argument is named budget
 from .claims import KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED, say
 
 PEERS = ("generate()", "generate() static")
@@ -203,8 +202,8 @@ def reading(table, seq_len, judge) -> list:
     """The answer in a few lines, lesson 07's rung first: the fastest rung taught so far (lessons
     01-07), its distance to the floor and its speedup over the naive loop and ``generate()``
     static (``claims.say``: ``stats.say``'s words, a "can't tell" interval's bounds never printed
-    as 1.00; none on a smoke run); then, second, the rungs of lessons still ahead against it;
-    last, where ``generate()`` beats the course's own KV-cache loop, why it can."""
+    as 1.00; none on a smoke run); then, in one line, the fastest rung of the lessons still ahead
+    against it; last, where ``generate()`` beats the course's own KV-cache loop, why it can."""
     best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     name = taught["method"]
     lines = [f"The fastest rung taught so far (lessons 01-07), {name} (lesson "
@@ -214,16 +213,10 @@ def reading(table, seq_len, judge) -> list:
         if other in set(table["method"]):
             lines.append(f"  {name} against {other}: "
                          f"{say(table, name, other, judge, seq_len=seq_len)}")
-    if best["method"] != name:  # second: the rungs ahead against the best taught so far
-        lines.append(f"Ahead, the fastest rung is lesson {best['notebook']}'s: {best['method']} "
-                     f"takes {best['per_step_s'] * 1e3:.2f} ms per step" + _floor_words(best))
-        ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
-        for method, lesson in zip(ok["method"], ok["notebook"]):
-            if lesson in AHEAD:
-                lines.append(f"  {method} (ahead: lesson {lesson}) against {name}: "
-                             f"{say(table, method, name, judge, seq_len=seq_len)}")
-        if judge and (whole := _whole_step_note(table, name, seq_len)):
-            lines.append(whole)
+    if best["method"] != name:  # second: the fastest rung ahead against the best taught so far
+        lines.append(f"Ahead, lesson {best['notebook']}'s {best['method']} takes "
+                     f"{best['per_step_s'] * 1e3:.2f} ms per step" + _floor_words(best)[:-1]
+                     + f"; against {name}: {say(table, best['method'], name, judge, seq_len=seq_len)}.")
     if judge and (peer := _generate_note(table, seq_len)):
         lines.append(peer)
     return lines
@@ -248,23 +241,6 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
             f"({ms[KV]:.2f} ms, lesson 02): it runs the same eager dynamic-cache loop, and on a "
             "step whose pace the host sets, small differences in the host's work decide (its "
             "loop around the model may simply be tighter; not measured here).")
-
-
-def _whole_step_note(table, taught, seq_len) -> str:
-    """What lesson 10's rung is for, with the direction of its comparison with the fastest rung
-    taught so far (from the same rounds): it captures the step by hand, without the compiler's
-    fused kernels, so it teaches capture, not speed (empty without that rung)."""
-    if WHOLE not in set(table["method"]) or taught == WHOLE:
-        return ""
-    ratio = stats.row_speedup(table, WHOLE, taught, seq_len=seq_len)
-    if ratio.n < stats.MIN_TRIALS:
-        return ""
-    word = stats.verdict(ratio)
-    where = {stats.SLOWER: f"here it is slower than {taught}",
-             stats.FASTER: f"here it is faster than {taught}",
-             stats.NOISE: f"here this run can't tell it apart from {taught}"}[word]
-    return (f"Lesson 10 captures the step in a CUDA graph by hand, without the compiler's fused "
-            f"kernels: it teaches capture, not speed; {where}.")
 
 
 def one_line(table, seq_len, judge) -> str:
@@ -300,15 +276,15 @@ def compile_gap(budget, names) -> str:
     a, b, c = data.loc[eager], data.loc[compiled], data.loc[late]
     text = _no_graphs(data, names)
     text += (f"Compiling the static-cache step (05) takes the wall clock from {a['wall_ms']:.2f} "
-            f"to {b['wall_ms']:.2f} ms per step; the GPU idles {max(b['idle_ms'], 0):.2f} ms of "
+            f"to {b['wall_ms']:.2f} ms per step; the GPU idles {_idle(b):.2f} ms of "
             "it. ")
-    if c["wall_ms"] < b["wall_ms"] and c["idle_ms"] < b["idle_ms"]:
-        text += (f"Reading the stop flag a step late (07) removes {b['idle_ms'] - c['idle_ms']:.2f} "
+    if c["wall_ms"] < b["wall_ms"] and _idle(c) < _idle(b):
+        text += (f"Reading the stop flag a step late (07) removes {_idle(b) - _idle(c):.2f} "
                  f"ms of that idle time: {c['wall_ms']:.2f} ms per step, "
-                 f"{c['idle_ms']:.2f} ms of it idle.")
+                 f"{_idle(c):.2f} ms of it idle.")
     else:
         text += (f"Reading the stop flag a step late (07) does not shorten it here: "
-                 f"{c['wall_ms']:.2f} ms per step, {c['idle_ms']:.2f} ms of it idle.")
+                 f"{c['wall_ms']:.2f} ms per step, {_idle(c):.2f} ms of it idle.")
     return text
 
 
@@ -319,66 +295,40 @@ def _no_graphs(data, names) -> str:
     if not {kv, kv_compiled} <= set(data.index):
         return ""
     a, b = data.loc[kv], data.loc[kv_compiled]
-    fell = "falls" if b["idle_ms"] < a["idle_ms"] else "does not fall"
+    fell = "falls" if _idle(b) < _idle(a) else "does not fall"
     gpu = (f"; the fused kernels cut the GPU's work too, from {a['gpu_ms']:.2f} to "
            f"{b['gpu_ms']:.2f} ms" if b["gpu_ms"] < a["gpu_ms"] else "")
     return (f"Compiling alone, without CUDA graphs (05, the dynamic cache's step: fewer, fused "
             f"kernels to launch), takes the wall clock from {a['wall_ms']:.2f} to "
             f"{b['wall_ms']:.2f} ms per step; the GPU's idle time {fell}, from "
-            f"{max(a['idle_ms'], 0):.2f} to {max(b['idle_ms'], 0):.2f} ms{gpu}. ")
+            f"{_idle(a):.2f} to {_idle(b):.2f} ms{gpu}. ")
 
 
-STAGES = [("in the naive loop", (NAIVE,)),
-          ("in the cached eager rungs", (KV, STATIC)),
-          ("with the dynamic cache's step compiled, no CUDA graphs", (KV_COMPILED,)),
-          ("once the static-cache step is compiled and captured", (STATIC_COMPILED,)),
-          ("with the stop check a step late", (LATE,)),
-          ("with the whole step in one CUDA graph, by hand", (WHOLE,)),
-          ("with fused kernels", (FUSED,)),
-          ("in generate() (peer)", ("generate()",)),
-          ("in generate() static (peer)", ("generate() static",))]
-
-
-def idle_line(budget, names) -> str:
-    """The ladder's budget read stage by stage (the naive loop, the cached eager rungs, the
-    compiled steps, the late stop check, fused kernels): how much of each step the GPU idles and who sets the pace there
-    (empty without GPU numbers), one stage a line. A stage whose rungs disagree on the pace gets no pace words."""
-    data = budget.set_index("method")
-    if data["gpu_ms"].isna().any():
-        return ""
-    parts = []
-    for words, rungs in STAGES:
-        here = [names[r] for r in rungs if names.get(r) in data.index]
-        if not here:
-            continue
-        lessons = ", ".join(dict.fromkeys(n[n.rindex("(") + 1:-1] for n in here
-                                          if n.endswith(")") and n not in PEERS))
-        idle = [max(100 * data.loc[n, "idle_ms"] / data.loc[n, "wall_ms"], 0.0) for n in here]
-        low, high = min(idle), max(idle)
-        share = f"{low:.0f}%" if f"{low:.0f}" == f"{high:.0f}" else f"{low:.0f}-{high:.0f}%"
-        pace = {budget_pace(v, why=False) for v in idle}
-        parts.append(f"{share} {words}" + (f" ({lessons})" if lessons else "")
-                     + (f": {pace.pop()}" if len(pace) == 1 else ""))
-    if not parts:
-        return ""
-    return "Per step, the GPU idles\n  " + ";\n  ".join(parts) + "." + _peer_note(data, names)
-
-
-def _peer_note(data, names) -> str:
+def peer_note(budget, names) -> str:
     """Why ``generate()`` with a static cache, which compiles its step into CUDA graphs too, is
     slower than lesson 05's compiled static-cache rung, where its budget shows it: more idle time
-    per step, i.e. more host work (``generate()``'s Python around the graph)."""
+    per step, i.e. more host work (``generate()``'s Python around the graph). Empty otherwise
+    (and without GPU numbers)."""
+    data = budget.set_index("method")
     peer, ours = "generate() static", names.get(STATIC_COMPILED)
     if not {peer, ours} <= set(data.index):
         return ""
     p, o = data.loc[peer], data.loc[ours]
-    gap = p["wall_ms"] - o["wall_ms"]
-    if not (gap > 0 and p["idle_ms"] - o["idle_ms"] >= gap / 2):  # idle time: most of the gap
+    if p[["wall_ms", "gpu_ms"]].isna().any() or o[["wall_ms", "gpu_ms"]].isna().any():
         return ""
-    return (f"\ngenerate() static replays CUDA graphs too, yet the GPU idles "
-            f"{max(p['idle_ms'], 0):.2f} of its {p['wall_ms']:.2f} ms per step against "
-            f"{max(o['idle_ms'], 0):.2f} of {o['wall_ms']:.2f} ms for {ours}: its host work per "
+    gap = p["wall_ms"] - o["wall_ms"]
+    if not (gap > 0 and _idle(p) - _idle(o) >= gap / 2):  # idle time: most of the gap
+        return ""
+    return (f"generate() static replays CUDA graphs too, yet the GPU idles "
+            f"{_idle(p):.2f} of its {p['wall_ms']:.2f} ms per step against "
+            f"{_idle(o):.2f} of {o['wall_ms']:.2f} ms for {ours}: its host work per "
             "step (generate()'s Python around the graph) is what makes it slower.")
+
+
+def _idle(row) -> float:
+    """The GPU's idle time per step as the figure's labels give it: the wall clock minus the
+    GPU's work, each rounded to 0.01 ms first, so the printed numbers subtract exactly."""
+    return max(round(row["wall_ms"], 2) - round(row["gpu_ms"], 2), 0.0)
 
 
 def labels(methods) -> dict:
@@ -386,19 +336,3 @@ def labels(methods) -> dict:
     return {name: name if m.notebook == "peer" else
             f"{name} (ahead: {m.notebook})" if m.notebook in AHEAD else f"{name} ({m.notebook})"
             for name, m in methods.items()}
-
-
-def place(table, seq_len, peer="generate() static") -> str:
-    """Where ``peer`` falls among the course's rungs by median time at ``seq_len``: the rungs
-    just faster and just slower than it (empty when the peer is not in the table)."""
-    ok = table[(table["status"] == harness.OK) & (table["seq_len"] == seq_len)]
-    if peer not in set(ok["method"]):
-        return ""
-    mine = ok[ok["method"] == peer]["median_s"].iloc[0]
-    rungs = ok[ok["notebook"] != "peer"].sort_values("median_s")
-    faster, slower = rungs[rungs["median_s"] < mine], rungs[rungs["median_s"] >= mine]
-    where = (f"between {faster['method'].iloc[-1]} and {slower['method'].iloc[0]}"
-             if len(faster) and len(slower) else
-             f"faster than every rung" if not len(faster) else "slower than every rung")
-    return (f"{peer} takes {ok[ok['method'] == peer]['per_step_s'].iloc[0] * 1e3:.2f} ms per "
-            f"step: {where} ({len(faster)} of {len(rungs)} rungs are faster).")
