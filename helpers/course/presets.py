@@ -88,12 +88,10 @@ NOTEBOOK = {
         # Budget 150 s full / 30 s workshop. The eager loops are host-bound: more trials would
         # only narrow an interval whose centre moves with the host's speed, so 5 rounds at 100
         # and 200 tokens (rounds of 4.1 and 11 s, all five loops, in the 15:27 run of 2026-11-23,
-        # where 6 rounds took 179 s) and 5 of the GPU-bound CUDA-graph loops, whose intervals are
-        # narrow: about 160 s in all (an older run: 487 s with 12-60 rounds and 400 tokens).
-        "full": dict(oversize_cache_len=1024, seq_lens=[100, 200], repeats=5, budget_s=0,
-                     graph_repeats=5),
-        "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=5, graph_repeats=5),
-        "smoke": dict(oversize_cache_len=64, graph_repeats=3),
+        # where 6 rounds took 179 s); the CUDA-graph loops it once timed are 05's and 10's now.
+        "full": dict(oversize_cache_len=1024, seq_lens=[100, 200], repeats=5, budget_s=0),
+        "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=5),
+        "smoke": dict(oversize_cache_len=64),
     },
     "05": {
         # Budget 120 s full / 40 s workshop. Compiling dominates (about 10-16 s a graph, cold
@@ -328,7 +326,6 @@ SCHEMA = {
     "batch_sizes": positive_int_list,
     "regimes": regime_list,
     "compiled_repeats": positive_int,
-    "graph_repeats": positive_int,
     "allocator_confs": allocator_conf_list,
     "oversize_cache_len": positive_int,
     "compile_modes": compile_mode_list,
