@@ -16,6 +16,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 OUT = Path(__file__).parent / "img"
 USED, FREE, EMPTY, EDGE = "#4C72B0", "#DD8452", "#E5E5E5", "#333333"
+WAIT, READ, IDLE = "#d62728", "#555555", "#999999"  # the measured timelines' colours (06, 07)
 
 
 def _box(ax, x, y, w, h, color, text="", size=9, text_color="white"):
@@ -103,10 +104,10 @@ def sync_lanes(steps=3):
     fig, axes = plt.subplots(2, 1, figsize=(11, 4.6), sharex=True)
     launch, work, read, lag = 0.6, 1.9, 0.25, 0.1
 
-    def cpu_wait(ax, start, end):
+    def cpu_wait(ax, start, end):  # red, as the measured timelines' "CPU: waiting for the GPU"
         if end > start:
-            _box(ax, start, 1, end - start, 0.6, EMPTY, "waits" if end - start > 0.5 else "",
-                 size=8, text_color="black")
+            _box(ax, start, 1, end - start, 0.6, WAIT, "waits" if end - start > 0.5 else "",
+                 size=8)
 
     # Per-step check: launch step i, wait for its kernels, read the flag, only then launch i+1.
     ax, t = axes[0], 0.0
@@ -115,8 +116,9 @@ def sync_lanes(steps=3):
         done = t + lag + work
         _box(ax, t + lag, 0, work, 0.6, FREE, f"kernels {i}", size=8)
         cpu_wait(ax, t + launch, done)
-        _box(ax, done, 1, read, 0.6, "#C44E52")
-        if i < steps - 1:
+        _box(ax, done, 1, read, 0.6, READ)
+        if i < steps - 1:  # grey, as the measured timelines' GPU idle bands
+            ax.axvspan(done, done + read + lag, ymin=0.05, ymax=0.45, color=IDLE, alpha=0.25, linewidth=0)
             ax.text(done + (read + lag) / 2, 0.3, "idle", fontsize=8, ha="center", va="center")
         t = done + read
     end_top = t
@@ -134,7 +136,7 @@ def sync_lanes(steps=3):
             ready = start
             cpu_wait(ax, t, ready)
             t = max(t, ready)
-            _box(ax, t, 1, read, 0.6, "#C44E52")
+            _box(ax, t, 1, read, 0.6, READ)
             t += read
     ax.set_title("Check one step late: the next step is already queued, the GPU stays busy",
                  fontsize=10, loc="left")
@@ -145,9 +147,11 @@ def sync_lanes(steps=3):
             ax.spines[side].set_visible(False)
     axes[1].set_xlabel("time (schematic)")
     axes[1].set_xticks([])
-    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor=EDGE) for c in (USED, "#C44E52", EMPTY, FREE)]
-    fig.legend(handles, ["CPU launches a step", "CPU reads the stop flag", "CPU waits", "GPU runs the step"],
-               loc="lower center", ncol=4, frameon=False, fontsize=9)
+    handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor=EDGE) for c in (USED, READ, WAIT, FREE)]
+    handles.append(Rectangle((0, 0), 1, 1, facecolor=IDLE, alpha=0.25))
+    fig.legend(handles, ["CPU launches a step", "CPU reads the stop flag", "CPU waits for the GPU",
+                         "GPU runs the step", "GPU idle"],
+               loc="lower center", ncol=5, frameon=False, fontsize=9)
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
