@@ -456,11 +456,11 @@ def _attention(qkv, bias, kv, position, n_head, block_s=None):
         qkv, bias if bias is not None else qkv, kv, out, position, batch, n_head, kv.shape[3],
         head_dim**-0.5, D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, SPLIT=split, PDL=_pdl(),
         num_warps=_attention_warps(kv.dtype), **_launch())
+    return out
 
 
 def _attention_warps(dtype):
     return ATTENTION_WARPS.get(dtype, 4) if isinstance(ATTENTION_WARPS, dict) else ATTENTION_WARPS
-    return out
 
 
 # The QKV GEMM's launch when attention adds up its partial sums: the fastest of sweeps of the
