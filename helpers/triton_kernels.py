@@ -473,11 +473,16 @@ def qkv_attention(x, w, b, kv, position, n_head, config=None):
     streaming the QKV weight and no launch more: the GEMM is cut along K (split-K) and the
     attention kernel adds up its partial sums and the bias, each (row, head) program reading
     only its own 3 x 64 values. On a CPU: the two references."""
+    k = x.shape[1]
+    if config is not None and k % (config[2] * config[1]):
+        raise ValueError(f"config {config}: K = {k} must be a multiple of split x block_k "
+                         f"({config[2]} x {config[1]}), or the pieces would overlap")
     if not use_triton(x):
         return decode_attention_ref(linear_ref(x, w, b), kv, position, n_head)
-    m, k = x.shape
-    n = w.shape[1]
+    m, n = x.shape[0], w.shape[1]
     block_n, block_k, split, warps, stages = config or QKV_SPLIT.get(w.dtype, QKV_SPLIT[torch.float32])
+    if k % (split * block_k):  # another model's width: one piece (its loop masks the last block)
+        split = 1
     part = torch.empty(split, m, n, device=x.device, dtype=torch.float32)
     skinny_gemm_kernel[(triton.cdiv(n, block_n), split)](
         x, w, b, part, part, part, part, m, n, k, w.stride(0), w.stride(1),

@@ -299,8 +299,8 @@ def test_decode_attention_matches_its_reference(dtype, batch, heads, head_dim, s
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 @pytest.mark.parametrize("batch,heads,head_dim,slots,position,config",
                          [(32, 12, 64, 128, 0, None), (32, 12, 64, 128, 115, None),
-                          (1, 12, 64, 128, 77, (32, 256, 3, 4, 3)), (5, 3, 32, 48, 47, (32, 64, 4, 4, 4)),
-                          (32, 12, 64, 128, 16, (16, 128, 2, 4, 4))])
+                          (1, 12, 64, 128, 77, (32, 256, 3, 4, 3)), (5, 3, 32, 48, 47, None),
+                          (32, 12, 64, 128, 16, (16, 128, 2, 4, 4)), (4, 12, 64, 32, 20, (32, 64, 4, 4, 4))])
 def test_qkv_attention_matches_its_references(dtype, batch, heads, head_dim, slots, position, config):
     """The QKV GEMM cut along K with attention adding up its partial sums and the bias: the
     same output and cache write as the two references, IEEE float32 (and bf16 within its noise)."""

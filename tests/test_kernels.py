@@ -226,6 +226,8 @@ def test_qkv_attention_on_a_cpu_is_the_two_references():
     want = tk.decode_attention_ref(tk.linear_ref(x, w, b), kv2, where, 2)
     assert torch.equal(got, want) and torch.equal(kv1, kv2)
     assert not torch.equal(kv1[:, :, :, 5], torch.zeros_like(kv1[:, :, :, 5]))
+    with pytest.raises(ValueError, match="multiple of split x block_k"):
+        tk.qkv_attention(x, w, b, kv1, where, 2, config=(32, 64, 4, 4, 4))  # K = 64: pieces of 16
 
 
 def test_attention_of_a_step_that_reads_the_filled_positions_counts_their_bytes():
