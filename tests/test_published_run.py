@@ -123,6 +123,18 @@ def test_run_identity_is_new_unless_resumed():
     assert published.run_identity({published.RUN_KEY: RUN_A}, resume=False, now=now)["id"] != RUN_A["id"]
 
 
+def test_a_resume_at_another_commit_is_recorded(monkeypatch):
+    """A run resumed after the sources moved keeps its id and names the commit it resumed at."""
+    now = datetime.datetime(2026, 11, 26, 17, 50, tzinfo=datetime.timezone.utc)
+    monkeypatch.setenv("COURSE_COMMIT", RUN_A["commit"])
+    same = published.run_identity({published.RUN_KEY: RUN_A}, resume=True, now=now)
+    assert same["id"] == RUN_A["id"] and "resumed_at_commits" not in same
+    monkeypatch.setenv("COURSE_COMMIT", "f" * 40)
+    moved = published.run_identity({published.RUN_KEY: RUN_A}, resume=True, now=now)
+    assert moved["id"] == RUN_A["id"] and moved["commit"] == RUN_A["commit"]
+    assert moved["resumed_at_commits"] == {"2026-11-26T17:50:00+00:00": "f" * 40}
+
+
 def test_the_committed_figures_are_one_run():
     problems = published.one_run_problems(results.figures_dir())
     assert not problems, "figures/ is not one run:\n" + "\n".join(problems[:20])

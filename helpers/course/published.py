@@ -76,10 +76,14 @@ def _gpu_name() -> str:
 
 def run_identity(status: dict, resume: bool = False, now: datetime.datetime | None = None) -> dict:
     """This run's identity. ``--resume`` keeps the one in ``status`` (the run it resumes, its end
-    cleared); otherwise a new one: id ``<UTC start>-<short commit>``, commit, GPU, CPU, start."""
+    cleared, and the commit it resumes at where that is not the run's); otherwise a new one: id ``<UTC start>-<short commit>``, commit, GPU, CPU, start."""
     old = status.get(RUN_KEY)
     if resume and isinstance(old, dict) and old.get("id"):
-        return {**old, "end": None, "resumed": [*old.get("resumed", []), _now(now)]}
+        when, commit = _now(now), git_commit()
+        run = {**old, "end": None, "resumed": [*old.get("resumed", []), when]}
+        if commit != old.get("commit"):  # the sources moved between the calls: say so
+            run["resumed_at_commits"] = {**old.get("resumed_at_commits", {}), when: commit}
+        return run
     now = now or datetime.datetime.now(datetime.timezone.utc)
     commit = git_commit()
     return {"id": f"{now:%Y%m%dT%H%M%SZ}-{commit[:7]}", "commit": commit, "gpu": _gpu_name(),
