@@ -169,10 +169,10 @@ def contention_line(table, syncs=None, matmul_s=None) -> str:
         ratios = (busy["median_s"] / alone["median_s"]).loc[method].dropna()
         low, high = ratios.min(), ratios.max()
         if low >= 1:
-            return (f"{'Contention' if first else 'it'} slows {what} {low:.1f}x to {high:.1f}x"
+            return (f"{'This side load' if first else 'it'} slows {what} {low:.1f}x to {high:.1f}x"
                     + _quiet(table, method, ratios.index))
         faster = ratios[ratios < 1].index
-        head = (f"{'Under contention, ' if first else ''}{what} takes {low:.1f}x to {high:.1f}x "
+        head = (f"{'Under this side load, ' if first else ''}{what} takes {low:.1f}x to {high:.1f}x "
                 "its time alone")
         if 2 * len(faster) > len(ratios):  # most points: a pattern, stated, not read as noise
             return (f"{head}: faster under load at {len(faster)} of {len(ratios)} points (this "
@@ -203,8 +203,8 @@ def contention_line(table, syncs=None, matmul_s=None) -> str:
 
 
 def _quiet(table, method, points) -> str:
-    """" (at batch 64, completions of 128, its runs contended can't be told apart from its runs
-    alone)": the points where one method's contended runs cannot be told from its runs alone
+    """" (its runs contended can't be told apart from its runs alone at: batch 64, completions of
+    128; batch 256, completions of 2048)": the points where one method's contended runs cannot be told from its runs alone
     (``stats.speedup`` of two sweeps, not paired; empty without trials or where every point
     tells)."""
     if "trials_wall_ms" not in table:
@@ -219,7 +219,7 @@ def _quiet(table, method, points) -> str:
                 quiet.append(f"batch {int(batch)}, completions of {int(length)}")
     if not quiet:
         return ""
-    return f" (at {_and(quiet)}, its runs contended can't be told apart from its runs alone)"
+    return f" (its runs contended can't be told apart from its runs alone at: {'; '.join(quiet)})"
 
 
 def _lowest(table, method, point) -> str:
@@ -238,13 +238,16 @@ def _lowest(table, method, point) -> str:
 
 
 def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
-    """The summary's sentence: one transfer's speedup over per-row syncs alone and contended at
-    one point (the estimate from the runs, as ``stats.say`` gives it), with the table's ratio of
-    medians where it differs by more than ``stats.MEDIANS_APART``."""
+    """The summary's sentence: one transfer's speedup over per-row syncs alone at one point (the
+    estimate from the runs, as ``stats.say`` gives it), and under the side load only where that
+    point is not one ``contended_length_line`` flags as unexplained (``_unexplained``), with the
+    table's ratio of medians where it differs by more than ``stats.MEDIANS_APART``."""
     said, medians = [], []
-    wide = speedups(table).set_index(["condition", "batch_size", "seq_len"])["speedup"]
-    for condition, words in (("alone", "alone"), ("contended", "under contention")):
-        if condition in set(table["condition"]):
+    full = speedups(table)
+    wide = full.set_index(["condition", "batch_size", "seq_len"])["speedup"]
+    for condition, words in (("alone", "alone"), ("contended", "under this side load")):
+        if condition in set(table["condition"]) and not (
+                condition == "contended" and _unexplained(full, batch_size, seq_len)):
             ratio = transfer_speedup(table, condition, batch_size=batch_size, seq_len=seq_len)
             said.append(f"{ratio.estimate:.2f}x as fast {words}")
             medians.append((wide[(condition, batch_size, seq_len)], ratio.estimate))
@@ -256,38 +259,16 @@ def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
     return text + "."
 
 
-def length_line(table, condition="alone") -> str:
-    """How the completion length moves both methods at every batch size: each one's median time
-    at the shortest and the longest length (``table``: the notebook's long table) and the
-    speedup they give, in one sentence; then, at each batch where the per-row loop grew less
-    than 1.2x, its runs at the two lengths compared (``_flat_note``)."""
-    wide = speedups(table)
-    part = wide[wide["condition"] == condition]
-    lengths = sorted(part["seq_len"].unique())
-    if len(lengths) < 2:
-        return ""
-    pairs = []
-    for batch in sorted(part["batch_size"].unique()):
-        at = part[part["batch_size"] == batch]
-        ends = [at[at["seq_len"] == n] for n in (lengths[0], lengths[-1])]
-        if all(len(e) for e in ends):
-            pairs.append((int(batch), ends[0].iloc[0], ends[1].iloc[0]))
-
-    def moves(column, unit):
-        return _and([f"{1e3 * a[column]:.2f} to {1e3 * b[column]:.2f}{unit} at batch {batch}"
-                     for batch, a, b in pairs])
-
-    text = (f"{condition.capitalize()}, from completions of {int(lengths[0])} to "
-            f"{int(lengths[-1])} ({lengths[-1] / lengths[0]:.0f}x the tokens), the per-row loop "
-            f"went from {moves('per row', ' ms')}; one transfer from {moves('on host', ' ms')}; "
-            "the speedup from " + _and([f"{a['speedup']:.2f}x to {b['speedup']:.2f}x"
-                                        for _, a, b in pairs]) + ".")
-    return text + "".join(_flat_note(table, condition, a, b) for _, a, b in pairs)
-
-
-def _and(items) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+def _unexplained(wide, batch_size, seq_len=None, condition="contended") -> bool:
+    """Whether the per-row loop's median at ``batch_size`` under load fell from the shortest
+    completions to the longest (``contended_length_line`` says this lesson does not explain it);
+    with ``seq_len``, only where that length is one of the two."""
+    part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
+    if part["seq_len"].nunique() < 2:
+        return False
+    short, long = part.loc[part["seq_len"].idxmin()], part.loc[part["seq_len"].idxmax()]
+    return bool(long["per row"] < short["per row"]) and (
+        seq_len is None or seq_len in (short["seq_len"], long["seq_len"]))
 
 
 def contended_length_line(wide, batch_size, condition="contended", table=None) -> str:
@@ -309,18 +290,18 @@ def contended_length_line(wide, batch_size, condition="contended", table=None) -
         if all(all(p) for p in pairs):
             growth = stats.speedup_growth(*pairs)
             if growth.n >= stats.MIN_TRIALS and stats.verdict(growth) == stats.NOISE:
-                return (f"Under contention at batch {int(batch_size)}, one transfer's speedup at "
+                return (f"Under this side load at batch {int(batch_size)}, one transfer's speedup at "
                         f"completions of {int(long['seq_len'])} against {int(short['seq_len'])} "
                         f"({long['speedup']:.2f}x against {short['speedup']:.2f}x, ratios of the "
                         f"medians): {claims.plain(growth)}; the runs show no change with the "
                         "length.")
     host, rows = long["on host"] / short["on host"], long["per row"] / short["per row"]
-    text = (f"Under contention at batch {int(batch_size)}, the speedup is {short['speedup']:.2f}x "
+    text = (f"Under this side load at batch {int(batch_size)}, the speedup is {short['speedup']:.2f}x "
             f"at completions of {int(short['seq_len'])} and {long['speedup']:.2f}x at "
             f"{int(long['seq_len'])}: one transfer went from {1e3 * short['on host']:.2f} to "
             f"{1e3 * long['on host']:.2f} ms ({host:.2f}x), the per-row loop from "
             f"{1e3 * short['per row']:.2f} to {1e3 * long['per row']:.2f} ms ({rows:.2f}x)")
-    if rows < 1:  # faster with more tokens to copy: no mechanism of this lesson's predicts it
+    if _unexplained(wide, batch_size, condition=condition):  # faster with more tokens to copy
         text += ("; the per-row loop got faster with longer completions under load, which this "
                  "lesson does not explain")
     elif long["speedup"] < short["speedup"] and host > rows:
@@ -362,30 +343,6 @@ def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
             f"completions of {int(seq_len)}, its time goes from {1e3 * small['on host']:.2f} ms at "
             f"batch {int(small['batch_size'])} to {1e3 * big['on host']:.2f} ms at batch "
             f"{int(big['batch_size'])} ({rows:.0f}x the rows)." + cut)
-
-
-def _flat_note(table, condition, short, long) -> str:
-    """Where the per-row loop's median grew less than 1.2x with longer completions: its runs at
-    the longest length against the shortest (``claims.plain``; two sweep points, not paired),
-    so a flat or falling median is read as a measurement, not explained away."""
-    if long["per row"] > 1.2 * short["per row"] or "trials_wall_ms" not in table:
-        return ""
-    trials = [stats.method_trials(table, "per row", condition=condition,
-                                  batch_size=int(point["batch_size"]), seq_len=int(point["seq_len"]))
-              for point in (long, short)]
-    if not all(trials):
-        return ""
-    ratio = stats.speedup(*trials, paired=False)
-    said = claims.plain(ratio, medians=stats.medians_ratio(*trials))
-    grown = long["seq_len"] / short["seq_len"]
-    note = (f" At batch {int(long['batch_size'])}, the per-row loop at {grown:.0f}x longer "
-            f"completions against the shorter: {said}")
-    word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else None  # None: too few runs
-    if word == stats.NOISE:
-        note += ": the longer lists add no time this machine can tell apart"
-    elif word == stats.FASTER:
-        note += ": faster with more tokens, for a cause this lesson does not measure"
-    return note + "."
 
 
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):

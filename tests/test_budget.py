@@ -67,6 +67,26 @@ def test_plot_draws_one_row_per_method(tmp_path):
     assert any("floor" in t.get_text() for t in ax.get_legend().get_texts())
 
 
+def test_plot_never_draws_gpu_work_longer_than_its_step():
+    """A profiled run a hair slower than the timed ones gives GPU work above the wall clock: the
+    bar stops at the step, and its label says the GPU was busy throughout."""
+    from helpers.course import plotting
+
+    fig, ax = plotting.subplots()
+    b = budget.per_step(table(0.8, 0.5, 0.050, 0.051), seq_len=100)  # kv: 0.50 ms, GPU 0.51
+    budget.plot(ax, b)
+    labels = [t.get_text() for t in ax.texts]
+    assert "0.50 ms\n(GPU: whole step)" in labels and not any("GPU 0.51" in t for t in labels)
+    assert "(GPU 5.00)" in " ".join(labels)  # naive: 8.00 ms, GPU 5.00
+    widths = sorted(round(p.get_width(), 3) for p in ax.patches)
+    assert 0.51 not in widths and widths.count(0.5) == 2  # kv's wall bar and its GPU bar
+
+
+def test_idle_in_the_sentence_is_the_difference_of_the_printed_values():
+    b = budget.per_step(table(0.8, 0.5, 1.5412, 1.3766), seq_len=100)  # 15.41 - 13.77
+    assert "idle 1.64 ms of each 15.41 ms" in budget.sentence(b, "kv", "naive")
+
+
 @pytest.mark.parametrize("trials,expected", [
     (([1.0] * 6, [2.0, 2.1, 1.9, 2.0, 2.05, 1.95]), "faster"),
     (([2.0, 2.1, 1.9, 2.0, 2.05, 1.95], [1.0] * 6), "slower"),

@@ -14,6 +14,7 @@ from helpers.course import runner
 
 REPO = Path(__file__).resolve().parent.parent
 LESSONS = [p for p in runner.notebooks() if p.stem[:2] <= "09"]
+ALL = runner.notebooks()  # 10 and 11 (the floor issue) follow the same limits of length and words
 PUBLISHED = REPO / "figures" / "notebooks"
 MAX_WORDS, MAX_CODE_LINES, MAX_INTERVALS = 1500, 250, 5
 # Statistics words taught once, in 00 and docs/method.md; project targets never in a lesson.
@@ -51,7 +52,7 @@ def outputs(path):
     return texts
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem[:2])
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.stem[:2])
 def test_a_lesson_is_short_enough_to_read(path):
     words = len(re.sub(r"\(https?://[^)]*\)", "", prose(path)).split())
     code = sum(len([line for line in source(c).splitlines() if line.strip()])
@@ -60,7 +61,7 @@ def test_a_lesson_is_short_enough_to_read(path):
     assert code <= MAX_CODE_LINES, f"{path.name}: {code} code lines (at most {MAX_CODE_LINES})"
 
 
-@pytest.mark.parametrize("path", [p for p in LESSONS if p.stem[:2] != "00"], ids=lambda p: p.stem[:2])
+@pytest.mark.parametrize("path", [p for p in ALL if p.stem[:2] != "00"], ids=lambda p: p.stem[:2])
 def test_statistics_are_spoken_plainly_and_no_targets_appear(path):
     text = prose(path)
     assert not JARGON.findall(text), f"{path.name}: {sorted(set(JARGON.findall(text)))}"
@@ -112,7 +113,7 @@ def test_a_published_copy_shows_no_warning_log_or_traceback(stem):
 
 
 @OLD_PUBLISHED
-@pytest.mark.parametrize("stem", [p.stem for p in LESSONS if p.stem[:2] != "00"],
+@pytest.mark.parametrize("stem", [p.stem for p in ALL if p.stem[:2] != "00"],
                          ids=lambda s: s[:2])
 def test_a_published_copy_speaks_plainly(stem):
     path = published(stem)
@@ -120,7 +121,7 @@ def test_a_published_copy_speaks_plainly(stem):
     assert not TARGETS.findall(text), f"{stem} prints a project target"
     jargon = JARGON.findall(text)
     assert not jargon, f"{stem} prints {sorted(set(jargon))}"
-    if stem[:2] != "08":
+    if stem[:2] not in ("08", "11"):  # the two ladders: one interval per rung
         count = len(INTERVAL.findall(text + prose(path)))
         assert count <= MAX_INTERVALS, f"{stem}: {count} interval statements"
 

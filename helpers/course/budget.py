@@ -4,7 +4,9 @@ Per generated token, three numbers:
 
 - **wall clock**: what the user waits for, the run's median wall time over its tokens;
 - **GPU work**: the time the GPU was running kernels or copies (the profiler's busy time over
-  the tokens; kernels that overlap count once);
+  the tokens, from one profiled run; kernels that overlap count once). The profiler slows a run
+  a little, so where the GPU is busy throughout, its work can come out a hair above the timed
+  wall clock: the figure then shows the step as wholly busy;
 - **floor**: the bytes a step must read (every weight once, and the keys and values it attends
   to) over the GPU's measured copy bandwidth.
 
@@ -90,14 +92,21 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
     y = range(len(names))
     if wall:
         ax.barh(y, data["wall_ms"], color="#c9d3df", label="wall clock (what you wait for)")
-    ax.barh(y, data["gpu_ms"].fillna(0), height=0.45, color=plotting.PALETTE[0],
+    gpu_drawn = data["gpu_ms"].fillna(0)
+    if wall:  # never drawn past the step it is inside of (see the label below)
+        gpu_drawn = gpu_drawn.clip(upper=data["wall_ms"])
+    ax.barh(y, gpu_drawn, height=0.45, color=plotting.PALETTE[0],
             label="GPU work (kernel time)")
     ends = data["wall_ms"] if wall else data["gpu_ms"]
     top = max(ends.max(), data["gpu_ms"].max() if data["gpu_ms"].notna().any() else 0, 1e-9)
     for i, (end, gpu) in enumerate(zip(ends, data["gpu_ms"])):
-        # two short lines, not one long one: the label must stay inside a narrow panel
-        text = (f"{end:.2f} ms" + ("" if math.isnan(gpu) else f"\n(GPU {gpu:.2f})")) if wall \
-            else f"{gpu:.2f} ms"
+        # two short lines, not one long one: the label must stay inside a narrow panel. The GPU's
+        # work comes from a profiled run, which can come out a little longer than the timed wall
+        # clock: the step was then busy throughout, and the label says so instead of a GPU
+        # time longer than the step it is inside of.
+        busy = "" if math.isnan(gpu) else ("\n(GPU: whole step)" if wall and gpu >= end
+                                            else f"\n(GPU {gpu:.2f})")
+        text = f"{end:.2f} ms{busy}" if wall else f"{gpu:.2f} ms"
         at = end if math.isnan(gpu) else max(end, gpu)  # past the longer bar (kernels can overlap)
         ax.text(at + 0.01 * top, i, text, va="center", fontsize=9)
     floor = data["floor_ms"]
@@ -149,8 +158,10 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
         text += "The GPU was busy for the whole step: the GPU sets the pace."
     else:
         share = 100 * b["idle_ms"] / b["wall_ms"] if b["wall_ms"] > 0 else float("nan")
-        idle = (f"{b['idle_ms']:.2f} ms" if b["idle_ms"] >= 0.1 else
-                f"{max(b['idle_ms'], 0.0) * 1e3:.0f} µs")  # 0.01 ms would print as 0.00
+        # in ms, the difference of the two rounded values printed beside it (a reader checks
+        # 15.41 - 13.77 = 1.64, not the unrounded 1.65)
+        idle = (f"{round(b['wall_ms'], 2) - round(b['gpu_ms'], 2):.2f} ms" if b["idle_ms"] >= 0.1
+                else f"{max(b['idle_ms'], 0.0) * 1e3:.0f} µs")  # 0.01 ms would print as 0.00
         text += (f"The GPU is idle {idle} of each {b['wall_ms']:.2f} ms ({share:.0f}%: "
                  f"{IDLE_WHY}): {pace(share)}.")
     if not math.isnan(b["floor_ms"]):

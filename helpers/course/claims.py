@@ -156,6 +156,12 @@ def plain(ratio, judge=True, medians=None) -> str:
     return stats.plain(ratio, judge, medians)
 
 
+def _estimated(said, ratio) -> str:
+    """A "can't tell apart" line with its estimate in front, as the other parts give theirs:
+    "1.13x, can't tell apart on this machine (0.98–1.28)"."""
+    return f"{_point(ratio)}, {said}" if said.startswith(CANT_TELL) else said
+
+
 def say(table, candidate, baseline, judge=True, **where) -> str:
     """``stats.say``: two rows of a results table, the medians' ratio where apart."""
     return stats.say(table, candidate, baseline, judge, **where)
@@ -270,8 +276,8 @@ def claim_static(ctx):
     where = "notebook 04's eager loops" + (f", batch {int(next(iter(batch)))}" if len(batch) == 1
                                            else "") + ", interleaved rounds"
     headline = f"static against dynamic cache ({where}): " + ", ".join(
-        f"{int(n)} tokens {say(frame, stat, dyn, ctx.judge, seq_len=n)}" for n in points)
-    details = [f"not timed at {_and([str(n) for n in untimed])} tokens"] if untimed else []
+        [f"{int(n)} tokens {say(frame, stat, dyn, ctx.judge, seq_len=n)}" for n in points]
+        + [f"{int(n)} tokens not timed" for n in untimed])  # on the claim's own line
     if frag:
         lower = all(_frag_word(frag_s[n], frag_d[n]) == "lower" for n in frag)
         outcomes.append(REPRODUCED if lower else NOT_REPRODUCED)
@@ -280,7 +286,7 @@ def claim_static(ctx):
         under = f", {alloc} allocator" if alloc == "default" else f", {alloc}" if alloc else ""
         headline += (f"; peak fragmentation in notebook 04's runs{under}, static against "
                      "dynamic: " + _frag_pairs(frag_s, frag_d, frag))
-    detail = "; ".join(details) + _parts_note(named, outcomes)
+    detail = _parts_note(named, outcomes)
     return (_combine(outcomes), headline, detail.removeprefix("; "),
             _ladder_disagrees(ctx, frame, ratios, batch))
 
@@ -399,8 +405,8 @@ def claim_interleave_small_batch(ctx):
         outcomes.append(_combine(_expect(r, stats.FASTER) for r in against))
         # the verdict rests on these: the smallest batch's gain against each larger batch's
         # a gain against a gain is larger or smaller, not faster or slower
-        versus = [f"batch {int(b)}'s: " + plain(
-            r, ctx.judge, _growth_medians(pair(b), pair(batches[0])))
+        versus = [f"batch {int(b)}'s: " + _estimated(plain(
+            r, ctx.judge, _growth_medians(pair(b), pair(batches[0]))), r)
             .replace("x faster (", "x larger (").replace("x slower (", "x smaller (")
             for b, r in zip(batches[1:], against)]
         heads.append(f"{regime}: the gain of two streams at batch {int(batches[0])} against "

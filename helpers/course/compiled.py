@@ -24,7 +24,7 @@ from ..generation import generate_kv_cache
 from ..model import exact_matmul
 from ..static import (compile_counters, counters_delta, generate_static_cache,
                       generate_static_compiled, make_static_cache)
-from . import harness, plotting
+from . import harness
 
 EAGER = "static (eager)"
 
@@ -135,10 +135,21 @@ def compilation(table) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def graphs_line(compile_table, table, check_tokens: bool) -> str:
+    """The graphs each compiled loop compiled, and how many compiled while timing (none: the
+    measurement asserts it)."""
+    precisions = ("float32 check, TF32 timed" if check_tokens else "TF32 timed")
+    each = ", ".join(f"{m.split('(')[-1].rstrip(')')} {int(n)}" for m, n in
+                     compile_table.groupby("method", sort=False)["graphs compiled"].sum().items())
+    return (f"Graphs compiled: {each} (one per cache length and matmul precision: {precisions}); "
+            f"while timing: {int(table['compiled_while_timed'].sum())}.")
+
+
 def repay_line(compile_table, table) -> str:
-    """The timed graph's compile time and the runs each compiled loop needs to repay it, with the
-    course's float32 check graphs in one parenthesis (where they ran): ``table``'s ``compile_s``
-    holds both graphs' compile time."""
+    """The timed graph's compile time and the runs each compiled loop needs to repay it against
+    the eager static-cache loop (the only eager loop this lesson times), with the course's float32
+    check graphs in one parenthesis (where they ran): ``table``'s ``compile_s`` holds both
+    graphs' compile time."""
     both = table.set_index(["method", "seq_len"])["compile_s"]
     parts, checks = [], []
     for _, row in compile_table.iterrows():
@@ -147,36 +158,14 @@ def repay_line(compile_table, table) -> str:
                 else f"repaid after {int(row['runs to repay'])} runs of {row['tokens']} tokens")
         timed = row["compile s"]
         extra = both.get((row["method"], row["tokens"]), timed) - timed
-        parts.append(f"{mode}: {timed:.1f} s, {runs}")
+        parts.append(f"{mode} {timed:.1f} s, {runs}")
         if extra > 0.05:
             checks.append(f"{extra:.1f} s ({mode})")
-    check = ("" if not checks else " (the course's float32 check graphs, compiled just before "
-             f"and possibly warming the caches, took {' and '.join(checks)} more)")
-    return "Compiling the timed graph: " + "; ".join(parts) + check + "."
-
-
-def plot_compilation(ax, compile_table):
-    """Compile time of each compiled loop's timed graph (TF32, the one a user's own code
-    compiles), one bar per mode and length; the course's float32 check graph is left out
-    (``repay_line`` gives its time)."""
-    if not len(compile_table):
-        ax.text(0.5, 0.5, "nothing compiled in this run", ha="center", transform=ax.transAxes)
-        return ax
-    # many bars: one slanted line per bar, so that no label runs into its neighbour
-    many = len(compile_table) > 3
-    modes = [m.split("(")[-1].rstrip(")") for m in compile_table["method"]]
-    wrapped = [mode.replace("-", "-\n") for mode in modes]
-    labels = [f"{mode}, {n} tok" if many else f"{wrap}\n{n} tok"
-              for mode, wrap, n in zip(modes, wrapped, compile_table["tokens"])]
-    bars = ax.bar(range(len(compile_table)), compile_table["compile s"],
-                  color=plotting.PALETTE[3], width=0.6)
-    plotting.label_bars(ax, bars, fmt="{:.0f}" if many else "{:.1f} s")
-    ax.set_xticks(range(len(compile_table)), labels, fontsize=8 if many else 9,
-                  rotation=40 if many else 0, ha="right" if many else "center",
-                  rotation_mode="anchor")
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
-    ax.set(ylabel="seconds", title="Compile time of the timed graph\n(first call - a steady run)")
-    return ax
+    check = ("" if not checks else "; the float32 check graphs, compiled just before, took "
+             f"{' and '.join(checks)} more")
+    return ("Compiling the timed graph on this machine's compile cache (possibly warm, so these "
+            "times do not compare the modes), and the runs that repay it against the eager "
+            "static-cache loop (the only eager loop timed here): " + "; ".join(parts) + check + ".")
 
 
 def idle_line(steps_budget, methods) -> str:

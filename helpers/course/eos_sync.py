@@ -60,55 +60,39 @@ def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
 
 
-def unseen_us(step_budget: pd.DataFrame, cost: pd.DataFrame, regime: str = "eager"):
-    """The smallest cost of the check this run could have told apart at ``regime``: the
-    interval's upper end (no check over the checking loop, minus 1) as a share of the step
-    without the check, and in µs per step; ``(nan, nan)`` without rounds to judge."""
+def cost_range_us(step_budget: pd.DataFrame, cost: pd.DataFrame, regime: str):
+    """The check's cost per step at ``regime`` as a range in µs (the interval of the no-check
+    loop's speedup over the checking loop, minus 1, times the step without the check), and
+    whether that verdict is clear (the no-check loop told apart as faster)."""
     ratio = stats.row_speedup(cost, f"{regime}, {FREE}", f"{regime}, {CHECK}")
-    if ratio.n < stats.MIN_TRIALS or ratio.high != ratio.high:
-        return float("nan"), float("nan")
-    share = max(ratio.high - 1, 0.0)
     step_ms = step_budget.set_index("method").loc[f"{regime}, {FREE}", "wall_ms"]
-    return 100 * share, 1e3 * share * step_ms
+    return (1e3 * (ratio.low - 1) * step_ms, 1e3 * (ratio.high - 1) * step_ms,
+            stats.verdict(ratio) == stats.FASTER)
 
 
 def model_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool = True) -> str:
     """The simple model's prediction (the check costs more under the CUDA graph than with the
-    eager step) against this run's two costs per step. Two costs are ranked only when each is
-    told apart from the host's noise; an eager cost that is not is called that, with the largest
-    cost that could hide in its noise. Empty on a smoke run or without both regimes."""
-    data = step_budget.set_index("method")
+    eager step) against this run. The two costs are ranked only when both verdicts are clear and
+    their ranges (``cost_range_us``) do not overlap; otherwise this run can't rank them. Empty
+    on a smoke run or without both regimes."""
     names = [f"{r}, {loop}" for r in ("eager", "CUDA graph") for loop in (CHECK, FREE)]
-    if not judge or not set(names) <= set(data.index):
+    if not judge or not set(names) <= set(step_budget["method"]):
         return ""
-    eager_us, graph_us = (1e3 * (data.loc[f"{r}, {CHECK}", "wall_ms"]
-                                 - data.loc[f"{r}, {FREE}", "wall_ms"])
-                          for r in ("eager", "CUDA graph"))
-    told = {r: stats.verdict(stats.row_speedup(cost, f"{r}, {FREE}", f"{r}, {CHECK}")) == stats.FASTER
-            for r in ("eager", "CUDA graph")}
-    graph = f"{graph_us:+.0f} µs per step under the CUDA graph"
-    if not (told["CUDA graph"] and graph_us > 0):
-        return ("The simple model's prediction did not hold in this run: it expects the check to "
-                f"cost the most under the CUDA graph, and there it measured {graph} "
-                "(not told apart from the host's noise).")
-    if told["eager"] and eager_us > 0:  # both costs told apart: they can be ranked
-        if graph_us > eager_us:
-            return (f"The simple model's prediction held in this run: the check cost {graph} "
-                    f"and {eager_us:+.0f} µs with the eager step.")
-        return (f"The simple model explains the check's cost under the CUDA graph ({graph}) but "
-                f"not with the eager step ({eager_us:+.0f} µs per step), where it expects the "
-                "smaller cost; nothing this lesson measures says why.")
-    eager = (f"the loop with the check ran {-eager_us:.0f} µs per step faster (a check cannot save "
-             "time: the host's noise)" if eager_us <= 0 else
-             f"the check measured {eager_us:+.0f} µs per step, which can't be told apart from "
-             "zero on this machine")
-    text = f"The check cost {graph}, as the simple model expects; with the eager step {eager}"
-    pct, us = unseen_us(step_budget, cost)
-    if us != us:
-        return text + "."
-    text += f" (a cost up to about {us:.0f} µs, {max(pct, 1):.0f}% of the step, could hide in its noise)"
-    return text + (", so this run cannot say which cost is the larger." if us >= graph_us else
-                   ", so it is smaller than the graph's, as the model expects.")
+    (g_low, g_high, g_clear), (e_low, e_high, e_clear) = (
+        cost_range_us(step_budget, cost, r) for r in ("CUDA graph", "eager"))
+    head = "The simple model expects the check to cost more under the CUDA graph than with the eager step"
+    if not (g_clear and e_clear):
+        unclear = " and ".join(name for name, clear in (("under the CUDA graph", g_clear),
+                                                        ("with the eager step", e_clear)) if not clear)
+        return (f"{head}; this run can't rank them on this machine: {unclear} the check's cost "
+                "is not told apart from zero.")
+    spans = (f"the check's cost per step lies within {g_low:.0f}\u2013{g_high:.0f} µs under the "
+             f"CUDA graph and {e_low:.0f}\u2013{e_high:.0f} µs with the eager step")
+    if g_low <= e_high and e_low <= g_high:
+        return f"{head}; {spans}: they overlap, so this run can't rank them on this machine."
+    if g_low > e_high:
+        return f"{head}, and it held in this run: {spans}."
+    return f"{head}, and it did not hold in this run: {spans}; nothing this lesson measures says why."
 
 
 def three_costs_line(cost_us: float, gaps: pd.DataFrame) -> str:

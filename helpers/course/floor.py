@@ -96,8 +96,8 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
     (notebook 10's ``GraphDecoder(..., bucket=b)``, ``steps_per_graph`` steps per launch): the
     positions a run's launches read on average, when each replays the shortest bucket that holds
     its positions, against the buffer's slots (prompt, new tokens and one launch's steps of room,
-    rounded up to a multiple of 16 as ``static_state`` sizes every buffer). With ``model`` and
-    ``batch_size``, also what that skips of all the bytes the plain step reads (weights too)."""
+    rounded up to a multiple of 16 as ``static_state`` sizes every buffer); with ``model`` and
+    ``batch_size``, as a share of all the bytes the plain step reads (weights too)."""
     slots = graphs.cache_slots(prompt_len + new_tokens + steps_per_graph)
     lengths = graphs.bucket_lengths(slots, bucket)
     launches = max(1, -(-(new_tokens - 1) // steps_per_graph))
@@ -105,23 +105,29 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
             for i in range(launches)]
     mean = sum(read) / len(read)
     text = (f"Buckets of {bucket}: a launch reads {mean:.1f} of the cache's {slots} slots on "
-            f"average, so buckets can skip at most {1 - mean / slots:.1%} of the key and value reads")
-    if model is not None and batch_size:
-        cfg, size = model.config, next(model.parameters()).element_size()
-        per_slot = 2 * cfg.n_layer * batch_size * cfg.n_embd * size  # keys and values, all layers
-        skipped = per_slot * (slots - mean) / (per_slot * slots + parameter_bytes(model))
-        text += f", {skipped:.0%} of all the bytes the plain step reads (the weights included)"
-    return text + ", whatever the kernels."
+            f"average (the run's {prompt_len + new_tokens} positions plus a launch's room, "
+            f"rounded up to a multiple of 16), so buckets can skip at most ")
+    if model is None or not batch_size:
+        return text + f"{1 - mean / slots:.1%} of the key and value reads."
+    cfg, size = model.config, next(model.parameters()).element_size()
+    per_slot = 2 * cfg.n_layer * batch_size * cfg.n_embd * size  # keys and values, all layers
+    skipped = per_slot * (slots - mean) / (per_slot * slots + parameter_bytes(model))
+    return text + f"{skipped:.0%} of the bytes the plain step reads (the weights included)."
 
 
-def buckets_line(verdict: str) -> str:
+def buckets_line(verdict: str, plain_gpu_ms: float, bucketed_gpu_ms: float) -> str:
     """Notebook 10's reading of the bucketed step against the plain graph step (``verdict``:
-    ``stats.verdict`` of the bucketed step against it)."""
-    how = {stats.FASTER: "yet reading fewer positions paid here",
-           stats.SLOWER: "and here it was slower than the plain step"}.get(
-               verdict, "and here the two can't be told apart")
-    return (f"As eager ops the bucketed step launches no fewer kernels than the plain step, {how}; "
-            "notebook 11 compiles it.")
+    ``stats.verdict`` of the bucketed step against it), with the GPU work per step of each (ms,
+    ``budget.per_step``'s ``gpu_ms``). It names no cause: the lesson does not measure one."""
+    how = {stats.FASTER: "was faster than the plain step",
+           stats.SLOWER: "was slower than the plain step"}.get(
+               verdict, "and the plain step can't be told apart")
+    moved = ("rose" if bucketed_gpu_ms > plain_gpu_ms else "fell") + \
+        f" from {plain_gpu_ms:.2f} to {bucketed_gpu_ms:.2f} ms per step"
+    if bucketed_gpu_ms > plain_gpu_ms:
+        moved += " although it reads fewer cache slots"
+    return (f"As eager ops the bucketed step {how}: its GPU work {moved}. Notebook 11 compiles "
+            "it.")
 
 
 def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
@@ -133,11 +139,16 @@ def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
     return 1e3 * rows[0]["median_s"], 1e3 * rows[0]["gpu_busy_s"]
 
 
-def prompt_line(saved_ms, eager, graphed, new_tokens) -> str:
-    """Notebook 11's prompt-in-a-graph rung: its step's fall per step (``saved_ms``, from the
-    table's medians) against what its prompt's forward saves timed alone (``eager``,
+def prompt_line(verdict, saved_ms, eager, graphed, new_tokens) -> str:
+    """Notebook 11's prompt-in-a-graph rung (``verdict``: ``stats.verdict`` of it against the
+    rung before): where the rounds found it faster, its step's fall per step (``saved_ms``, from
+    the table's medians) against what its prompt's forward saves timed alone (``eager``,
     ``graphed``: ``prefill_cost`` of the rung before and of this one), spread over the
-    ``new_tokens`` steps of a run, so the two can be compared."""
+    ``new_tokens`` steps of a run, so the two can be compared. Otherwise no fall is explained."""
+    if verdict != stats.FASTER:
+        found = ("found this rung slower than the one above" if verdict == stats.SLOWER
+                 else "could not tell this rung from the one above")
+        return f"The prompt in a graph: the rounds {found}, so no fall of the step is explained here."
     alone = (eager[0] - graphed[0]) / new_tokens
     text = (f"The prompt in a graph: the step {'fell' if saved_ms >= 0 else 'rose'} "
             f"{abs(saved_ms):.3f} ms (the table's medians); the prompt's forward timed alone went "
@@ -180,8 +191,9 @@ def launches_line(verdict: str, steps_per_graph: int, new_tokens: int, ladder=No
     08's ladder, whose rung runs ``ladder`` steps per launch."""
     k, needed = steps_per_graph, new_tokens - 1  # the prefill gives the first token
     replayed = -(-needed // k) * k
-    extra = (f"the {replayed - needed} extra step(s) they run ({replayed} replayed for the "
-             f"{needed} needed)")
+    one = replayed - needed == 1
+    extra = (f"the {replayed - needed} extra step{'' if one else 's'} they run ({replayed} "
+             f"replayed for the {needed} needed)")
     if ladder != k:
         eight = (f" 08's ladder times {ladder} per launch, which this run did not compare."
                  if ladder else "")
@@ -196,11 +208,11 @@ def launches_line(verdict: str, steps_per_graph: int, new_tokens: int, ladder=No
         if replayed == needed:
             return f"{k} steps per launch cost time; what costs it is not measured here.{eight}"
         bound, slower = replayed / needed, 1 / estimate if estimate > 0 else float("nan")
-        if slower > bound:
-            why = (f"{extra} explain at most {bound:.2f}x of the {slower:.2f}x; what costs the "
-                   "rest is not measured here")
+        if round(slower, 2) > round(bound, 2):  # as printed: "at most 1.01x of the 1.01x" is none left
+            why = (f"{extra} {'explains' if one else 'explain'} at most {bound:.2f}x of the "
+                   f"{slower:.2f}x; what costs the rest is not measured here")
         else:
-            why = f"{extra} can explain up to {bound:.2f}x, as much as was measured"
+            why = (f"{extra} can explain all of it (up to {bound:.2f}x)")
         return f"{k} steps per launch cost time: {why}.{eight}"
     return (f"{k} steps per launch against one: no clear difference: with the flag read one "
             f"launch late the GPU already has the next launch queued, so fewer launches buy "
@@ -242,7 +254,14 @@ def parts_side_by_side(tables: dict) -> pd.DataFrame:
     return frame.assign(**{"floor µs": first.reindex(frame.index)}).round(1)
 
 
-def largest_gap(table: pd.DataFrame) -> pd.Series:
-    """The part of a kernel table furthest above its floor (the step's own row left out)."""
-    parts = table[table["part"] != "step (span)"]
-    return parts.loc[parts["above_floor_us"].idxmax()]
+def largest_gaps(table: pd.DataFrame, within: float = 0.1) -> str:
+    """The part of a kernel table furthest above its floor (the step's own row left out), as
+    "part, µs against its floor µs"; where the next part is within ``within`` of it above its
+    floor, both, since the table cannot rank them."""
+    parts = table[table["part"] != "step (span)"].sort_values("above_floor_us", ascending=False)
+    top = parts.iloc[:2] if len(parts) > 1 and parts["above_floor_us"].iloc[1] >= \
+        (1 - within) * parts["above_floor_us"].iloc[0] else parts.iloc[:1]
+    said = " and ".join(f"{r['part']}, {r['us']:.0f} µs against {r['floor_us']:.0f}"
+                        for _, r in top.iterrows())
+    return (f"the parts furthest above their floors, within {within:.0%} of each other: {said}"
+            if len(top) > 1 else f"the part furthest above its floor: {said}")

@@ -15,7 +15,6 @@ import math
 import pandas as pd
 
 from . import analysis, budget, harness, stats
-from .claims import QUADRUPLE_RANGE
 
 
 def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
@@ -128,17 +127,26 @@ def gains(table, candidate: str, baseline: str) -> pd.DataFrame:
 
 
 def plot_gains(ax, table, candidate: str, baseline: str, judge: bool, labels=None):
-    """The speedup against N; its interval as bars where the run can judge. ``labels`` renames
-    the methods in the axis texts."""
+    """The speedup against N; its interval as bars where the run can judge. A length where the
+    baseline's allocator retried (``retried``) gets a hollow marker and a legend entry saying so.
+    ``labels`` renames the methods in the axis texts."""
     g = gains(table, candidate, baseline)
     bars = g["n"] >= stats.MIN_TRIALS
     if judge and bars.all():
-        ax.errorbar(g["seq_len"], g["speedup"], yerr=[g["speedup"] - g["low"], g["high"] - g["speedup"]],
-                    marker="o", capsize=3, label="speedup (interval)")
+        drawn = ax.errorbar(g["seq_len"], g["speedup"], yerr=[g["speedup"] - g["low"],
+                            g["high"] - g["speedup"]], marker="o", capsize=3,
+                            label="speedup (interval)").lines[0]
     else:
-        ax.plot(g["seq_len"], g["speedup"], marker="o", label="speedup")
+        drawn, = ax.plot(g["seq_len"], g["speedup"], marker="o", label="speedup")
+    hit = g[g["seq_len"].isin(retried(table, baseline))]
+    names = {m: (labels or {}).get(m, m) for m in (candidate, baseline)}
+    if len(hit):
+        ax.plot(hit["seq_len"], hit["speedup"], "o", markerfacecolor="white", zorder=3,
+                markeredgecolor=drawn.get_color(), markersize=drawn.get_markersize() + 1,
+                label=f"{names[baseline]} loop's allocator retried")
+        ax.legend(fontsize=9)
     ax.axhline(1, color="#999999", linestyle=":")
-    candidate, baseline = ((labels or {}).get(m, m) for m in (candidate, baseline))
+    candidate, baseline = names[candidate], names[baseline]
     ax.set(xlabel="new tokens N", ylabel=f"{baseline} time ÷ {candidate} time",
            title=f"Gain of {candidate} over {baseline}")
     ax.set_ylim(bottom=0)
@@ -209,17 +217,14 @@ def retry_effect(table, naive: str = "naive") -> str:
 def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
     """Notebook 02's Growth line. Where the baseline's allocator retried at some lengths
     (``retried``) and at least two lengths are clean, it leads with the growth over the clean
-    lengths only, then says what the retries did; otherwise ``gain_growth`` over every length,
+    lengths only (the memory line names the others); otherwise ``gain_growth`` over every length,
     followed by ``retry_effect`` where any retried."""
     hit = retried(table, baseline) if judge else []
     clean = sorted(int(n) for n in table["seq_len"].unique() if int(n) not in hit)
     if hit and len(clean) >= 2:
         part = table[table["seq_len"].isin(clean)]
         return (f"Growth over {_tokens(clean)}, where the naive loop's allocator never retried: "
-                f"{gain_growth(part, candidate, baseline, judge)}. At {_tokens(hit)} the naive "
-                f"loop's allocator had to free its cache and retry (memory line below): that adds "
-                f"time to the naive runs there and inflates the gain there, so this growth leaves "
-                f"{'that length' if len(hit) == 1 else 'those lengths'} out.")
+                f"{gain_growth(part, candidate, baseline, judge)}.")
     return " ".join(filter(None, [f"Growth: {gain_growth(table, candidate, baseline, judge)}.",
                                   retry_effect(table, baseline) if judge else ""]))
 

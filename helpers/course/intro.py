@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 
 from . import floor as _floor
-from . import budget, growth, harness, stats
-from .claims import QUADRUPLE_RANGE
+from . import analysis, budget, growth, harness, stats
 from ..model import parameter_bytes
 
 
@@ -46,20 +45,10 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
             f"({mean:g} positions on average; {last} at the last step, {kv_last / 1e6:.0f} MB)")
 
 
-def swing(by_round) -> str:
-    """The range of one round's A / B ratio in ``rounds``'s table, e.g. "one round's A / B ran
-    from 0.842 to 1.884 over 4 rounds": how far a single round can stray (a slow trial moves its
-    round's ratio by its full size), with the bounds as the table prints them (three decimals)."""
-    r = by_round["A / B"]
-    if len(r) == 0:
-        return "no rounds"
-    return f"one round's A / B ran from {float(r.min()):.3f} to {float(r.max()):.3f} over {len(r)} rounds"
-
-
 def resolution(ratio, judge: bool) -> str:
-    """What an A/A comparison's interval says about this run, in B's time against A's: B taking
-    from 1 - 1/high less to 1/low - 1 more time than A (not symmetric: e.g. 25% less to 8% more)
-    would not show at this many rounds. Empty without an interval."""
+    """What an A/A comparison's interval says about this run, in B's time against A's: the
+    rounds are consistent with B taking from 1 - 1/high less to 1/low - 1 more time than A (not
+    symmetric: e.g. 25% less to 8% more). Empty without an interval."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
             or not math.isfinite(ratio.high):
         return ""
@@ -68,18 +57,18 @@ def resolution(ratio, judge: bool) -> str:
                 "run in twenty, or more often when the host's speed drifts during the rounds; "
                 "every later verdict of this run carries that risk, which is why the course "
                 "compares runs (docs/runs.md)")
-    return (f"B taking anywhere from {100 * (1 - 1 / ratio.high):.0f}% less to "
-            f"{100 * (1 / ratio.low - 1):.0f}% more time than A would not show in this run at "
-            f"{ratio.n} rounds")
+    return (f"these {ratio.n} rounds are consistent with B taking anywhere from "
+            f"{100 * (1 - 1 / ratio.high):.0f}% less to {100 * (1 / ratio.low - 1):.0f}% more "
+            "time than A")
 
 
 def with_estimate(said: str, ratio) -> str:
-    """Notebook 00: a "can't tell apart" line that names the medians' ratio ("; medians alone:
-    1.06x") also names the rounds' estimate that ratio differs from ("; the rounds' estimate:
-    0.96x; medians alone: 1.06x"); any other line as it is."""
-    if not said.startswith("can't tell") or "; medians alone" not in said:
+    """Notebook 00: a "can't tell apart" line leads with the rounds' estimate, so that where it
+    sits in the interval shows ("1.03x, can't tell apart on this machine (0.97–1.09)"); any
+    other line as it is."""
+    if not said.startswith("can't tell"):
         return said
-    return said.replace("; medians alone", f"; the rounds' estimate: {ratio.estimate:.2f}x; medians alone", 1)
+    return f"{ratio.estimate:.2f}x, {said}"
 
 
 def _tokens(lengths) -> str:
@@ -90,10 +79,11 @@ def _tokens(lengths) -> str:
 
 def doubling(table) -> str:
     """Notebook 01: the measured doubling of the runtime (``growth.measured_growth``, medians),
-    with the range of the rounds' own ratios where the lengths ran in the same rounds, and
-    whether the article's "quadruples" (``claims.QUADRUPLE_RANGE``'s low end) held in them."""
+    with the range of the rounds' own ratios where the lengths ran in the same rounds, and how
+    they compare with the 4x of the article's "doubling quadruples the time"."""
     g = growth.measured_growth(table)
-    k, q = g["factor"], QUADRUPLE_RANGE[0]
+    k = g["factor"]
+    q = k * k
     ok = table[table["status"] == harness.OK].set_index("seq_len")
     short, long = (harness.trials(ok.loc[n]) for n in (g["short"], g["long"]))
     ratios = [b / a for a, b in zip(short, long)] if len(short) == len(long) > 1 else []
@@ -102,14 +92,14 @@ def doubling(table) -> str:
             f"{g['ratio']:.2f}x, the ratio of the medians")
     if ratios:
         text += f" (one round's ratio ran from {min(ratios):.2f}x to {max(ratios):.2f}x)"
-    text += f"; {k * k:g}x is pure N², {k:g}x a constant cost per step"
-    if k == 2:
-        low, high = (min(ratios), max(ratios)) if ratios else (g["ratio"], g["ratio"])
-        where = ("in no round" if high < q else "in every round" if low >= q
-                 else "in some rounds only") if ratios else \
-            ("by the medians" if g["ratio"] >= q else "not by the medians")
-        text += f". The article's \"doubling quadruples the time\" ({q:g}x or more) held {where}"
-    return text + "."
+    if k != 2:
+        return text + f"; {q:g}x is pure N², {k:g}x a constant cost per step."
+    low, high = (min(ratios), max(ratios)) if ratios else (g["ratio"], g["ratio"])
+    where = ("every round's ratio was below 4x" if high < q else "every round's ratio was 4x or more"
+             if low >= q else "some rounds' ratios reached 4x, others did not") if ratios else \
+        ("the medians' ratio reached 4x" if g["ratio"] >= q else "the medians' ratio stayed below 4x")
+    return (text + "; the article's \"doubling quadruples the time\" is pure N²'s 4x, a constant "
+            f"cost per step gives 2x: {where}.")
 
 
 def terms(table, judge: bool) -> str:
@@ -117,7 +107,7 @@ def terms(table, judge: bool) -> str:
     which lengths each term is the larger, judged by the interval of the N² share at that length
     (as ``growth.quadratic_shares`` prints it): above 50% the N² term, below the part that does
     not grow, and where it contains 50% the two can't be told apart. Where the allocator retried
-    in the timed runs (``alloc_retries``), says that b holds that time too."""
+    in the timed runs (``alloc_retries``), ``retry_cost`` says whether b shows it."""
     f = growth.fit(table)
     text = (f"Fit: a = {f['a_ms']:.2f} ms and b = {f['b_us']:.1f} µs, so each new token adds "
             f"2b = {2 * f['b_us']:.1f} µs to every later step")
@@ -146,9 +136,28 @@ def terms(table, judge: bool) -> str:
     hit = [int(n) for n, t in zip(ok["seq_len"], retries) if t > 0]
     if hit:
         text += (f" The timed runs at {_tokens(hit)} include {int(retries.sum())} allocator retries "
-                 "(memory line below), time that the fit counts too: b is not only the GPU "
-                 "recomputing earlier positions.")
+                 f"(memory line below){retry_cost(ok, f['b_us'])}.")
     return text
+
+
+RETRY_MARGIN = 1.10  # b of the wall clock this much above b of the GPU's work alone: time outside
+                     # the GPU's work grows with the length
+
+
+def retry_cost(ok, b_us: float) -> str:
+    """Notebook 01, after the allocator's retries: b of the wall clock against b of the GPU's work
+    alone (the same fit to the profiled busy time, ``gpu_busy_s``). Only where the wall clock's b
+    exceeds it by ``RETRY_MARGIN`` does b hold time outside the GPU's work, as retries add; else
+    the retries cost little. Empty without the GPU's work (a CPU run)."""
+    busy = ok["gpu_busy_s"].astype(float) if "gpu_busy_s" in ok else pd.Series(dtype=float)
+    if len(busy) < 2 or not (busy > 0).all():
+        return ""
+    gpu_b = 1e6 * analysis.linear_quadratic_fit(ok["seq_len"], busy)[1]
+    if b_us > RETRY_MARGIN * gpu_b:
+        return (f"; the GPU's work alone grows with b = {gpu_b:.1f} µs, less than the wall clock's "
+                f"{b_us:.1f}: b also holds time outside the GPU's work, which the retries add")
+    return (f", but the GPU's work alone grows {'as fast' if gpu_b >= b_us else 'nearly as fast'} "
+            f"(b = {gpu_b:.1f} µs): the retries cost little time here")
 
 
 ALMOST_LINEAR = 0.2  # an N² share whose whole interval lies below this: the loop grows almost linearly

@@ -186,26 +186,33 @@ def _regime_batches(table, summary_frame, regime):
     return part, table[table["regime"] == regime], part["batch_size"].astype(int).to_list()
 
 
-def smallest_batch_line(table, summary_frame, judge=True, regime="compiled") -> str:
-    """The article's "interleaving gains most at the smallest batch", read from the rounds: two
-    streams' speedup over the per-step sync at each batch size of ``regime`` (the rounds'
-    estimate, as ``answer_line`` says it; the medians' ratio without rounds), and whether the smallest batch's gain is told apart
-    from each larger batch's (``stats.row_growth``, as notebook 08's claim judges it); then
-    ``share_gap_line``. Empty with fewer than two batch sizes or on a smoke run."""
-    if not judge or not (found := _regime_batches(table, summary_frame, regime)):
-        return ""
+def _smallest_batch_gains(table, summary_frame, regime):
+    """Two streams' speedup over the per-step sync at each batch size of ``regime`` (the rounds'
+    estimate; the medians' ratio without rounds), the batch sizes, and the smallest batch's gain
+    against each larger batch's (``stats.row_growth``, as notebook 08's claim judges it); None
+    with fewer than two batch sizes."""
+    if not (found := _regime_batches(table, summary_frame, regime)):
+        return None
     part, rows, batches = found
     rounds = [stats.row_speedup(rows, "interleaved", "sync", batch_size=b).estimate for b in batches]
     gains = [g if g == g else m for g, m in zip(rounds, part["sync"] / part["interleaved"])]
-    medians = [float(m) for m in part["sync"] / part["interleaved"]]
-    note = ("" if all(f"{g:.2f}" == f"{m:.2f}" for g, m in zip(gains, medians)) else
-            " (estimates from the rounds; the table's medians give "
-            + ", ".join(f"{m:.2f}x" for m in medians) + ")")
+    growth = [stats.row_growth(rows, "interleaved", "sync", b, batches[0], by="batch_size")
+              for b in batches[1:]]
+    return gains, batches, growth
+
+
+def smallest_batch_line(table, summary_frame, judge=True, regime="compiled") -> str:
+    """The article's "interleaving gains most at the smallest batch", read from the rounds: two
+    streams' speedup over the per-step sync at each batch size of ``regime``, and whether the
+    smallest batch's gain is told apart from each larger batch's. Empty with fewer than two
+    batch sizes or on a smoke run."""
+    if not judge or not (found := _smallest_batch_gains(table, summary_frame, regime)):
+        return ""
+    gains, batches, growth = found
     text = (f"Across batch sizes, {REGIME_LABELS[regime]} step: two streams over the per-step "
-            "sync " + ", ".join(f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)) + note + ".")
+            "sync " + ", ".join(f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)) + ".")
     said = []
-    for b in batches[1:]:  # the smallest batch's gain against this batch's
-        ratio = stats.row_growth(rows, "interleaved", "sync", b, batches[0], by="batch_size")
+    for b, ratio in zip(batches[1:], growth):  # the smallest batch's gain against this batch's
         if ratio.n < stats.MIN_TRIALS:
             return text + " Too few runs to tell the batch sizes apart."
         bounds = f"{ratio.low:.2f}\u2013{ratio.high:.2f}"
@@ -213,101 +220,38 @@ def smallest_batch_line(table, summary_frame, judge=True, regime="compiled") -> 
         said.append(f"{b}: " + ("can't tell apart" if word == stats.NOISE else
                                f"batch {batches[0]} gains {'more' if word == stats.FASTER else 'less'}"
                                f", {ratio.estimate:.2f}x as much")
-                    # the interval for the claim's pair (the smallest two batches) only: one
-                    # interval a comparison keeps the lesson to its five
+                    # the interval for the claim's pair (the smallest two batches) only
                     + (f" ({bounds})" if b == batches[1] else ""))
-    text += f" From the rounds, batch {batches[0]} against " + "; against ".join(said) + "."
-    if gap := share_gap_line(part):
-        text += " " + gap
-    return text
+    return text + f" Batch {batches[0]} against " + "; against ".join(said) + "."
 
 
-def smallest_batch_why(summary_frame, regime="compiled") -> str:
-    """Where both late loops win back less of the check's cost at the smallest batch than either
-    does at every larger batch (by the medians), the smallest batch's numbers and a hypothesis
-    for them, said as one (the host's share of the step is not measured here); empty otherwise."""
-    part = summary_frame[summary_frame["regime"] == regime].sort_values("batch_size")
-    names = ("interleaved", "event")
-    if part["batch_size"].nunique() < 2 or part[[f"{n}_recovered_pct" for n in names]].isna().any().any():
+def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> str:
+    """The article's claim (the gain is largest at the smallest batch) in one word, from the
+    comparisons of ``smallest_batch_line``: supported where the smallest batch gains more than
+    every larger batch, not supported where it gains less than any, else can't tell. Empty
+    where ``smallest_batch_line`` is."""
+    if not judge or not (found := _smallest_batch_gains(table, summary_frame, regime)):
         return ""
-    first, rest = part.iloc[0], part.iloc[1:]
-    low = max(first[f"{n}_recovered_pct"] for n in names)
-    others = min(rest[f"{n}_recovered_pct"].min() for n in names)
-    if not low < others:
-        return ""
-    b = int(first["batch_size"])
-    lost = 1e3 * (first["interleaved"] - first["no_check"])
-    return (f"At batch {b} the late reads win back less: {first['interleaved_recovered_pct']:.0f}% "
-            f"(two streams) and {first['event_recovered_pct']:.0f}% (event) of the check's cost, "
-            f"against at least {others:.0f}% at the larger batches, and two streams still run "
-            f"{lost:.0f} µs per step slower than no check. A hypothesis, not measured here: at "
-            f"batch {b} the GPU's step is the shortest, so the host's issuing sets more of the pace "
-            "and a late read has less GPU work to hide the host's time behind.")
-
-
-WINS = {"interleaved": "two streams win", "event": "the event wins"}
-
-
-def share_gap_line(part) -> str:
-    """Where one late loop wins back far less of the check's cost than the other at a batch size
-    (under half of it, and at least 25 points less, by the medians), the two shares side by side;
-    empty where none is."""
-    said = []
-    for _, row in part.iterrows():
-        shares = {n: row.get(f"{n}_recovered_pct", float("nan")) for n in ("interleaved", "event")}
-        if any(math.isnan(v) for v in shares.values()):
-            continue
-        low, high = sorted(shares, key=shares.get)
-        if shares[low] < 0.5 * shares[high] and shares[high] - shares[low] >= 25:
-            some = f"only {shares[low]:.0f}%" if shares[low] > 0 else "none"
-            said.append(f"at batch {int(row['batch_size'])}, {WINS[low]} back {some} of the "
-                        f"check's cost, {WINS[high]} back {shares[high]:.0f}%")
-    if not said:
-        return ""
-    text = "By the medians, " + "; ".join(said) + "."
-    return text[0].upper() + text[1:]
+    words = [stats.verdict(r) if r.n >= stats.MIN_TRIALS else stats.NOISE for r in found[2]]
+    said = ("not supported" if stats.SLOWER in words else
+            "supported" if all(w == stats.FASTER for w in words) else "can't tell on this machine")
+    return f"The article's claim (the gain is largest at the smallest batch): {said}."
 
 
 def answer_line(row, part, judge=True) -> str:
     """The lesson's answer at one point of the CUDA-graph step: each loop's ms per step, each
-    late loop's verdict against the per-step sync (``stats.say``) and the share of the check's
-    cost it wins back (by the medians, said so where the rounds do not tell the loop apart from
-    the per-step sync)."""
+    late loop's verdict against the per-step sync (from the rounds) and the share of the check's
+    cost it wins back (from the medians), said once where the two come from."""
     text = (f"CUDA graph step, batch {int(row['batch_size'])}: the per-step sync runs "
             f"{row['sync']:.3f} ms per step, no check {row['no_check']:.3f} ms.")
     for name, loop in (("interleaved", "Two streams"), ("event", "The event")):
-        told = stats.verdict(stats.row_speedup(part, name, "sync")) == stats.FASTER
-        how = "" if told or math.isnan(row[f"{name}_recovered_pct"]) else "by the medians "
-        text += (f" {loop}: {row[name]:.3f} ms, {stats.say(part, name, 'sync', judge)} against "
-                 "the per-step sync" + (f"; {how}it {recovered_line(row, name)}." if judge else "."))
+        said = stats.plain(stats.row_speedup(part, name, "sync"), judge)
+        text += (f" {loop}: {row[name]:.3f} ms, {said} against the per-step sync"
+                 + (f"; it {recovered_line(row, name)}." if judge else "."))
+    if judge:
+        text += (" The verdicts compare the loops round by round; the shares come from the "
+                 "medians, as in the table.")
     return text
-
-
-def memory_line(table, batch_size) -> str:
-    """Peak reserved GPU memory of the three checking loops at ``batch_size``, per decode step
-    timed there; on a run without GPU memory (a CPU), it says so."""
-    part = table[(table["batch_size"] == batch_size) & (table["status"] == harness.OK)]
-    if "peak_reserved_bytes" not in part or part["peak_reserved_bytes"].isna().all():
-        return "Reserved memory: no GPU memory on a CPU run."
-    lines = []
-    for regime, rows in part.groupby("regime", sort=False):
-        gib = rows.set_index("method")["peak_reserved_bytes"] / 2**30
-        if not {"interleaved", "event", "sync"} <= set(gib.index):
-            continue
-        apart = 1024 * (gib["interleaved"] - gib["event"])  # MiB, one reading each
-        large = abs(apart) >= max(POOL_MIB, POOL_SHARE * 1024 * gib["event"])
-        more = "more" if apart > 0 else "less"
-        said = (f"two streams reserve {abs(apart):.0f} MiB {more} than the event"
-                + (": the second stream's own pool of cached blocks" if apart > 0 else "")
-                if large else f"two streams and the event are within {abs(apart):.0f} MiB of "
-                "each other, in one reading each: too close to show a second stream's own pool")
-        lines.append(f"Reserved memory, {REGIME_LABELS[regime]} step at batch {batch_size}: two "
-                     f"streams {gib['interleaved']:.2f} GiB, one stream and an event "
-                     f"{gib['event']:.2f} GiB, per-step sync {gib['sync']:.2f} GiB; {said}.")
-    return "\n".join(lines)
-
-
-POOL_MIB, POOL_SHARE = 64, 0.10  # two streams' reserved memory this far above the event's: a pool
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:

@@ -66,7 +66,9 @@ NOTEBOOK = {
         # rounds do not settle it where both loops wait on the host (0.98-1.19 with rounds added
         # for 8 s a point, 15:27 run); the lesson says so. Tokens checked at the shortest length.
         "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=0),
-        "workshop": dict(batch_size=32, seq_lens=[20, 150], repeats=5, warmup=0),
+        # 8 rounds: at 5 the growth could not be told apart in the 17:59 workshop run of
+        # 2026-11-26 (0.93-1.46) although both gains were clear; 3 more rounds cost about 9 s.
+        "workshop": dict(batch_size=32, seq_lens=[20, 150], repeats=8, warmup=0),
     },
     "03": {
         # Budget 80 s full / 25 s workshop. Two child processes (each about 4 s to start and
@@ -179,8 +181,10 @@ NOTEBOOK = {
         # Inductor reference rung (08's fastest) compiles 4 bucket lengths: ~35 s cold (the runner
         # runs 11 before 08), so full only: ~100 s.
         # budget_s=0: each rung's interval is narrow; the shared 20 s budget ran 30 rounds.
+        # 12 rounds (a rung's trial is ~0.1 s): at 6 the prompt-in-a-graph rung could not be
+        # told from the rung above (0.99-1.18) in the 17:39 run of 2026-11-26.
         "full": dict(seq_lens=[100], steps_per_launch=10, bucket=32, bf16=True,
-                     inductor_reference=True, repeats=6, budget_s=0),
+                     inductor_reference=True, repeats=12, budget_s=0),
         # The workshop leaves the bf16 rung out (its kernels compile and run apart: ~8 s).
         "workshop": dict(seq_lens=[50], steps_per_launch=10, bucket=32, bf16=False,
                          inductor_reference=False, repeats=5),

@@ -57,7 +57,7 @@ WHAT = {  # what each lesson's rung changes (lessons without a rung say why), at
     "07": "the stop check read a step late, second stream",
     "08": "no rung: this summary",
     "09": "no rung: post-processing after generation",
-    "10": "ahead: 10, the whole step in one CUDA graph",
+    "10": "ahead: 10, a step by hand, uncompiled, in a graph",
     "11": "ahead: 11, kernel by kernel toward the floor",
     "peer": "transformers' own loop, for comparison",
     KV_COMPILED: "the dynamic KV cache's step compiled, no graphs",
@@ -224,9 +224,9 @@ def reading(table, seq_len, judge) -> list:
 
 def _generate_note(table, seq_len, peer="generate()") -> str:
     """Where ``generate()`` (its defaults) ran faster than lesson 02's KV-cache loop by the
-    medians, one sentence: the rounds' verdict in words (no interval) and why it can be: the same
-    eager dynamic-cache loop, on a step whose pace the host sets, so small differences in the
-    host's work decide. Empty otherwise (and where the rounds tell it apart as slower)."""
+    medians, one sentence: the rounds' verdict with its interval (``say``) and why it can be: the
+    same eager dynamic-cache loop, on a step whose pace the host sets, so small differences in
+    the host's work decide. Empty otherwise (and where the rounds tell it apart as slower)."""
     ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
     if not {peer, KV} <= set(ok["method"]):
         return ""
@@ -235,12 +235,11 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
     word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else stats.NOISE
     if not ms[peer] < ms[KV] or word == stats.SLOWER:
         return ""
-    how = ("beats" if word == stats.FASTER else
-           "ran faster by the medians (the rounds can't tell the two apart) than")
+    how = "beats" if word == stats.FASTER else "ran faster by the medians than"
     return (f"{peer} ({ms[peer]:.2f} ms per step) {how} the course's own KV-cache loop "
-            f"({ms[KV]:.2f} ms, lesson 02): it runs the same eager dynamic-cache loop, and on a "
-            "step whose pace the host sets, small differences in the host's work decide (its "
-            "loop around the model may simply be tighter; not measured here).")
+            f"({ms[KV]:.2f} ms, lesson 02): {say(table, peer, KV, seq_len=seq_len)}. It runs the "
+            "same eager dynamic-cache loop, and on a step whose pace the host sets, small "
+            "differences in the host's work decide.")
 
 
 def one_line(table, seq_len, judge) -> str:
@@ -266,15 +265,15 @@ def one_line(table, seq_len, judge) -> str:
 
 
 def compile_gap(budget, names) -> str:
-    """What compiling the static-cache step (05) and reading the stop flag a step late (07) do
-    to the budget, read from it: the wall clock each reaches and the GPU's idle time left in it
-    (empty without GPU numbers, or without those rungs)."""
+    """What the KV cache (02, ``_cache_idle``), compiling (05) and reading the stop flag a step
+    late (07) do to the budget, read from it: the wall clock each reaches and the GPU's idle time
+    left in it (empty without GPU numbers, or without the static-cache rungs)."""
     data = budget.set_index("method")
     eager, compiled, late = (names.get(k) for k in (STATIC, STATIC_COMPILED, LATE))
     if not {eager, compiled, late} <= set(data.index) or data["gpu_ms"].isna().any():
         return ""
     a, b, c = data.loc[eager], data.loc[compiled], data.loc[late]
-    text = _no_graphs(data, names)
+    text = _cache_idle(data, names) + _no_graphs(data, names)
     text += (f"Compiling the static-cache step (05) takes the wall clock from {a['wall_ms']:.2f} "
             f"to {b['wall_ms']:.2f} ms per step; the GPU idles {_idle(b):.2f} ms of "
             "it. ")
@@ -286,6 +285,20 @@ def compile_gap(budget, names) -> str:
         text += (f"Reading the stop flag a step late (07) does not shorten it here: "
                  f"{c['wall_ms']:.2f} ms per step, {_idle(c):.2f} ms of it idle.")
     return text
+
+
+def _cache_idle(data, names) -> str:
+    """What the KV cache (02) does to the naive loop's (01) budget: the GPU's work falls; where
+    the GPU's idle time rises, the naive loop's long kernels had hidden part of the host's
+    launching (empty without both rungs)."""
+    naive, kv = names.get(NAIVE), names.get(KV)
+    if not {naive, kv} <= set(data.index):
+        return ""
+    a, b = data.loc[naive], data.loc[kv]
+    why = (": the naive loop's long kernels had hidden part of the host's launching"
+           if _idle(b) > _idle(a) else "")
+    return (f"The KV cache (02) takes the GPU's work from {a['gpu_ms']:.2f} to {b['gpu_ms']:.2f} "
+            f"ms per step, and its idle time from {_idle(a):.2f} to {_idle(b):.2f} ms{why}. ")
 
 
 def _no_graphs(data, names) -> str:
