@@ -241,47 +241,81 @@ def early_stop_table():
     return table
 
 
+def early_stop_expected(table):
+    """The note's drift sentence and its cap-200 verdict, built from the test's own numbers:
+    the checking loop's medians (the smaller one the base of the percentage), and the verdict
+    phrase (``phrase``) set against that drift ("far larger" only where told apart as faster
+    and more than twice the drift above 1)."""
+    median = table.set_index(["method", "seq_len"])["median_s"] * 1e3
+    check = median[eos_sync.CHECK]
+    drift = check.max() / check.min() - 1
+    drift_text = (f"slowest median is {100 * drift:.0f}% slower than its fastest ({check[100]:.1f} ms "
+                  f"at cap 100, {check[200]:.1f} ms at cap 200): the host's drift between runs")
+    ratio, word, text = phrase(table, eos_sync.CHECK, eos_sync.FREE, seq_len=200)
+    far = word == stats.FASTER and ratio.estimate - 1 > 2 * drift
+    verdict = (f" At cap 200, stopping early against running to the cap: {text}, "
+               f"{'far larger than' if far else 'not clearly larger than'} that drift.")
+    return drift_text, verdict, ratio, word, far
+
+
+def with_free_trials(table, factors):
+    """06's early-stop table with the no-check loop's cap-200 trials made the checking loop's
+    cap-200 trials times ``factors``, round by round (its median with them)."""
+    out = table.copy()
+    check = out[(out["method"] == eos_sync.CHECK) & (out["seq_len"] == 200)].iloc[0]
+    row = out[(out["method"] == eos_sync.FREE) & (out["seq_len"] == 200)].index[0]
+    made = [float(t) * f for t, f in zip(check["trials_wall_ms"].split(), factors)]
+    out.at[row, "trials_wall_ms"] = " ".join(f"{t:.4f}" for t in made)
+    out.at[row, "median_s"] = sorted(made)[len(made) // 2] / 1e3
+    return out
+
+
 def test_06_early_stop_note_and_figure():
     table = early_stop_table()
     note = eos_sync.early_stop_note(table)
-    median = table.set_index(["method", "seq_len"])["median_s"] * 1e3
-    check, free = median[eos_sync.CHECK], median[eos_sync.FREE]
-    drift = check.max() / check.min() - 1
     assert "generates the same 80 tokens at every cap (the prefill's, then 79 decode steps" in note
-    # one base for every percentage: the smaller time ("x% slower"); this run 468.3 and 544.3 ms
-    # for the same 80 tokens, 16%
-    assert (f"slowest median is {100 * drift:.0f}% slower than its fastest ({check[100]:.1f} ms at "
-            f"cap 100, {check[200]:.1f} ms at cap 200)") in note
-    # one form for the gain: the rounds' x-faster verdict, not "% longer"; far larger than the
-    # drift (this run 2.68x, 2.48-2.97, against 6%); the medians (2.69x) within 3% of the
-    # estimate and inside the interval, so not named
-    gain = stats.row_speedup(table, eos_sync.CHECK, eos_sync.FREE, seq_len=200)
-    assert gain.low > 1 and gain.estimate - 1 > 2 * drift
-    at_200 = table[table["seq_len"] == 200]
-    medians = stats.medians_ratio(stats.method_trials(at_200, eos_sync.CHECK),
-                                  stats.method_trials(at_200, eos_sync.FREE))
-    assert not stats.medians_apart(medians, gain.estimate) and gain.low <= medians <= gain.high
-    assert ("At cap 200, stopping early against running to the cap: "
-            f"{gain.estimate:.2f}x faster ({gain.low:.2f}\u2013{gain.high:.2f}), far larger than "
-            "that drift.") in note
-    assert "medians alone" not in note
-    # the medians named where they differ: the no-check loop's cap-200 trials reordered round by
-    # round (its medians unchanged, the rounds' pairing moved) until they sit more than 3% apart
-    moved = table.copy()
-    row = moved[(moved["method"] == eos_sync.FREE) & (moved["seq_len"] == 200)].index[0]
-    trials = [float(t) for t in moved.at[row, "trials_wall_ms"].split()]
-    moved.at[row, "trials_wall_ms"] = " ".join(
-        f"{t * f:.4f}" for t, f in zip(trials, (1.3, 1.3, 1.0, 0.98, 0.97)))
-    moved_200 = moved[moved["seq_len"] == 200]
-    moved_gain = stats.row_speedup(moved, eos_sync.CHECK, eos_sync.FREE, seq_len=200)
-    moved_medians = stats.medians_ratio(stats.method_trials(moved_200, eos_sync.CHECK),
-                                        stats.method_trials(moved_200, eos_sync.FREE))
-    assert moved_gain.low > 1 and stats.medians_apart(moved_medians, moved_gain.estimate)
-    assert (f"{moved_gain.estimate:.2f}x faster ({moved_gain.low:.2f}\u2013{moved_gain.high:.2f}; "
-            f"medians alone: {moved_medians:.2f}x)") in eos_sync.early_stop_note(moved)
+    # the published run's branch, chosen from the CSV: one base for every percentage (the
+    # smaller time, "x% slower"); the gain at cap 200 as the rounds' verdict ("medians alone"
+    # exactly where the medians' ratio is more than 3% off the estimate or outside the range),
+    # "far larger than" the drift only where told apart and more than twice it
+    drift_text, verdict, _, _, _ = early_stop_expected(table)
+    assert drift_text in note
+    assert note.endswith(verdict)
     assert "longer" not in note
     assert "At cap" not in eos_sync.early_stop_note(table, judge=False)
     assert "spread from" not in note  # no rule about single caps' spreads
+    # every branch on synthetic tables (the no-check loop's cap-200 trials set from the checking
+    # loop's, round by round): a gain far larger than the drift, the medians within 3% and
+    # inside the range; the same rounds reordered (medians unchanged, the pairing moved) until
+    # the medians sit more than 3% apart; a gain told apart but within twice the drift; a gain
+    # not told apart
+    drift = table[table["method"] == eos_sync.CHECK]["median_s"]
+    drift = drift.max() / drift.min() - 1
+    cases = (((2.60, 2.70, 2.65, 2.75, 2.68), stats.FASTER, True, False),
+             ((3.5, 3.6, 2.6, 2.5, 2.4), stats.FASTER, True, True),
+             ((1 + drift, 1 + 1.2 * drift, 1 + 1.1 * drift, 1 + 1.3 * drift, 1 + 1.15 * drift),
+              stats.FASTER, False, False),
+             ((0.9, 1.1, 0.95, 1.12, 1.0), stats.NOISE, False, None),
+             ((0.8, 1.5, 1.45, 1.6, 0.85), stats.NOISE, False, None))
+    assert 1.45 - 1 > 2 * drift  # the last: an estimate far above the drift, yet not told apart
+    for factors, want_word, want_far, apart in cases:
+        moved = with_free_trials(table, factors)
+        moved_note = eos_sync.early_stop_note(moved)
+        drift_text, verdict, ratio, word, far = early_stop_expected(moved)
+        assert (word, far) == (want_word, want_far)
+        if apart is not None:
+            assert ("medians alone" in verdict) == apart
+        assert drift_text in moved_note and moved_note.endswith(verdict)
+    # a larger drift (the checking loop's cap-100 median made 1.5x its cap-200 one): its
+    # percentage on the smaller time, 50% (not 33%)
+    drifted = table.copy()
+    cap100 = drifted[(drifted["method"] == eos_sync.CHECK) & (drifted["seq_len"] == 100)].index[0]
+    cap200 = drifted[(drifted["method"] == eos_sync.CHECK) & (drifted["seq_len"] == 200)].index[0]
+    drifted.at[cap100, "median_s"] = 1.5 * drifted.at[cap200, "median_s"]
+    drift_text, verdict, _, _, _ = early_stop_expected(drifted)
+    assert "slowest median is 50% slower" in drift_text
+    drifted_note = eos_sync.early_stop_note(drifted)
+    assert drift_text in drifted_note and drifted_note.endswith(verdict)
     fig, ax = plt.subplots()
     eos_sync.plot_early_stop(ax, table, 20, 80)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [eos_sync.CHECK, eos_sync.FREE]
@@ -289,24 +323,51 @@ def test_06_early_stop_note_and_figure():
     plt.close(fig)
 
 
+def three_costs_expected(cost_us, gaps):
+    """``three_costs_line`` built from the gaps' medians: the unprofiled cost (or, at or below
+    zero, the noise it showed), the CPU's wait, the gap after the check, and the profiler named
+    exactly where that gap is longer than the unprofiled cost (and than zero)."""
+    wait = gaps.at[eos_sync.CHECK, "cpu_wait_us"]
+    gap, free_gap = gaps.at[eos_sync.CHECK, "gap_before_us"], gaps.at[eos_sync.FREE, "gap_before_us"]
+    head = "CUDA-graph step, one check seen three ways: "
+    if cost_us != cost_us:
+        pass
+    elif cost_us <= 0:
+        head += (f"unprofiled it showed no cost (the loop with the check ran {-cost_us:.0f} µs per "
+                 "step faster: the host's noise); ")
+    else:
+        head += f"unprofiled it costs {cost_us:.0f} µs per step; "
+    profiler = ("; the profiler adds host time to every operation, which can lengthen the gap"
+                if cost_us == cost_us and gap > max(cost_us, 0) else "")
+    return (head + f"under the profiler the CPU waits {wait:.0f} µs at it, but the GPU is busy "
+            "during that wait, running the step already queued, and only the gap after it is lost: "
+            f"{gap:.0f} µs ({free_gap:.0f} µs without the check{profiler}).")
+
+
 def test_06_the_three_costs():
     cost = published("06_eos_sync_regimes")
     gaps = published("06_eos_sync_gaps").groupby("method")[["gap_before_us", "cpu_wait_us"]].median()
-    wait, gap, free_gap = (gaps.at[eos_sync.CHECK, "cpu_wait_us"], gaps.at[eos_sync.CHECK, "gap_before_us"],
-                           gaps.at[eos_sync.FREE, "gap_before_us"])
-    # the unprofiled CUDA-graph cost from 06's rounds (this run +397 µs per step); under the
-    # profiler the CPU waits 808 µs, and the gap after the check, 475 µs (1 µs without it), is
-    # longer than the unprofiled cost: the profiler's own host time is named
+    gap = gaps.at[eos_sync.CHECK, "gap_before_us"]
+    # the published run's branch, chosen from the CSV: the unprofiled CUDA-graph cost from 06's
+    # medians, and the profiler's own host time named only where the gap after the check under
+    # the profiler is longer than that cost
     graph_us = per_step_us(cost, eos_sync.FREE, "CUDA graph")[0]
-    assert gap > graph_us
     line = eos_sync.three_costs_line(graph_us, gaps)
-    assert line.startswith("CUDA-graph step, one check seen three ways: unprofiled it costs "
-                           f"{graph_us:.0f} µs")
-    assert f"the CPU waits {wait:.0f} µs at it, but the GPU is busy during that wait" in line
-    assert (f"only the gap after it is lost: {gap:.0f} µs ({free_gap:.0f} µs without the check; "
-            "the profiler") in line
-    # a cost above the gap: nothing for the profiler to explain
-    assert "profiler" not in eos_sync.three_costs_line(gap + 100, gaps).split("lost:")[1]
+    assert line == three_costs_expected(graph_us, gaps)
+    assert ("the profiler adds host time" in line) == (gap > max(graph_us, 0))
+    # every branch: a cost below the gap (the profiler named), above it (not named), at or
+    # below zero (the host's noise, the profiler named), and no cost measured
+    for cost_us, profiler in ((gap - 100, True), (gap + 100, False), (-50.0, True),
+                              (float("nan"), False)):
+        said = eos_sync.three_costs_line(cost_us, gaps)
+        assert said == three_costs_expected(cost_us, gaps)
+        assert ("profiler" in said.split("lost:")[1]) == profiler
+    # no gap after the check at all: nothing for the profiler to explain, even against a
+    # negative (noise) cost
+    no_gap = gaps.copy()
+    no_gap.at[eos_sync.CHECK, "gap_before_us"] = 0.0
+    said = eos_sync.three_costs_line(-50.0, no_gap)
+    assert said == three_costs_expected(-50.0, no_gap) and "profiler" not in said.split("lost:")[1]
 
 
 def ms_per_step(table, regime, batch):
@@ -346,54 +407,78 @@ def test_07_answer_line():
                            "the medians, as in the table.")
 
 
-def batch_one_gains_less(table):
-    """The published table with batch 1's two-stream trials (and ms per step) made the per-step
-    sync's divided by 1.05: a gain of about 1.05x there, far below batch 32's."""
+def smallest_batch_expected(table):
+    """``smallest_batch_line`` and the article's claim built from the test's own ratios: two
+    streams' rounds' estimate over the per-step sync at each batch size (not the medians'), and
+    batch 1's gain against each larger batch's with its verdict ("can't tell apart", "gains
+    more" or "gains less"; the interval for batch 32 only); the claim "supported" where batch 1
+    gains more than both, "not supported" where it gains less than either. Also the verdicts."""
+    rows = table[table["regime"] == "compiled"]
+    batches = (1, 32, 128)
+    estimates = [stats.row_speedup(rows, "interleaved", "sync", batch_size=b).estimate for b in batches]
+    growth = {b: stats.row_growth(rows, "interleaved", "sync", b, 1, by="batch_size") for b in (32, 128)}
+    words = {b: stats.verdict(r) for b, r in growth.items()}
+    said = []
+    for b, r in growth.items():
+        part = ("can't tell apart" if words[b] == stats.NOISE else
+                f"batch 1 gains {'more' if words[b] == stats.FASTER else 'less'}, {r.estimate:.2f}x as much")
+        said.append(f"{b}: {part}" + (f" ({r.low:.2f}\u2013{r.high:.2f})" if b == 32 else ""))
+    line = ("Across batch sizes, CUDA graph step: two streams over the per-step sync "
+            + ", ".join(f"{g:.2f}x at batch {b}" for g, b in zip(estimates, batches))
+            + ". Batch 1 against " + "; against ".join(said) + ".")
+    claim = ("not supported" if stats.SLOWER in words.values() else
+             "supported" if all(w == stats.FASTER for w in words.values()) else
+             "can't tell on this machine")
+    return line, f"The article's claim (the gain is largest at the smallest batch): {claim}.", words
+
+
+def batch_one_gains(table, gain, turns=(1.0,)):
+    """The table with batch 1's two-stream trials (and ms per step) made the per-step sync's
+    divided by ``gain``, times ``turns`` round by round (by turns)."""
     out = table.copy()
     at = (out["regime"] == "compiled") & (out["batch_size"] == 1)
     sync = out[at & (out["method"] == "sync")].iloc[0]
     two = at & (out["method"] == "interleaved")
     out.loc[two, "trials_wall_ms"] = " ".join(
-        f"{float(t) / 1.05:.4f}" for t in sync["trials_wall_ms"].split())
-    out.loc[two, "ms_per_step"] = sync["ms_per_step"] / 1.05
+        f"{float(t) / gain * turns[i % len(turns)]:.4f}"
+        for i, t in enumerate(sync["trials_wall_ms"].split()))
+    out.loc[two, "ms_per_step"] = sync["ms_per_step"] / gain
     return out
+
+
+def batch_one_gains_less(table):
+    """The published table with batch 1's gain about 1.05x, far below batch 32's."""
+    return batch_one_gains(table, 1.05)
 
 
 def test_07_smallest_batch_is_judged_from_the_rounds():
     table = published("07_stream_interleaving")
     summary = late_check.summary(table)
     line = late_check.smallest_batch_line(table, summary)
-    rows = table[table["regime"] == "compiled"]
-    batches = (1, 32, 128)
-    loops = {b: ms_per_step(table, "compiled", b) for b in batches}
-    # the rounds' estimates (as answer_line says them), not the medians' ratios
-    estimates = [stats.row_speedup(rows, "interleaved", "sync", batch_size=b).estimate for b in batches]
-    gains = ", ".join(f"{g:.2f}x at batch {b}" for g, b in zip(estimates, batches))
-    assert f"two streams over the per-step sync {gains}." in line
+    # the published run's branches, chosen from the CSV: the rounds' estimates (not the medians'
+    # ratios) and each comparison's verdict
+    expected, claim, _ = smallest_batch_expected(table)
+    assert line == expected
     assert "medians" not in line
-    # this run: batch 1's gain against batch 32's not told apart (0.89-1.13); against batch
-    # 128's told apart as the larger (1.12x as much, wholly above 1)
-    tie = stats.row_growth(rows, "interleaved", "sync", 32, 1, by="batch_size")
-    more = stats.row_growth(rows, "interleaved", "sync", 128, 1, by="batch_size")
-    assert tie.low < 1 < tie.high and more.low > 1
-    assert (f"Batch 1 against 32: can't tell apart ({tie.low:.2f}\u2013"
-            f"{tie.high:.2f}); against 128: batch 1 gains more, {more.estimate:.2f}x as much.") in line
-    assert late_check.article_claim_line(table, summary).endswith(": can't tell on this machine.")
-    assert line.endswith(f"{more.estimate:.2f}x as much.")
+    assert late_check.article_claim_line(table, summary) == claim
     assert late_check.smallest_batch_line(table, summary, judge=False) == ""
-    # a table where batch 1 gains less (its two-stream trials the per-step sync's / 1.05): the
-    # "gains less" and "not supported" branches
-    weak = batch_one_gains_less(table)
-    weak_summary = late_check.summary(weak)
-    weak_line = late_check.smallest_batch_line(weak, weak_summary)
-    weak_rows = weak[weak["regime"] == "compiled"]
-    less = stats.row_growth(weak_rows, "interleaved", "sync", 32, 1, by="batch_size")
-    against = stats.row_growth(weak_rows, "interleaved", "sync", 128, 1, by="batch_size")
-    assert less.high < 1 and stats.verdict(against) == stats.SLOWER
-    assert (f"Batch 1 against 32: batch 1 gains less, {less.estimate:.2f}x as much "
-            f"({less.low:.2f}\u2013{less.high:.2f}); against 128: batch 1 gains less, "
-            f"{against.estimate:.2f}x as much.") in weak_line
-    assert late_check.article_claim_line(weak, weak_summary).endswith(": not supported.")
+    # every branch on synthetic tables, batch 1's two-stream trials set from its per-step
+    # sync's: a gain of about 1.05x (less than batch 32's and 128's: "not supported"), one of
+    # batch 32's own size by turns x 0.9 and x 1.1 (can't tell apart from batch 32's), and one
+    # of 2x (more than both: "supported")
+    rows = table[table["regime"] == "compiled"]
+    g32 = stats.row_speedup(rows, "interleaved", "sync", batch_size=32).estimate
+    for made, want, want_claim in (
+            (batch_one_gains_less(table), stats.SLOWER, "not supported"),
+            (batch_one_gains(table, g32, (0.9, 1.1)), stats.NOISE, None),
+            (batch_one_gains(table, 2.0), stats.FASTER, "supported")):
+        made_summary = late_check.summary(made)
+        expected, claim, words = smallest_batch_expected(made)
+        assert words[32] == want
+        if want_claim:
+            assert claim.endswith(f": {want_claim}.")
+        assert late_check.smallest_batch_line(made, made_summary) == expected
+        assert late_check.article_claim_line(made, made_summary) == claim
 
 
 def test_07_second_stream_is_read_batch_by_batch():
