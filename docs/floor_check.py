@@ -278,20 +278,49 @@ def bench():
 
 
 
-def step_qkv_split(model, state, eos_token_id):
-    """fast_decode_step with the QKV GEMM's split-K partial sums added up by attention."""
+def step_before_qkv_split(model, state, eos_token_id):
+    """helpers.fast_step.fast_decode_step as it was before v5 (docs/floor-notes.md): the QKV GEMM
+    finished whole by its own kernel, then attention. The split (v5) is fast_decode_step now."""
     from helpers.fast_step import norm
     gpt, n_head = model.transformer, model.config.n_head
     norms = [block.ln_1 for block in gpt.h[1:]] + [gpt.ln_f]
     h, x = tk.embed(state.token, state.position, gpt.wte.weight, gpt.wpe.weight, norm(gpt.h[0].ln_1))
     for i, block in enumerate(gpt.h):
         attn, mlp = block.attn, block.mlp
-        a = tk.qkv_attention(x, attn.c_attn.weight, attn.c_attn.bias, state.kv[i], state.position, n_head)
+        qkv = tk.linear(x, attn.c_attn.weight, attn.c_attn.bias)
+        a = tk.decode_attention(qkv, state.kv[i], state.position, n_head)
         h, x = tk.linear(a, attn.c_proj.weight, attn.c_proj.bias, residual=h, norm=norm(block.ln_2))
         u = tk.linear(x, mlp.c_fc.weight, mlp.c_fc.bias, gelu=True)
         h, x = tk.linear(u, mlp.c_proj.weight, mlp.c_proj.bias, residual=h, norm=norm(norms[i]))
     best, index = tk.lm_head_argmax(x, model.lm_head.weight)
     tk.finish_step(best, index, state, eos_token_id)
+
+
+step_qkv_split = fast_decode_step  # v5, kept
+
+
+def fast_decoder_with(step):
+    """helpers.fast_step.FastDecoder (the prefill from a graph too) running ``step``."""
+    from helpers.fast_step import FastDecoder
+
+    class Decoder(FastDecoder):
+        def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=10):
+            graphs.GraphDecoder.__init__(self, model, batch_size, max_len, eos_token_id,
+                                         steps_per_graph, step=step)
+            self.prefills = {}
+    return Decoder
+
+
+def floor_and_references(n, length=64):
+    """The floor per step at ``n`` tokens and the naive loop's exact tokens at ``length``, with
+    and without forced stops: what every timed section checks a step against."""
+    bw = floor.copy_bandwidth("cuda")
+    fl = floor.decode_floor(model, bw, 32, 16, n)
+    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    with exact_matmul():
+        ref = generate_naive(model, prompt, length, eos, stops)
+        ref_free = generate_naive(model, prompt, length, eos)
+    return bw, fl, stops, ref, ref_free
 
 
 def qkv_split():
@@ -306,26 +335,23 @@ def qkv_split():
             b = torch.randn(2304, device="cuda", dtype=dtype)
             kv0 = torch.randn(2, m, 12, 128, 64, device="cuda", dtype=dtype)
             p = torch.tensor(pos, device="cuda")
-            for c in (tk.QKV_SPLIT, (32, 256, 3, 4, 3), (32, 64, 4, 4, 4)):
+            for c in (tk.QKV_SPLIT[dtype], (32, 256, 3, 4, 3), (32, 64, 4, 4, 4)):
                 kv1, kv2 = kv0.clone(), kv0.double().clone()
                 got = tk.qkv_attention(x, w, b, kv1, p, 12, config=c)
                 ref = tk.decode_attention_ref(tk.linear_ref(x.double(), w.double(), b.double()), kv2, p, 12)
                 say(f"qkv_attention {str(dtype)[6:]} {prec} m={m} pos={pos} {c}: out rel err {rel(got, ref):.2e}, cache rel err {rel(kv1, kv2):.2e}")
     use_tf32(True)
     n = 100
-    bw = floor.copy_bandwidth("cuda")
-    fl = floor.decode_floor(model, bw, 32, 16, n)
-    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    bw, fl, stops, ref, ref_free = floor_and_references(n)
     with exact_matmul():
-        ref = generate_naive(model, prompt, 64, eos, stops)
-        ref_free = generate_naive(model, prompt, 64, eos)
         for k in (1, 10):
             d = graphs.GraphDecoder(model, 32, 16 + 64, eos, steps_per_graph=k, step=step_qkv_split)
             say(f"qkv split step {k}/launch exact tokens identical: stops {bool(torch.equal(d(prompt, 64, stops), ref))}, free {bool(torch.equal(d(prompt, 64), ref_free))}")
     configs = [(32, 128, 2, 4, 4), (32, 256, 3, 4, 3), (32, 128, 3, 4, 4), (32, 64, 4, 4, 4), (64, 128, 4, 4, 4), (16, 128, 2, 4, 4), (32, 64, 6, 4, 4), (64, 128, 2, 4, 4)]
-    decs = {"baseline": graphs.GraphDecoder(model, 32, 16 + n, eos, steps_per_graph=10, step=fast_decode_step)}
+    decs = {"baseline": graphs.GraphDecoder(model, 32, 16 + n, eos, steps_per_graph=10, step=step_before_qkv_split)}
+    chosen = dict(tk.QKV_SPLIT)
     for c in configs:
-        tk.QKV_SPLIT = c
+        tk.QKV_SPLIT = {**chosen, torch.float32: c}
         decs[c] = graphs.GraphDecoder(model, 32, 16 + n, eos, steps_per_graph=10, step=step_qkv_split)
         decs[c](prompt, n)  # captured with this config
     times = {k: [] for k in decs}
@@ -337,12 +363,12 @@ def qkv_split():
     best = min((sorted(ts)[1], k) for k, ts in times.items())
     say(f"best {best}")
     if best[1] != "baseline":
-        tk.QKV_SPLIT = best[1]
+        tk.QKV_SPLIT = {**chosen, torch.float32: best[1]}
         d = graphs.GraphDecoder(model, 32, 16 + n, eos, step=step_qkv_split)
         kt = kernels.replay_kernels(d, prompt, n, "cuda")
         say(kernels.kernel_table(kt, model, 32, 16, n, bw).round(2).to_string())
     m16 = copy.deepcopy(model).to(torch.bfloat16)
-    for name, st in (("baseline", fast_decode_step), ("qkv split", step_qkv_split)):
+    for name, st in (("baseline", step_before_qkv_split), ("qkv split", step_qkv_split)):
         d16 = graphs.GraphDecoder(m16, 32, 16 + n, eos, steps_per_graph=10, step=st)
         say(f"bf16 {name}: {per_step(lambda: d16(prompt, n), n, reps=9) * 1e3:.4f} ms/step")
 
@@ -350,25 +376,17 @@ def qkv_split():
 def qkv_split_timed():
     """qkv_split's step against the current one, both as FastDecoder (prefill from a graph too),
     interleaved rounds, fp32/TF32 and bf16."""
-    from helpers.fast_step import FastDecoder
-
-    class SplitDecoder(FastDecoder):
-        def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=10):
-            graphs.GraphDecoder.__init__(self, model, batch_size, max_len, eos_token_id,
-                                         steps_per_graph, step=step_qkv_split)
-            self.prefills = {}
+    SplitDecoder, Before = fast_decoder_with(step_qkv_split), fast_decoder_with(step_before_qkv_split)
+    chosen = dict(tk.QKV_SPLIT)
     n = 100
-    bw = floor.copy_bandwidth("cuda")
-    fl = floor.decode_floor(model, bw, 32, 16, n)
-    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    bw, fl, stops, ref, ref_free = floor_and_references(n)
     with exact_matmul():
-        ref = generate_naive(model, prompt, 64, eos, stops)
         d = SplitDecoder(model, 32, 16 + 64, eos, 10)
         say(f"SplitDecoder uses the split step: {d.step is step_qkv_split}; exact tokens identical with stops: {bool(torch.equal(d(prompt, 64, stops), ref))}")
     for m, label in ((model, "fp32"), (copy.deepcopy(model).to(torch.bfloat16), "bf16")):
-        decs = {"baseline": FastDecoder(m, 32, 16 + n, eos, 10)}
+        decs = {"baseline": Before(m, 32, 16 + n, eos, 10)}
         for c in [(16, 128, 2, 4, 4), (32, 128, 2, 4, 4), (32, 64, 4, 4, 4), (16, 64, 4, 4, 4), (16, 128, 3, 4, 4), (16, 256, 3, 4, 3), (16, 128, 6, 4, 4)]:
-            tk.QKV_SPLIT = c
+            tk.QKV_SPLIT = {**chosen, m.lm_head.weight.dtype: c}
             decs[c] = SplitDecoder(m, 32, 16 + n, eos, 10)
             decs[c](prompt, n)
         times = {k: [] for k in decs}
