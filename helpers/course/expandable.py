@@ -4,8 +4,6 @@ often the allocator went to the driver, the GPU's work per step, and the memory 
 """
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from .. import allocator
