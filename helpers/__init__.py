@@ -10,7 +10,7 @@ The code a reader studies (taught in the notebook named):
 - ``allocator``   allocator settings: validated, applied in a fresh process, read back (03)
 - ``static``      the static-cache loop and the compiled decode step (04, 05)
 - ``streams``     the stop check every step, never, or one step late: two streams, an event (06, 07)
-- ``postprocess`` per-row host syncs against one transfer in token post-processing (09)
+- ``postprocess`` per-row host syncs against one copy of the tensors to the host in token post-processing (09)
 - ``graphs``      a whole decode step captured in one CUDA graph; attention over buckets of cache length (10)
 
 The one measuring tool a reader runs by hand:

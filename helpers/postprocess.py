@@ -30,8 +30,8 @@ def postprocess_per_row(prompt_ids, prompt_mask, completion_ids, completion_mask
 
 
 def postprocess_on_host(prompt_ids, prompt_mask, completion_ids, completion_mask):
-    """The same lists after one move of the four tensors to the CPU: four syncs in all,
-    whatever the batch size; the per-row indexing then runs on host memory."""
+    """The same lists after copying the four tensors to the CPU (four copies, four syncs in all,
+    whatever the batch size); the per-row indexing then runs on host memory."""
     tensors = [t.cpu() for t in (prompt_ids, prompt_mask, completion_ids, completion_mask)]
     return postprocess_per_row(*tensors)
 
@@ -148,7 +148,7 @@ def speedups(frame, slow="per row", fast="on host", keys=("condition", "batch_si
 
 
 def transfer_speedup(table, condition, **where):
-    """``stats.row_speedup`` of one transfer over per-row syncs in one condition (both
+    """``stats.row_speedup`` of the host copy over per-row syncs in one condition (both
     conditions' trials are interleaved rounds, so paired)."""
     return stats.row_speedup(table, "on host", "per row", condition=condition, **where)
 
@@ -181,12 +181,12 @@ def contention_line(table, syncs=None, matmul_s=None) -> str:
         return (f"{head} (below 1: faster, at {len(faster)} of {len(ratios)} points"
                 + _lowest(table, method, ratios.idxmin()) + ")")
 
-    text = f"{moved('per row', 'the per-row loop', True)}; {moved('on host', 'one transfer', False)}"
+    text = f"{moved('per row', 'the per-row loop', True)}; {moved('on host', 'the host copy', False)}"
     if syncs is not None and len(syncs):
         most = syncs["batch_size"].max()
         big = syncs[syncs["batch_size"] == most].set_index("method")["syncs"]
         if {"per row", "on host"} <= set(big.index):
-            text += (f". At batch {int(most)} one transfer waits {int(big['on host'])} times per "
+            text += (f". At batch {int(most)} the host copy waits {int(big['on host'])} times per "
                      f"call, the per-row loop {int(big['per row'])} ({big['per row'] / most:.0f} a "
                      "row)")
             added = ((busy["median_s"] - alone["median_s"]).loc["per row"].xs(most, level="batch_size")
@@ -238,7 +238,7 @@ def _lowest(table, method, point) -> str:
 
 
 def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
-    """The summary's sentence: one transfer's speedup over per-row syncs alone at one point (the
+    """The summary's sentence: the host copy's speedup over per-row syncs alone at one point (the
     estimate from the runs, as ``stats.say`` gives it), and under the side load only where that
     point is not one ``contended_length_line`` flags as unexplained (``_unexplained``), with the
     table's ratio of medians where it differs by more than ``stats.MEDIANS_APART``."""
@@ -251,8 +251,8 @@ def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
             ratio = transfer_speedup(table, condition, batch_size=batch_size, seq_len=seq_len)
             said.append(f"{ratio.estimate:.2f}x as fast {words}")
             medians.append((wide[(condition, batch_size, seq_len)], ratio.estimate))
-    text = (f"In one line: at batch {batch_size} and completions of {seq_len}, one transfer instead "
-            f"of {syncs_per_row:.0f} syncs a row gives identical lists " + " and ".join(said))
+    text = (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
+            f"to the host first instead of {syncs_per_row:.0f} syncs a row gives identical lists " + " and ".join(said))
     if any(stats.medians_apart(m, e) for m, e in medians):
         text += (" (estimates from the runs; the table's ratio of the medians: "
                  + " and ".join(f"{m:.2f}x" for m, _ in medians) + ")")
@@ -272,9 +272,9 @@ def _unexplained(wide, batch_size, seq_len=None, condition="contended") -> bool:
 
 
 def contended_length_line(wide, batch_size, condition="contended", table=None) -> str:
-    """Why one transfer's speedup under contention changes with the completion length at one
+    """Why the host copy's speedup under contention changes with the completion length at one
     batch size: each method's median time at the shortest and the longest length, and, where
-    the speedup fell because one transfer grew more than the per-row loop, that reading (one
+    the speedup fell because the host copy grew more than the per-row loop, that reading (one
     transfer's list building grows with the length; the per-row loop's waits, a fixed number
     per row, do not). With ``table`` (the long table, with its runs): where the two speedups
     cannot be told apart, that alone, and no trend read into them. Empty without two lengths in
@@ -290,7 +290,7 @@ def contended_length_line(wide, batch_size, condition="contended", table=None) -
         if all(all(p) for p in pairs):
             growth = stats.speedup_growth(*pairs)
             if growth.n >= stats.MIN_TRIALS and stats.verdict(growth) == stats.NOISE:
-                return (f"Under this side load at batch {int(batch_size)}, one transfer's speedup at "
+                return (f"Under this side load at batch {int(batch_size)}, the host copy's speedup at "
                         f"completions of {int(long['seq_len'])} against {int(short['seq_len'])} "
                         f"({long['speedup']:.2f}x against {short['speedup']:.2f}x, ratios of the "
                         f"medians): {claims.plain(growth)}; the runs show no change with the "
@@ -298,7 +298,7 @@ def contended_length_line(wide, batch_size, condition="contended", table=None) -
     host, rows = long["on host"] / short["on host"], long["per row"] / short["per row"]
     text = (f"Under this side load at batch {int(batch_size)}, the speedup is {short['speedup']:.2f}x "
             f"at completions of {int(short['seq_len'])} and {long['speedup']:.2f}x at "
-            f"{int(long['seq_len'])}: one transfer went from {1e3 * short['on host']:.2f} to "
+            f"{int(long['seq_len'])}: the host copy went from {1e3 * short['on host']:.2f} to "
             f"{1e3 * long['on host']:.2f} ms ({host:.2f}x), the per-row loop from "
             f"{1e3 * short['per row']:.2f} to {1e3 * long['per row']:.2f} ms ({rows:.2f}x)")
     if _unexplained(wide, batch_size, condition=condition):  # faster with more tokens to copy
@@ -306,7 +306,7 @@ def contended_length_line(wide, batch_size, condition="contended", table=None) -
                  "lesson does not explain")
     elif long["speedup"] < short["speedup"] and host > rows:
         # the per-row loop's waits are a fixed number per row: named only where it hardly grew
-        text += (f": one transfer's time grew more ({host:.2f}x against {rows:.2f}x), its list "
+        text += (f": the host copy's time grew more ({host:.2f}x against {rows:.2f}x), its list "
                  "building growing with the length" + (
                      ", while the per-row loop's waits (a fixed number per row) hardly grew"
                      if rows < 1.1 else ""))
@@ -314,7 +314,7 @@ def contended_length_line(wide, batch_size, condition="contended", table=None) -
 
 
 def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
-    """Why cutting the syncs many times over buys a smaller speedup: one transfer still builds
+    """Why cutting the syncs many times over buys a smaller speedup: the host copy still builds
     the lists row by row on the host, so its time grows with the batch, and that measured time
     stays when the per-row loop's syncs go. Each method's median time at the smallest and the
     largest batch, at completions of ``seq_len``."""
@@ -331,7 +331,7 @@ def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
             if big["speedup"] < fold:
                 cut = (f" The per-row loop builds the same lists: cutting its syncs {fold:.0f}x "
                        f"({int(at['per row'])} -> {int(at['on host'])} at batch "
-                       f"{int(big['batch_size'])}) still leaves one transfer's "
+                       f"{int(big['batch_size'])}) still leaves the host copy's "
                        f"{1e3 * big['on host']:.2f} ms, so the speedup is {big['speedup']:.2f}x "
                        f"(ratio of the medians), not {fold:.0f}x.")
                 extra = big["per row"] - big["on host"]
@@ -339,7 +339,7 @@ def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
                     cut += (f" The per-row loop's {1e3 * extra:.2f} ms more, over its "
                             f"{int(at['per row'])} syncs, is {1e6 * extra / at['per row']:.0f} "
                             "\u00b5s per sync, its row's small kernels included.")
-    return (f"One transfer still builds the lists row by row on the host: {condition}, at "
+    return (f"The host copy still builds the lists row by row on the host: {condition}, at "
             f"completions of {int(seq_len)}, its time goes from {1e3 * small['on host']:.2f} ms at "
             f"batch {int(small['batch_size'])} to {1e3 * big['on host']:.2f} ms at batch "
             f"{int(big['batch_size'])} ({rows:.0f}x the rows)." + cut)
@@ -347,7 +347,7 @@ def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
 
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):
     """The time budget of one post-processing call at a point timed alone (``busy=True``), in
-    ms per call: the host's wall clock, the GPU's work inside it (for one transfer: the copies)
+    ms per call: the host's wall clock, the GPU's work inside it (for the host copy: the copies)
     and the GPU's idle time; the columns of ``budget.per_step``, which ``budget.plot`` draws.
     There is no floor: nothing here has to be read at the GPU's bandwidth."""
     rows = table[(table["condition"] == "alone") & (table["batch_size"] == batch_size)
@@ -364,7 +364,7 @@ def call_sentence(frame, syncs_per_row=float("nan")) -> str:
     syncs = "" if math.isnan(syncs_per_row) else f", {syncs_per_row:.0f} syncs a row"
     return (f"The per-row loop keeps the host busy {slow['wall_ms']:.2f} ms per batch while the "
             f"GPU works {slow['gpu_ms']:.2f} ms of it: the rest is Python issuing tiny kernels "
-            f"and waiting for each{syncs}. For one transfer the GPU's work is its copies: "
+            f"and waiting for each{syncs}. For the host copy the GPU's work is its copies: "
             f"{fast['gpu_ms']:.2f} ms, and the whole call {fast['wall_ms']:.2f} ms"  # speedup: verdict line
             + (", most of it the host's list building." if fast["gpu_ms"] < fast["wall_ms"] / 2
                else "."))
@@ -387,7 +387,7 @@ def sync_view(found, batch_size):
 
 def plot(table, batch_sizes, completion_lens):
     """Notebook 09's figure: left, each method's time per batch at the longest completions,
-    alone (solid) and contended (dashed); right, one transfer's speedup (per row / on host) at
+    alone (solid) and contended (dashed); right, the host copy's speedup (per row / on host) at
     every length. Returns the figure."""
     wide, longest = speedups(table), max(completion_lens)
     conditions = list(dict.fromkeys(table["condition"]))
@@ -410,7 +410,7 @@ def plot(table, batch_sizes, completion_lens):
                 title=f"Post-processing time, completions of {longest}")
     ax_gain.axhline(1.0, color="gray", linewidth=1)
     ax_gain.set(xscale="log", xlabel="batch size (rows)", ylabel="per row / on host",
-                title="Speedup of one transfer")
+                title="Speedup of the host copy")
     # long legend handles: solid (alone) and dashed (contended) tell apart around the marker
     # each legend below its panel, outside the axes, so it hides no point
     for ax in (ax_time, ax_gain):

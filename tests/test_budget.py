@@ -49,7 +49,7 @@ def test_pace_has_a_middle_ground_and_overlapping_kernels_are_said_plainly():
     # a profiled run a little slower than the timed ones: busy time above the wall clock
     b = budget.per_step(table(0.8, 0.5, 0.052, 0.053), seq_len=100)
     text = budget.sentence(b, "kv", "naive")
-    assert "busy for the whole step" in text and "GPU sets the pace" in text and "idle" not in text
+    assert "running for the whole step" in text and "GPU sets the pace" in text and "idle" not in text
     # the idle time is never put down to the host alone: in a graph it is gaps between kernels
     b = budget.per_step(table(0.8, 0.5, 0.14, 0.116), seq_len=100)
     assert "gaps between kernels" in budget.sentence(b, "kv", "naive")
@@ -76,7 +76,7 @@ def test_plot_never_draws_gpu_work_longer_than_its_step():
     b = budget.per_step(table(0.8, 0.5, 0.050, 0.051), seq_len=100)  # kv: 0.50 ms, GPU 0.51
     budget.plot(ax, b)
     labels = [t.get_text() for t in ax.texts]
-    assert "0.50 ms\n(GPU: whole step)" in labels and not any("GPU 0.51" in t for t in labels)
+    assert "0.50 ms\n(GPU busy throughout)" in labels and not any("GPU 0.51" in t for t in labels)
     assert "(GPU 5.00)" in " ".join(labels)  # naive: 8.00 ms, GPU 5.00
     widths = sorted(round(p.get_width(), 3) for p in ax.patches)
     assert 0.51 not in widths and widths.count(0.5) == 2  # kv's wall bar and its GPU bar

@@ -99,6 +99,24 @@ def test_kernel_table_adds_up_a_known_profile():
     assert head["floor_us"] == table.loc["LM head", "floor_us"]
 
 
+def test_gemm_rows_show_each_gemm_kernel_with_its_shape_time_and_bandwidth():
+    model = build_model("tiny", "cpu")
+    cfg = model.config
+    rows = [{"launch": 0, "length": 16, "name": name, "start_us": 20.0 * i,
+             "end_us": 20.0 * i + (10.0 if kernels.gemm_kernel(name) else 2.0)}
+            for i, name in enumerate(step_names())]
+    table = kernels.kernel_table(pd.DataFrame(rows), model, 2, 4, 8, 1e12)
+    gemms = kernels.gemm_rows(table, model, 2)
+    assert list(gemms.index) == ["QKV", "attention out", "MLP up", "MLP down", "LM head"]
+    assert list(gemms.columns) == ["kernel", "shape", "calls per step", "µs per step", "GB/s"]
+    qkv = gemms.loc["QKV"]
+    assert qkv["shape"] == f"2x{cfg.n_embd} @ {cfg.n_embd}x{3 * cfg.n_embd}"
+    assert qkv["kernel"] == "tk.qkv_attention (its GEMM)" and qkv["calls per step"] == LAYERS
+    assert qkv["µs per step"] == 10.0 * LAYERS
+    part = table.set_index("part").loc["QKV"]
+    assert qkv["GB/s"] == round(part["MB"] / part["us"] * 1e3)
+
+
 def test_bf16_line_reads_half_the_bytes_against_the_time():
     # the 14:54 H100 run: bf16 0.435 ms against float32 0.520 ms per step
     line = kernels.bf16_bytes_line(0.435, 0.520)

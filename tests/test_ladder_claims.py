@@ -85,7 +85,7 @@ def compiled_sweep(seconds):
 def verdicts(ladder_rows, tables=None, **kwargs):
     frame = claims.check_claims(pd.DataFrame(ladder_rows), tables or {}, **kwargs)
     assert list(frame.columns) == ["claim", "verdict", "evidence", "source", "headline", "detail",
-                                   "note"]
+                                   "note", "context"]
     return dict(zip(frame["claim"], frame["verdict"])), frame.set_index("claim")["evidence"]
 
 
@@ -452,20 +452,6 @@ def _budget(**idle_pct):
                           "idle_ms": pct / 10, "floor_ms": 0.2} for name, pct in idle_pct.items()])
 
 
-def test_peer_note_reads_idle_time_from_the_rounded_bars():
-    names = {claims.STATIC_COMPILED: "static cache, compiled (05)"}
-    b = pd.DataFrame([{"method": "static cache, compiled (05)", "wall_ms": 1.561, "gpu_ms": 1.118,
-                       "idle_ms": 0.443, "floor_ms": 0.2},
-                      {"method": "generate() static", "wall_ms": 2.394, "gpu_ms": 1.184,
-                       "idle_ms": 1.210, "floor_ms": 0.2}])
-    note = summary.peer_note(b, names)
-    # 2.39 - 1.18 as the figure labels them: 1.21, never 1.20 beside them
-    assert "the GPU idles 1.21 of its 2.39 ms per step against 0.44 of 1.56 ms" in note
-    assert summary.peer_note(b.assign(gpu_ms=float("nan")), names) == ""  # a CPU run
-    faster = b.assign(wall_ms=[1.561, 1.4])
-    assert summary.peer_note(faster, names) == ""
-
-
 def test_claim_static_names_its_source_and_where_08s_ladder_disagrees():
     table04 = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0}, frag={100: 20.0, 200: 25.0}) +
                            rows("static", {100: 1.2, 200: 2.5}, frag={100: 2.0, 200: 3.0}))
@@ -499,8 +485,16 @@ def test_claim_five_x_names_its_baseline_and_the_kv_cache_ratio():
     ladder = (rows("naive loop", {100: 12.0}) + rows("KV cache", {100: 4.0}) +
               rows("stop check a step late", {100: 2.5}))
     text = verdicts(ladder)[1][FIVE]
-    assert "over the naive loop (the article's baseline: no cache, notebook 01): 4.8" in text
-    assert "; over the KV-cache loop (02): 1.6" in text
+    assert "over the article's baseline, the naive loop (no cache, notebook 01): 4.8" in text
+    assert "; for context, over the KV-cache loop (02), not the article's baseline: 1.6" in text
+    line = claims.lines(claims.check_claims(pd.DataFrame(ladder), {}))[-1]
+    # one verdict, with its baseline; the KV-cache ratio after it, as context
+    assert line.startswith(f"7. {FIVE} \u2192 compiled step with the late stop check at 100 "
+                           "tokens, over the article's baseline, the naive loop (no cache, "
+                           "notebook 01): 4.8")
+    head, context = line.split(" (notebook 08): ")
+    assert "KV-cache" not in head
+    assert context.startswith(f"{claims.REPRODUCED}; for context, over the KV-cache loop (02)")
 
 
 def test_compiling_alone_names_the_gpu_work_where_it_fell():

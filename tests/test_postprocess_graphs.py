@@ -99,9 +99,9 @@ def test_contention_line_reads_a_factor_below_one_as_a_count_and_gives_the_sync_
                           "syncs": [64, 4, 1024, 4]})
     line = postprocess.contention_line(_contention_table(slow), syncs)
     assert line.startswith("This side load slows the per-row loop 3.0x to 4.5x; ")
-    assert "one transfer takes 0.9x to 1.7x its time alone (below 1: faster, at 1 of 2 points)" in line
+    assert "the host copy takes 0.9x to 1.7x its time alone (below 1: faster, at 1 of 2 points)" in line
     assert "variation" not in line  # never explained away: measured, or nothing said
-    assert "one transfer waits 4 times per call, the per-row loop 1024 (4 a row)" in line
+    assert "the host copy waits 4 times per call, the per-row loop 1024 (4 a row)" in line
     # the per-sync wait contention adds at batch 256: (0.045 - 0.010) s / 1024 = 0.03 ms, beside
     # one matmul of the side load, where that is longer
     beside = postprocess.contention_line(_contention_table(slow), syncs, matmul_s=0.00266)
@@ -115,7 +115,7 @@ def test_contention_line_reads_a_factor_below_one_as_a_count_and_gives_the_sync_
     assert "faster (" in clear
     wide = postprocess.contention_line(_contention_table(slow, spread=0.2, trials=True))
     assert "contended against alone: can't tell apart on this machine (" in wide
-    assert "it slows one transfer 1.1x" in postprocess.contention_line(
+    assert "it slows the host copy 1.1x" in postprocess.contention_line(
         _contention_table({**slow, "on host": [1.1, 1.7]}))
 
 
@@ -129,8 +129,8 @@ def test_speedups_carry_the_load_and_one_line_names_the_medians_where_apart():
     wide = postprocess.speedups(table).set_index("condition")
     assert wide.loc["contended", "load_s"] == pytest.approx(0.05) and wide.loc["alone", "load_s"] == 0
     line = postprocess.one_line(table, 4, 8, 4.0)
-    assert line.startswith("In one line: at batch 4 and completions of 8, one transfer instead of "
-                           "4 syncs a row gives identical lists ")
+    assert line.startswith("In one line: at batch 4 and completions of 8, copying the tensors to "
+                           "the host first instead of 4 syncs a row gives identical lists ")
     assert "as fast alone and 9.00x as fast under this side load" in line
     assert "the table's ratio of the medians: 2.67x and 9.00x" in line  # alone: 4 / 1.5
     same = table[table["condition"] == "contended"]
@@ -151,11 +151,11 @@ def test_contended_length_line_says_why_the_speedup_falls_with_the_length():
     wide["speedup"] = wide["per row"] / wide["on host"]
     line = postprocess.contended_length_line(wide, 256)
     assert line == ("Under this side load at batch 256, the speedup is 29.78x at completions of 128 and "
-                    "13.65x at 2048: one transfer went from 5.67 to 13.39 ms (2.36x), the per-row "
-                    "loop from 168.88 to 182.77 ms (1.08x): one transfer's time grew more (2.36x "
+                    "13.65x at 2048: the host copy went from 5.67 to 13.39 ms (2.36x), the per-row "
+                    "loop from 168.88 to 182.77 ms (1.08x): the host copy's time grew more (2.36x "
                     "against 1.08x), its list building growing with the length, while the per-row "
                     "loop's waits (a fixed number per row) hardly grew.")
-    # both grew (the 15:50 run: per row 1.53x, one transfer more): no claim that the waits did not
+    # both grew (the 15:50 run: per row 1.53x, the host copy more): no claim that the waits did not
     both = wide.assign(**{"per row": [0.19765, 0.30300], "on host": [0.00567, 0.01339]})
     both["speedup"] = both["per row"] / both["on host"]
     said = postprocess.contended_length_line(both, 256)
@@ -176,7 +176,7 @@ def test_contended_length_line_says_why_the_speedup_falls_with_the_length():
 def test_contention_line_states_a_majority_of_faster_points_plainly():
     slow = {"per row": [3.0, 4.5], "on host": [0.9, 0.8]}
     line = postprocess.contention_line(_contention_table(slow, trials=True))
-    assert ("one transfer takes 0.8x to 0.9x its time alone: faster under load at 2 of 2 points "
+    assert ("the host copy takes 0.8x to 0.9x its time alone: faster under load at 2 of 2 points "
             "(this lesson does not measure why; the GPU's and the CPU's clocks may run higher "
             "under load)") in line
     assert "contended against alone" not in line and "variation" not in line
@@ -227,7 +227,7 @@ def test_batch_line_reads_one_transfers_list_building_across_the_batch():
                           "syncs": [1024, 4]})
     line = postprocess.batch_line(wide, 2048, syncs)
     assert "from 0.72 ms at batch 16 to 12.64 ms at batch 256 (16x the rows)." in line
-    assert ("cutting its syncs 256x (1024 -> 4 at batch 256) still leaves one transfer's 12.64 ms, "
+    assert ("cutting its syncs 256x (1024 -> 4 at batch 256) still leaves the host copy's 12.64 ms, "
             "so the speedup is 3.73x (ratio of the medians), not 256x.") in line
     assert "syncs plus" not in line  # no share of the time named that was not measured as one
     assert "The per-row loop's 34.46 ms more, over its 1024 syncs, is 34 \u00b5s per sync, its row's small kernels included." in line
@@ -404,11 +404,12 @@ def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
 
 
 def test_lesson_readings_of_buckets():
-    from helpers.course import floor, stats
+    from helpers.course import floor
     line = floor.bucket_reads(16, 100, 32)
     assert line == ("Buckets of 32: a launch reads 81.5 of the cache's 128 slots on average (the "
-                    "run's 116 positions plus a launch's room, rounded up to a multiple of 16), so "
-                    "buckets can skip at most 36.4% of the key and value reads.")
+                    "shortest multiple of 32 that holds its positions), so buckets can skip at most "
+                    "36.4% of the key and value reads.")
+    assert "16" not in line.replace("116", "")  # one bucket size printed: the one timed
     from transformers import GPT2Config, GPT2LMHeadModel
     tiny = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=256))
     kv = 2 * 2 * 32 * 128 * 64 * 4  # keys and values of all 128 slots, 2 layers, batch 32
@@ -416,37 +417,33 @@ def test_lesson_readings_of_buckets():
     sized = floor.bucket_reads(16, 100, 32, model=tiny, batch_size=32)
     assert sized.endswith(f"at most {kv * (128 - 81.5) / 128 / (kv + weights):.0%} of the bytes the "
                           "plain step reads (the weights included).")
-    # 10's 17:39 run: slower, its GPU work 1.16 -> 1.34 ms per step; no cause named
-    slow = floor.buckets_line(stats.SLOWER, 1.16, 1.34)
-    assert slow == ("As eager ops the bucketed step was slower than the plain step: its GPU work rose "
-                    "from 1.16 to 1.34 ms per step although it reads fewer cache slots. Notebook 11 "
-                    "compiles it.")
-    assert "launch" not in slow
-    assert "was faster than the plain step: its GPU work fell from 1.16 to 1.00" in \
-        floor.buckets_line(stats.FASTER, 1.16, 1.0)
-    assert "can't be told apart" in floor.buckets_line(stats.NOISE, 1.16, 1.16)
+    # 10's 17:39 run: its GPU work 1.16 -> 1.34 ms per step; no cause named, no verdict repeated
+    slow = floor.buckets_line(1.16, 1.34)
+    assert slow == ("As eager ops, the bucketed step's GPU work rose from 1.16 to 1.34 ms per step "
+                    "although it reads fewer cache slots; notebook 11 compiles it.")
+    assert "fell from 1.16 to 1.00 ms per step;" in floor.buckets_line(1.16, 1.0)
 
 
-def test_prompt_line_sets_the_rungs_fall_beside_the_prompts_own():
-    from helpers.course import floor, stats
-    fast = stats.FASTER
-    # 11's 15:50 run: the step fell 0.130 ms; the prompt alone from 10.15 to 2.51 ms per run
-    line = floor.prompt_line(fast, 0.130, (10.15, 2.01), (2.51, 2.06), 100)
-    assert "the step fell 0.130 ms (the table's medians)" in line
-    assert "went from 10.15 to 2.51 ms per run, 0.076 ms per step less, 59% of the step's fall; " \
-        "what makes the rest is not measured here." in line
-    assert floor.prompt_line(fast, 0.080, (10.15, 2.01), (2.51, 2.06), 100).endswith(
-        "about all of the step's fall.")
-    assert "saved less than timed alone" in floor.prompt_line(fast, 0.05, (10.15, 2.01), (2.51, 2.06), 100)
-    assert floor.prompt_line(fast, -0.01, (10.15, 2.01), (2.51, 2.06), 100).endswith(
-        "the step rose 0.010 ms (the table's medians); the prompt's forward timed alone went from "
-        "10.15 to 2.51 ms per run, 0.076 ms per step less.")
-    assert floor.prompt_line(fast, 0.1, (2.0, 2.0), (4.0, 2.0), 100).endswith("0.020 ms per step more.")
-    # 11's 17:39 run: the rounds could not tell the rung from the one above (0.99-1.18)
-    noise = floor.prompt_line(stats.NOISE, 0.080, (11.08, 2.0), (2.43, 2.0), 100)
-    assert noise == ("The prompt in a graph: the rounds could not tell this rung from the one above, "
-                     "so no fall of the step is explained here.")
-    assert "found this rung slower" in floor.prompt_line(stats.SLOWER, -0.01, (11.08, 2.0), (2.43, 2.0), 100)
+def test_peer_idle_line_names_the_host_only_where_the_gpu_idles_most_of_the_step():
+    import pandas as pd
+    from helpers.course import floor
+    # 10's 18:42 run: generate() static 2.35 ms per step, its GPU 1.18
+    b = pd.DataFrame({"method": ["generate() static", "graph"], "wall_ms": [2.35, 1.34],
+                      "gpu_ms": [1.18, 1.16]})
+    assert floor.peer_idle_line(b, "generate() static") == (
+        "generate() static: the GPU is idle 1.17 ms of each 2.35 ms (50%): the host issues each "
+        "step no faster than the GPU runs it, so the GPU waits.")
+    assert floor.peer_idle_line(b.assign(gpu_ms=[1.60, 1.16]), "generate() static") == (
+        "generate() static: the GPU is idle 0.75 ms of each 2.35 ms (32%): host and GPU share "
+        "the pace.")
+    assert floor.peer_idle_line(b, "graph") == (
+        "graph: the GPU is idle 0.18 ms of each 1.34 ms (13%): the GPU sets the pace.")
+    assert floor.peer_idle_line(b.assign(gpu_ms=float("nan")), "graph") == ""
+    assert floor.peer_idle_line(b, "absent") == ""
+
+
+def test_without_prompt_takes_the_prompts_share_out():
+    from helpers.course import floor
     assert floor.without_prompt(1.339, (18.66, 2.06), 100, 0.220) == \
         "that counts the prompt's forward, 0.187 ms of each step; without it, about 5.2x"
 
@@ -466,34 +463,17 @@ def test_largest_gaps_names_both_parts_when_they_tie():
     assert floor.largest_gaps(table) == "the part furthest above its floor: attention, 482 µs against 52"
 
 
-def test_readings_of_steps_per_launch():
-    from helpers.course import floor
-    from helpers.course import stats
-    assert floor.ladder_steps_per_launch() == 4  # 08's rung: "CUDA graph, lean step (4/launch)"
-    assert "no clear difference" in floor.launches_line(stats.NOISE, 4, 100)
-    # 10's 15:50 run: 4 per launch 1.05x slower; one extra step in 99 explains at most 1.01x
-    slow = floor.launches_line(stats.SLOWER, 4, 100, 4, 1 / 1.05)
-    assert "the 1 extra step they run (100 replayed for the 99 needed) explains at most 1.01x " \
-        "of the 1.05x; what costs the rest is not measured here." in slow
-    assert "so its graph rung is that much slower than 1 per launch would be." in slow
-    assert "can explain all of it (up to 1.01x)" in floor.launches_line(stats.SLOWER, 4, 100, 4, 1 / 1.005)
-    # 10's 17:39 run: 1.01x slower (1.013 unrounded), one extra step in 99 at most 1.0101x
-    assert "the 1 extra step they run (100 replayed for the 99 needed) can explain all of it" in \
-        floor.launches_line(stats.SLOWER, 4, 100, 4, 1 / 1.013)
-    assert "not measured here" in floor.launches_line(stats.SLOWER, 3, 10, 4, 0.9)  # 9 of 9: none extra
-    assert "fewer replays saved more than the 1 extra step they run" in \
-        floor.launches_line(stats.FASTER, 4, 100, 4, 1.05)
-    assert "so its graph rung is that much faster" in floor.launches_line(stats.FASTER, 4, 100, 4, 1.05)
-    assert "so its graph rung stands for either." in floor.launches_line(stats.NOISE, 4, 100, 4)
-    assert "which this run did not compare" in floor.launches_line(stats.SLOWER, 3, 8, 4, 0.9)
-    assert "08" not in floor.launches_line(stats.SLOWER, 4, 100)
+def test_lesson_10s_intro_names_08s_steps_per_launch():
+    from helpers.course import summary
+    rung = [m for lesson, _, m, _ in summary.RUNGS if lesson == "10"]
+    assert any("(4/launch)" in (m or "") for m in rung)  # 10's intro: "at 4 steps per launch"
 
 
 def test_contended_points_that_cannot_be_told_from_alone_are_said_so():
     slow = {"per row": [3.0, 4.5], "on host": [1.05, 1.7]}
     line = postprocess.contention_line(_contention_table(slow, spread=0.2, trials=True))
-    assert line.startswith("This side load slows the per-row loop 3.0x to 4.5x; it slows one "
-                           "transfer 1.1x to 1.7x (its runs contended can't be told apart from its "
+    assert line.startswith("This side load slows the per-row loop 3.0x to 4.5x; it slows the host "
+                           "copy 1.1x to 1.7x (its runs contended can't be told apart from its "
                            "runs alone at: batch 16, completions of 8)")
     both = _contention_table({**slow, "on host": [1.02, 1.03]}, spread=0.2, trials=True)
     assert "alone at: batch 16, completions of 8; batch 256, completions of 8)" in \
@@ -512,7 +492,7 @@ def test_contended_length_line_reads_no_trend_where_the_speedups_cannot_be_told_
                                                             ("on host", 2048, 0.0150)])])
     noisy = table(0.3)
     line = postprocess.contended_length_line(postprocess.speedups(noisy), 256, table=noisy)
-    assert line.startswith("Under this side load at batch 256, one transfer's speedup at completions "
+    assert line.startswith("Under this side load at batch 256, the host copy's speedup at completions "
                            "of 2048 against 128 (20.00x against 21.05x, ratios of the medians): "
                            "can't tell apart on this machine (")
     assert line.endswith("the runs show no change with the length.")

@@ -104,7 +104,7 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
         # work comes from a profiled run, which can come out a little longer than the timed wall
         # clock: the step was then busy throughout, and the label says so instead of a GPU
         # time longer than the step it is inside of.
-        busy = "" if math.isnan(gpu) else ("\n(GPU: whole step)" if wall and gpu >= end
+        busy = "" if math.isnan(gpu) else ("\n(GPU busy throughout)" if wall and gpu >= end
                                             else f"\n(GPU {gpu:.2f})")
         text = f"{end:.2f} ms{busy}" if wall else f"{gpu:.2f} ms"
         at = end if math.isnan(gpu) else max(end, gpu)  # past the longer bar (kernels can overlap)
@@ -154,8 +154,11 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
             f"{a['wall_ms']:.2f} to {b['wall_ms']:.2f} ms. ")
     if b["gpu_ms"] >= b["wall_ms"]:
         # busy time is a union of intervals, so only a profiled run slower than the timed ones
-        # gets here: the GPU was busy for the whole step
-        text += "The GPU was busy for the whole step: the GPU sets the pace."
+        # gets here: kernels were running for the whole step. Busy is not all work: with
+        # Programmatic Dependent Launch (lesson 11) a kernel starts early and waits for its
+        # predecessor, and that wait counts as busy.
+        text += ("Kernels were running for the whole step (the GPU's busy time, which counts "
+                 "kernels started early and waiting for the previous one): the GPU sets the pace.")
     else:
         share = 100 * b["idle_ms"] / b["wall_ms"] if b["wall_ms"] > 0 else float("nan")
         # in ms, the difference of the two rounded values printed beside it (a reader checks

@@ -38,7 +38,6 @@ TOO_FEW = "too few runs to judge"
 NOT_JUDGED = "not judged: smoke run"
 QUADRUPLE_RANGE = (3.5, 4.5)  # "runtime quadruples": the factor per doubling of the length
 ABOUT_5X = (4.0, 6.0)  # "reaches about 5x": the speedup's interval starts in this range
-ABOUT_5X_MIN = ABOUT_5X[0]
 CLAIM_LENGTHS = (100, 200, 400)  # the lengths the article names for the static cache
 MAX_AGE_H = 24  # a table older than this (against 08's own start) is from another run
 FRAG_SAME_PTS = 1.0  # peak fragmentations closer than this (percentage points): "about the same"
@@ -174,9 +173,10 @@ def _growth_medians(short, long) -> float:
 
 
 # ---------------------------------------------------------------- the claims, one function each
-# Each returns (verdict, text) or (verdict, headline, detail): the headline is this run's number
-# for the claim's one printed line; the detail is printed under it only where the claim was not
-# reproduced (the evidence column holds both).
+# Each returns (verdict, text) or (verdict, headline, detail[, note[, context]]): the headline is
+# this run's number for the claim's one printed line; the detail and note are saved, not printed
+# (the evidence column holds headline, detail and context); the context, a number the verdict does
+# not rest on, is printed after the verdict on the same line.
 
 def claim_quadratic(ctx):
     frame = ctx.table("01")
@@ -428,8 +428,8 @@ def claim_five_x(ctx):
         return NO_DATA, "needs the naive loop and the late stop check in 08's ladder"
     n = 100 if 100 in set(ladder["seq_len"]) else sorted(ladder["seq_len"].unique())[0]
     ratio = stats.row_speedup(ladder, LATE, NAIVE, seq_len=n)
-    evidence = (f"compiled step with the late stop check at {int(n)} tokens, over the naive loop "
-                "(the article's baseline: no cache, notebook 01)")
+    evidence = (f"compiled step with the late stop check at {int(n)} tokens, over the article's "
+                "baseline, the naive loop (no cache, notebook 01)")
     few = ctx.few(ratio)
     if few:
         return few[0], f"{evidence}: {_point(ratio)}; {few[1]}"
@@ -443,10 +443,11 @@ def claim_five_x(ctx):
     else:
         verdict = CANT_TELL
     said = say(ladder, LATE, NAIVE, ctx.judge, seq_len=n)
-    if KV in set(ladder["method"]):
-        said += f"; over the KV-cache loop (02): {say(ladder, LATE, KV, ctx.judge, seq_len=n)}"
+    context = (f"for context, over the KV-cache loop (02), not the article's baseline: "
+               f"{say(ladder, LATE, KV, ctx.judge, seq_len=n)}" if KV in set(ladder["method"])
+               else "")
     return verdict, f"{evidence}: {said}", (f"about 5x: {low:g}x to {high:g}x; exceeded when the "
-                                            f"whole interval lies above {high:g}x")
+                                            f"whole interval lies above {high:g}x"), "", context
 
 
 CLAIMS = {  # claim -> (judge, source)
@@ -468,8 +469,9 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
     (``TABLES``) to their frames, or None where absent (``why`` says why). ``judge`` False (a
     smoke run): every verdict is "not judged" and the evidence carries no verdict. Returns
     claim, verdict, evidence (all of it), source (the notebook whose table decided), headline
-    (this run's number, empty where none), detail (the rest of the evidence) and note (printed
-    under the claim whatever its verdict: where 08's own ladder disagrees). ``sources``
+    (this run's number, empty where none), detail (the rest of the evidence), note (saved: where
+    08's own ladder disagrees) and context (printed after the verdict: a number the verdict does
+    not rest on). ``sources``
     (``this_run_tables``'s frame) names the allocator setting each table ran under."""
     allocators = {} if sources is None or "allocator" not in sources else \
         {t: a for t, a in zip(sources["table"], sources["allocator"]) if a}
@@ -477,26 +479,29 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
     rows = []
     for claim, (rule, source) in CLAIMS.items():
         verdict, *text = rule(ctx)
-        headline, detail, note = (*text, "")[:3] if len(text) >= 2 else ("", text[0], "")
+        headline, detail, note, context = (*text, "", "")[:4] if len(text) >= 2 else \
+            ("", text[0], "", "")
         if not judge:
             verdict = NOT_JUDGED
         rows.append({"claim": claim, "verdict": verdict,
-                     "evidence": "; ".join(t for t in (headline, detail) if t),
+                     "evidence": "; ".join(t for t in (headline, context, detail) if t),
                      "source": f"notebook {source}", "headline": headline, "detail": detail,
-                     "note": note})
+                     "note": note, "context": context})
     return pd.DataFrame(rows)
 
 
 def lines(verdicts) -> list:
     """One line per claim: the claim in the article's words -> this run's number (its source):
-    verdict. What decided a claim not reproduced, and where 08's ladder disagrees, stay in the
-    saved table's ``detail`` and ``note`` columns (the claim's own line carries its numbers);
-    a claim with no number (not in this run, too few runs) gives its reason on its line."""
+    verdict[; context: a number the verdict does not rest on]. What decided a claim not
+    reproduced, and where 08's ladder disagrees, stay in the saved table's ``detail`` and ``note``
+    columns (the claim's own line carries its numbers); a claim with no number (not in this run,
+    too few runs) gives its reason on its line."""
     out = []
     for i, row in enumerate(verdicts.itertuples(index=False), 1):
         number = f" \u2192 {row.headline}" if row.headline else \
             (f" \u2192 {row.detail}" if row.detail else "")
-        out.append(f"{i}. {row.claim}{number} ({row.source}): {row.verdict}.")
+        context = f"; {row.context}" if row.context else ""
+        out.append(f"{i}. {row.claim}{number} ({row.source}): {row.verdict}{context}.")
     return out
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import allocator
-from ..model import model_config  # noqa: F401  (the notebook's shapes for segment_story)
+from ..model import model_config  # noqa: F401  (the notebook's shapes for stairs_line)
 from . import budget, plotting
 
 MIB = 2**20
@@ -80,29 +80,57 @@ def unused_line(mem, old: str, new: str) -> str:
 
 
 # PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests up to 1 MiB
-# share 2 MiB segments, up to kMinLargeAlloc share 20 MiB segments, larger ones get a segment of
-# their own, rounded up to kRoundLarge (the sizes docs/diagrams.py draws).
-MIN_LARGE_ALLOC, ROUND_LARGE = 10 * MIB, 2 * MIB
+# share 2 MiB segments, up to 10 MiB share kLargeBuffer (20 MiB) segments, larger ones get a
+# segment of their own, rounded up to kRoundLarge (the sizes docs/diagrams.py draws).
+LARGE_BUFFER, ROUND_LARGE = 20 * MIB, 2 * MIB
 
 
-def segment_story(config, batch_size: int, prompt_len: int, steps: int, dtype_bytes=4) -> str:
-    """Where the growing cache meets the allocator's sizes: each layer's keys (and values) are
-    batch x heads x positions x head size floats, so past ``MIN_LARGE_ALLOC`` every one of them
-    needs a segment of its own, and each time they outgrow the 2 MiB rounding, all of them need
-    new, larger segments at once (arithmetic on the model's shapes, not a measurement)."""
-    per = batch_size * config.n_embd * dtype_bytes  # one position of one layer's K (or V)
+def stairs(history, config, batch_size: int, prompt_len: int, conf: str = "default",
+           dtype_bytes: int = 4) -> pd.DataFrame:
+    """The measured stairs of one setting's memory history: the decode steps in which reserved
+    memory rose by more than all the cache tensors together (each layer's keys and values), with
+    the rise and the size one tensor had reached then. A reading is taken before a step's forward
+    pass, so a rise seen at step s happened in step s - 1, whose cache held prompt_len + s - 1
+    positions (batch x positions x n_embd floats per tensor)."""
+    part = history[history["setting"] == conf].sort_values("step")
+    rise = part["reserved"].diff()
+    per = batch_size * config.n_embd * dtype_bytes  # one position of one tensor
+    done = part["step"] - 1  # the step whose allocations the reading shows
+    size = per * (prompt_len + done)
+    found = pd.DataFrame({"step": done, "rise": rise, "size": size})
+    found = found[(done >= 1) & (rise > 2 * config.n_layer * size)]
+    return found.reset_index(drop=True)
+
+
+def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "default") -> str:
+    """Figure 2's stairs in one sentence, read from the measured history (``stairs``): where the
+    first came, how far apart and how high they were, or, where there were none, the largest
+    rise of reserved memory."""
     tensors = 2 * config.n_layer
-    own = int(MIN_LARGE_ALLOC // per) + 1  # positions at which one tensor passes 10 MiB
-    text = (f"Each layer's keys (and values) hold {per / MIB:.3f} MiB per position at batch "
-            f"{batch_size}; they pass {MIN_LARGE_ALLOC // MIB} MiB at {own} positions")
-    if own - prompt_len > steps:
-        return text + f", beyond this run's {steps} steps: no tensor needs a segment of its own."
-    where = "the prompt" if own <= prompt_len else f"decode step {own - prompt_len}"
-    period = max(1, round(ROUND_LARGE / per))
-    return (text + f" ({where}): from there each of the {tensors} needs a segment of its own, "
-            f"rounded up to a multiple of {ROUND_LARGE // MIB} MiB. About every {period} steps "
-            f"they outgrow that rounding and all {tensors} need new, larger segments at once, while the freed ones stay cached, "
-            "too small: the default allocator's stairs, each higher than the last.")
+    found = stairs(history, config, batch_size, prompt_len, conf)
+    if found.empty:
+        part = history[history["setting"] == conf].sort_values("step")
+        rise = part["reserved"].diff()[part["step"] >= 2]  # rises in the decode steps
+        if not (rise > 0).any():
+            return f"With {conf}, reserved memory never rose in a decode step of this run."
+        at = int(part.loc[rise.idxmax(), "step"]) - 1
+        return (f"With {conf}, reserved memory never rose by all {tensors} cache tensors' size at "
+                f"once in this run: its largest rise was {rise.max() / MIB:.0f} MiB, in decode "
+                f"step {at}.")
+    first = found.iloc[0]
+    past = (" (just past the 20 MiB segments that smaller tensors share)"
+            if LARGE_BUFFER < first["size"] <= LARGE_BUFFER + ROUND_LARGE else "")
+    text = (f"With {conf}, reserved memory rose by more than all {tensors} cache tensors together "
+            f"{len(found)} times: first in decode step {int(first['step'])}, when each layer's "
+            f"keys (and values) reached {first['size'] / MIB:.1f} MiB{past}")
+    if len(found) > 1:
+        gaps = found["step"].diff().dropna().astype(int)
+        apart = (f"{gaps.min()}" if gaps.min() == gaps.max() else f"{gaps.min()} to {gaps.max()}")
+        text += (f", then every {apart} steps, {found['rise'].min() / MIB:.0f} to "
+                 f"{found['rise'].max() / MIB:.0f} MiB a rise")
+    return (text + ". Each time every tensor had outgrown its segment and got a new, larger one, "
+            "while the outgrown ones stayed cached, too small for any later tensor: the stairs "
+            "of the figure.")
 
 
 # Actions of a memory history that go to the CUDA driver: a new segment (cudaMalloc), pages

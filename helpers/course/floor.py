@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import warnings
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pandas as pd
 import torch
 
 from .. import graphs
-from . import harness, report, stats
+from . import harness, report
 from ..model import parameter_bytes
 
 
@@ -95,8 +94,8 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
     """What attention over buckets of cache length can save at most, from the sizes alone
     (notebook 10's ``GraphDecoder(..., bucket=b)``, ``steps_per_graph`` steps per launch): the
     positions a run's launches read on average, when each replays the shortest bucket that holds
-    its positions, against the buffer's slots (prompt, new tokens and one launch's steps of room,
-    rounded up to a multiple of 16 as ``static_state`` sizes every buffer); with ``model`` and
+    its positions, against the buffer's slots (as ``static_state`` sizes it; the last bucket
+    ends there); with ``model`` and
     ``batch_size``, as a share of all the bytes the plain step reads (weights too)."""
     slots = graphs.cache_slots(prompt_len + new_tokens + steps_per_graph)
     lengths = graphs.bucket_lengths(slots, bucket)
@@ -105,8 +104,8 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
             for i in range(launches)]
     mean = sum(read) / len(read)
     text = (f"Buckets of {bucket}: a launch reads {mean:.1f} of the cache's {slots} slots on "
-            f"average (the run's {prompt_len + new_tokens} positions plus a launch's room, "
-            f"rounded up to a multiple of 16), so buckets can skip at most ")
+            f"average (the shortest multiple of {bucket} that holds its positions), so buckets "
+            "can skip at most ")
     if model is None or not batch_size:
         return text + f"{1 - mean / slots:.1%} of the key and value reads."
     cfg, size = model.config, next(model.parameters()).element_size()
@@ -115,19 +114,35 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
     return text + f"{skipped:.0%} of the bytes the plain step reads (the weights included)."
 
 
-def buckets_line(verdict: str, plain_gpu_ms: float, bucketed_gpu_ms: float) -> str:
-    """Notebook 10's reading of the bucketed step against the plain graph step (``verdict``:
-    ``stats.verdict`` of the bucketed step against it), with the GPU work per step of each (ms,
-    ``budget.per_step``'s ``gpu_ms``). It names no cause: the lesson does not measure one."""
-    how = {stats.FASTER: "was faster than the plain step",
-           stats.SLOWER: "was slower than the plain step"}.get(
-               verdict, "and the plain step can't be told apart")
+def buckets_line(plain_gpu_ms: float, bucketed_gpu_ms: float) -> str:
+    """Notebook 10's reading of the bucketed step's GPU work per step against the plain graph
+    step's (ms, ``budget.per_step``'s ``gpu_ms``); the interval line says which was faster. It
+    names no cause: the lesson does not measure one."""
     moved = ("rose" if bucketed_gpu_ms > plain_gpu_ms else "fell") + \
         f" from {plain_gpu_ms:.2f} to {bucketed_gpu_ms:.2f} ms per step"
     if bucketed_gpu_ms > plain_gpu_ms:
         moved += " although it reads fewer cache slots"
-    return (f"As eager ops the bucketed step {how}: its GPU work {moved}. Notebook 11 compiles "
-            "it.")
+    return f"As eager ops, the bucketed step's GPU work {moved}; notebook 11 compiles it."
+
+
+def peer_idle_line(budget_frame, method: str) -> str:
+    """Why a method's GPU bar is short of its wall clock (``budget_frame``: ``budget.per_step``):
+    where the GPU idles at least ``budget.HOST_PACE_PCT`` % of the step (as printed), the host
+    issues each step no faster than the GPU runs it; otherwise who sets the pace. Empty without
+    GPU numbers."""
+    from . import budget  # here, not at the top: budget imports this module
+    data = budget_frame.set_index("method")
+    if method not in data.index or not data.loc[method, "wall_ms"] > 0 or \
+            pd.isna(data.loc[method, "gpu_ms"]):
+        return ""
+    wall, gpu = data.loc[method, "wall_ms"], data.loc[method, "gpu_ms"]
+    share = round(100 * max(wall - gpu, 0.0) / wall)  # the verdict goes with the printed share
+    idle = (f"{round(wall, 2) - round(gpu, 2):.2f} ms" if wall - gpu >= 0.1
+            else f"{max(wall - gpu, 0.0) * 1e3:.0f} µs")  # as budget.sentence writes it
+    text = f"{method}: the GPU is idle {idle} of each {wall:.2f} ms ({share}%)"
+    if share >= budget.HOST_PACE_PCT:
+        return text + ": the host issues each step no faster than the GPU runs it, so the GPU waits."
+    return text + f": {budget.pace(share, why=False)}."
 
 
 def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
@@ -139,84 +154,12 @@ def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
     return 1e3 * rows[0]["median_s"], 1e3 * rows[0]["gpu_busy_s"]
 
 
-def prompt_line(verdict, saved_ms, eager, graphed, new_tokens) -> str:
-    """Notebook 11's prompt-in-a-graph rung (``verdict``: ``stats.verdict`` of it against the
-    rung before): where the rounds found it faster, its step's fall per step (``saved_ms``, from
-    the table's medians) against what its prompt's forward saves timed alone (``eager``,
-    ``graphed``: ``prefill_cost`` of the rung before and of this one), spread over the
-    ``new_tokens`` steps of a run, so the two can be compared. Otherwise no fall is explained."""
-    if verdict != stats.FASTER:
-        found = ("found this rung slower than the one above" if verdict == stats.SLOWER
-                 else "could not tell this rung from the one above")
-        return f"The prompt in a graph: the rounds {found}, so no fall of the step is explained here."
-    alone = (eager[0] - graphed[0]) / new_tokens
-    text = (f"The prompt in a graph: the step {'fell' if saved_ms >= 0 else 'rose'} "
-            f"{abs(saved_ms):.3f} ms (the table's medians); the prompt's forward timed alone went "
-            f"from {eager[0]:.2f} to {graphed[0]:.2f} ms per run, {abs(alone):.3f} ms per step "
-            + ("less" if alone >= 0 else "more"))
-    if not (saved_ms > 0 and alone > 0):  # nothing to share out
-        return text + "."
-    share = alone / saved_ms
-    if share < 0.9:
-        return text + f", {share:.0%} of the step's fall; what makes the rest is not measured here."
-    if share > 1.1:
-        return text + ", more than the step fell: inside a run it saved less than timed alone."
-    return text + ", about all of the step's fall."
-
-
 def without_prompt(step_ms, cost, new_tokens, floor_ms) -> str:
     """A time per step that counts the prompt's forward (``cost``: ``prefill_cost``, spread over
     ``new_tokens`` steps) read against the floor with that share taken out."""
     per = cost[0] / new_tokens
     return (f"that counts the prompt's forward, {per:.3f} ms of each step; without it, about "
             f"{(step_ms - per) / floor_ms:.1f}x")
-
-
-def ladder_steps_per_launch():
-    """The steps per launch of notebook 10's rung in 08's ladder (None if it names none)."""
-    from . import summary  # here, not at the top: summary imports this module
-    for lesson, _, method, _ in summary.RUNGS:
-        found = re.search(r"\((\d+)/launch\)", method or "") if lesson == "10" else None
-        if found:
-            return int(found.group(1))
-    return None
-
-
-def launches_line(verdict: str, steps_per_graph: int, new_tokens: int, ladder=None,
-                  estimate: float = float("nan")) -> str:
-    """Notebook 10's reading of "more steps per launch" (``verdict``: ``stats.verdict`` of k
-    steps per launch against one, ``estimate`` its ratio, above 1 where k is faster): the steps
-    a run of ``new_tokens`` replays at k per launch (its last launch can run steps no token
-    needs), how much of a slowdown those extra steps can explain, and what the verdict means for
-    08's ladder, whose rung runs ``ladder`` steps per launch."""
-    k, needed = steps_per_graph, new_tokens - 1  # the prefill gives the first token
-    replayed = -(-needed // k) * k
-    one = replayed - needed == 1
-    extra = (f"the {replayed - needed} extra step{'' if one else 's'} they run ({replayed} "
-             f"replayed for the {needed} needed)")
-    if ladder != k:
-        eight = (f" 08's ladder times {ladder} per launch, which this run did not compare."
-                 if ladder else "")
-    elif verdict in (stats.FASTER, stats.SLOWER):
-        eight = (f" 08's ladder times {k} per launch, so its graph rung is that much "
-                 f"{'faster' if verdict == stats.FASTER else 'slower'} than 1 per launch would be.")
-    else:
-        eight = f" 08's ladder times {k} per launch, so its graph rung stands for either."
-    if verdict == stats.FASTER:
-        return f"{k} steps per launch pay: fewer replays saved more than {extra} cost.{eight}"
-    if verdict == stats.SLOWER:
-        if replayed == needed:
-            return f"{k} steps per launch cost time; what costs it is not measured here.{eight}"
-        bound, slower = replayed / needed, 1 / estimate if estimate > 0 else float("nan")
-        if round(slower, 2) > round(bound, 2):  # as printed: "at most 1.01x of the 1.01x" is none left
-            why = (f"{extra} {'explains' if one else 'explain'} at most {bound:.2f}x of the "
-                   f"{slower:.2f}x; what costs the rest is not measured here")
-        else:
-            why = (f"{extra} can explain all of it (up to {bound:.2f}x)")
-        return f"{k} steps per launch cost time: {why}.{eight}"
-    return (f"{k} steps per launch against one: no clear difference: with the flag read one "
-            f"launch late the GPU already has the next launch queued, so fewer launches buy "
-            f"nothing measurable here.{eight}")
 
 
 def show_reference(stem: str) -> None:

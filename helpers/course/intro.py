@@ -1,6 +1,6 @@
 """The two ideas of notebook 00 made visible: the rounds of an interleaved comparison, the floor
 as bytes over bandwidth, and what an A/A comparison's interval resolves; and notebook 01's
-readings of its fit (the measured doubling, which term is the larger) and of its memory."""
+readings of its fit (the measured doubling, a and b in plain words) and of its memory."""
 from __future__ import annotations
 
 import math
@@ -88,10 +88,10 @@ def doubling(table) -> str:
     short, long = (harness.trials(ok.loc[n]) for n in (g["short"], g["long"]))
     ratios = [b / a for a, b in zip(short, long)] if len(short) == len(long) > 1 else []
     what = "Doubling the length" if k == 2 else f"{k:g}x the length"
-    text = (f"{what} ({g['short']} -> {g['long']} tokens) multiplied the runtime by "
-            f"{g['ratio']:.2f}x, the ratio of the medians")
+    text = (f"{what} ({g['short']} -> {g['long']} tokens) multiplied the median runtime by "
+            f"{g['ratio']:.2f}x")
     if ratios:
-        text += f" (one round's ratio ran from {min(ratios):.2f}x to {max(ratios):.2f}x)"
+        text += f" ({min(ratios):.2f}x to {max(ratios):.2f}x in single rounds)"
     if k != 2:
         return text + f"; {q:g}x is pure N², {k:g}x a constant cost per step."
     low, high = (min(ratios), max(ratios)) if ratios else (g["ratio"], g["ratio"])
@@ -102,36 +102,20 @@ def doubling(table) -> str:
             f"cost per step gives 2x: {where}.")
 
 
-def terms(table, judge: bool) -> str:
-    """Notebook 01: the fit's a and b, the length N = a/b where the two terms are equal, and at
-    which lengths each term is the larger, judged by the interval of the N² share at that length
-    (as ``growth.quadratic_shares`` prints it): above 50% the N² term, below the part that does
-    not grow, and where it contains 50% the two can't be told apart. Where the allocator retried
-    in the timed runs (``alloc_retries``), ``retry_cost`` says whether b shows it."""
+def terms(table) -> str:
+    """Notebook 01: the fit in plain words. The median total times are fitted as a·N + b·N²
+    (``growth.fit``): a is the part of every step that does not grow with N, b what each token of
+    length adds to the average step (which costs a + b·N); the two terms are equal at N = a/b.
+    Where the allocator retried in the timed runs (``alloc_retries``), ``retry_cost`` says
+    whether b shows it."""
     f = growth.fit(table)
-    text = (f"Fit: a = {f['a_ms']:.2f} ms and b = {f['b_us']:.1f} µs, so each new token adds "
-            f"2b = {2 * f['b_us']:.1f} µs to every later step")
+    text = (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms, the part "
+            f"of every step that does not grow with N, and b = {f['b_us']:.1f} µs, what each token "
+            "of length adds to the average step (which costs a + b·N)")
     if f["a_ms"] > 0 and f["b_us"] > 0:
-        text += f", and the two terms are equal at N = a/b ≈ {1e3 * f['a_ms'] / f['b_us']:.0f} tokens"
+        text += f"; the two terms are equal at N = a/b ≈ {1e3 * f['a_ms'] / f['b_us']:.0f} tokens"
+    text += "."
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    trials = [harness.trials(row) for _, row in ok.iterrows()]
-    paired = len({len(t) for t in trials}) == 1
-    groups = {"larger": [], "smaller": [], "tie": [], "none": []}
-    for n in ok["seq_len"]:
-        share = stats.quadratic_share(ok["seq_len"], trials, n, paired=paired)
-        key = ("none" if not judge or share.n < stats.MIN_TRIALS or math.isinf(share.low)
-               else "larger" if share.low > 0.5 else "smaller" if share.high < 0.5 else "tie")
-        groups[key].append(n)
-    parts = []
-    if groups["larger"]:
-        parts.append(f"the N² term is the larger at {_tokens(groups['larger'])}")
-    if groups["smaller"]:
-        parts.append(f"the part that does not grow is the larger at {_tokens(groups['smaller'])}")
-    if groups["tie"]:
-        parts.append(f"at {_tokens(groups['tie'])} the two can't be told apart")
-    if groups["none"]:
-        parts.append(f"at {_tokens(groups['none'])} too few rounds to judge which is the larger")
-    text += ". By the N² share's interval (table below), " + "; ".join(parts) + "."
     retries = ok["alloc_retries"].fillna(0) if "alloc_retries" in ok else pd.Series(dtype=float)
     hit = [int(n) for n, t in zip(ok["seq_len"], retries) if t > 0]
     if hit:
@@ -158,35 +142,6 @@ def retry_cost(ok, b_us: float) -> str:
                 f"{b_us:.1f}: b also holds time outside the GPU's work, which the retries add")
     return (f", but the GPU's work alone grows {'as fast' if gpu_b >= b_us else 'nearly as fast'} "
             f"(b = {gpu_b:.1f} µs): the retries cost little time here")
-
-
-ALMOST_LINEAR = 0.2  # an N² share whose whole interval lies below this: the loop grows almost linearly
-
-
-def linearity(table, judge: bool) -> str:
-    """Notebook 01: the N² term's share of the time at every length (``growth.quadratic_shares``'
-    estimates), and where the loop grew almost linearly: only at lengths whose share's interval
-    lies wholly below ``ALMOST_LINEAR``, e.g. "the N² work is 36%, 52% and 62% of the time at
-    100, 200 and 300 tokens, so at none of them does the loop grow almost linearly (that takes
-    an N² share below 20%)"."""
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    trials = [harness.trials(row) for _, row in ok.iterrows()]
-    paired = len({len(t) for t in trials}) == 1
-    lengths = [int(n) for n in ok["seq_len"]]
-    shares = [stats.quadratic_share(ok["seq_len"], trials, n, paired=paired) for n in lengths]
-    pcts = [f"{round(100 * s.estimate)}%" for s in shares]
-    pcts = pcts[0] if len(pcts) == 1 else ", ".join(pcts[:-1]) + " and " + pcts[-1]
-    text = f"the N² work is {pcts} of the time at {_tokens(lengths)}"
-    if not judge:
-        return text
-    judged = [(n, s) for n, s in zip(lengths, shares) if s.n >= stats.MIN_TRIALS and math.isfinite(s.high)]
-    if not judged:
-        return text + " (too few rounds to judge where it grows almost linearly)"
-    linear = [n for n, s in judged if s.high < ALMOST_LINEAR]
-    limit = f"an N² share below {100 * ALMOST_LINEAR:.0f}% by its interval"
-    if not linear:
-        return text + f", so at none of them does the loop grow almost linearly (that takes {limit})"
-    return text + f"; it grows almost linearly at {_tokens(linear)} ({limit})"
 
 
 CARD_FULL = 0.95  # a peak reserve within 5% of the card's memory: the allocator filled the card

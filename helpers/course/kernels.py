@@ -299,6 +299,26 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
     return pd.concat([table, pd.DataFrame([total])], ignore_index=True)
 
 
+# The Triton step's GEMM kernels (notebook 11's ``fast_decode_step``), by part.
+TRITON_GEMMS = {"QKV": "tk.qkv_attention (its GEMM)", "attention out": "tk.linear (+ residual, norm)",
+                "MLP up": "tk.linear (+ GELU)", "MLP down": "tk.linear (+ residual, norm)",
+                LM_HEAD: "tk.lm_head_argmax"}
+
+
+def gemm_rows(table: pd.DataFrame, model, batch_size, names=None) -> pd.DataFrame:
+    """The weight GEMM rows of a ``kernel_table``, one per shape: the kernel (``names``, default
+    ``TRITON_GEMMS``), its shape, calls per step, µs per step and the GB/s it reached on the bytes
+    it moves (the weight, its input and output)."""
+    names = TRITON_GEMMS if names is None else names
+    parts = table.set_index("part")
+    rows = [{"part": s["gemm"], "kernel": names.get(s["gemm"], ""),
+             "shape": f"{s['m']}x{s['k']} @ {s['k']}x{s['n']}", "calls per step": s["per_step"],
+             "µs per step": float(parts.loc[s["gemm"], "us"]),
+             "GB/s": float(parts.loc[s["gemm"], "GBps"])}
+            for s in gemm_shapes(model, batch_size) if s["gemm"] in parts.index]
+    return pd.DataFrame(rows).set_index("part").round({"µs per step": 1, "GB/s": 0})
+
+
 # ------------------------------------------------------------------ the bf16 rung
 
 def bf16_bytes_line(bf16_ms, float32_ms) -> str:

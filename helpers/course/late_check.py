@@ -201,57 +201,35 @@ def _smallest_batch_gains(table, summary_frame, regime):
     return gains, batches, growth
 
 
-def smallest_batch_line(table, summary_frame, judge=True, regime="compiled") -> str:
-    """The article's "interleaving gains most at the smallest batch", read from the rounds: two
-    streams' speedup over the per-step sync at each batch size of ``regime``, and whether the
-    smallest batch's gain is told apart from each larger batch's. Empty with fewer than two
-    batch sizes or on a smoke run."""
+def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> str:
+    """The article's claim (interleaving gains most at the smallest batch) against what was
+    measured, in one line: two streams' speedup over the per-step sync at each batch size of
+    ``regime`` (the rounds' estimate), then supported where the smallest batch's gain is told
+    apart as larger than every larger batch's (``stats.row_growth``), not supported where it is
+    told apart as smaller than any, else can't tell. Empty with fewer than two batch sizes or on
+    a smoke run."""
     if not judge or not (found := _smallest_batch_gains(table, summary_frame, regime)):
         return ""
     gains, batches, growth = found
-    text = (f"Across batch sizes, {REGIME_LABELS[regime]} step: two streams over the per-step "
-            "sync " + ", ".join(f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)) + ".")
-    said = []
-    for b, ratio in zip(batches[1:], growth):  # the smallest batch's gain against this batch's
-        if ratio.n < stats.MIN_TRIALS:
-            return text + " Too few runs to tell the batch sizes apart."
-        bounds = f"{ratio.low:.2f}\u2013{ratio.high:.2f}"
-        word = stats.verdict(ratio)
-        said.append(f"{b}: " + ("can't tell apart" if word == stats.NOISE else
-                               f"batch {batches[0]} gains {'more' if word == stats.FASTER else 'less'}"
-                               f", {ratio.estimate:.2f}x as much")
-                    # the interval for the claim's pair (the smallest two batches) only
-                    + (f" ({bounds})" if b == batches[1] else ""))
-    return text + f" Batch {batches[0]} against " + "; against ".join(said) + "."
-
-
-def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> str:
-    """The article's claim (the gain is largest at the smallest batch) in one word, from the
-    comparisons of ``smallest_batch_line``: supported where the smallest batch gains more than
-    every larger batch, not supported where it gains less than any, else can't tell. Empty
-    where ``smallest_batch_line`` is."""
-    if not judge or not (found := _smallest_batch_gains(table, summary_frame, regime)):
-        return ""
-    words = [stats.verdict(r) if r.n >= stats.MIN_TRIALS else stats.NOISE for r in found[2]]
+    words = [stats.verdict(r) if r.n >= stats.MIN_TRIALS else stats.NOISE for r in growth]
     said = ("not supported" if stats.SLOWER in words else
             "supported" if all(w == stats.FASTER for w in words) else "can't tell on this machine")
-    return f"The article's claim (the gain is largest at the smallest batch): {said}."
+    return ("The article claims interleaving gains most at the smallest batch; measured, two "
+            f"streams against the per-step sync ({REGIME_LABELS[regime]} step): "
+            + claims._and([f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)])
+            + f". The claim: {said}.")
 
 
 def answer_line(row, part, judge=True) -> str:
-    """The lesson's answer at one point of the CUDA-graph step: each loop's ms per step, each
-    late loop's verdict against the per-step sync (from the rounds) and the share of the check's
-    cost it wins back (from the medians), said once where the two come from."""
-    text = (f"CUDA graph step, batch {int(row['batch_size'])}: the per-step sync runs "
-            f"{row['sync']:.3f} ms per step, no check {row['no_check']:.3f} ms.")
-    for name, loop in (("interleaved", "Two streams"), ("event", "The event")):
-        said = stats.plain(stats.row_speedup(part, name, "sync"), judge)
-        text += (f" {loop}: {row[name]:.3f} ms, {said} against the per-step sync"
-                 + (f"; it {recovered_line(row, name)}." if judge else "."))
-    if judge:
-        text += (" The verdicts compare the loops round by round; the shares come from the "
-                 "medians, as in the table.")
-    return text
+    """The lesson's answer ("In one line") at one point of the CUDA-graph step: each late loop's
+    verdict against the per-step sync (from the rounds) and the share of the check's cost it
+    wins back (from the medians)."""
+    said = {name: stats.plain(stats.row_speedup(part, name, "sync"), judge)
+            for name in ("interleaved", "event")}
+    return (f"In one line: with the CUDA-graph step at batch {int(row['batch_size'])}, reading the "
+            f"stop flag one step late with two streams: {said['interleaved']} against the "
+            f"per-step sync; it {recovered_line(row, 'interleaved', judge, cost=True)}. With one "
+            f"stream and an event: {said['event']}; it {recovered_line(row, 'event', judge)}.")
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
@@ -289,7 +267,9 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
             parts.append(f"{fast} is faster at {_batches(won)} ({slow} "
                          "ran " + claims._and([f"{words[b][1]:.0f} µs per step slower at batch {b}"
                                                for b in won]) + ", by the medians)")
-    return f"{head}; with the {REGIME_LABELS[regime]} step, " + claims._and(parts) + "."
+    why = (" This lesson does not measure what makes one slower than the other."
+           if kinds - {stats.NOISE} else "")
+    return f"{head}; with the {REGIME_LABELS[regime]} step, " + claims._and(parts) + "." + why
 
 
 def _batches(sizes) -> str:
@@ -318,19 +298,14 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
 
 
 def profile_line(gaps) -> str:
-    """The profiled CUDA-graph steps read in one sentence per quantity (``gaps``: a row per loop,
-    median ``gap_before_us`` and ``cpu_wait_us``): the CPU's wait per step in each loop as a share
-    of the per-step sync's, then the GPU's idle gap before a step, and whether the late loops'
-    waits left the GPU idle."""
-    wait, gap = gaps["cpu_wait_us"], gaps["gap_before_us"]
+    """The profiled CUDA-graph steps in one sentence (``gaps``: a row per loop, median
+    ``gap_before_us`` and ``cpu_wait_us``): the late loops' GPU gap before a step as a share of
+    the per-step sync's, read for whether the GPU kept working."""
+    gap = gaps["gap_before_us"]
     late = [n for n in ("interleaved", "event") if n in gaps.index]
-    share = lambda n: (f" ({100 * wait[n] / wait['sync']:.0f}%)"  # noqa: E731
-                       if wait["sync"] > 0 else "")
-    text = (f"CPU waiting per step (median): {wait['sync']:.0f} µs with the per-step sync, "
-            + ", ".join(f"{wait[n]:.0f} µs{share(n)} with {LOOP_LABELS[n]}" for n in late)
-            + f". GPU idle before a step: {gap['sync']:.0f} µs with the per-step sync, "
-            + ", ".join(f"{gap[n]:.0f} µs with {LOOP_LABELS[n]}" for n in late) + ".")
-    if late and all(gap[n] < 0.2 * gap["sync"] for n in late):
-        text += (" Read one step late, the CPU may still wait, but step i is queued by then: "
-                 "the GPU keeps working.")
-    return text
+    if not late or not gap["sync"] > 0:
+        return ""
+    share = max(100 * gap[n] / gap["sync"] for n in late)
+    return (f"Read one step late, the GPU's gap before a step is at most {share:.0f}% of the "
+            "per-step sync's" + (": the CPU may still wait, but step i is queued by then, and the "
+                                 "GPU keeps working." if share < 20 else "."))

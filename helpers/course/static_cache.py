@@ -187,29 +187,41 @@ def host_line(table, steps, seq_len) -> str:
             "(not timed apart here).")
 
 
-def oversized_line(table, seq_len, judge: bool) -> str:
-    """The oversized cache against the one sized to the run at one length, eager, read like every
-    verdict: only a "slower" (a range that excludes 1) is a cost, set against the extra GPU work
-    the oversized cache did (its masked attention). Otherwise the extra GPU work is named beside
-    the verdict, no cause given."""
+def oversized_line(table, seq_lens, judge: bool) -> str:
+    """The oversized cache against the one sized to the run, eager, at the longest length, read
+    like every verdict (the interval's ratio is the only wall-clock number printed) beside its
+    GPU work as a ratio: only a "slower" is a cost, and its extra time, taken from the ratio, is
+    set against the extra GPU work. One sentence more names any other length whose verdict
+    differs."""
     over, fit = OVERSIZED, STATIC
-    line = (f"{seq_len} tokens, eager: the oversized cache against the one sized to the run: "
-            f"{stats.say(table, over, fit, judge, seq_len=seq_len)}")
-    rows = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)].set_index("method")
-    gpu = 1e3 * (rows.loc[over, "gpu_busy_s"] - rows.loc[fit, "gpu_busy_s"])
-    wall = 1e3 * (rows.loc[over, "median_s"] - rows.loc[fit, "median_s"])
-    if not judge or gpu != gpu:  # a smoke run, or no GPU time (a CPU run)
+    point = max(seq_lens)
+    line = (f"{point} tokens, eager: the oversized cache against the one sized to the run: "
+            f"{stats.say(table, over, fit, judge, seq_len=point)}")
+    rows = table[table["status"] == harness.OK].set_index(["seq_len", "method"])
+    gpu = {n: rows.loc[(n, over), "gpu_busy_s"] / rows.loc[(n, fit), "gpu_busy_s"]
+           for n in seq_lens}
+    if not judge or gpu[point] != gpu[point]:  # a smoke run, or no GPU time (a CPU run)
         return line + "."
-    extra = f"{gpu:.0f} ms more GPU work" if gpu >= 0 else f"{-gpu:.0f} ms less GPU work"
-    word = stats.verdict(stats.row_speedup(table, over, fit, seq_len=seq_len))
-    if not (word == stats.SLOWER and gpu > 0 and wall > 0):
-        return line + f", although it did {extra}." if gpu > 0 else line + f"; it did {extra}."
-    cost = f": a cost of {wall:.0f} ms a run (medians), "
-    if wall < gpu / 2:
-        return line + cost + f"less than its {extra}: the host's time hid the rest."
-    if wall > 1.5 * gpu:
-        return line + cost + f"more than its {extra} explains."
-    return line + cost + f"of the size of its {extra}, the attention over masked positions."
+    ratios = {n: stats.row_speedup(table, over, fit, seq_len=n) for n in seq_lens}
+    words = {n: stats.verdict(r) for n, r in ratios.items()}
+    work = f"{gpu[point]:.2f}x the GPU work of the sized cache"
+    if words[point] != stats.SLOWER or gpu[point] <= 1:
+        line += f", with {work}."
+    else:
+        # the extra time the ratio stands for, against the extra GPU work, both in ms a run
+        extra_wall = (1 / ratios[point].estimate - 1) * rows.loc[(point, fit), "median_s"]
+        extra_gpu = (gpu[point] - 1) * rows.loc[(point, fit), "gpu_busy_s"]
+        line += f", with {work}: " + (
+            "the host's time hid most of that extra work." if extra_wall < extra_gpu / 2 else
+            "more than the extra work explains." if extra_wall > 1.5 * extra_gpu else
+            "about the time of its extra work, the attention over masked positions.")
+    other = [n for n in seq_lens if n != point and words[n] != words[point]]
+    for n in other[:1]:  # one sentence: the first length that reads otherwise
+        said = stats.say(table, over, fit, judge, seq_len=n)
+        line += f" At {n} tokens it read otherwise: {said}, with {gpu[n]:.2f}x the GPU work"
+        line += (": there its extra work did not show in the wall clock." if words[n] != stats.SLOWER
+                 else ".")
+    return line
 
 
 def memory_line(table, model, seq_len) -> str:

@@ -214,9 +214,8 @@ def reading(table, seq_len, judge) -> list:
             lines.append(f"  {name} against {other}: "
                          f"{say(table, name, other, judge, seq_len=seq_len)}")
     if best["method"] != name:  # second: the fastest rung ahead against the best taught so far
-        lines.append(f"Ahead, lesson {best['notebook']}'s {best['method']} takes "
-                     f"{best['per_step_s'] * 1e3:.2f} ms per step" + _floor_words(best)[:-1]
-                     + f"; against {name}: {say(table, best['method'], name, judge, seq_len=seq_len)}.")
+        lines.append(f"Ahead, lesson {best['notebook']}'s {best['method']} against {name}: "
+                     f"{say(table, best['method'], name, judge, seq_len=seq_len)}.")
     if judge and (peer := _generate_note(table, seq_len)):
         lines.append(peer)
     return lines
@@ -265,26 +264,13 @@ def one_line(table, seq_len, judge) -> str:
 
 
 def compile_gap(budget, names) -> str:
-    """What the KV cache (02, ``_cache_idle``), compiling (05) and reading the stop flag a step
-    late (07) do to the budget, read from it: the wall clock each reaches and the GPU's idle time
-    left in it (empty without GPU numbers, or without the static-cache rungs)."""
+    """What the KV cache (02, ``_cache_idle``) and compiling alone (05, ``_no_graphs``) do to the
+    GPU's work and idle time, read from the budget (empty without GPU numbers); the CUDA-graph
+    rungs and the late stop check are read off the figure and the budget's first line."""
     data = budget.set_index("method")
-    eager, compiled, late = (names.get(k) for k in (STATIC, STATIC_COMPILED, LATE))
-    if not {eager, compiled, late} <= set(data.index) or data["gpu_ms"].isna().any():
+    if data["gpu_ms"].isna().any():
         return ""
-    a, b, c = data.loc[eager], data.loc[compiled], data.loc[late]
-    text = _cache_idle(data, names) + _no_graphs(data, names)
-    text += (f"Compiling the static-cache step (05) takes the wall clock from {a['wall_ms']:.2f} "
-            f"to {b['wall_ms']:.2f} ms per step; the GPU idles {_idle(b):.2f} ms of "
-            "it. ")
-    if c["wall_ms"] < b["wall_ms"] and _idle(c) < _idle(b):
-        text += (f"Reading the stop flag a step late (07) removes {_idle(b) - _idle(c):.2f} "
-                 f"ms of that idle time: {c['wall_ms']:.2f} ms per step, "
-                 f"{_idle(c):.2f} ms of it idle.")
-    else:
-        text += (f"Reading the stop flag a step late (07) does not shorten it here: "
-                 f"{c['wall_ms']:.2f} ms per step, {_idle(c):.2f} ms of it idle.")
-    return text
+    return (_cache_idle(data, names) + _no_graphs(data, names)).strip()
 
 
 def _cache_idle(data, names) -> str:
@@ -315,27 +301,6 @@ def _no_graphs(data, names) -> str:
             f"kernels to launch), takes the wall clock from {a['wall_ms']:.2f} to "
             f"{b['wall_ms']:.2f} ms per step; the GPU's idle time {fell}, from "
             f"{_idle(a):.2f} to {_idle(b):.2f} ms{gpu}. ")
-
-
-def peer_note(budget, names) -> str:
-    """Why ``generate()`` with a static cache, which compiles its step into CUDA graphs too, is
-    slower than lesson 05's compiled static-cache rung, where its budget shows it: more idle time
-    per step, i.e. more host work (``generate()``'s Python around the graph). Empty otherwise
-    (and without GPU numbers)."""
-    data = budget.set_index("method")
-    peer, ours = "generate() static", names.get(STATIC_COMPILED)
-    if not {peer, ours} <= set(data.index):
-        return ""
-    p, o = data.loc[peer], data.loc[ours]
-    if p[["wall_ms", "gpu_ms"]].isna().any() or o[["wall_ms", "gpu_ms"]].isna().any():
-        return ""
-    gap = p["wall_ms"] - o["wall_ms"]
-    if not (gap > 0 and _idle(p) - _idle(o) >= gap / 2):  # idle time: most of the gap
-        return ""
-    return (f"generate() static replays CUDA graphs too, yet the GPU idles "
-            f"{_idle(p):.2f} of its {p['wall_ms']:.2f} ms per step against "
-            f"{_idle(o):.2f} of {o['wall_ms']:.2f} ms for {ours}: its host work per "
-            "step (generate()'s Python around the graph) is what makes it slower.")
 
 
 def _idle(row) -> float:
