@@ -95,9 +95,13 @@ def test_04_every_comparison_is_read_with_one_rule():
     fit = over[(over["method"] == lesson.STATIC) & (over["seq_len"] == 200)].index[0]
     row = over[(over["method"] == lesson.OVERSIZED) & (over["seq_len"] == 200)].index[0]
     trials = [float(t) for t in over.at[fit, "trials_wall_ms"].split()]
-    for factors, said in (((1.05, 1.08, 1.06, 1.1, 1.07), "the host's time hid most"),
-                          ((1.3, 1.35, 1.32, 1.38, 1.34), "about the time of its extra work"),
-                          ((2.5, 2.6, 2.55, 2.7, 2.65), "more than the extra work explains."),
+    # the slowdowns are built from this run's own GPU work, so that each branch is met whatever
+    # the published run: the extra wall clock a quarter of, equal to, and 2.5x the extra GPU work
+    extra = (gpu[200] - 1) * at(lesson.STATIC, 200)["gpu_busy_s"] / at(lesson.STATIC, 200)["median_s"]
+    jitter = (1.0, 1.004, 0.997, 1.002, 0.999)
+    for factors, said in (([(1 + 0.25 * extra) * j for j in jitter], "the host's time hid most"),
+                          ([(1 + extra) * j for j in jitter], "about the time of its extra work"),
+                          ([(1 + 2.5 * extra) * j for j in jitter], "more than the extra work explains."),
                           ((0.9, 1.1, 0.95, 1.12, 1.0), None)):
         slowed = [t * f for t, f in zip(trials, factors)]
         over.at[row, "trials_wall_ms"] = " ".join(f"{t:.4f}" for t in slowed)
@@ -341,8 +345,11 @@ def batch_one_gains(table, gain, turns=(1.0,)):
 
 
 def batch_one_gains_less(table):
-    """The published table with batch 1's gain about 1.05x, far below batch 32's."""
-    return batch_one_gains(table, 1.05)
+    """The published table with batch 1's gain far below batch 32's: about 1.05x, or lower
+    where batch 32's own rounds spread down towards 1 (the 20:16 run: 1.01-1.37)."""
+    rows = table[table["regime"] == "compiled"]
+    low32 = stats.row_speedup(rows, "interleaved", "sync", batch_size=32).low
+    return batch_one_gains(table, min(1.05, low32 / 1.15))
 
 
 def test_07_smallest_batch_is_judged_from_the_rounds():
