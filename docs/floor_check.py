@@ -7,7 +7,6 @@ import copy, json, math, os, sys, time, traceback
 import torch
 
 from helpers import graphs, triton_kernels as tk
-from helpers.bench import INDUCTOR
 from helpers.course import floor, kernels
 from helpers.fast_step import fast_decode_step
 from helpers.generation import generate_naive, uniform_stop_lengths
