@@ -23,9 +23,12 @@ from .generation import generated_lengths, next_token
 from .static import make_static_cache
 
 
+SLOT_MULTIPLE = 16  # the cache's positions are rounded up to a multiple of this
+
+
 def cache_slots(max_len: int) -> int:
     """Positions ``static_state`` allocates for ``max_len``: rounded up to a multiple of 16."""
-    return -(-max_len // 16) * 16
+    return -(-max_len // SLOT_MULTIPLE) * SLOT_MULTIPLE
 
 
 def bucket_lengths(slots: int, bucket: int) -> list:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 
+from matplotlib.ticker import LogLocator
 import torch
 
 from .course import budget, claims, harness, plotting, stats
@@ -156,12 +157,10 @@ def transfer_speedup(table, condition, **where):
 def contention_line(table, syncs=None, matmul_s=None) -> str:
     """How contention changes each method's time: contended / alone at every point of ``table``
     (both timed by the same clock), read right whatever the range; where a method got faster at
-    most points, that count, said plainly; at fewer, its lowest point's runs contended against
-    alone, as ``claims.plain`` states them (the trials of two sweeps: not paired). With the sync
-    counts (``syncs``, the table of
-    "Counting the syncs"), how many times each waits per call at the largest batch, and the time
-    contention adds per sync of the per-row loop there (contended minus alone, over its syncs),
-    beside one matmul of the side load (``matmul_s``) where that is given."""
+    most points, that count, said plainly; at fewer, its lowest point with its range
+    (``_lowest``). With the sync counts (``syncs``, the table of "Counting the syncs"), the time
+    contention adds per sync of the per-row loop at the largest batch (contended minus alone,
+    over its syncs), beside one matmul of the side load (``matmul_s``) where that is given."""
     keys = ["method", "batch_size", "seq_len"]
     alone, busy = (table[table["condition"] == c].set_index(keys) for c in ("alone", "contended"))
 
@@ -178,23 +177,21 @@ def contention_line(table, syncs=None, matmul_s=None) -> str:
             return (f"{head}: faster under load at {len(faster)} of {len(ratios)} points (this "
                     "lesson does not measure why; the GPU's and the CPU's clocks may run higher "
                     "under load)")
-        return (f"{head} (below 1: faster, at {len(faster)} of {len(ratios)} points"
-                + _lowest(table, method, ratios.idxmin()) + ")")
+        return (f"{head}, below 1 (faster) at {len(faster)} of {len(ratios)} points"
+                + _lowest(table, method, ratios.idxmin()))
 
     text = f"{moved('per row', 'the per-row loop', True)}; {moved('on host', 'the host copy', False)}"
     if syncs is not None and len(syncs):
         most = syncs["batch_size"].max()
         big = syncs[syncs["batch_size"] == most].set_index("method")["syncs"]
         if {"per row", "on host"} <= set(big.index):
-            text += (f". At batch {int(most)} the host copy waits {int(big['on host'])} times per "
-                     f"call, the per-row loop {int(big['per row'])} ({big['per row'] / most:.0f} a "
-                     "row)")
             added = ((busy["median_s"] - alone["median_s"]).loc["per row"].xs(most, level="batch_size")
                      .dropna() * 1e3 / big["per row"])
             if len(added) and big["per row"] > 0:
                 span = (f"{added.iloc[0]:.2f} ms" if len(added) == 1 else
                         f"{added.min():.2f} to {added.max():.2f} ms")
-                text += f"; contention adds {span} per sync of the per-row loop there"
+                text += (f". At batch {int(most)}, contention adds {span} per sync of the "
+                         f"per-row loop ({int(big['per row'])} syncs)")
                 if matmul_s and added.max() < 1e3 * matmul_s:
                     text += (f", less than one {1e3 * matmul_s:.2f} ms matmul of the side load: a "
                              "sync may wait behind part of a matmul, not a whole one (the GPU "
@@ -223,25 +220,36 @@ def _quiet(table, method, points) -> str:
 
 
 def _lowest(table, method, point) -> str:
-    """"; at batch 16, completions of 128, contended against alone: can't tell apart on this
-    machine (0.81-1.12)": one method's runs at one point in both conditions (empty without
-    trials)."""
+    """"; the lowest, 0.73x at batch 256, completions of 128 (0.60-1.003), lies within the run's
+    spread: its range spans 1": one method's time under load over its time alone at one point,
+    in the direction of the range before it, from the runs of both sweeps (``stats.speedup``,
+    not paired); where the range lies below 1, faster under load, for a cause this lesson does
+    not measure (empty without trials or with too few)."""
     if "trials_wall_ms" not in table:
         return ""
     batch, length = point
-    trials = [stats.method_trials(table, method, condition=c, batch_size=batch, seq_len=length)
-              for c in ("contended", "alone")]
-    if not all(trials):
+    alone, busy = (stats.method_trials(table, method, condition=c, batch_size=batch,
+                                       seq_len=length) for c in ("alone", "contended"))
+    if not (alone and busy):
         return ""
-    said = claims.plain(stats.speedup(*trials, paired=False), medians=stats.medians_ratio(*trials))
-    return f"; at batch {int(batch)}, completions of {int(length)}, contended against alone: {said}"
+    ratio = stats.speedup(alone, busy, paired=False)  # baseline over candidate: busy / alone
+    if ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low * ratio.high):
+        return ""
+    digits = stats._digits(ratio.low, ratio.high)
+    said = (f"; the lowest, {ratio.estimate:.2f}x at batch {int(batch)}, completions of "
+            f"{int(length)} ({ratio.low:.{digits}f}\u2013{ratio.high:.{digits}f}), ")
+    if ratio.low <= 1 <= ratio.high:
+        return said + "lies within the run's spread: its range spans 1"
+    return said + ("is faster under load, for a cause this lesson does not measure"
+                   if ratio.high < 1 else "lies above 1")
 
 
 def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
     """The summary's sentence: the host copy's speedup over per-row syncs alone at one point (the
-    estimate from the runs, as ``stats.say`` gives it), and under the side load only where that
-    point is not one ``contended_length_line`` flags as unexplained (``_unexplained``), with the
-    table's ratio of medians where it differs by more than ``stats.MEDIANS_APART``."""
+    estimate from the rounds, as ``stats.say`` gives it), and under the side load, with its range,
+    only where that point is not one ``contended_length_line`` flags as unexplained
+    (``_unexplained``), with the table's ratios of the medians where one differs by more than
+    ``stats.MEDIANS_APART``."""
     said, medians = [], []
     full = speedups(table)
     wide = full.set_index(["condition", "batch_size", "seq_len"])["speedup"]
@@ -249,14 +257,24 @@ def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
         if condition in set(table["condition"]) and not (
                 condition == "contended" and _unexplained(full, batch_size, seq_len)):
             ratio = transfer_speedup(table, condition, batch_size=batch_size, seq_len=seq_len)
-            said.append(f"{ratio.estimate:.2f}x as fast {words}")
+            said.append(f"{ratio.estimate:.2f}x as fast {words}" + (
+                _range(ratio) if condition == "contended" else ""))  # the one far from its medians
             medians.append((wide[(condition, batch_size, seq_len)], ratio.estimate))
     text = (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
             f"to the host first instead of {syncs_per_row:.0f} syncs a row gives identical lists " + " and ".join(said))
     if any(stats.medians_apart(m, e) for m, e in medians):
-        text += (" (estimates from the runs; the table's ratio of the medians: "
+        text += (", estimates from the rounds (the table's ratios of the medians: "
                  + " and ".join(f"{m:.2f}x" for m, _ in medians) + ")")
     return text + "."
+
+
+def _range(ratio) -> str:
+    """" (11.80-21.91)": a speedup's range, as ``stats.plain`` prints its bounds (empty without
+    one)."""
+    if ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low * ratio.high):
+        return ""
+    digits = stats._digits(ratio.low, ratio.high)
+    return f" ({ratio.low:.{digits}f}\u2013{ratio.high:.{digits}f})"
 
 
 def _unexplained(wide, batch_size, seq_len=None, condition="contended") -> bool:
@@ -305,11 +323,20 @@ def contended_length_line(wide, batch_size, condition="contended", table=None) -
         text += ("; the per-row loop got faster with longer completions under load, which this "
                  "lesson does not explain")
     elif long["speedup"] < short["speedup"] and host > rows:
-        # the per-row loop's waits are a fixed number per row: named only where it hardly grew
-        text += (f": the host copy's time grew more ({host:.2f}x against {rows:.2f}x), its list "
-                 "building growing with the length" + (
-                     ", while the per-row loop's waits (a fixed number per row) hardly grew"
-                     if rows < 1.1 else ""))
+        alone = wide[(wide["condition"] == "alone") & (wide["batch_size"] == batch_size)
+                     ].set_index("seq_len")["on host"]
+        if condition != "alone" and {short["seq_len"], long["seq_len"]} <= set(alone.index):
+            # like with like: the host copy's growth over the same lengths timed alone
+            grew = alone[long["seq_len"]] / alone[short["seq_len"]]
+            text += (f". Timed alone, the host copy's time grew {grew:.2f}x over the same "
+                     "lengths (its list building)" + (
+                         f": the rest of its {host:.2f}x under load came with the load, not the "
+                         "length" if grew < host else ", as much as under load"))
+        else:  # the per-row loop's waits are a fixed number per row: named where it hardly grew
+            text += (f": the host copy's time grew more ({host:.2f}x against {rows:.2f}x), its "
+                     "list building growing with the length" + (
+                         ", while the per-row loop's waits (a fixed number per row) hardly grew"
+                         if rows < 1.1 else ""))
     return text + "."
 
 
@@ -408,6 +435,8 @@ def plot(table, batch_sizes, completion_lens):
                          label=f"{condition}, length {length}")
     ax_time.set(xscale="log", yscale="log", xlabel="batch size (rows)", ylabel="ms per batch",
                 title=f"Post-processing time, completions of {longest}")
+    plotting.plain_log_ticks(ax_time, "y")  # 2, 5, 10, 20 ...: a label below 10 as well
+    ax_time.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax_gain.axhline(1.0, color="gray", linewidth=1)
     ax_gain.set(xscale="log", xlabel="batch size (rows)", ylabel="per row / on host",
                 title="Speedup of the host copy")
@@ -419,6 +448,9 @@ def plot(table, batch_sizes, completion_lens):
     for ax in (ax_time, ax_gain):
         ax.set_xticks(batch_sizes, [str(b) for b in batch_sizes])
         ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
+    # room inside the figure for the legends, so the footer (``run.save_figure`` writes it just
+    # below the figure's bottom edge) lies under them, not over the left one
+    fig.subplots_adjust(bottom=0.25)
     return fig
 
 

@@ -31,6 +31,8 @@ def test_sentence_reads_the_host_bound_step():
     # the wall clock in ms, no ratio: the verdict line states the speedup
     assert "went from 8.00 to 5.00 ms" in text and "1.6x" not in text
     assert text.startswith("Per decode step, from naive to kv:")  # the direction, in words
+    commas = budget.sentence(b.replace({"naive": "eager, no check"}), "kv", "eager, no check")
+    assert commas.startswith("Per decode step, from “eager, no check” to kv:")
     assert "20.0x" in text  # 5 ms against a 0.25 ms floor
 
 

@@ -97,6 +97,10 @@ def test_kernel_table_adds_up_a_known_profile():
     head = fused.set_index("part").loc["LM head"]
     assert table.loc["LM head", "MB"] - head["MB"] == pytest.approx(2 * cfg.vocab_size * 4 / 1e6)
     assert head["floor_us"] == table.loc["LM head", "floor_us"]
+    # notebook 11's ranking reads the same table: the four layer GEMMs of both blocks as one group
+    ranked = kernels.gaps_ranked(fused)
+    assert ranked.startswith("above their floors, per step: ") and ranked.count(" kernels)") == 3
+    assert "the layer GEMMs together, " in ranked and f"{4 * LAYERS} kernels)" in ranked
 
 
 def test_gemm_rows_show_each_gemm_kernel_with_its_shape_time_and_bandwidth():
@@ -258,3 +262,14 @@ def test_attention_of_a_step_that_reads_the_filled_positions_counts_their_bytes(
     table = kernels.kernel_table(frame, model, 2, 4, 8, 1e12).set_index("part")
     filled = floor.kv_bytes_per_step(model.config, 2, 4, 8, 4)
     assert table.loc["attention", "MB"] == pytest.approx(filled / 1e6)
+
+
+def test_replay_time_us_times_one_runs_launches_without_the_profiler():
+    from helpers.graphs import GraphDecoder
+    from helpers.model import make_prompt
+    model = build_model("tiny", "cpu", seed=0)
+    eos = model.config.eos_token_id
+    prompt = make_prompt(2, 5, model.config.vocab_size, eos, "cpu", seed=2)
+    decoder = GraphDecoder(model, 2, 5 + 6, eos)  # on a CPU the same steps run eagerly
+    us = kernels.replay_time_us(decoder, prompt, 6, repeats=2)
+    assert math.isfinite(us) and us > 0

@@ -428,7 +428,10 @@ def test_compiled_lesson_compilation_table():
     table["compiled_while_timed"] = 0
     assert lesson.graphs_line(lesson.compilation(table), table, True) == (
         "Graphs compiled: default 2 (one per cache length and matmul precision: float32 check, "
-        "TF32 timed); while timing: 0.")
+        "TF32 timed); while timing: 0. CUDA graph skips: 0.")
+    table["cudagraph_skips"] = [0, 1]
+    assert lesson.graphs_line(lesson.compilation(table), table, True).endswith(
+        "CUDA graph skips: 1.")
 
 
 def test_kv_cache_memory_reads_the_allocator_before_every_forward(tiny, monkeypatch):

@@ -99,22 +99,22 @@ def test_contention_line_reads_a_factor_below_one_as_a_count_and_gives_the_sync_
                           "syncs": [64, 4, 1024, 4]})
     line = postprocess.contention_line(_contention_table(slow), syncs)
     assert line.startswith("This side load slows the per-row loop 3.0x to 4.5x; ")
-    assert "the host copy takes 0.9x to 1.7x its time alone (below 1: faster, at 1 of 2 points)" in line
+    assert "the host copy takes 0.9x to 1.7x its time alone, below 1 (faster) at 1 of 2 points" in line
     assert "variation" not in line  # never explained away: measured, or nothing said
-    assert "the host copy waits 4 times per call, the per-row loop 1024 (4 a row)" in line
+    assert "At batch 256, contention adds 0.03 ms per sync of the per-row loop (1024 syncs)" in line
     # the per-sync wait contention adds at batch 256: (0.045 - 0.010) s / 1024 = 0.03 ms, beside
     # one matmul of the side load, where that is longer
     beside = postprocess.contention_line(_contention_table(slow), syncs, matmul_s=0.00266)
-    assert beside.endswith("contention adds 0.03 ms per sync of the per-row loop there, less than "
-                           "one 2.66 ms matmul of the side load: a sync may wait behind part of a "
+    assert beside.endswith("contention adds 0.03 ms per sync of the per-row loop (1024 syncs), "
+                           "less than one 2.66 ms matmul of the side load: a sync may wait behind part of a "
                            "matmul, not a whole one (the GPU shares its SMs between streams).")
     assert "matmul" not in line
-    # with the runs: the lowest point contended against alone, in the course's words
+    # with the runs: the lowest point's time under load over its time alone, with its range
     clear = postprocess.contention_line(_contention_table(slow, trials=True))
-    assert "at 1 of 2 points; at batch 16, completions of 8, contended against alone: 1.1" in clear
-    assert "faster (" in clear
+    assert "at 1 of 2 points; the lowest, 0.90x at batch 16, completions of 8 (0.8" in clear
+    assert "is faster under load, for a cause this lesson does not measure" in clear
     wide = postprocess.contention_line(_contention_table(slow, spread=0.2, trials=True))
-    assert "contended against alone: can't tell apart on this machine (" in wide
+    assert "lies within the run's spread: its range spans 1" in wide
     assert "it slows the host copy 1.1x" in postprocess.contention_line(
         _contention_table({**slow, "on host": [1.1, 1.7]}))
 
@@ -131,8 +131,8 @@ def test_speedups_carry_the_load_and_one_line_names_the_medians_where_apart():
     line = postprocess.one_line(table, 4, 8, 4.0)
     assert line.startswith("In one line: at batch 4 and completions of 8, copying the tensors to "
                            "the host first instead of 4 syncs a row gives identical lists ")
-    assert "as fast alone and 9.00x as fast under this side load" in line
-    assert "the table's ratio of the medians: 2.67x and 9.00x" in line  # alone: 4 / 1.5
+    assert "as fast alone and 9.00x as fast under this side load (9.00\u20139.00)" in line
+    assert "estimates from the rounds (the table's ratios of the medians: 2.67x and 9.00x)" in line
     same = table[table["condition"] == "contended"]
     assert "medians" not in postprocess.one_line(same, 4, 8, 4.0)
     # a contended point the lesson flags (the per-row loop faster under load with longer
@@ -165,6 +165,13 @@ def test_contended_length_line_says_why_the_speedup_falls_with_the_length():
     grown["speedup"] = grown["per row"] / grown["on host"]
     assert "list building" not in postprocess.contended_length_line(grown, 256)
     assert postprocess.contended_length_line(wide, 16) == ""
+    # with the same lengths timed alone: the host copy's growth compared like with like
+    alone = wide.assign(condition="alone", **{"per row": [0.050, 0.045], "on host": [0.009, 0.012]})
+    alone["speedup"] = alone["per row"] / alone["on host"]
+    said = postprocess.contended_length_line(pd.concat([wide, alone]), 256)
+    assert said.endswith("(1.08x). Timed alone, the host copy's time grew 1.33x over the same "
+                         "lengths (its list building): the rest of its 2.36x under load came with "
+                         "the load, not the length.")
     # the per-row loop faster with longer completions: said, no mechanism offered for it
     fell = wide.assign(**{"per row": [0.26905, 0.21088]})
     fell["speedup"] = fell["per row"] / fell["on host"]
@@ -407,9 +414,10 @@ def test_lesson_readings_of_buckets():
     from helpers.course import floor
     line = floor.bucket_reads(16, 100, 32)
     assert line == ("Buckets of 32: a launch reads 81.5 of the cache's 128 slots on average (the "
-                    "shortest multiple of 32 that holds its positions), so buckets can skip at most "
-                    "36.4% of the key and value reads.")
-    assert "16" not in line.replace("116", "")  # one bucket size printed: the one timed
+                    "shortest multiple of 32 that holds its positions; the cache holds the prompt, "
+                    "the new tokens and one launch's steps, 117 positions, rounded up to a multiple "
+                    "of 16), so buckets can skip at most 36.4% of the key and value reads.")
+    assert "buckets of 16" not in line.lower()  # one bucket size printed: the one timed
     from transformers import GPT2Config, GPT2LMHeadModel
     tiny = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=256))
     kv = 2 * 2 * 32 * 128 * 64 * 4  # keys and values of all 128 slots, 2 layers, batch 32
@@ -448,19 +456,30 @@ def test_without_prompt_takes_the_prompts_share_out():
         "that counts the prompt's forward, 0.187 ms of each step; without it, about 5.2x"
 
 
-def test_largest_gaps_names_both_parts_when_they_tie():
+def test_gaps_ranked_groups_the_layer_gemms_beside_attention_and_element_wise():
     import pandas as pd
-    from helpers.course import floor
-    # 11's 17:39 run, Triton rung: element-wise 60.2 above 0, attention 111.7 above 52.0 (59.7)
-    table = pd.DataFrame({"part": ["QKV", "attention", "element-wise", "step (span)"],
-                          "us": [65.8, 111.7, 60.2, 546.5], "floor_us": [28.6, 52.0, 0.0, 218.2]})
-    table["above_floor_us"] = table["us"] - table["floor_us"]
-    assert floor.largest_gaps(table) == ("the parts furthest above their floors, within 10% of each "
-                                         "other: element-wise, 60 µs against 0 and attention, 112 µs "
-                                         "against 52")
-    table.loc[1, "us"] = 481.9
-    table["above_floor_us"] = table["us"] - table["floor_us"]
-    assert floor.largest_gaps(table) == "the part furthest above its floor: attention, 482 µs against 52"
+    from helpers.course import kernels
+    # 11's 20:16 run, Triton rung: the four layer GEMMs 276.2 against 114.9, attention 111.7
+    # against 52.2, element-wise 60.3 against 0; the LM head and idle time are not ranked
+    table = pd.DataFrame({"part": ["QKV", "attention out", "MLP up", "MLP down", "LM head", "attention",
+                                   "element-wise", "idle between kernels", "step (span)"],
+                          "kernels": [12, 12, 12, 12, 1, 12, 75, 0, 136],
+                          "us": [65.7, 42.4, 86.3, 81.8, 56.3, 111.7, 60.3, 39.8, 545.6],
+                          "floor_us": [28.7, 9.6, 38.3, 38.3, 52.2, 52.2, 0.0, 0.0, 219.1]})
+    assert kernels.gaps_ranked(table) == (
+        "above their floors, per step: the layer GEMMs together, 161 µs (276 µs against 115, 48 "
+        "kernels); element-wise, 60 µs (60 µs against 0, 75 kernels); attention, 60 µs (112 µs "
+        "against 52, 12 kernels)")
+    # GEMMs off the plan: one unattributed group in their place
+    odd = table.assign(part=["GEMM (unattributed)"] * 5 + list(table["part"][5:]))
+    assert kernels.gaps_ranked(odd).startswith("above their floors, per step: GEMMs (unattributed), ")
+
+
+def test_profiler_note_reads_either_way():
+    from helpers.course import kernels
+    assert kernels.profiler_note(1598, 1340) == ("the same replays take 1340 µs without the "
+                                                 "profiler, so profiled ones run 19% slower")
+    assert kernels.profiler_note(1000, 1020).endswith("run 2% faster")
 
 
 def test_lesson_10s_intro_names_08s_steps_per_launch():

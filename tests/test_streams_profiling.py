@@ -214,14 +214,79 @@ def test_late_check_summary_and_its_words():
                          or r["method"] in late_check.EAGER_LOOPS])
     shown = late_check.view(late_check.summary(only)).set_index("step")
     assert shown.loc["eager", "event, ms/step"] == "not timed"
-    gaps = pd.DataFrame({"cpu_wait_us": [500.0, 80.0, 200.0], "gap_before_us": [700.0, 6.0, 5.0]},
-                        index=["sync", "interleaved", "event"])
-    assert late_check.profile_line(gaps) == (
-        "Read one step late, the GPU's gap before a step is at most 1% of the per-step sync's: "
-        "the CPU may still wait, but step i is queued by then, and the GPU keeps working.")
+    gaps = pd.DataFrame({"cpu_wait_us": [500.0, 80.0, 200.0], "gap_before_us": [700.0, 6.0, 5.0],
+                         "cpu_us": [2000.0, 2500.0, 1200.0]}, index=["sync", "interleaved", "event"])
+    timed = pd.Series({"sync": 1650.0, "interleaved": 1290.0, "event": 1320.0})
+    head = "The GPU's median gap before a step, profiled: per-step sync 700 µs, two streams "
+    fed = "step i is queued before the CPU waits, and the GPU keeps working."
+    assert late_check.profile_line(gaps, timed) == (
+        f"{head}6 µs and event 5 µs. With two streams, {fed} With one stream and an event, {fed}")
+    # a late loop's gap larger than the sync's: the profiler's host cost named only where its
+    # profiled CPU time per step exceeds the timed step
+    gaps.loc["interleaved", "gap_before_us"] = 1335.0
     gaps.loc["event", "gap_before_us"] = 350.0
-    assert late_check.profile_line(gaps) == (
-        "Read one step late, the GPU's gap before a step is at most 50% of the per-step sync's.")
+    larger = "With two streams the gap is larger than with the per-step sync"
+    assert late_check.profile_line(gaps, timed) == (
+        f"{head}1335 µs and event 350 µs. {larger}: a profiled step's CPU time (2500 µs) exceeds "
+        "the whole step timed without the profiler (1290 µs), so the profiler's own host cost is "
+        "the likely cause.")
+    gaps.loc["interleaved", "cpu_us"] = 1000.0
+    assert late_check.profile_line(gaps, timed).endswith(
+        f"{larger}; this lesson does not measure why.")
+    assert late_check.profile_line(gaps).endswith(f"{larger}; this lesson does not measure why.")
+
+
+def test_late_check_eager_cost_and_summary_line():
+    from helpers.course import late_check
+
+    def rows(regime, batch, times):
+        return [{"regime": regime, "batch_size": batch, "method": m, "status": "ok",
+                 "ms_per_step": float(t[0]) / 100, "trials_wall_ms": " ".join(f"{v:.3f}" for v in t)}
+                for m, t in times.items()]
+    base = [500.0, 510.0, 490.0, 505.0, 495.0, 500.0]
+    tie = [b * f for b, f in zip(base, (1.05, 0.95, 1.04, 0.96, 1.05, 0.95))]
+    table = pd.DataFrame(rows("eager", 32, {"sync": base, "no_check": tie}))
+    assert late_check.eager_cost_line(table, 32).endswith(
+        "; the check's cost there is below what this run resolves, so a late read has nothing "
+        "measurable to win back.")
+    assert "can't tell apart on this machine" in late_check.eager_cost_line(table, 32)
+    table = pd.DataFrame(rows("eager", 32, {"sync": base, "no_check": [b / 1.3 for b in base]}))
+    assert late_check.eager_cost_line(table, 32).endswith(
+        "faster (1.30\u20131.30); a late read could win back at most that.")
+    assert late_check.eager_cost_line(table, 32, judge=False) == ""
+    assert late_check.eager_cost_line(table, 1) == ""
+    graph = pd.DataFrame(rows("compiled", 8, {
+        "sync": [2 * b for b in base], "interleaved": [1.1 * b for b in base],
+        "event": [1.05 * b for b in base], "no_check": base}))
+    row = late_check.summary(graph).set_index("regime").loc["compiled"]
+    line = late_check.summary_line(row, graph)
+    assert line.startswith("This run: with the CUDA-graph step at batch 8, one stream and an "
+                           "event ran 5.250 ms per step against the per-step sync's 10.000 ms: it "
+                           "recovers about 95% of the check's cost. The late read")
+    assert line.endswith(late_check.stream_event_line(graph))
+
+
+def test_profiler_host_cost_and_06_gap_line():
+    from helpers.course import eos_sync
+
+    assert profiling.profiler_host_cost(1000.0, 1200.0) == ""
+    assert profiling.profiler_host_cost(2145.0, 1664.0) == (
+        "a profiled step's CPU time (2145 µs) exceeds the whole step timed without the profiler "
+        "(1664 µs), so the profiler's own host cost is the likely cause")
+    steps = pd.DataFrame({"method": ["CUDA graph, check every step", "CUDA graph, no check"],
+                          "wall_ms": [1.664, 1.284]})
+    gaps = pd.DataFrame({"gap_before_us": [730.4, 1.2], "cpu_us": [2145.0, 1327.0]},
+                        index=[eos_sync.CHECK, eos_sync.FREE])
+    head = ("With the check the profiled GPU idles 730 µs before each step; the timed rounds put "
+            "the check's cost at 380 µs per step")
+    assert eos_sync.gap_line(gaps, steps) == (
+        f"{head}. The gap is the larger: a profiled step's CPU time (2145 µs) exceeds the whole "
+        "step timed without the profiler (1664 µs), so the profiler's own host cost is the likely "
+        "cause.")
+    gaps.loc[eos_sync.CHECK, "cpu_us"] = 1500.0
+    assert eos_sync.gap_line(gaps, steps) == f"{head}. The gap is the larger; this lesson does not measure why."
+    gaps.loc[eos_sync.CHECK, "gap_before_us"] = 300.0
+    assert eos_sync.gap_line(gaps, steps).endswith("the check's cost at 380 µs per step.")
 
 
 def test_step_ranges_and_profile_steps_on_cpu(tiny_batch6):

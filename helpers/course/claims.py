@@ -28,6 +28,7 @@ from .analysis import growth_exponent
 from .harness import OK
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
+PARTLY = "partly reproduced"  # a claim of several parts: some borne out, the others not or unclear
 CANT_TELL = "can't tell apart on this machine"
 PREMISE = "does not apply here: the check costs no time to hide"
 FULL_RUN = "needs the full preset's sizes"
@@ -249,7 +250,8 @@ def claim_expandable(ctx):
 def claim_static(ctx):
     """Lower fragmentation at every length; slower at 100 tokens; faster at 200 and 400 (or the
     shortest length up to 100 and a length of 200 or more), from notebook 04's eager loops. The
-    evidence names the lengths notebook 04 timed and the claim's lengths it did not."""
+    evidence names the lengths notebook 04 timed and the claim's lengths it did not; where the
+    parts disagree, the verdict says which hold (``_partly``), on the claim's line."""
     frame = ctx.table("04")
     if frame is None:
         return ctx.missing("04")
@@ -276,19 +278,19 @@ def claim_static(ctx):
     where = "notebook 04's eager loops" + (f", batch {int(next(iter(batch)))}" if len(batch) == 1
                                            else "") + ", interleaved rounds"
     headline = f"static against dynamic cache ({where}): " + ", ".join(
-        [f"{int(n)} tokens {say(frame, stat, dyn, ctx.judge, seq_len=n)}" for n in points]
+        [f"{int(n)} tokens {plain(ratios[n], ctx.judge)}" for n in points]
         + [f"{int(n)} tokens not timed" for n in untimed])  # on the claim's own line
-    if frag:
-        lower = all(_frag_word(frag_s[n], frag_d[n]) == "lower" for n in frag)
-        outcomes.append(REPRODUCED if lower else NOT_REPRODUCED)
-        named.append("lower fragmentation")
+    if frag:  # one part per length: "lower fragmentation at 200 tokens"
+        outcomes += [REPRODUCED if _frag_word(frag_s[n], frag_d[n]) == "lower"
+                     else NOT_REPRODUCED for n in frag]
+        named += [f"lower fragmentation at {int(n)} tokens" for n in frag]
         alloc = ctx.allocators.get(TABLES["04"])
         under = f", {alloc} allocator" if alloc == "default" else f", {alloc}" if alloc else ""
         headline += (f"; peak fragmentation in notebook 04's runs{under}, static against "
                      "dynamic: " + _frag_pairs(frag_s, frag_d, frag))
-    detail = _parts_note(named, outcomes)
-    return (_combine(outcomes), headline, detail.removeprefix("; "),
-            _ladder_disagrees(ctx, frame, ratios, batch))
+    verdict, parts = _partly(named, outcomes)
+    return (verdict, headline, "", _ladder_disagrees(ctx, frame, ratios, batch),
+            f"({parts})" if parts and ctx.judge else "")  # a smoke run: no verdict words
 
 
 def _ladder_disagrees(ctx, frame, ratios, batch) -> str:
@@ -317,17 +319,19 @@ def _ladder_disagrees(ctx, frame, ratios, batch) -> str:
     return ""
 
 
-def _parts_note(named, outcomes) -> str:
-    """Where a claim's parts disagree, which hold: its one verdict is the weakest part's."""
+def _partly(named, outcomes) -> tuple:
+    """(verdict, parts) for a claim of several parts. Every part borne out: reproduced; none
+    borne out: ``_combine``'s verdict; some borne out and some not (or unclear): "partly
+    reproduced". ``parts`` names each part where they disagree (empty where they agree), as
+    the claim states them ("faster at 200 tokens"), so the words say whether this run bore each
+    one out, never that it measured it: "borne out: slower at 100 tokens; can't tell: faster
+    at 200 tokens"."""
     if len(set(outcomes)) < 2:
-        return ""
-    # the parts are named as the claim states them ("faster at 200 tokens"), so the words say
-    # whether this run bore each one out, never that it measured it ("against: faster at 200"
-    # read as a measured result beside a measured "slower")
+        return _combine(outcomes), ""
     words = {REPRODUCED: "borne out", NOT_REPRODUCED: "not borne out", CANT_TELL: "can't tell"}
-    return ("; one verdict for all parts, the weakest one's (the claim's parts " + "; ".join(
-        f"{words[o]}: " + _and([n for n, v in zip(named, outcomes) if v == o])
-        for o in words if o in outcomes) + ")")
+    parts = "; ".join(f"{words[o]}: " + _and([n for n, v in zip(named, outcomes) if v == o])
+                      for o in words if o in outcomes)
+    return (PARTLY if REPRODUCED in outcomes else _combine(outcomes)), parts
 
 
 def _ladder_pair(ctx, batch_size) -> str:
@@ -492,7 +496,8 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
 
 def lines(verdicts) -> list:
     """One line per claim: the claim in the article's words -> this run's number (its source):
-    verdict[; context: a number the verdict does not rest on]. What decided a claim not
+    verdict[; context: a number the verdict does not rest on][ (which parts of the claim hold,
+    where they disagree)]. What decided a claim not
     reproduced, and where 08's ladder disagrees, stay in the saved table's ``detail`` and ``note``
     columns (the claim's own line carries its numbers); a claim with no number (not in this run,
     too few runs) gives its reason on its line."""
@@ -500,7 +505,8 @@ def lines(verdicts) -> list:
     for i, row in enumerate(verdicts.itertuples(index=False), 1):
         number = f" \u2192 {row.headline}" if row.headline else \
             (f" \u2192 {row.detail}" if row.detail else "")
-        context = f"; {row.context}" if row.context else ""
+        context = "" if not row.context else \
+            f" {row.context}" if row.context.startswith("(") else f"; {row.context}"
         out.append(f"{i}. {row.claim}{number} ({row.source}): {row.verdict}{context}.")
     return out
 

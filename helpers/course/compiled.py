@@ -136,13 +136,15 @@ def compilation(table) -> pd.DataFrame:
 
 
 def graphs_line(compile_table, table, check_tokens: bool) -> str:
-    """The graphs each compiled loop compiled, and how many compiled while timing (none: the
-    measurement asserts it)."""
+    """The graphs each compiled loop compiled, how many compiled while timing (none: the
+    measurement asserts it), and the CUDA graphs ``reduce-overhead`` declined to use (torch's
+    ``cudagraph_skips``, counted while compiling; none while timing: asserted)."""
     precisions = ("float32 check, TF32 timed" if check_tokens else "TF32 timed")
     each = ", ".join(f"{m.split('(')[-1].rstrip(')')} {int(n)}" for m, n in
                      compile_table.groupby("method", sort=False)["graphs compiled"].sum().items())
+    skips = int(table["cudagraph_skips"].fillna(0).sum()) if "cudagraph_skips" in table else 0
     return (f"Graphs compiled: {each} (one per cache length and matmul precision: {precisions}); "
-            f"while timing: {int(table['compiled_while_timed'].sum())}.")
+            f"while timing: {int(table['compiled_while_timed'].sum())}. CUDA graph skips: {skips}.")
 
 
 def repay_line(compile_table, table) -> str:

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import harness, plotting, stats
+from . import harness, plotting, profiling, stats
 
 CHECK, FREE = "check every step", "no check"  # the two loops' names in every table and figure
 
 
 def early_stop_note(table: pd.DataFrame, judge: bool = True) -> str:
     """When the checking loop generated the same number of tokens at every cap, its medians
-    should agree: how far they moved is the host's drift between runs (said only on a run that
-    can judge). Empty when the token counts differ or one cap was run."""
+    should agree: how far they moved, against how far the no-check loop's time per token moved
+    in the same rounds. Where the no-check loop moved at least half as much, the host's speed
+    drifted between runs; otherwise the note says the lesson does not measure the cause (said
+    only on a run that can judge). Empty when the token counts differ or one cap was run."""
     ok = table[table["status"] == harness.OK]
     part = ok[ok["method"] == CHECK].sort_values("seq_len")
     if len(part) < 2 or part["tokens"].nunique() != 1:
@@ -23,8 +25,14 @@ def early_stop_note(table: pd.DataFrame, judge: bool = True) -> str:
     if not judge:  # a smoke run states what ran, never reads its times
         return text + "."
     drift = part["median_s"].max() / part["median_s"].min() - 1
-    return text + (f"; its medians differ by {100 * drift:.0f}% between caps: the host's drift "
-                   "between runs, not a cost.")
+    free = ok[ok["method"] == FREE]
+    per_token = free["median_s"] / free["tokens"]
+    moved = per_token.max() / per_token.min() - 1 if len(free) > 1 else float("nan")
+    text += (f"; its medians differ by {100 * drift:.0f}% between caps, the no-check loop's time "
+             f"per token by {100 * moved:.0f}%")
+    if moved >= drift / 2:
+        return text + ": the host's speed drifted between runs."
+    return text + ": not a drift both loops share; this lesson does not measure its cause."
 
 
 def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
@@ -45,6 +53,23 @@ def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
            title=f"Early stopping: time to finish (rows stop at {stop_low}-{stop_high})")
     ax.legend(loc="upper left", fontsize=9, frameon=False)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
+
+
+def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame, regime: str = "CUDA graph") -> str:
+    """The profiled checking loop's median GPU gap before a step (``gaps``: a row per loop,
+    ``gap_before_us`` and ``cpu_us``) against the check's timed cost per step at ``regime``
+    (``step_budget``'s wall clock with the check minus without); where the gap is the larger,
+    the profiler's host cost as the likely cause only where the data show it."""
+    wall = 1e3 * step_budget.set_index("method")["wall_ms"]
+    cost = wall[f"{regime}, {CHECK}"] - wall[f"{regime}, {FREE}"]
+    gap, cpu = gaps.at[CHECK, "gap_before_us"], gaps.at[CHECK, "cpu_us"]
+    head = (f"With the check the profiled GPU idles {gap:.0f} µs before each step; the timed "
+            f"rounds put the check's cost at {cost:.0f} µs per step")
+    if not gap > cost:
+        return head + "."
+    why = profiling.profiler_host_cost(cpu, wall[f"{regime}, {CHECK}"])
+    return head + (f". The gap is the larger: {why}." if why else
+                   ". The gap is the larger; this lesson does not measure why.")
 
 
 def cost_range_us(step_budget: pd.DataFrame, cost: pd.DataFrame, regime: str):

@@ -191,9 +191,10 @@ def gap_line(history, conf: str) -> str:
     rise = ((part["allocated_peak"] - part["allocated"]) / MIB).max()
     at = part.loc[gap.idxmax(), "step"]
     answer = "No" if rise < gap.max() / 2 else "In good part"
-    return (f"With {conf}, reserved ran up to {gap.max():.0f} MiB above the step's peak "
-            f"allocated memory (decode step {at}). Is that gap just the old and new cache tensors "
-            f"alive together? {answer}: inside a step, allocated rose at most {rise:.0f} MiB above "
+    return (f"With {conf}, reserved ran up to {gap.max():.0f} MiB above the most allocated at "
+            f"any moment of the step (decode step {at}; the history's right panel measures from "
+            "the step's start, so it reads at least as high). Is that gap just the old and new "
+            f"cache tensors alive together? {answer}: inside a step, allocated rose at most {rise:.0f} MiB above "
             "its start.")
 
 
@@ -273,5 +274,6 @@ def plot_timeline(ax_abs, ax_gap, frame):
                     label=conf)
     ax_abs.set(xlabel="decode step", ylabel="MiB",
                title="Reserved (solid) and allocated (dashed)")
-    ax_gap.set(xlabel="decode step", ylabel="MiB", title="Reserved but unused")
+    ax_gap.set(xlabel="decode step", ylabel="MiB",
+               title="Reserved but unused\n(reserved − allocated at step start)")
     ax_gap.legend(fontsize=8, loc="upper left")

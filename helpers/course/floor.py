@@ -97,15 +97,17 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
     its positions, against the buffer's slots (as ``static_state`` sizes it; the last bucket
     ends there); with ``model`` and
     ``batch_size``, as a share of all the bytes the plain step reads (weights too)."""
-    slots = graphs.cache_slots(prompt_len + new_tokens + steps_per_graph)
+    needed = prompt_len + new_tokens + steps_per_graph  # as ``GraphSetup`` sizes its buffers
+    slots = graphs.cache_slots(needed)
     lengths = graphs.bucket_lengths(slots, bucket)
     launches = max(1, -(-(new_tokens - 1) // steps_per_graph))
     read = [graphs.shortest_bucket(lengths, prompt_len + (i + 1) * steps_per_graph)
             for i in range(launches)]
     mean = sum(read) / len(read)
     text = (f"Buckets of {bucket}: a launch reads {mean:.1f} of the cache's {slots} slots on "
-            f"average (the shortest multiple of {bucket} that holds its positions), so buckets "
-            "can skip at most ")
+            f"average (the shortest multiple of {bucket} that holds its positions; the cache holds "
+            f"the prompt, the new tokens and one launch's steps, {needed} positions, rounded up to "
+            f"a multiple of {graphs.SLOT_MULTIPLE}), so buckets can skip at most ")
     if model is None or not batch_size:
         return text + f"{1 - mean / slots:.1%} of the key and value reads."
     cfg, size = model.config, next(model.parameters()).element_size()
@@ -195,16 +197,3 @@ def parts_side_by_side(tables: dict) -> pd.DataFrame:
     frame = pd.concat({name: t.set_index("part")["us"] for name, t in tables.items()}, axis=1)
     first = next(iter(tables.values())).set_index("part")["floor_us"]
     return frame.assign(**{"floor µs": first.reindex(frame.index)}).round(1)
-
-
-def largest_gaps(table: pd.DataFrame, within: float = 0.1) -> str:
-    """The part of a kernel table furthest above its floor (the step's own row left out), as
-    "part, µs against its floor µs"; where the next part is within ``within`` of it above its
-    floor, both, since the table cannot rank them."""
-    parts = table[table["part"] != "step (span)"].sort_values("above_floor_us", ascending=False)
-    top = parts.iloc[:2] if len(parts) > 1 and parts["above_floor_us"].iloc[1] >= \
-        (1 - within) * parts["above_floor_us"].iloc[0] else parts.iloc[:1]
-    said = " and ".join(f"{r['part']}, {r['us']:.0f} µs against {r['floor_us']:.0f}"
-                        for _, r in top.iterrows())
-    return (f"the parts furthest above their floors, within {within:.0%} of each other: {said}"
-            if len(top) > 1 else f"the part furthest above its floor: {said}")

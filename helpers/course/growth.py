@@ -214,11 +214,65 @@ def retry_effect(table, naive: str = "naive") -> str:
             f"{there}{grows}.")
 
 
+def _bound(table, candidate: str, baseline: str, hit):
+    """Where the baseline's allocator retried at the lengths ``hit`` (not the shortest): at the
+    longest of them, the baseline's GPU work alone (``gpu_busy_s``, which retries do not add to)
+    over the candidate's median run, a gain the retries cannot have made, with that length, both
+    per-step times and the shortest length's gain. None without GPU work (a CPU run), where the
+    shortest length retried too, or without an interval at the shortest length."""
+    ok = table[table["status"] == harness.OK]
+    short, at = int(ok["seq_len"].min()), max(hit)
+    row = ok[ok["seq_len"] == at].set_index("method")
+    busy = float(row.loc[baseline, "gpu_busy_s"]) if "gpu_busy_s" in row else float("nan")
+    wall = float(row.loc[candidate, "median_s"])
+    first = stats.row_speedup(table, candidate, baseline, seq_len=short)
+    if short in hit or not busy > 0 or first.n < stats.MIN_TRIALS or not math.isfinite(first.high):
+        return None
+    return {"at": at, "short": short, "bound": busy / wall, "first": first,
+            "busy_ms": 1e3 * busy / at, "wall_ms": 1e3 * wall / at}
+
+
+def growth_answer(table, candidate: str, baseline: str, judge: bool) -> str:
+    """Does the gain grow with the length? "yes" where it rose from every length to the next,
+    its interval at the longest against the shortest lies above 1, and it does not rest on the
+    baseline's allocator retries (``_bound`` above the shortest length's interval); "no" where it
+    fell alike (the gain shrinks); else "not shown". Empty on a smoke run or with too few runs."""
+    values = sorted(table["seq_len"].unique())
+    if not judge or len(values) < 2:
+        return ""
+    r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
+    if r.n < stats.MIN_TRIALS or math.isinf(r.low):
+        return ""
+    word = stats.verdict(r)
+    if word == stats.NOISE:
+        return "not shown"
+    rises = word == stats.FASTER
+    gain = gains(table, candidate, baseline).set_index("seq_len")["speedup"]
+    steps = list(zip(values, values[1:]))
+    if not all(gain[b] > gain[a] if rises else gain[b] < gain[a] for a, b in steps):
+        return "not shown"
+    hit = retried(table, baseline)
+    if rises and hit and values[-1] in hit:
+        b = _bound(table, candidate, baseline, hit)
+        if b is None or not b["bound"] > b["first"].high:
+            return "not shown"
+    return "yes" if rises else "no"
+
+
+ANSWERS = {"yes": "Yes.", "no": "No: it shrinks.", "not shown": "Not shown on this run."}
+
+
 def growth_line(table, candidate: str, baseline: str, judge: bool, label: str = "KV cache") -> str:
-    """Notebook 02's Growth line: ``gain_growth`` over every length. Where the baseline's allocator
-    retried (``retried``), which adds time to the baseline only, ``retry_bound`` says whether the
-    gain at the longest such length outgrows the shortest length's interval even without them."""
-    line = f"Growth: {gain_growth(table, candidate, baseline, judge)}."
+    """Notebook 02's Growth line: the answer (``growth_answer``) first, then ``gain_growth`` over
+    every length. Where the baseline's allocator retried (``retried``), which adds time to the
+    baseline only, ``retry_bound`` says whether the gain at the longest such length outgrows the
+    shortest length's interval even without them."""
+    answer = growth_answer(table, candidate, baseline, judge)
+    said = gain_growth(table, candidate, baseline, judge)
+    if answer != "yes":  # "grows" is the answer's word alone
+        said = said.replace("the gain grows with the length: at", "the gain rose: at", 1)
+    line = (f"Does the gain grow with the length? {ANSWERS[answer]} " if answer else "Growth: ") + \
+        f"{said[0].upper()}{said[1:]}."
     hit = retried(table, baseline) if judge else []
     if not hit:
         return line
@@ -226,35 +280,41 @@ def growth_line(table, candidate: str, baseline: str, judge: bool, label: str = 
 
 
 def retry_bound(table, candidate: str, baseline: str, hit, label: str = "KV cache") -> str:
-    """Where the baseline's allocator retried at the lengths ``hit``: at the longest of them, the
-    baseline's GPU work alone (``gpu_busy_s``, kernel time, which the retries do not add to) over
-    the candidate's median run is a gain the retries cannot have made. Where that bound lies above
-    the shortest length's interval, the growth does not rest on the retries; else it may, and the
-    growth over the lengths that never retried follows. Without GPU work (a CPU run), or where the
+    """Where the baseline's allocator retried at the lengths ``hit``: a baseline run without them
+    would still last at least its GPU work, so that work over the candidate's median run
+    (``_bound``) is a gain the retries cannot have made. Above the shortest length's interval, the
+    growth does not rest on the retries; else it may. Without GPU work (a CPU run), or where the
     shortest length retried too, ``retry_effect``."""
-    ok = table[table["status"] == harness.OK]
-    lengths = sorted(int(n) for n in ok["seq_len"].unique())
-    short, at = lengths[0], max(hit)
-    row = ok[ok["seq_len"] == at].set_index("method")
-    busy = float(row.loc[baseline, "gpu_busy_s"]) if "gpu_busy_s" in row else float("nan")
-    wall = float(row.loc[candidate, "median_s"])
-    first = stats.row_speedup(table, candidate, baseline, seq_len=short)
-    if short in hit or not busy > 0 or first.n < stats.MIN_TRIALS or not math.isfinite(first.high):
+    b = _bound(table, candidate, baseline, hit)
+    if b is None:
         return retry_effect(table, baseline)
-    bound = busy / wall
-    head = (f"The naive runs at {_tokens(hit)} include allocator retries (memory line below), which "
-            f"add time to the naive loop only; at {at} tokens its GPU work alone, which they do not "
-            f"add to ({1e3 * busy / at:.2f} ms per step), against the {label}'s median step "
-            f"({1e3 * wall / at:.2f} ms) gives {bound:.2f}x")
-    if bound > first.high:
-        return (head + f", above the interval at {short} tokens ({first.low:.2f}\u2013"
-                f"{first.high:.2f}): the growth does not rest on the retries.")
-    clean = [n for n in lengths if n not in hit]
-    text = head + f", not above the interval at {short} tokens: the growth may rest on the retries."
-    if len(clean) >= 2:
-        part = table[table["seq_len"].isin(clean)]
-        text += f" Over {_tokens(clean)}, where none retried: {gain_growth(part, candidate, baseline, True)}."
-    return text
+    first = b["first"]
+    head = (f"The naive runs at {_tokens(hit)} include allocator retries, which add time to the "
+            f"naive loop only. Without them, a naive step at {b['at']} tokens would still last at "
+            f"least its GPU work ({b['busy_ms']:.2f} ms), against the {label}'s median "
+            f"step of {b['wall_ms']:.2f} ms: a gain of at least {b['bound']:.2f}x. ")
+    if b["bound"] > first.high:
+        return head + (f"That is above the range at {b['short']} tokens ({first.low:.2f} to "
+                       f"{first.high:.2f}): the growth does not rest on the retries.")
+    return head + (f"That is not above the range at {b['short']} tokens ({first.low:.2f} to "
+                   f"{first.high:.2f}): the growth may rest on the retries.")
+
+
+def gpu_work_line(table, names: dict) -> str:
+    """Notebook 02: the GPU's work per step (profiled run, ``gpu_busy_s`` / N) of both methods
+    (``names``: method -> label, baseline first) at every length, e.g. "GPU work per step, naive
+    against KV cache: 3.55 against 1.38 ms at 50 tokens, ...". Empty without it (a CPU run)."""
+    if "gpu_busy_s" not in table:
+        return ""
+    ok = table[table["status"] == harness.OK].set_index(["method", "seq_len"])["gpu_busy_s"]
+    (base, b_name), (cand, c_name) = list(names.items())[:2]
+    parts = []
+    for n in sorted({int(n) for _, n in ok.index}):
+        x, y = (float(ok.get((m, n), float("nan"))) for m in (base, cand))
+        if not (x > 0 and y > 0):
+            return ""
+        parts.append(f"{1e3 * x / n:.2f} against {1e3 * y / n:.2f} ms at {n} tokens")
+    return f"GPU work per step, {b_name} against {c_name}: {', '.join(parts)}."
 
 
 BORDER_PTS = 2  # an idle share this close to a pace threshold is read as borderline

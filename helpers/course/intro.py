@@ -10,6 +10,7 @@ import pandas as pd
 
 from . import floor as _floor
 from . import analysis, budget, growth, harness, stats
+from .results import run_dir
 from ..model import parameter_bytes
 
 
@@ -106,8 +107,8 @@ def terms(table) -> str:
     """Notebook 01: the fit in plain words. The median total times are fitted as a·N + b·N²
     (``growth.fit``): a is the part of every step that does not grow with N, b what each token of
     length adds to the average step (which costs a + b·N); the two terms are equal at N = a/b.
-    Where the allocator retried in the timed runs (``alloc_retries``), ``retry_cost`` says
-    whether b shows it."""
+    Where the allocator retried in the timed runs (``alloc_retries``) it says so, and
+    ``gpu_growth`` compares b with the GPU's own work."""
     f = growth.fit(table)
     text = (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms, the part "
             f"of every step that does not grow with N, and b = {f['b_us']:.1f} µs, what each token "
@@ -120,28 +121,52 @@ def terms(table) -> str:
     hit = [int(n) for n, t in zip(ok["seq_len"], retries) if t > 0]
     if hit:
         text += (f" The timed runs at {_tokens(hit)} include {int(retries.sum())} allocator retries "
-                 f"(memory line below){retry_cost(ok, f['b_us'])}.")
-    return text
+                 "(memory line below).")
+    return text + gpu_growth(ok, f["b_us"], bool(hit))
 
 
-RETRY_MARGIN = 1.10  # b of the wall clock this much above b of the GPU's work alone: time outside
-                     # the GPU's work grows with the length
+RETRY_MARGIN = 1.10  # one b this much above the other: it grows faster
 
 
-def retry_cost(ok, b_us: float) -> str:
-    """Notebook 01, after the allocator's retries: b of the wall clock against b of the GPU's work
-    alone (the same fit to the profiled busy time, ``gpu_busy_s``). Only where the wall clock's b
-    exceeds it by ``RETRY_MARGIN`` does b hold time outside the GPU's work, as retries add; else
-    the retries cost little. Empty without the GPU's work (a CPU run)."""
+def gpu_growth(ok, b_us: float, retries: bool = False) -> str:
+    """Notebook 01: b of the wall clock against b of the GPU's work alone (the same fit to the
+    profiled busy time, ``gpu_busy_s``), "faster", "slower" or "about as fast" by ``RETRY_MARGIN``.
+    Faster: at short lengths the GPU waits for the host, and its growing work first fills that
+    wait, so the GPU can set the pace below the wall clock's a/b. Slower: the wall clock's b also
+    holds time outside the GPU's work (the allocator's retries add such time). Empty without the
+    GPU's work (a CPU run)."""
     busy = ok["gpu_busy_s"].astype(float) if "gpu_busy_s" in ok else pd.Series(dtype=float)
     if len(busy) < 2 or not (busy > 0).all():
         return ""
     gpu_b = 1e6 * analysis.linear_quadratic_fit(ok["seq_len"], busy)[1]
+    said = f"(b = {gpu_b:.1f} µs against the wall clock's {b_us:.1f})"
+    if gpu_b > RETRY_MARGIN * b_us:
+        return (f" The GPU's work alone grows faster {said}: at short lengths the GPU waits for "
+                "the host, and its growing work first fills that wait, so the GPU can set the "
+                "pace below N = a/b.")
     if b_us > RETRY_MARGIN * gpu_b:
-        return (f"; the GPU's work alone grows with b = {gpu_b:.1f} µs, less than the wall clock's "
-                f"{b_us:.1f}: b also holds time outside the GPU's work, which the retries add")
-    return (f", but the GPU's work alone grows {'as fast' if gpu_b >= b_us else 'nearly as fast'} "
-            f"(b = {gpu_b:.1f} µs): the retries cost little time here")
+        why = "which the retries add" if retries else "which grows with the length"
+        return (f" The GPU's work alone grows more slowly {said}: the wall clock's b also holds "
+                f"time outside the GPU's work, {why}.")
+    return f" The GPU's work alone grows about as fast {said}."
+
+
+def against_setup(a_ms: float, setup=None) -> str:
+    """Notebook 01: a against notebook 00's timed KV-cache step of the same run (loop A's median
+    run ÷ its length, from this run's ``00_setup`` table unless ``setup`` is given), above or
+    below; empty where that table is missing."""
+    if setup is None:
+        path = run_dir() / "data" / "00_setup.csv"
+        if not path.exists():
+            return ""
+        setup = pd.read_csv(path)
+    row = setup[(setup["method"] == "loop A") & (setup["status"] == harness.OK)]
+    if len(row) != 1:
+        return ""
+    step = 1e3 * float(row["median_s"].iloc[0]) / float(row["seq_len"].iloc[0])
+    side = "above" if a_ms > step else "below"
+    return (f"a = {a_ms:.2f} ms is {side} notebook 00's timed KV-cache step in this run "
+            f"({step:.2f} ms): a is the fit's value at zero length, not a timed step.")
 
 
 CARD_FULL = 0.95  # a peak reserve within 5% of the card's memory: the allocator filled the card
@@ -168,8 +193,6 @@ def card_reading(table, total_bytes) -> str:
     text = (f"At {_tokens([n for n, _, _ in full])} the allocator's reserve reached "
             f"{top / 2**30:.1f} GiB of the card's {card}")
     if retries:
-        return text + (f": it filled the card, then had to free its cached blocks and ask the "
-                       f"driver again ({retries} times over the timed runs), which adds time "
-                       "inside those runs (notebook 03 is about this).")
-    return text + (", close to filling the card, without having to free its cached blocks "
-                   "(notebook 03 is about this).")
+        return text + (f" and it had to free its cache and retry, {retries} times over the timed "
+                       "runs: time added to those runs (notebook 03 is about this).")
+    return text + ", close to filling the card (notebook 03 is about this)."

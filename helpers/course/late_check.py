@@ -224,12 +224,40 @@ def answer_line(row, part, judge=True) -> str:
     """The lesson's answer ("In one line") at one point of the CUDA-graph step: each late loop's
     verdict against the per-step sync (from the rounds) and the share of the check's cost it
     wins back (from the medians)."""
-    said = {name: stats.plain(stats.row_speedup(part, name, "sync"), judge)
+    ms = part.set_index("method")["ms_per_step"]
+    said = {name: stats.plain(stats.row_speedup(part, name, "sync"), judge,
+                              medians=ms["sync"] / ms[name])
             for name in ("interleaved", "event")}
     return (f"In one line: with the CUDA-graph step at batch {int(row['batch_size'])}, reading the "
             f"stop flag one step late with two streams: {said['interleaved']} against the "
             f"per-step sync; it {recovered_line(row, 'interleaved', judge, cost=True)}. With one "
             f"stream and an event: {said['event']}; it {recovered_line(row, 'event', judge)}.")
+
+
+def eager_cost_line(table, batch_size, judge=True) -> str:
+    """The check's cost with the eager step at ``batch_size``: no check against the per-step
+    sync from the rounds (``stats.say``), read as below what this run resolves where they are
+    not told apart or the checking loop ran faster (a check cannot save time). Empty on a smoke
+    run or without the eager rows."""
+    part = table[(table["regime"] == "eager") & (table["batch_size"] == batch_size)]
+    if not judge or not {"sync", "no_check"} <= set(part["method"]):
+        return ""
+    said = stats.say(part, "no_check", "sync", judge)
+    word = stats.verdict(stats.row_speedup(part, "no_check", "sync"))
+    return (f"With the eager step, no check against the per-step sync: {said}; " +
+            ("a late read could win back at most that." if word == stats.FASTER else
+             "the check's cost there is below what this run resolves, so a late read has "
+             "nothing measurable to win back."))
+
+
+def summary_line(row, table, judge=True) -> str:
+    """The lesson in one line at one point of the CUDA-graph step (a ``summary`` row): the event
+    loop's ms per step against the per-step sync's and the share of the check's cost it wins
+    back, then whether the late read needs a second stream (``stream_event_line``)."""
+    return (f"This run: with the CUDA-graph step at batch {int(row['batch_size'])}, one stream "
+            f"and an event ran {row['event']:.3f} ms per step against the per-step sync's "
+            f"{row['sync']:.3f} ms: it {recovered_line(row, 'event', judge)}. "
+            + stream_event_line(table, judge))
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
@@ -297,15 +325,26 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
 
 
 
-def profile_line(gaps) -> str:
-    """The profiled CUDA-graph steps in one sentence (``gaps``: a row per loop, median
-    ``gap_before_us`` and ``cpu_wait_us``): the late loops' GPU gap before a step as a share of
-    the per-step sync's, read for whether the GPU kept working."""
+def profile_line(gaps, timed_us=None) -> str:
+    """The profiled CUDA-graph steps in words (``gaps``: a row per loop, median
+    ``gap_before_us`` and ``cpu_us``): each loop's GPU gap before a step, then each late loop's
+    read against the per-step sync's: larger (with the profiler's host cost as the likely cause
+    only where its CPU time per step exceeds ``timed_us``, the step timed without the profiler,
+    by loop), or under a fifth of it (the GPU kept working)."""
     gap = gaps["gap_before_us"]
     late = [n for n in ("interleaved", "event") if n in gaps.index]
-    if not late or not gap["sync"] > 0:
+    if not late or "sync" not in gaps.index or not gap["sync"] > 0:
         return ""
-    share = max(100 * gap[n] / gap["sync"] for n in late)
-    return (f"Read one step late, the GPU's gap before a step is at most {share:.0f}% of the "
-            "per-step sync's" + (": the CPU may still wait, but step i is queued by then, and the "
-                                 "GPU keeps working." if share < 20 else "."))
+    text = ("The GPU's median gap before a step, profiled: "
+            + claims._and([f"{LOOP_LABELS[n]} {gap[n]:.0f} µs" for n in ("sync", *late)]) + ".")
+    called = {"interleaved": "two streams", "event": "one stream and an event"}
+    for n in late:
+        if gap[n] > gap["sync"]:
+            why = ("" if timed_us is None or "cpu_us" not in gaps else
+                   profiling.profiler_host_cost(gaps.at[n, "cpu_us"], timed_us[n]))
+            text += (f" With {called[n]} the gap is larger than with the per-step sync"
+                     + (f": {why}." if why else "; this lesson does not measure why."))
+        elif gap[n] < 0.2 * gap["sync"]:
+            text += (f" With {called[n]}, step i is queued before the CPU waits, and the GPU "
+                     "keeps working.")
+    return text

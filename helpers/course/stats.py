@@ -220,7 +220,8 @@ def _digits(low: float, high: float, start: int = 2) -> int:
 def _medians_note(word: str, estimate: float, low: float, high: float, medians, digits: int) -> str:
     """"; medians alone: 2.88x" where the ratio of the medians is more than ``MEDIANS_APART``
     from the estimate or prints outside the interval. All in the printed direction ("slower":
-    inverted); a medians' ratio that points the other way from a clear verdict names its own."""
+    inverted); a medians' ratio that points the other way from a clear verdict names its own, and
+    beside "can't tell apart" (no direction printed) it always does: "medians alone: 1.23x slower"."""
     if medians is None or not 0 < medians < math.inf:
         return ""
     if not medians_apart(medians, estimate) and \
@@ -228,6 +229,9 @@ def _medians_note(word: str, estimate: float, low: float, high: float, medians, 
         return ""
     if word != NOISE and medians < 1:
         return f"; medians alone: {1 / medians:.{digits}f}x {SLOWER if word == FASTER else FASTER}"
+    if word == NOISE:  # no printed direction to lean on: the medians' own, in words
+        return (f"; medians alone: {medians:.{digits}f}x {FASTER}" if medians >= 1 else
+                f"; medians alone: {1 / medians:.{digits}f}x {SLOWER}")
     return f"; medians alone: {medians:.{digits}f}x"
 
 

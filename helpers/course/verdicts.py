@@ -30,7 +30,7 @@ from pathlib import Path
 _COUNT = r"(?:faster|slower|within noise)(?: \(95% interval above 1\))? at \d+(?:/\d+)?"
 _ANYWHERE = ("within noise: this run cannot tell", "inconclusive: premise not met",
              "inconclusive: within noise", "can't tell apart on this machine", "too few to judge",
-             "not reproduced", "reproduced", "exceeded", "NOT MET", "MISSED", "MET", "not felt",
+             "partly reproduced", "not reproduced", "reproduced", "exceeded", "NOT MET", "MISSED", "MET", "not felt",
              "felt")
 _TERMS = ("neither term clearly dominates", "the N² term", "the linear term")
 _AT_END = ("the gain grows", "the gain shrinks", "within noise", "faster", "slower")
@@ -49,7 +49,8 @@ _NUMBER = re.compile(r"\(\d+(?:\.\d+)?% CI[^)]*\)|\(trials [^)]*\)|[-+]?\d[\d,]*
 # not another, so it is taken out before the line is read.
 _MEDIANS = re.compile(r"; medians alone: [^;)]*| \(medians alone: [^)]*\)")
 # Opposite clear verdicts: one run says one, the other run the other.
-OPPOSITE = {("faster", "slower"), ("reproduced", "not reproduced"),
+OPPOSITE = {("faster", "slower"), ("reproduced", "not reproduced"),  # "partly reproduced":
+            # between the two, a move like one between a clear result and can't tell apart
             ("exceeded", "not reproduced"), ("MET", "NOT MET"),
             ("MET", "MISSED"), ("the gain grows", "the gain shrinks"),
             ("the N² term", "the linear term"), ("felt", "not felt")}
