@@ -125,7 +125,7 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
     # room past the longest bar for its two-line label (about 0.9 inch), whatever the panel's width
     width_in = ax.get_position().width * ax.figure.get_figwidth()
     ax.set_xlim(0, top / (1 - min(0.5, 0.9 / max(width_in, 1e-9))))
-    ax.set_xlabel("ms per decode step (the run's mean, prefill included)")
+    ax.set_xlabel("ms per decode step (the median run ÷ its tokens, prefill included)")
     ax.set_title(title, loc="left", pad=34)
     ax.grid(axis="y", visible=False)
     # The legend sits between the title and the bars, in two rows so that it stays within the
