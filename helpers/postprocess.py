@@ -361,15 +361,52 @@ def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
                        f"{int(big['batch_size'])}) still leaves the host copy's "
                        f"{1e3 * big['on host']:.2f} ms, so the speedup is {big['speedup']:.2f}x "
                        f"(ratio of the medians), not {fold:.0f}x.")
-                extra = big["per row"] - big["on host"]
-                if extra > 0:
-                    cut += (f" The per-row loop's {1e3 * extra:.2f} ms more, over its "
-                            f"{int(at['per row'])} syncs, is {1e6 * extra / at['per row']:.0f} "
-                            "\u00b5s per sync, its row's small kernels included.")
+                cut += _per_sync(wide, syncs, condition)
     return (f"The host copy still builds the lists row by row on the host: {condition}, at "
             f"completions of {int(seq_len)}, its time goes from {1e3 * small['on host']:.2f} ms at "
             f"batch {int(small['batch_size'])} to {1e3 * big['on host']:.2f} ms at batch "
             f"{int(big['batch_size'])} ({rows:.0f}x the rows)." + cut)
+
+
+def _per_sync(wide, syncs, condition="alone") -> str:
+    """The per-row loop's time over the host copy's, divided by its syncs, at every point of
+    ``condition`` whose batch size has a sync count (the count per batch does not depend on the
+    length): one value, or the range over the points (it varies from point to point)."""
+    counts = syncs[syncs["method"] == "per row"].groupby("batch_size")["syncs"].max()
+    part = wide[(wide["condition"] == condition) & wide["batch_size"].isin(counts.index)]
+    extra = part["per row"] - part["on host"]
+    costs = (1e6 * extra / part["batch_size"].map(counts))[extra > 0]
+    if costs.empty:
+        return ""
+    low, high = round(costs.min()), round(costs.max())
+    cost = f"{low:.0f} \u00b5s" if low == high else f"{low:.0f} to {high:.0f} \u00b5s"
+    where = "" if len(costs) == 1 else f", over the {len(costs)} points timed {condition}"
+    return (f" The per-row loop's time above the host copy's, divided by its syncs, is {cost} "
+            f"per sync{where}, its row's small kernels included.")
+
+
+def length_line(wide, condition="alone") -> str:
+    """What longer completions did to each method's median time ``condition``: they add tokens
+    to turn into lists, but no syncs. Where a method's time fell from the shortest completions
+    to the longest at some batch size, that point, and that the run's spread between points is
+    larger there than what the length adds. Empty without two lengths."""
+    part = wide[wide["condition"] == condition]
+    if part["seq_len"].nunique() < 2:
+        return ""
+    short, long = part["seq_len"].min(), part["seq_len"].max()
+    by = part.set_index(["batch_size", "seq_len"])
+    fell = [(name, b) for b in sorted(part["batch_size"].unique()) for name in ("per row", "on host")
+            if {(b, short), (b, long)} <= set(by.index)
+            and by.loc[(b, long), name] < by.loc[(b, short), name]]
+    words = "Longer completions add tokens for both methods to turn into lists, but no syncs"
+    if not fell:
+        return (words + f": {condition}, each method took longer at completions of {long} than "
+                f"of {short}.")
+    said = "; ".join(f"the {'per-row loop' if name == 'per row' else 'host copy'} at batch {b}, "
+                     f"{1e3 * by.loc[(b, short), name]:.2f} ms at {short} and "
+                     f"{1e3 * by.loc[(b, long), name]:.2f} ms at {long}" for name, b in fell)
+    return (words + f"; yet {condition}, time fell with the length for {said}: there the run's "
+            "spread between points is larger than what the length adds.")
 
 
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):

@@ -295,6 +295,8 @@ def test_measure_times_every_method_in_one_call_and_records_a_failure(tiny6):
     assert summary.fastest(ahead, 3, taught=True)["method"] == "naive loop"
     line = summary.one_line(ahead, 3, judge=False)
     assert "with lessons 01-07 (naive loop)" in line and "ahead," in line and "in lesson 11" in line
+    assert line.startswith("In one line: per decode step (ratios of the medians, as in the table)")
+    assert "estimate" not in line and "\u2013" not in line  # the medians, no interval
     assert any("taught so far" in r for r in summary.reading(ahead, 3, judge=False))
     # the table's × columns agree with its own ms column: ratios of the medians shown
     shown = view.set_index("method")
@@ -519,6 +521,22 @@ def test_compiling_alone_names_the_gpu_work_where_it_fell():
         summary._no_graphs(budget, names)
     more = budget.assign(gpu_ms=[1.56, 1.60])
     assert "GPU's work" not in summary._no_graphs(more, names)
+
+
+def test_a_cached_eager_rung_no_faster_than_the_one_before_names_its_host_time():
+    budget = pd.DataFrame({"method": ["naive loop (01)", "KV cache (02)", "static cache (04)"],
+                           "wall_ms": [8.67, 6.49, 8.73], "gpu_ms": [5.68, 1.56, 1.58],
+                           "floor_ms": [0.22] * 3}).set_index("method")
+    names = {claims.NAIVE: "naive loop (01)", claims.KV: "KV cache (02)",
+             claims.STATIC: "static cache (04)"}
+    assert summary._eager_cache(budget, names) == (
+        "The static cache (04) is no faster than the KV cache (02) (8.73 against 6.49 ms per "
+        "step, medians), with GPU work of 1.58 against 1.56 ms: its extra time is host time "
+        "(wall clock minus GPU work: 7.15 against 4.93 ms), which this lesson does not split "
+        "into its parts. ")
+    gpu = budget.assign(gpu_ms=[5.68, 1.56, 4.0])  # the GPU's work grew as much: no host reading
+    assert "host time" not in summary._eager_cache(gpu, names)
+    assert summary._eager_cache(budget.assign(wall_ms=[8.67, 6.49, 6.0]), names) == ""
 
 
 def test_the_kv_cache_line_says_where_the_naive_loops_kernels_hid_the_host():

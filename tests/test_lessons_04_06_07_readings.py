@@ -124,46 +124,64 @@ def test_04_every_comparison_is_read_with_one_rule():
         told = {100: "slower", 200: "faster"}[n]
         assert f"at {n} tokens {said}" + (", as in the article" if said == told else
                                           f", where the article found it {told}") in article
-    # the static cache's wall clock against its GPU work, per step at 200 tokens: with about the
-    # same GPU work, a difference the verdict tells apart is the host's; its branch from the data
+    # the two caches' GPU work per step at each length, beside the pairs; at 200 tokens, with
+    # about the same GPU work, a wall-clock difference the verdict tells apart is the host's
     steps200 = budget.per_step(table, lesson.METHODS, seq_len=200).set_index("method")
     s, d = steps200.loc[lesson.STATIC], steps200.loc[lesson.DYNAMIC]
     _, word, _ = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=200)
-    host = lesson.host_line(table, steps200.reset_index(), 200)
+    line = lesson.gpu_line(table, P.seq_lens, judge=True)
+    assert line.startswith("GPU work per decode step, the static cache against the dynamic one: ")
+    same = {}
+    for n in P.seq_lens:
+        st = budget.per_step(table, lesson.METHODS, seq_len=n).set_index("method")["gpu_ms"]
+        same[n] = abs(st[lesson.STATIC] / st[lesson.DYNAMIC] - 1) <= lesson.SAME_GPU
+        nums = f"at {n} tokens ({st[lesson.STATIC]:.2f} against {st[lesson.DYNAMIC]:.2f} ms)"
+        assert (f"about the same {nums}" in line) == same[n], line
+        assert nums in line
+    assert "this lesson does not split a step's GPU work" in line
+    assert ("yet did about the same GPU work" in line) == all(same.values())
     diff = round(s["wall_ms"], 2) - round(d["wall_ms"], 2)
-    if abs(s["gpu_ms"] / d["gpu_ms"] - 1) > lesson.SAME_GPU:
-        assert "is not the host's alone" in host
-    elif word == stats.SLOWER and diff > 0:
-        assert f"but took {diff:.2f} ms more wall clock, so the extra is host work" in host
-    elif word == stats.FASTER and diff < 0:
-        assert f"and took {-diff:.2f} ms less wall clock, so the saving is host work" in host
-    else:
-        assert "can't be told apart: no cause is offered" in host
+    host = "so that difference is host work." in line
+    assert host == (same[200] and word != stats.NOISE and diff != 0
+                    and (word == stats.SLOWER) == (diff > 0))
+    if host:
+        assert f"took {abs(diff):.2f} ms {'more' if diff > 0 else 'less'} wall clock" in line
     # the other branches on synthetic tables: the static cache's trials made faster, then made to
     # span 1, then its GPU work doubled
     moved = table.copy()
     base = moved[(moved["method"] == lesson.DYNAMIC) & (moved["seq_len"] == 200)].index[0]
     row = moved[(moved["method"] == lesson.STATIC) & (moved["seq_len"] == 200)].index[0]
     trials = [float(t) for t in moved.at[base, "trials_wall_ms"].split()]
-    for factors, said in (((0.8, 0.82, 0.79, 0.81, 0.8), "ms less wall clock, so the saving"),
-                          ((0.9, 1.1, 0.95, 1.12, 1.0), "can't be told apart: no cause")):
+    for factors, host in (((0.8, 0.82, 0.79, 0.81, 0.8), True),
+                          ((0.9, 1.1, 0.95, 1.12, 1.0), False)):
         faster = [t * f for t, f in zip(trials, factors)]
         moved.at[row, "trials_wall_ms"] = " ".join(f"{t:.4f}" for t in faster)
         moved.at[row, "median_s"] = sorted(faster)[2] / 1e3
-        assert said in lesson.host_line(moved, budget.per_step(moved, lesson.METHODS,
-                                                               seq_len=200), 200)
+        line = lesson.gpu_line(moved, [200], judge=True)
+        assert ("ms less wall clock per step with about the same GPU work, so that difference is "
+                "host work." in line) == host, line
+        assert "yet did about the same GPU work" in line
     moved.at[row, "gpu_busy_s"] = 2 * moved.at[row, "gpu_busy_s"]
-    assert "is not the host's alone" in lesson.host_line(
-        moved, budget.per_step(moved, lesson.METHODS, seq_len=200), 200)
+    line = lesson.gpu_line(moved, [200], judge=True)
+    assert "100% more at 200 tokens" in line and line.endswith("so it does not say what set the "
+                                                               "difference."), line
+    assert "host work" not in line
+    cpu = table.assign(gpu_busy_s=float("nan"))
+    assert lesson.gpu_line(cpu, P.seq_lens, judge=True).endswith("no GPU time on a CPU run.")
     # one layer's keys at the run's end: 32 rows x 215 positions (the last token is never fed
     # back) x 768 x 4 bytes
     assert lesson.growth_copy_line(table, SimpleNamespace(config=SimpleNamespace(n_layer=12)),
                                    200).endswith("is at most 20.2 MiB.")
     gpt2 = SimpleNamespace(config=SimpleNamespace(n_layer=12, vocab_size=50257))
     memory = lesson.memory_line(table, gpt2, 200)
-    above = {m: (at(m, 200)["own_peak_bytes"] - at(m, 200)["cache_bytes"]) / 2**20 for m in lesson.EAGER}
-    assert memory.startswith("Memory at 200 tokens, each run's peak above its own cache tensors: "
-                             + ", ".join(f"{m} {above[m]:.0f} MiB" for m in lesson.EAGER) + ".")
+    # the figure's two bars as it labels them, and their difference written out
+    bars = {m: (round(at(m, 200)["own_peak_bytes"] / 2**20), round(at(m, 200)["cache_bytes"] / 2**20))
+            for m in lesson.EAGER}
+    assert memory.startswith(
+        "Memory at 200 tokens, each run's peak above the weights less its own cache tensors (the "
+        "figure's two bars): " + ", ".join(f"{m} {p} \u2212 {c} = {p - c} MiB"
+                                           for m, (p, c) in bars.items()) + ".")
+    assert "609 \u2212 484 = 125 MiB" in memory or bars[lesson.DYNAMIC] != (609, 484)
     assert memory.endswith("is at most 20.2 MiB.")
     # the runs' spread drawn on the budget panel: one whisker a loop, out to the slowest run
     steps = budget.per_step(table, lesson.METHODS, seq_len=200)
@@ -192,6 +210,13 @@ def model_span(low, high):
     return f"anywhere up to {high:.0f} µs" if low <= 0 else f"within {low:.0f}\u2013{high:.0f} µs"
 
 
+def eager_source(steps, cost):
+    """Where ``model_line``'s eager range comes from, as it says after the range."""
+    top = stats.row_speedup(cost, f"eager, {eos_sync.FREE}", f"eager, {eos_sync.CHECK}").high
+    step = steps.set_index("method").loc[f"eager, {eos_sync.FREE}", "wall_ms"]
+    return f" (the interval's top, {top:.3f}x, less 1, times the {step:.2f} ms step without the check)"
+
+
 def test_06_the_two_costs_are_ranked_only_when_apart():
     cost = published("06_eos_sync_regimes")
     steps = budget.per_step(cost, seq_len=100)
@@ -199,7 +224,8 @@ def test_06_the_two_costs_are_ranked_only_when_apart():
             "CUDA graph")
     ranges = {r: eos_sync.cost_range_us(steps, cost, r) for r in ("eager", "CUDA graph")}
     (e_low, e_high, _), (g_low, g_high, g_clear) = ranges["eager"], ranges["CUDA graph"]
-    spans = (f"the check's cost per step lies {model_span(e_low, e_high)} with the eager step and "
+    spans = (f"the check's cost per step lies {model_span(e_low, e_high)} with the eager step"
+             f"{eager_source(steps, cost)} and "
              f"{model_span(g_low, g_high)} under the CUDA graph")
     line = eos_sync.model_line(steps, cost)
     # the published run's branch, chosen from the CSV
@@ -223,7 +249,8 @@ def test_06_the_two_costs_are_ranked_only_when_apart():
                                                   for r in ("CUDA graph", "eager"))
     assert eos_sync.model_line(wide_steps, wide) == (
         f"{head}; the eager rounds cannot test it: the check's cost per step lies "
-        f"{model_span(we_low, we_high)} with the eager step and {model_span(wg_low, wg_high)} "
+        f"{model_span(we_low, we_high)} with the eager step{eager_source(wide_steps, wide)} and "
+        f"{model_span(wg_low, wg_high)} "
         "under the CUDA graph, and the two ranges overlap.")
     # an eager cost told apart, its range far above the graph's: the prediction did not hold
     big = slow_check(base, "eager", (1.50, 1.52, 1.51, 1.53, 1.49, 1.50))
@@ -233,7 +260,8 @@ def test_06_the_two_costs_are_ranked_only_when_apart():
     assert be_low > bg_high
     assert eos_sync.model_line(big_steps, big) == (
         f"{head}, and it did not hold in this run: the check's cost per step lies within "
-        f"{be_low:.0f}\u2013{be_high:.0f} µs with the eager step and within {bg_low:.0f}\u2013"
+        f"{be_low:.0f}\u2013{be_high:.0f} µs with the eager step{eager_source(big_steps, big)} and "
+        f"within {bg_low:.0f}\u2013"
         f"{bg_high:.0f} µs under the CUDA graph; nothing this lesson measures says why.")
     # an eager cost told apart, its range far below the graph's: held
     small = slow_check(base, "eager", (1.010, 1.012, 1.011, 1.013, 1.012, 1.011))
@@ -255,42 +283,22 @@ def early_stop_table():
     return table
 
 
-def test_06_early_stop_note_and_figure():
+def test_06_early_stop_bound_and_figure():
     table = early_stop_table()
-    note = eos_sync.early_stop_note(table)
-    check = table[table["method"] == eos_sync.CHECK]["median_s"]
-    drift = check.max() / check.min() - 1  # the smaller time the base of the percentage
-    head = ("The checking loop generates the same 80 tokens at every cap (its rows all end by the "
-            "smallest cap)")
-    free = table[table["method"] == eos_sync.FREE]
-    per_token = free["median_s"] / free["tokens"]
-    moved = per_token.max() / per_token.min() - 1
-    said = (f"{head}; its medians differ by {100 * drift:.0f}% between caps, the no-check loop's "
-            f"time per token by {100 * moved:.0f}%")
-    # the published run's branch, chosen from the CSV: a drift both loops share, or not
-    assert note == said + (": the host's speed drifted between runs." if moved >= drift / 2 else
-                           ": not a drift both loops share; this lesson does not measure its cause.")
-    assert eos_sync.early_stop_note(table, judge=False) == head + "."
-    # a larger drift (the checking loop's cap-100 median made 1.5x its cap-200 one): 50%, not 33%
-    drifted = table.copy()
-    cap100 = drifted[(drifted["method"] == eos_sync.CHECK) & (drifted["seq_len"] == 100)].index[0]
-    cap200 = drifted[(drifted["method"] == eos_sync.CHECK) & (drifted["seq_len"] == 200)].index[0]
-    drifted.at[cap100, "median_s"] = 1.5 * drifted.at[cap200, "median_s"]
-    assert "differ by 50% between caps" in eos_sync.early_stop_note(drifted)
-    # both branches: the no-check loop's cap-100 time per token moved with it (drift), or not
-    shared = drifted.copy()
-    free100 = shared[(shared["method"] == eos_sync.FREE) & (shared["seq_len"] == 100)].index[0]
-    free200 = shared[(shared["method"] == eos_sync.FREE) & (shared["seq_len"] == 200)].index[0]
-    shared.at[free100, "median_s"] = 1.5 * shared.at[free200, "median_s"] / 2
-    assert eos_sync.early_stop_note(shared).endswith(
-        "time per token by 50%: the host's speed drifted between runs.")
-    shared.at[free100, "median_s"] = shared.at[free200, "median_s"] / 2
-    assert eos_sync.early_stop_note(shared).endswith(
-        "time per token by 0%: not a drift both loops share; this lesson does not measure its cause.")
-    # token counts that differ across caps: no note
-    moved = table.copy()
-    moved.at[cap100, "tokens"] = 70
-    assert eos_sync.early_stop_note(moved) == ""
+    estimate = stats.row_speedup(table, eos_sync.CHECK, eos_sync.FREE, seq_len=200).estimate
+    head = "; the token counts (200 against 80 per row) allow at most 2.50x"
+    excess = (": the excess is not the check's but the no-check loop's slower steps (the host's "
+              "drift between the rounds, or its longer cache)")
+    # the published run's branch, chosen from the CSV: its estimate above the bound, or not
+    assert eos_sync.stop_bound(table, 200) == head + (excess if estimate > 2.5 else "")
+    assert eos_sync.stop_bound(table, 200, judge=False) == ""
+    assert eos_sync.stop_bound(table, 300) == ""
+    # both branches: the checking loop's count made 50 per row (bound 4.00x), or 95 (2.11x)
+    for count, above in ((50, estimate > 4), (95, estimate > 200 / 95)):
+        other = table.copy()
+        other.loc[other["method"] == eos_sync.CHECK, "tokens"] = count
+        bound = f"; the token counts (200 against {count} per row) allow at most {200 / count:.2f}x"
+        assert eos_sync.stop_bound(other, 200) == bound + (excess if above else "")
     fig, ax = plt.subplots()
     eos_sync.plot_early_stop(ax, table, 20, 80)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [eos_sync.CHECK, eos_sync.FREE]

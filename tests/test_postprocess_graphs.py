@@ -237,9 +237,29 @@ def test_batch_line_reads_one_transfers_list_building_across_the_batch():
     assert ("cutting its syncs 256x (1024 -> 4 at batch 256) still leaves the host copy's 12.64 ms, "
             "so the speedup is 3.73x (ratio of the medians), not 256x.") in line
     assert "syncs plus" not in line  # no share of the time named that was not measured as one
-    assert "The per-row loop's 34.46 ms more, over its 1024 syncs, is 34 \u00b5s per sync, its row's small kernels included." in line
+    assert ("The per-row loop's time above the host copy's, divided by its syncs, is 34 \u00b5s per "
+            "sync, its row's small kernels included.") in line  # one point with a sync count
     assert "cutting" not in postprocess.batch_line(wide, 2048)
     assert postprocess.batch_line(wide[wide["batch_size"] == 16], 2048) == ""
+
+
+def test_per_sync_cost_is_a_range_over_the_points_and_length_line_reads_a_fall():
+    wide = pd.DataFrame({"condition": ["alone"] * 4, "batch_size": [16, 16, 256, 256],
+                         "seq_len": [128, 2048] * 2,
+                         "per row": [0.00288, 0.0048, 0.06798, 0.05345],
+                         "on host": [0.00072, 0.00146, 0.01025, 0.01499]})
+    wide["speedup"] = wide["per row"] / wide["on host"]
+    syncs = pd.DataFrame({"method": ["per row", "on host"] * 2, "batch_size": [16, 16, 256, 256],
+                          "syncs": [64, 4, 1024, 4]})
+    assert "is 34 to 56 \u00b5s per sync, over the 4 points timed alone" in \
+        postprocess.batch_line(wide, 2048, syncs)
+    line = postprocess.length_line(wide)
+    assert "yet alone, time fell with the length for the per-row loop at batch 256, 67.98 ms at " \
+        "128 and 53.45 ms at 2048: there the run's spread between points is larger" in line
+    grew = wide.assign(**{"per row": [0.00288, 0.0048, 0.05, 0.06]})
+    assert postprocess.length_line(grew).endswith(
+        "but no syncs: alone, each method took longer at completions of 2048 than of 128.")
+    assert postprocess.length_line(wide[wide["seq_len"] == 128]) == ""
 
 
 def test_compare_host_clock_interleaves_and_fills_the_shared_columns():
@@ -414,22 +434,32 @@ def test_lesson_readings_of_buckets():
     from helpers.course import floor
     line = floor.bucket_reads(16, 100, 32)
     assert line == ("Buckets of 32: a launch reads 81.5 of the cache's 128 slots on average (the "
-                    "shortest multiple of 32 that holds its positions; the cache holds the prompt, "
-                    "the new tokens and one launch's steps, 117 positions, rounded up to a multiple "
-                    "of 16), so buckets can skip at most 36.4% of the key and value reads.")
+                    "shortest multiple of 32 that holds its positions), so buckets can skip at most "
+                    "36.4% of the key and value reads. The 128 slots hold the prompt, the new tokens "
+                    "and one more launch's steps (the last launch runs all its steps, even past the "
+                    "last token): 117 positions, rounded up to a multiple of 16 (the buffer's fixed "
+                    "rounding).")
     assert "buckets of 16" not in line.lower()  # one bucket size printed: the one timed
     from transformers import GPT2Config, GPT2LMHeadModel
     tiny = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=256))
     kv = 2 * 2 * 32 * 128 * 64 * 4  # keys and values of all 128 slots, 2 layers, batch 32
     weights = sum(p.numel() for p in tiny.parameters()) * 4
     sized = floor.bucket_reads(16, 100, 32, model=tiny, batch_size=32)
-    assert sized.endswith(f"at most {kv * (128 - 81.5) / 128 / (kv + weights):.0%} of the bytes the "
-                          "plain step reads (the weights included).")
-    # 10's 17:39 run: its GPU work 1.16 -> 1.34 ms per step; no cause named, no verdict repeated
-    slow = floor.buckets_line(1.16, 1.34)
-    assert slow == ("As eager ops, the bucketed step's GPU work rose from 1.16 to 1.34 ms per step "
-                    "although it reads fewer cache slots; notebook 11 compiles it.")
-    assert "fell from 1.16 to 1.00 ms per step;" in floor.buckets_line(1.16, 1.0)
+    assert f"at most {kv * (128 - 81.5) / 128 / (kv + weights):.0%} of the bytes the plain step " \
+        "reads (the weights included). The 128 slots hold" in sized
+
+
+def test_more_steps_per_launch_is_read_only_where_the_interval_is_within_one_percent():
+    from helpers.course import floor
+    from helpers.course.stats import Ratio
+    # 10's 20:57 run: 4/launch against 1/launch, 1.004x slower (1.001–1.007)
+    same = floor.launch_steps_note(Ratio(1 / 1.004, 1 / 1.007, 1 / 1.001, 12), 4)
+    assert same == "; a difference under 1%: 1 and 4 steps per launch are the same for 08's ladder"
+    assert floor.launch_steps_note(Ratio(1 / 1.004, 1 / 1.007, 1 / 1.001, 12), 4, judge=False) == ""
+    assert floor.launch_steps_note(Ratio(1.05, 1.03, 1.07, 12), 4) == ""  # faster: the line says so
+    assert floor.launch_steps_note(Ratio(0.995, 0.97, 1.02, 12), 4) == ""  # can't tell within 1%
+    assert floor.launch_steps_note(Ratio(1.0, float("-inf"), float("inf"), 3), 4) == ""
+    assert floor.launch_steps_note(Ratio(float("nan"), float("nan"), float("nan"), 0), 4) == ""
 
 
 def test_peer_idle_line_names_the_host_only_where_the_gpu_idles_most_of_the_step():

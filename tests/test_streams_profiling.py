@@ -214,13 +214,17 @@ def test_late_check_summary_and_its_words():
                          or r["method"] in late_check.EAGER_LOOPS])
     shown = late_check.view(late_check.summary(only)).set_index("step")
     assert shown.loc["eager", "event, ms/step"] == "not timed"
+    assert shown.loc["eager", "event wins back, %"] == "not timed"  # not "\u2014": never timed
+    assert shown.loc["CUDA graph", "event wins back, %"] == "95"
+    assert late_check.view(late_check.summary(pd.DataFrame(rows))).set_index("step").loc[
+        "eager", "event wins back, %"] == "\u2014"  # timed, but no cost to share out
     gaps = pd.DataFrame({"cpu_wait_us": [500.0, 80.0, 200.0], "gap_before_us": [700.0, 6.0, 5.0],
                          "cpu_us": [2000.0, 2500.0, 1200.0]}, index=["sync", "interleaved", "event"])
     timed = pd.Series({"sync": 1650.0, "interleaved": 1290.0, "event": 1320.0})
     head = "The GPU's median gap before a step, profiled: per-step sync 700 µs, two streams "
     fed = "step i is queued before the CPU waits, and the GPU keeps working."
     assert late_check.profile_line(gaps, timed) == (
-        f"{head}6 µs and event 5 µs. With two streams, {fed} With one stream and an event, {fed}")
+        f"{head}6 µs and event 5 µs. With two streams and with one stream and an event, {fed}")
     # a late loop's gap larger than the sync's: the profiler's host cost named only where its
     # profiled CPU time per step exceeds the timed step
     gaps.loc["interleaved", "gap_before_us"] = 1335.0
@@ -252,7 +256,11 @@ def test_late_check_eager_cost_and_summary_line():
     assert "can't tell apart on this machine" in late_check.eager_cost_line(table, 32)
     table = pd.DataFrame(rows("eager", 32, {"sync": base, "no_check": [b / 1.3 for b in base]}))
     assert late_check.eager_cost_line(table, 32).endswith(
-        "faster (1.30\u20131.30); a late read could win back at most that.")
+        "faster (1.30\u20131.30); the check costs time eagerly too; the late loops were not timed "
+        "eagerly, so this lesson cannot say whether a late read would win it back.")
+    timed = pd.concat([table, pd.DataFrame(rows("eager", 32, {"event": base}))])
+    assert late_check.eager_cost_line(timed, 32).endswith(
+        "; the check costs time eagerly too, and a late read could win back at most that.")
     assert late_check.eager_cost_line(table, 32, judge=False) == ""
     assert late_check.eager_cost_line(table, 1) == ""
     graph = pd.DataFrame(rows("compiled", 8, {

@@ -1,4 +1,4 @@
-"""Notebook 06's readings, kept out of the lesson: the early-stopping figure and note, the two
+"""Notebook 06's readings, kept out of the lesson: the early-stopping figure and bound, the two
 costs of the check read against the simple model (host and GPU run side by side; the check
 adds what it exposes), and the profiler's view of one check."""
 from __future__ import annotations
@@ -10,29 +10,22 @@ from . import harness, plotting, profiling, stats
 CHECK, FREE = "check every step", "no check"  # the two loops' names in every table and figure
 
 
-def early_stop_note(table: pd.DataFrame, judge: bool = True) -> str:
-    """When the checking loop generated the same number of tokens at every cap, its medians
-    should agree: how far they moved, against how far the no-check loop's time per token moved
-    in the same rounds. Where the no-check loop moved at least half as much, the host's speed
-    drifted between runs; otherwise the note says the lesson does not measure the cause (said
-    only on a run that can judge). Empty when the token counts differ or one cap was run."""
-    ok = table[table["status"] == harness.OK]
-    part = ok[ok["method"] == CHECK].sort_values("seq_len")
-    if len(part) < 2 or part["tokens"].nunique() != 1:
+def stop_bound(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
+    """The most early stopping can gain at ``cap`` by its token counts (the no-check loop's new
+    tokens per row over the checking loop's), as a clause to follow its verdict; where the
+    rounds' estimate exceeds it, the excess said not to be the check's. Empty on a smoke run or
+    without both rows."""
+    ok = table[(table["status"] == harness.OK) & (table["seq_len"] == cap)].set_index("method")
+    if not judge or not {CHECK, FREE} <= set(ok.index):
         return ""
-    text = (f"The checking loop generates the same {int(part['tokens'].iloc[0])} tokens at every "
-            "cap (its rows all end by the smallest cap)")
-    if not judge:  # a smoke run states what ran, never reads its times
-        return text + "."
-    drift = part["median_s"].max() / part["median_s"].min() - 1
-    free = ok[ok["method"] == FREE]
-    per_token = free["median_s"] / free["tokens"]
-    moved = per_token.max() / per_token.min() - 1 if len(free) > 1 else float("nan")
-    text += (f"; its medians differ by {100 * drift:.0f}% between caps, the no-check loop's time "
-             f"per token by {100 * moved:.0f}%")
-    if moved >= drift / 2:
-        return text + ": the host's speed drifted between runs."
-    return text + ": not a drift both loops share; this lesson does not measure its cause."
+    free, check = int(ok.at[FREE, "tokens"]), int(ok.at[CHECK, "tokens"])
+    bound = free / check
+    text = f"; the token counts ({free} against {check} per row) allow at most {bound:.2f}x"
+    estimate = stats.row_speedup(table, CHECK, FREE, seq_len=cap).estimate
+    if estimate > bound:
+        text += (": the excess is not the check's but the no-check loop's slower steps (the "
+                 "host's drift between the rounds, or its longer cache)")
+    return text
 
 
 def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
@@ -93,6 +86,8 @@ def model_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool = True
         return ""
     (g_low, g_high, g_clear), (e_low, e_high, _) = (
         cost_range_us(step_budget, cost, r) for r in ("CUDA graph", "eager"))
+    e_top = stats.row_speedup(cost, f"eager, {FREE}", f"eager, {CHECK}").high
+    e_step = step_budget.set_index("method").loc[f"eager, {FREE}", "wall_ms"]
     head = "The simple model expects the check to cost less with the eager step than under the CUDA graph"
     if not g_clear:
         return (f"{head}; this run cannot test it: under the CUDA graph the check's cost is not "
@@ -100,7 +95,8 @@ def model_line(step_budget: pd.DataFrame, cost: pd.DataFrame, judge: bool = True
     span = lambda low, high: (f"anywhere up to {high:.0f} µs" if low <= 0  # noqa: E731
                               else f"within {low:.0f}\u2013{high:.0f} µs")
     spans = (f"the check's cost per step lies {span(e_low, e_high)} with the eager step "
-             f"and {span(g_low, g_high)} under the CUDA graph")
+             f"(the interval's top, {e_top:.3f}x, less 1, times the {e_step:.2f} ms step without "
+             f"the check) and {span(g_low, g_high)} under the CUDA graph")
     if e_high < g_low:
         return f"{head}, and it held in this run: {spans}."
     if e_low > g_high:

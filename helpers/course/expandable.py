@@ -120,8 +120,9 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
     first = found.iloc[0]
     past = (" (just past the 20 MiB segments that smaller tensors share)"
             if LARGE_BUFFER < first["size"] <= LARGE_BUFFER + ROUND_LARGE else "")
-    text = (f"With {conf}, reserved memory rose by more than all {tensors} cache tensors together "
-            f"{len(found)} times: first in decode step {int(first['step'])}, when each layer's "
+    steps = "one decode step" if len(found) == 1 else f"{len(found)} decode steps"
+    text = (f"With {conf}, in {steps} reserved memory jumped by more than the combined size of "
+            f"all {tensors} cache tensors: first in decode step {int(first['step'])}, when each layer's "
             f"keys (and values) reached {first['size'] / MIB:.1f} MiB{past}")
     if len(found) > 1:
         gaps = found["step"].diff().dropna().astype(int)

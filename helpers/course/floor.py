@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import warnings
 from pathlib import Path
@@ -105,26 +106,29 @@ def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
             for i in range(launches)]
     mean = sum(read) / len(read)
     text = (f"Buckets of {bucket}: a launch reads {mean:.1f} of the cache's {slots} slots on "
-            f"average (the shortest multiple of {bucket} that holds its positions; the cache holds "
-            f"the prompt, the new tokens and one launch's steps, {needed} positions, rounded up to "
-            f"a multiple of {graphs.SLOT_MULTIPLE}), so buckets can skip at most ")
+            f"average (the shortest multiple of {bucket} that holds its positions), so buckets can "
+            f"skip at most ")
+    why = (f" The {slots} slots hold the prompt, the new tokens and one more launch's steps (the "
+           f"last launch runs all its steps, even past the last token): {needed} positions, rounded "
+           f"up to a multiple of {graphs.SLOT_MULTIPLE} (the buffer's fixed rounding).")
     if model is None or not batch_size:
-        return text + f"{1 - mean / slots:.1%} of the key and value reads."
+        return text + f"{1 - mean / slots:.1%} of the key and value reads." + why
     cfg, size = model.config, next(model.parameters()).element_size()
     per_slot = 2 * cfg.n_layer * batch_size * cfg.n_embd * size  # keys and values, all layers
     skipped = per_slot * (slots - mean) / (per_slot * slots + parameter_bytes(model))
-    return text + f"{skipped:.0%} of the bytes the plain step reads (the weights included)."
+    return text + f"{skipped:.0%} of the bytes the plain step reads (the weights included)." + why
 
 
-def buckets_line(plain_gpu_ms: float, bucketed_gpu_ms: float) -> str:
-    """Notebook 10's reading of the bucketed step's GPU work per step against the plain graph
-    step's (ms, ``budget.per_step``'s ``gpu_ms``); the interval line says which was faster. It
-    names no cause: the lesson does not measure one."""
-    moved = ("rose" if bucketed_gpu_ms > plain_gpu_ms else "fell") + \
-        f" from {plain_gpu_ms:.2f} to {bucketed_gpu_ms:.2f} ms per step"
-    if bucketed_gpu_ms > plain_gpu_ms:
-        moved += " although it reads fewer cache slots"
-    return f"As eager ops, the bucketed step's GPU work {moved}; notebook 11 compiles it."
+def launch_steps_note(ratio, steps: int, judge: bool = True, within: float = 0.01) -> str:
+    """Notebook 10's reading of its "more steps per launch" line (``ratio``: ``stats.Ratio`` of
+    ``steps`` per launch against 1): where the whole interval lies within ``within`` of 1, the
+    clause that says so; else nothing (the line's own words say faster, slower or can't tell)."""
+    low, high = ratio.low, ratio.high
+    if not judge or not (math.isfinite(low) and math.isfinite(high)) or \
+            not 1 / (1 + within) <= low <= high <= 1 + within:
+        return ""
+    return (f"; a difference under {within:.0%}: 1 and {steps} steps per launch are the same for "
+            "08's ladder")
 
 
 def peer_idle_line(budget_frame, method: str) -> str:

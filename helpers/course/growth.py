@@ -262,12 +262,39 @@ def growth_answer(table, candidate: str, baseline: str, judge: bool) -> str:
 ANSWERS = {"yes": "Yes.", "no": "No: it shrinks.", "not shown": "Not shown on this run."}
 
 
+def first_failure(table, candidate: str, baseline: str, judge: bool) -> str:
+    """The first condition of ``growth_answer``'s rule that fails, in the rule's order: the gain
+    rose from every length to the next; its interval at the longest against the shortest lies
+    above 1; the rise does not rest on the baseline's allocator retries (``retry_bound``). Empty
+    where none fails (or on a smoke run)."""
+    values = sorted(int(n) for n in table["seq_len"].unique())
+    if not judge or len(values) < 2:
+        return ""
+    gain = gains(table, candidate, baseline).set_index("seq_len")["speedup"]
+    for a, b in zip(values, values[1:]):
+        if not gain[b] > gain[a]:
+            return (f"the gain {'fell' if gain[b] < gain[a] else 'did not rise'} from "
+                    f"{gain[a]:.2f}x at {a} tokens to {gain[b]:.2f}x at {b} tokens.")
+    r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
+    if stats.verdict(r) != stats.FASTER:
+        return gain_growth(table, candidate, baseline, judge) + "."
+    hit = retried(table, baseline)
+    if hit and values[-1] in hit:
+        said = retry_bound(table, candidate, baseline, hit)
+        return said[0].lower() + said[1:]
+    return ""
+
+
 def growth_line(table, candidate: str, baseline: str, judge: bool, label: str = "KV cache") -> str:
-    """Notebook 02's Growth line: the answer (``growth_answer``) first, then ``gain_growth`` over
-    every length. Where the baseline's allocator retried (``retried``), which adds time to the
-    baseline only, ``retry_bound`` says whether the gain at the longest such length outgrows the
-    shortest length's interval even without them."""
+    """Notebook 02's Growth line: the answer (``growth_answer``) first. "Not shown" is followed
+    by the first condition of the rule that failed (``first_failure``) and nothing else; "yes"
+    and "no" by ``gain_growth`` over every length and, where the baseline's allocator retried
+    (``retried``), which adds time to the baseline only, ``retry_bound``."""
     answer = growth_answer(table, candidate, baseline, judge)
+    if answer == "not shown":
+        why = first_failure(table, candidate, baseline, judge)
+        if why:
+            return f"Does the gain grow with the length? Not shown on this run: {why}"
     said = gain_growth(table, candidate, baseline, judge)
     if answer != "yes":  # "grows" is the answer's word alone
         said = said.replace("the gain grows with the length: at", "the gain rose: at", 1)
@@ -300,21 +327,37 @@ def retry_bound(table, candidate: str, baseline: str, hit, label: str = "KV cach
                    f"{first.high:.2f}): the growth may rest on the retries.")
 
 
-def gpu_work_line(table, names: dict) -> str:
-    """Notebook 02: the GPU's work per step (profiled run, ``gpu_busy_s`` / N) of both methods
-    (``names``: method -> label, baseline first) at every length, e.g. "GPU work per step, naive
-    against KV cache: 3.55 against 1.38 ms at 50 tokens, ...". Empty without it (a CPU run)."""
-    if "gpu_busy_s" not in table:
+def naive_host_line(step, table, naive: str = "naive", cached: str = "kv_cache",
+                    labels=("naive", "KV cache")) -> str:
+    """Notebook 02: the naive loop's own budget (``step``, labels as in the budget), read like the
+    KV cache's. Where the naive loop's GPU idles too (not GPU-paced) and the host paces the KV
+    cache's step, that step is about the host's cost, which both loops pay and the cache does not
+    cut: the gain stays small until the naive loop's GPU work per step (``gpu_busy_s`` / N)
+    passes it, and the line names the lengths where it did (or none). Empty without GPU work."""
+    data = step.set_index("method")
+    if not set(labels) <= set(data.index) or "gpu_busy_s" not in table:
         return ""
-    ok = table[table["status"] == harness.OK].set_index(["method", "seq_len"])["gpu_busy_s"]
-    (base, b_name), (cand, c_name) = list(names.items())[:2]
-    parts = []
-    for n in sorted({int(n) for _, n in ok.index}):
-        x, y = (float(ok.get((m, n), float("nan"))) for m in (base, cand))
-        if not (x > 0 and y > 0):
-            return ""
-        parts.append(f"{1e3 * x / n:.2f} against {1e3 * y / n:.2f} ms at {n} tokens")
-    return f"GPU work per step, {b_name} against {c_name}: {', '.join(parts)}."
+    n, k = data.loc[labels[0]], data.loc[labels[1]]
+    if not (n["wall_ms"] > 0 and n["gpu_ms"] > 0 and k["wall_ms"] > 0 and k["gpu_ms"] > 0):
+        return ""
+    share = 100 * n["idle_ms"] / n["wall_ms"]
+    idle = f"{max(round(n['wall_ms'], 2) - round(n['gpu_ms'], 2), 0):.2f} ms"
+    if share <= budget.GPU_PACE_PCT or 100 * k["idle_ms"] / k["wall_ms"] < budget.HOST_PACE_PCT:
+        return (f"The naive loop's GPU is idle {idle} of its {n['wall_ms']:.2f} ms step "
+                f"({share:.0f}%): in that loop, {budget.pace(share, why=False)}.")
+    ok = table[table["status"] == harness.OK].set_index(["method", "seq_len"])
+    per = {m: {int(s): 1e3 * float(ok.loc[(m, s), col]) / int(s) for m2, s in ok.index if m2 == m}
+           for m, col in ((naive, "gpu_busy_s"), (cached, "median_s"))}
+    lengths = sorted(set(per[naive]) & set(per[cached]))
+    hits = [s for s in lengths if per[naive][s] > per[cached][s]]
+    at = hits[0] if hits else lengths[-1]
+    ms = f"{per[naive][at]:.2f} against {per[cached][at]:.2f} ms"
+    where = (f"at {at} tokens it did ({ms})" + (f", and at {_tokens(hits[1:])}" if hits[1:] else "")
+             if hits else f"it did at none of these lengths ({ms} at {at} tokens)")
+    return (f"The naive loop waits for the host too: its GPU is idle {idle} of its "
+            f"{n['wall_ms']:.2f} ms step ({share:.0f}%). Both loops pay the host's cost of issuing "
+            "a step, which the cache does not cut, so the gain stays small until the naive loop's "
+            f"GPU work per step passes that cost (about the KV cache's whole step): {where}.")
 
 
 BORDER_PTS = 2  # an idle share this close to a pace threshold is read as borderline

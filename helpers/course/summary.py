@@ -200,16 +200,16 @@ def _floor_words(row) -> str:
 
 def reading(table, seq_len, judge) -> list:
     """The answer in a few lines, lesson 07's rung first: the fastest rung taught so far (lessons
-    01-07), its distance to the floor and its speedup over the naive loop and ``generate()``
-    static (``claims.say``: ``stats.say``'s words, a "can't tell" interval's bounds never printed
-    as 1.00; none on a smoke run); then, in one line, the fastest rung of the lessons still ahead
+    01-07), its distance to the floor and its speedup over ``generate()`` static (the naive
+    loop's is claim 7's number, printed once there; ``claims.say``: ``stats.say``'s words, a
+    "can't tell" interval's bounds never printed as 1.00; none on a smoke run); then, in one line, the fastest rung of the lessons still ahead
     against it; last, where ``generate()`` beats the course's own KV-cache loop, why it can."""
     best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     name = taught["method"]
     lines = [f"The fastest rung taught so far (lessons 01-07), {name} (lesson "
              f"{taught['notebook']}), takes {taught['per_step_s'] * 1e3:.2f} ms per step at batch "
              f"{int(taught['batch_size'])} and {int(seq_len)} tokens" + _floor_words(taught)]
-    for other in [NAIVE, *(PEERS if best["method"] == name else PEERS[-1:])]:
+    for other in PEERS if best["method"] == name else PEERS[-1:]:  # the naive loop: claim 7
         if other in set(table["method"]):
             lines.append(f"  {name} against {other}: "
                          f"{say(table, name, other, judge, seq_len=seq_len)}")
@@ -242,39 +242,62 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
 
 
 def one_line(table, seq_len, judge) -> str:
-    """The summary's closing sentence, with this run's numbers."""
+    """The summary's closing sentence, with this run's numbers: the table's ratios of the
+    medians (its ``×`` columns), labelled so, never the rounds' estimates (those are printed,
+    with their intervals, under "What it means" and in claim 7)."""
     best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     naive = table[(table["method"] == NAIVE) & (table["seq_len"] == seq_len)].iloc[0]
 
-    def reached(row, ahead="", note=""):
+    def reached(row, ahead="", peer=""):
         floor = (f" and {row['floor_ratio']:.1f}x the floor" if row["floor_ratio"] == row["floor_ratio"]
                  else "")
-        # the rounds' estimate, as the lines above print it; a smoke run: the medians' ratio
-        est = stats.row_speedup(table, row["method"], NAIVE, seq_len=seq_len).estimate \
-            if judge else math.nan
-        times = f"{est:.2f}x" if est == est else f"{row['speedup_vs_naive']:.2f}x"
         return (f"{row['per_step_s'] * 1e3:.2f} ms {ahead}({row['method']}), "
-                f"{times} the naive loop's speed{note if est == est else ''}{floor}")
+                f"{row['speedup_vs_naive']:.2f}x the naive loop's speed{peer}{floor}")
 
-    text = (f"In one line: per decode step, from {naive['per_step_s'] * 1e3:.2f} ms (naive loop) to "
-            + reached(taught, "with lessons 01-07 ", " (estimate from the rounds)"))
-    peer = next((p for p in reversed(PEERS) if p in set(table["method"])), None)
-    if peer and judge:  # the estimate the "What it means" lines print, not the medians' ratio
-        said = say(table, taught["method"], peer, judge, seq_len=seq_len)
-        text += f"; against {peer}: {said}"
+    column = "speedup_vs_generate_static"
+    vs = (f", {taught[column]:.2f}x {PEERS[-1]}'s" if column in taught
+          and taught[column] == taught[column] else "")
+    text = (f"In one line: per decode step (ratios of the medians, as in the table), from "
+            f"{naive['per_step_s'] * 1e3:.2f} ms (naive loop) to "
+            + reached(taught, "with lessons 01-07 ", vs))
     if best["method"] != taught["method"]:  # second: where the lessons ahead go
         text += "; ahead, " + reached(best, f"in lesson {best['notebook']} ")
     return text + ("." if judge else " (smoke run: exercises the code, not a measurement).")
 
 
 def compile_gap(budget, names) -> str:
-    """What the KV cache (02, ``_cache_idle``) and compiling alone (05, ``_no_graphs``) do to the
-    GPU's work and idle time, read from the budget (empty without GPU numbers); the CUDA-graph
-    rungs and the late stop check are read off the figure and the budget's first line."""
+    """What the KV cache (02, ``_cache_idle``), a cached eager rung no faster than the one before
+    it (``_eager_cache``) and compiling alone (05, ``_no_graphs``) do to the GPU's work and idle
+    time, read from the budget (empty without GPU numbers); the CUDA-graph rungs and the late
+    stop check are read off the figure and the budget's first line."""
     data = budget.set_index("method")
     if data["gpu_ms"].isna().any():
         return ""
-    return (_cache_idle(data, names) + _no_graphs(data, names)).strip()
+    return (_cache_idle(data, names) + _eager_cache(data, names) + _no_graphs(data, names)).strip()
+
+
+def _eager_cache(data, names) -> str:
+    """Where a cached eager rung (02 after 01, 04 after 02) is no faster than the rung before it
+    by the medians, one sentence: both wall clocks and GPU work, and, where the GPU's work grew
+    by less than half the extra wall clock, that the extra time is the host's (wall clock minus
+    GPU work, both printed), which this lesson does not split. Empty where each is faster."""
+    said = []
+    for rung, before in ((KV, NAIVE), (STATIC, KV)):
+        new, old = names.get(rung), names.get(before)
+        if not {new, old} <= set(data.index):
+            continue
+        b, a = data.loc[new], data.loc[old]
+        extra = round(b["wall_ms"], 2) - round(a["wall_ms"], 2)
+        if extra < 0:
+            continue
+        text = (f"The {new} is no faster than the {old} ({b['wall_ms']:.2f} against "
+                f"{a['wall_ms']:.2f} ms per step, medians), with GPU work of {b['gpu_ms']:.2f} "
+                f"against {a['gpu_ms']:.2f} ms")
+        if b["gpu_ms"] - a["gpu_ms"] < extra / 2:
+            text += (f": its extra time is host time (wall clock minus GPU work: {_idle(b):.2f} "
+                     f"against {_idle(a):.2f} ms), which this lesson does not split into its parts")
+        said.append(text + ". ")
+    return "".join(said)
 
 
 def _cache_idle(data, names) -> str:
