@@ -232,57 +232,61 @@ def _bound(table, candidate: str, baseline: str, hit):
             "busy_ms": 1e3 * busy / at, "wall_ms": 1e3 * wall / at}
 
 
-def growth_answer(table, candidate: str, baseline: str, judge: bool) -> str:
-    """Does the gain grow with the length? "yes" where it rose from every length to the next,
-    its interval at the longest against the shortest lies above 1, and it does not rest on the
-    baseline's allocator retries (``_bound`` above the shortest length's interval); "no" where it
-    fell alike (the gain shrinks); else "not shown". Empty on a smoke run or with too few runs."""
-    values = sorted(table["seq_len"].unique())
+def _growth_rule(table, candidate: str, baseline: str, judge: bool):
+    """``(answer, first failure)`` of notebook 02's rule for "does the gain grow with the length?",
+    computed once for ``growth_answer``, ``first_failure`` and ``growth_line``. The answer: "yes"
+    where the gain rose from every length to the next, its interval at the longest against the
+    shortest lies above 1, and it does not rest on the baseline's allocator retries (``_bound``
+    above the shortest length's interval); "no" where it fell alike (the gain shrinks); else "not
+    shown"; empty on a smoke run or with too few runs. The first failure: the first of the "yes"
+    conditions that fails, in that order (the retries' condition said by ``retry_bound`` wherever
+    the longest length retried); empty where none fails or on a smoke run."""
+    values = sorted(int(n) for n in table["seq_len"].unique())
     if not judge or len(values) < 2:
-        return ""
-    r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
-    if r.n < stats.MIN_TRIALS or math.isinf(r.low):
-        return ""
-    word = stats.verdict(r)
-    if word == stats.NOISE:
-        return "not shown"
-    rises = word == stats.FASTER
+        return "", ""
     gain = gains(table, candidate, baseline).set_index("seq_len")["speedup"]
     steps = list(zip(values, values[1:]))
-    if not all(gain[b] > gain[a] if rises else gain[b] < gain[a] for a, b in steps):
-        return "not shown"
+    r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
+    word = stats.verdict(r)
     hit = retried(table, baseline)
-    if rises and hit and values[-1] in hit:
-        b = _bound(table, candidate, baseline, hit)
-        if b is None or not b["bound"] > b["first"].high:
-            return "not shown"
-    return "yes" if rises else "no"
+    at_retry = bool(hit) and values[-1] in hit
+    rose = all(gain[b] > gain[a] for a, b in steps)
+    why = ""
+    for a, b in steps:
+        if not gain[b] > gain[a]:
+            why = (f"the gain {'fell' if gain[b] < gain[a] else 'did not rise'} from "
+                   f"{gain[a]:.2f}x at {a} tokens to {gain[b]:.2f}x at {b} tokens.")
+            break
+    else:
+        if word != stats.FASTER:
+            why = gain_growth(table, candidate, baseline, judge) + "."
+        elif at_retry:
+            said = retry_bound(table, candidate, baseline, hit)
+            why = said[0].lower() + said[1:]
+    if r.n < stats.MIN_TRIALS or math.isinf(r.low):
+        return "", why
+    if word == stats.FASTER:
+        bound = _bound(table, candidate, baseline, hit) if at_retry else None
+        holds = not at_retry or (bound is not None and bound["bound"] > bound["first"].high)
+        return ("yes" if rose and holds else "not shown"), why
+    if word == stats.SLOWER and all(gain[b] < gain[a] for a, b in steps):
+        return "no", why
+    return "not shown", why
+
+
+def growth_answer(table, candidate: str, baseline: str, judge: bool) -> str:
+    """Does the gain grow with the length? "yes", "no" (the gain shrinks) or "not shown", by
+    ``_growth_rule``; empty on a smoke run or with too few runs."""
+    return _growth_rule(table, candidate, baseline, judge)[0]
 
 
 ANSWERS = {"yes": "Yes.", "no": "No: it shrinks.", "not shown": "Not shown on this run."}
 
 
 def first_failure(table, candidate: str, baseline: str, judge: bool) -> str:
-    """The first condition of ``growth_answer``'s rule that fails, in the rule's order: the gain
-    rose from every length to the next; its interval at the longest against the shortest lies
-    above 1; the rise does not rest on the baseline's allocator retries (``retry_bound``). Empty
-    where none fails (or on a smoke run)."""
-    values = sorted(int(n) for n in table["seq_len"].unique())
-    if not judge or len(values) < 2:
-        return ""
-    gain = gains(table, candidate, baseline).set_index("seq_len")["speedup"]
-    for a, b in zip(values, values[1:]):
-        if not gain[b] > gain[a]:
-            return (f"the gain {'fell' if gain[b] < gain[a] else 'did not rise'} from "
-                    f"{gain[a]:.2f}x at {a} tokens to {gain[b]:.2f}x at {b} tokens.")
-    r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
-    if stats.verdict(r) != stats.FASTER:
-        return gain_growth(table, candidate, baseline, judge) + "."
-    hit = retried(table, baseline)
-    if hit and values[-1] in hit:
-        said = retry_bound(table, candidate, baseline, hit)
-        return said[0].lower() + said[1:]
-    return ""
+    """The first condition of ``growth_answer``'s rule that fails, in the rule's order
+    (``_growth_rule``). Empty where none fails (or on a smoke run)."""
+    return _growth_rule(table, candidate, baseline, judge)[1]
 
 
 def growth_line(table, candidate: str, baseline: str, judge: bool, label: str = "KV cache") -> str:
@@ -290,9 +294,8 @@ def growth_line(table, candidate: str, baseline: str, judge: bool, label: str = 
     by the first condition of the rule that failed (``first_failure``) and nothing else; "yes"
     and "no" by ``gain_growth`` over every length and, where the baseline's allocator retried
     (``retried``), which adds time to the baseline only, ``retry_bound``."""
-    answer = growth_answer(table, candidate, baseline, judge)
+    answer, why = _growth_rule(table, candidate, baseline, judge)
     if answer == "not shown":
-        why = first_failure(table, candidate, baseline, judge)
         if why:
             return f"Does the gain grow with the length? Not shown on this run: {why}"
     said = gain_growth(table, candidate, baseline, judge)

@@ -30,8 +30,8 @@ from pathlib import Path
 _COUNT = r"(?:faster|slower|within noise)(?: \(95% interval above 1\))? at \d+(?:/\d+)?"
 _ANYWHERE = ("within noise: this run cannot tell", "inconclusive: premise not met",
              "inconclusive: within noise", "can't tell apart on this machine", "too few to judge",
-             "partly reproduced", "not reproduced", "reproduced", "exceeded", "NOT MET", "MISSED", "MET", "not felt",
-             "felt")
+             "partly reproduced", "not reproduced", "reproduced", "exceeded", "NOT MET", "MISSED",
+             "MET", "not felt", "felt")
 _TERMS = ("neither term clearly dominates", "the N² term", "the linear term")
 _AT_END = ("the gain grows", "the gain shrinks", "within noise", "faster", "slower")
 _WORD = re.compile(
