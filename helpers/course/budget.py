@@ -166,7 +166,7 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
         share = 100 * b["idle_ms"] / b["wall_ms"] if b["wall_ms"] > 0 else float("nan")
         # in ms, the difference of the two rounded values printed beside it (a reader checks
         # 15.41 - 13.77 = 1.64, not the unrounded 1.65)
-        idle = (f"{round(b['wall_ms'], 2) - round(b['gpu_ms'], 2):.2f} ms" if b["idle_ms"] >= 0.1
+        idle = (f"{printed_idle(b):.2f} ms" if b["idle_ms"] >= 0.1
                 else f"{max(b['idle_ms'], 0.0) * 1e3:.0f} µs")  # 0.01 ms would print as 0.00
         text += (f"The GPU is idle {idle} of each {b['wall_ms']:.2f} ms ({share:.0f}%: "
                  f"{IDLE_WHY}): {pace(share)}.")
@@ -174,6 +174,12 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
         text += (f" The floor is {b['floor_ms']:.2f} ms: this step takes "
                  f"{b['wall_ms'] / b['floor_ms']:.1f}x that.")
     return text
+
+
+def printed_idle(row) -> float:
+    """The GPU's idle time per step as the figure's labels give it: the wall clock minus the
+    GPU's work, each rounded to 0.01 ms first, so the printed numbers subtract exactly."""
+    return max(round(row["wall_ms"], 2) - round(row["gpu_ms"], 2), 0.0)
 
 
 IDLE_WHY = "waiting for the host to issue work, or in the gaps between kernels"

@@ -344,7 +344,7 @@ def naive_host_line(step, table, naive: str = "naive", cached: str = "kv_cache",
     if not (n["wall_ms"] > 0 and n["gpu_ms"] > 0 and k["wall_ms"] > 0 and k["gpu_ms"] > 0):
         return ""
     share = 100 * n["idle_ms"] / n["wall_ms"]
-    idle = f"{max(round(n['wall_ms'], 2) - round(n['gpu_ms'], 2), 0):.2f} ms"
+    idle = f"{budget.printed_idle(n):.2f} ms"
     if share <= budget.GPU_PACE_PCT or 100 * k["idle_ms"] / k["wall_ms"] < budget.HOST_PACE_PCT:
         return (f"The naive loop's GPU is idle {idle} of its {n['wall_ms']:.2f} ms step "
                 f"({share:.0f}%): in that loop, {budget.pace(share, why=False)}.")

@@ -21,6 +21,7 @@ from ..checks import check_same_tokens
 from ..generation import generate_naive
 from ..model import exact_matmul
 from . import floor, harness, stats
+from .budget import printed_idle as _idle  # the idle time as the figure's labels give it
 from .claims import KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED, say
 
 PEERS = ("generate()", "generate() static")
@@ -330,10 +331,6 @@ def _no_graphs(data, names) -> str:
             f"{_idle(a):.2f} to {_idle(b):.2f} ms{gpu}. ")
 
 
-def _idle(row) -> float:
-    """The GPU's idle time per step as the figure's labels give it: the wall clock minus the
-    GPU's work, each rounded to 0.01 ms first, so the printed numbers subtract exactly."""
-    return max(round(row["wall_ms"], 2) - round(row["gpu_ms"], 2), 0.0)
 
 
 def labels(methods) -> dict:
