@@ -53,22 +53,18 @@ NOTEBOOK = {
         "smoke": dict(warmup=0),
     },
     "02": {
-        # Budget 90 s full / 25 s workshop on an H100; batch 32 in both presets. Per round
-        # (naive + KV cache): 0.7 s at 50 tokens, 1.4 s at 100, 4.2 s at 200; 5 rounds and one
-        # profiled run each (the token check warms both loops): about 50 s full. The gain grows
-        # only once the naive loop's GPU work (batch x length) outgrows the host's ~6-9 ms a
-        # step: 1.01x at 50 tokens, 1.27x at 100, 1.76x at 200 (full, 20:09 run of 2026-11-23).
-        # So the workshop runs 20 and 150 tokens (about 2.9 s a round). At the workshop's
-        # batch 16 the naive loop stays host-bound even at 150 tokens: growth 1.15x (1.03-1.28)
-        # at 00:49 on 2026-11-24, can't tell apart (0.65-1.05) at 02:56 on a slower host. At 20
-        # and 100 it could not be told apart at batch 32 (21:17) or 64 (23:06), where the naive
-        # loop also fills the GPU's memory with fragments (78 GB reserved at 100 tokens). More
-        # rounds do not settle it where both loops wait on the host (0.98-1.19 with rounds added
-        # for 8 s a point, 15:27 run); the lesson says so. Tokens checked at the shortest length.
-        "full": dict(seq_lens=[50, 100, 200], repeats=5, budget_s=0),
-        # 8 rounds: at 5 the growth could not be told apart in the 17:59 workshop run of
-        # 2026-11-26 (0.93-1.46) although both gains were clear; 3 more rounds cost about 9 s.
-        "workshop": dict(batch_size=32, seq_lens=[20, 150], repeats=8, warmup=0),
+        # Budget 90 s full / 25 s workshop on an H100; batch 32 in both presets. Lengths where
+        # the naive loop's allocator never retries: each step's logits are one position longer,
+        # so no cached block fits and the reserve grows as the sum of the lengths (13.6 GB at 50
+        # tokens, 42.7 GB at 100 and the whole card, 5 retries, at 200 in the 20:57 run of
+        # 2026-11-26: retries at 150 or more on an 80 GB card, about 59 GB at 120). Below 120
+        # the naive loop is host-bound, so its gain grows slowly: 1.01x at 50 tokens and 1.27x
+        # at 100 on a quiet host (20:09 run of 2026-11-23), 1.20x and 1.13x on a noisy one;
+        # 8 rounds (at 5 the growth could not be told apart in the 17:59 workshop run of
+        # 2026-11-26). Per round (naive + KV cache) about 0.6 s at 30 tokens, 1.5 s at 75 and
+        # 2.6 s at 120: about 50 s full. Tokens checked at the shortest length.
+        "full": dict(seq_lens=[30, 75, 120], repeats=8, budget_s=0),
+        "workshop": dict(batch_size=32, seq_lens=[20, 120], repeats=8, warmup=0),
     },
     "03": {
         # Budget 80 s full / 25 s workshop. Two child processes (each about 4 s to start and
@@ -87,13 +83,14 @@ NOTEBOOK = {
                       repeats=1),
     },
     "04": {
-        # Budget 150 s full / 30 s workshop. The eager loops are host-bound: more trials would
-        # only narrow an interval whose centre moves with the host's speed, so 5 rounds at 100
-        # and 200 tokens (rounds of 4.1 and 11 s, all five loops, in the 15:27 run of 2026-11-23,
-        # where 6 rounds took 179 s); the CUDA-graph loops it once timed are 05's and 10's now.
-        "full": dict(oversize_cache_len=1024, seq_lens=[100, 200], repeats=5, budget_s=0),
-        "workshop": dict(oversize_cache_len=512, seq_lens=[48], repeats=5),
-        "smoke": dict(oversize_cache_len=64),
+        # Budget 150 s full / 30 s workshop. The article's lengths (its claim: the static cache
+        # loses at 100 new tokens, wins at 200 and 400), the dynamic cache against a static cache
+        # sized to the run, 5 rounds: the eager loops are host-bound, so more trials would only
+        # narrow an interval whose centre moves with the host's speed. A round of both loops is
+        # about 1.3 s at 100 tokens, 2.6 s at 200 and 5.2 s at 400 (6.5 ms a step): with the
+        # warm-up and the profiled run about 65 s.
+        "full": dict(seq_lens=[100, 200, 400], repeats=5, budget_s=0),
+        "workshop": dict(seq_lens=[48], repeats=5),
     },
     "05": {
         # Budget 120 s full / 40 s workshop. Compiling dominates (about 10-16 s a graph, cold
