@@ -445,6 +445,103 @@ def step_sweep():
 
 
 
+# ------------------------------------------- 2026-11-26 night: weights stored along K (N, K)
+
+def _k_major(model):
+    """A copy of ``model`` whose Conv1D weights are (K, N) views of (N, K) storage: each output
+    column's K weights contiguous, as the LM head's tied embedding already is."""
+    m = copy.deepcopy(model)
+    for block in m.transformer.h:
+        for lin in (block.attn.c_attn, block.attn.c_proj, block.mlp.c_fc, block.mlp.c_proj):
+            lin.weight.data = lin.weight.data.t().contiguous().t()
+    return m
+
+
+def layout_sweep():
+    """Each layer GEMM over the 12 blocks' weights in a CUDA graph: today's (K, N) storage with
+    its tuned config against (N, K) storage over a sweep of configs; errors against the
+    float64 reference; then the whole step (FastDecoder, 10 per replay) on both layouts."""
+    from helpers.fast_step import FastDecoder
+    global model_k
+    model_k = _k_major(model)
+    best_k = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        mk = model_k if dtype == torch.float32 else copy.deepcopy(model_k).to(dtype)
+        mn = model if dtype == torch.float32 else copy.deepcopy(model).to(dtype)
+        if dtype == torch.bfloat16:  # .to() keeps the strides of each weight
+            for block in mk.transformer.h:
+                for lin in (block.attn.c_attn, block.attn.c_proj, block.mlp.c_fc, block.mlp.c_proj):
+                    assert lin.weight.stride(0) == 1, lin.weight.stride()
+        x32 = {768: torch.randn(32, 768, device="cuda", dtype=dtype), 3072: torch.randn(32, 3072, device="cuda", dtype=dtype)}
+        for name, get, kw in (("QKV", lambda b: (b.attn.c_attn, None), ""), ("attention out", lambda b: (b.attn.c_proj, b.ln_2), "res"),
+                              ("MLP up", lambda b: (b.mlp.c_fc, None), "gelu"), ("MLP down", lambda b: (b.mlp.c_proj, b.ln_2), "res")):
+            k, n = get(mn.transformer.h[0])[0].weight.shape
+            x = x32[k]
+            res = torch.randn(32, n, device="cuda", dtype=dtype)
+            def timed(m, c):
+                mods = [get(b) for b in m.transformer.h]
+                fn = lambda: [tk.linear(x, lin.weight, lin.bias, norm=None if ln is None else (ln.weight, ln.bias, ln.eps),
+                                        gelu="gelu" in kw, residual=res if "res" in kw else None, config=c) for lin, ln in mods]
+                return kernels.graph_time_s(fn, iters=2) / len(mods) * 1e6
+            today = tk.config_for(n, k, dtype)
+            t_today = timed(mn, today)
+            cands = [(bn, bk, sp, 4, 4) for bn in (16, 32, 64) for bk in (128, 256) for sp in (1, 2, 4, 8)]
+            cands = [c for c in cands if k % (c[1] * c[2]) == 0 and math.ceil(n / c[0]) * c[2] <= 1536]
+            times = {}
+            for c in cands:
+                try:
+                    times[c] = timed(mk, c)
+                except Exception:
+                    times[c] = float("nan")
+            best = min((t, c) for c, t in times.items() if t == t)
+            best_k[(n, k, dtype)] = best[1]
+            nbytes = (k * n + 32 * k + 32 * n) * x.element_size()
+            lin, ln = get(mk.transformer.h[0])
+            got = tk.linear(x, lin.weight, lin.bias, norm=None if ln is None else (ln.weight, ln.bias, ln.eps),
+                            gelu="gelu" in kw, residual=res if "res" in kw else None, config=best[1])
+            ref = tk.linear_ref(x.double(), lin.weight.double(), lin.bias.double(), gelu="gelu" in kw,
+                                residual=res.double() if "res" in kw else None)
+            got = got[0] if isinstance(got, tuple) else got
+            say(f"{str(dtype)[6:]:8} {name:14} (K,N) today {today} {t_today:.2f} us ({nbytes / t_today / 1e3:.0f} GB/s) | "
+                f"(N,K) best {best[1]} {best[0]:.2f} us ({nbytes / best[0] / 1e3:.0f} GB/s), rel err {rel(got, ref):.1e}; "
+                f"top3 {sorted((round(t, 2), c) for c, t in times.items() if t == t)[:3]}")
+    say("BEST_K =", best_k)
+    # the whole step, both layouts, fp32 and bf16, interleaved rounds
+    n = 100
+    saved = dict(tk.CONFIGS)
+    for label, mn, mk in (("fp32", model, model_k), ("bf16", copy.deepcopy(model).to(torch.bfloat16), copy.deepcopy(model_k).to(torch.bfloat16))):
+        dt = mn.lm_head.weight.dtype
+        decs = {"(K,N) today": FastDecoder(mn, 32, 16 + n, eos, 10)}
+        decs["(K,N) today"](prompt, n)
+        tk.CONFIGS.update({key: c for key, c in best_k.items() if key[2] == dt})
+        decs["(N,K) swept"] = FastDecoder(mk, 32, 16 + n, eos, 10)
+        decs["(N,K) swept"](prompt, n)
+        q = tk.QKV_SPLIT[dt]
+        tk.QKV_SPLIT[dt] = best_k[(2304, 768, dt)]
+        decs["(N,K) swept, QKV split swept"] = FastDecoder(mk, 32, 16 + n, eos, 10)
+        decs["(N,K) swept, QKV split swept"](prompt, n)
+        tk.QKV_SPLIT[dt] = q
+        tk.CONFIGS.clear(); tk.CONFIGS.update(saved)
+        times = {k: [] for k in decs}
+        for r in range(5):
+            for k2, dec in decs.items():
+                if k2.startswith("(N,K)"):
+                    tk.CONFIGS.update({key: c for key, c in best_k.items() if key[2] == dt})
+                times[k2].append(per_step(lambda: dec(prompt, n), n, reps=9))
+                tk.CONFIGS.clear(); tk.CONFIGS.update(saved)
+        for k2, ts in times.items():
+            say(f"{label} whole step {k2}: {sorted(ts)[2] * 1e3:.4f} ms/step (rounds {[round(t * 1e3, 4) for t in ts]})")
+    tk.CONFIGS.update({key: c for key, c in best_k.items() if key[2] == torch.float32})
+    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    with exact_matmul():
+        ref = generate_naive(model, prompt, 64, eos, stops)
+        for spl in (1, 10):
+            out = FastDecoder(model_k, 32, 16 + 64, eos, spl)(prompt, 64, stops)
+            say(f"(N,K) fp32 exact, {spl}/launch, stops: identical to naive {out.shape == ref.shape and bool(torch.equal(out, ref))}")
+    tk.CONFIGS.clear(); tk.CONFIGS.update(saved)
+
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     for fn in (kernel_checks, setup, token_checks, graph_sweep, variants, bench) if len(sys.argv) < 3 else [globals()[a] for a in sys.argv[2:]]:
