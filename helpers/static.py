@@ -40,7 +40,6 @@ import types
 import torch
 from transformers import StaticCache
 
-from .course.errors import ParameterError
 from .generation import decode_one_token, next_token
 
 COMPILE_MODES = ("default", "reduce-overhead")
@@ -140,14 +139,18 @@ def generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, sto
 def compile_counters() -> dict:
     """What torch.compile has done in this process so far: graphs compiled (each compile or
     recompile adds one), graph breaks, and CUDA graphs skipped (reduce-overhead falling back to
-    plain compiled code). Take a reading before and after a loop and subtract. A recompile is a
+    plain compiled code), and the graphs Inductor found in its cache on disk or compiled afresh.
+    Take a reading before and after a loop and subtract. A recompile is a
     graph compiled for a function that already had one: graphs compiled for one compiled step,
     minus one."""
     from torch._dynamo.utils import counters  # lazy on purpose: dynamo takes ~1.5 s to import
 
     return {"graphs_compiled": int(counters["stats"]["unique_graphs"]),
             "graph_breaks": int(sum(counters["graph_break"].values())),
-            "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"])}
+            "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"]),
+            # Inductor's cache on disk: a compiled graph found there (warm) or not (cold)
+            "fx_cache_hits": int(counters["inductor"]["fxgraph_cache_hit"]),
+            "fx_cache_misses": int(counters["inductor"]["fxgraph_cache_miss"])}
 
 
 def counters_delta(before: dict, after: dict) -> dict:
@@ -172,17 +175,6 @@ def attention_work(prompt_len, new_tokens, max_cache_len) -> dict:
     return {"useful_pairs": useful, "dynamic_pairs": dynamic, "static_pairs": static,
             "static_over_useful": static / useful, "dynamic_over_useful": dynamic / useful,
             "static_over_dynamic": static / dynamic}
-
-
-def check_cache_len(name, max_cache_len, prompt_len, seq_lens, n_positions) -> int:
-    """``max_cache_len`` if a static cache of that length holds the prompt plus every length in
-    ``seq_lens`` and fits the model's ``n_positions``; else ParameterError saying what fits."""
-    need = prompt_len + max(seq_lens)
-    if not need <= max_cache_len <= n_positions:
-        raise ParameterError(f"{name}={max_cache_len}: a static cache must hold prompt + longest "
-                             f"run = {need} positions and fit the model's {n_positions}; use a "
-                             f"value from {need} to {n_positions}")
-    return max_cache_len
 
 
 @contextlib.contextmanager

@@ -85,14 +85,14 @@ def compiled_sweep(seconds):
 def verdicts(ladder_rows, tables=None, **kwargs):
     frame = claims.check_claims(pd.DataFrame(ladder_rows), tables or {}, **kwargs)
     assert list(frame.columns) == ["claim", "verdict", "evidence", "source", "headline", "detail",
-                                   "note", "context"]
+                                   "note", "context", "number", "parts"]
     return dict(zip(frame["claim"], frame["verdict"])), frame.set_index("claim")["evidence"]
 
 
 QUAD = "Runtime quadruples when the length doubles (naive loop)"
 KV = "The KV cache's gain grows with length"
 EXPANDABLE = "Expandable segments cut fragmentation"
-STATIC = "The static cache lowers fragmentation, loses at 100 tokens, wins at 200 and 400"
+STATIC = "Static cache: lower fragmentation; loses at 100 tokens, wins at 200, 400"
 COMPILE = "Compile helps most with the static cache"
 INTERLEAVE = "Interleaving gains most at the smallest batch"
 FIVE = "Compile plus interleaving reaches about 5x the baseline"
@@ -295,7 +295,7 @@ def test_measure_times_every_method_in_one_call_and_records_a_failure(tiny6):
     assert summary.fastest(ahead, 3, taught=True)["method"] == "naive loop"
     line = summary.one_line(ahead, 3, judge=False)
     assert "with lessons 01-07 (naive loop)" in line and "ahead," in line and "in lesson 11" in line
-    assert line.startswith("In one line: per decode step (ratios of the medians, as in the table)")
+    assert line.startswith("In one line: per decode step (medians), from ") and "x the" not in line
     assert "estimate" not in line and "\u2013" not in line  # the medians, no interval
     assert any("taught so far" in r for r in summary.reading(ahead, 3, judge=False))
     # the table's × columns agree with its own ms column: ratios of the medians shown
@@ -392,10 +392,16 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
                          rows("static", {100: 1.2, 200: 3.0}, frag={100: 2.0, 200: 3.0}))
     frame = claims.check_claims(pd.DataFrame([]), {T04: mixed})
     assert dict(zip(frame["claim"], frame["verdict"]))[STATIC] == claims.PARTLY
-    line = claims.lines(frame)[3]
-    assert line.endswith("(notebook 04): partly reproduced (borne out: slower at 100 tokens, "
-                         "lower fragmentation at 100 tokens and lower fragmentation at 200 "
-                         "tokens; not borne out: faster at 200 tokens).")
+    shown = claims.table(frame)
+    assert shown.loc["4", "verdict"] == claims.PARTLY
+    assert list(shown.loc[["4a", "4b", "4c", "4d", "4e"], "claim"]) == [
+        "slower at 100 tokens", "faster at 200 tokens", "lower fragmentation at 100 tokens",
+        "lower fragmentation at 200 tokens", "faster at 400 tokens"]
+    assert list(shown.loc[["4a", "4b", "4c", "4d", "4e"], "verdict"]) == [
+        "borne out", "not borne out", "borne out", "borne out", ""]
+    assert shown.loc["4a", "this run's number"].startswith("1.20x slower (")
+    assert shown.loc["4c", "this run's number"] == "2.0% vs 20.0%"
+    assert shown.loc["4e", "this run's number"] == "not timed"
     assert "1 partly reproduced" in claims.tally(frame)[0]
     # no part borne out: the weakest part's verdict, as before
     none = pd.DataFrame(rows("dynamic", {100: 1.2, 200: 2.5}, frag={100: 2.0, 200: 3.0}) +
@@ -405,23 +411,47 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
     assert "borne out" not in verdicts([], {T04: mixed}, judge=False)[1][STATIC]
 
 
-def test_claims_print_one_line_each():
+def test_claims_print_one_short_row_each():
     table01 = pd.DataFrame(rows("naive", {100: 1.0, 200: 2.0, 400: 4.0}))  # x2 per doubling
     table03 = pd.DataFrame(rows("default", {100: 1.0}, frag={100: 30.0}) +
                            rows("expandable_segments:True", {100: 1.0}, frag={100: 5.0}))
     frame = claims.check_claims(pd.DataFrame([]), {T01: table01, T03: table03},
                                 why={T02: "not in this run's folder"})
-    out = claims.lines(frame)
-    assert len(out) == len(claims.CLAIMS)  # one line per claim, whatever its verdict
-    assert out[0] == (f"1. {QUAD} \u2192 x2.00 per doubling of the length, fitted to the medians "
-                      "(quadrupling: x3.5 to x4.5) (notebook 01): not reproduced.")
+    out = claims.table(frame)
+    assert list(out.index) == [str(i) for i in range(1, len(claims.CLAIMS) + 1)]
+    assert list(out.columns) == ["claim", "this run's number", "verdict"]
+    assert out.loc["1"].tolist() == [QUAD, "x2.00 per doubling (claim: x3.5 to x4.5)",
+                                     claims.NOT_REPRODUCED]
     assert frame["detail"].iloc[0].startswith("naive loop's medians 100: 1000 ms")  # kept, saved
-    assert out[1].startswith(f"2. {KV} \u2192 needs notebook 02's table") and \
-        out[1].endswith("(notebook 02): not in this run.")
-    assert out[2] == (f"3. {EXPANDABLE} \u2192 peak fragmentation in notebook 03's runs, "
-                      "expandable segments against the default allocator: 100 tokens 5.0% "
-                      "against 30.0% (lower) (notebook 03): reproduced.")
-    assert out[3].startswith("4. ")
+    assert out.loc["2", "this run's number"].startswith("needs notebook 02's table")
+    assert out.loc["2", "verdict"] == claims.NOT_RUN
+    assert out.loc["3", "this run's number"] == \
+        "expandable vs default: 5.0% vs 30.0% at 100 tokens"
+    assert all(len(c.split()) <= 12 for c in claims.CLAIMS)  # each claim short
+
+
+def test_the_claims_table_reads_02_and_04_at_this_runs_lengths():
+    # 02 at 30, 75 and 120 tokens; 04 at the article's 100, 200 and 400, no oversized arm
+    table02 = pd.DataFrame(rows("naive", {30: 1.0, 75: 2.6, 120: 4.4}) +
+                           rows("kv_cache", {30: 0.8, 75: 1.6, 120: 2.2}))
+    table04 = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0, 400: 9.0},
+                                frag={100: 20.0, 200: 25.0, 400: 30.0}) +
+                           rows("static", {100: 1.2, 200: 2.5, 400: 9.0},
+                                frag={100: 2.0, 200: 2.0, 400: 2.0}))
+    frame = claims.check_claims(pd.DataFrame([]), {T02: table02, T04: table04})
+    out = claims.table(frame)
+    assert out.loc["2", "verdict"] == claims.REPRODUCED  # 1.25x at 30 tokens, 2.0x at 120
+    assert out.loc["2", "this run's number"].startswith("gain at 120 vs 30 tokens: 1.60x larger (")
+    assert out.loc["4", "verdict"] == claims.PARTLY
+    parts = out.loc[[i for i in out.index if i.startswith("4") and i != "4"]]
+    assert list(parts["claim"]) == ["slower at 100 tokens", "faster at 200 tokens",
+                                    "faster at 400 tokens", "lower fragmentation at 100 tokens",
+                                    "lower fragmentation at 200 tokens",
+                                    "lower fragmentation at 400 tokens"]
+    assert parts.loc["4c", "this run's number"].startswith("1.00x, can't tell apart on this machine (")
+    assert parts.loc["4c", "verdict"] == "can't tell"
+    assert "not timed" not in " ".join(parts["this run's number"])
+    assert all(len(c) <= 60 for c in out.loc[["2", "4", *parts.index], "this run's number"])
 
 
 def test_a_cant_tell_interval_never_prints_a_bound_as_1_00():
@@ -485,7 +515,7 @@ def test_claim_static_names_its_source_and_where_08s_ladder_disagrees():
         "cache 6.83 against KV cache 6.97 ms per step. Two timings of eager loops on a host-bound "
         "step, in two notebooks, move with the host's speed between them; the claim is judged on "
         "notebook 04's interleaved rounds")
-    assert not any("08's ladder times" in line for line in claims.lines(frame))  # saved only
+    assert "08's ladder times" not in claims.table(frame).to_string()  # saved only
     # the ladder agrees, or runs at another batch size: no note
     agree = rows("KV cache", {100: 0.68}, per_step_s=0.0068) + \
         rows("static cache", {100: 0.70}, per_step_s=0.0070)
@@ -502,14 +532,10 @@ def test_claim_five_x_names_its_baseline_and_the_kv_cache_ratio():
     text = verdicts(ladder)[1][FIVE]
     assert "over the article's baseline, the naive loop (no cache, notebook 01): 4.8" in text
     assert "; for context, over the KV-cache loop (02), not the article's baseline: 1.6" in text
-    line = claims.lines(claims.check_claims(pd.DataFrame(ladder), {}))[-1]
-    # one verdict, with its baseline; the KV-cache ratio after it, as context
-    assert line.startswith(f"7. {FIVE} \u2192 compiled step with the late stop check at 100 "
-                           "tokens, over the article's baseline, the naive loop (no cache, "
-                           "notebook 01): 4.8")
-    head, context = line.split(" (notebook 08): ")
-    assert "KV-cache" not in head
-    assert context.startswith(f"{claims.REPRODUCED}; for context, over the KV-cache loop (02)")
+    row = claims.table(claims.check_claims(pd.DataFrame(ladder), {})).loc["7"]
+    # one verdict, over its baseline; the KV-cache ratio is saved, not printed
+    assert row["this run's number"].startswith("over the naive loop: 4.8")
+    assert row["verdict"] == claims.REPRODUCED and "KV-cache" not in row.to_string()
 
 
 def test_compiling_alone_names_the_gpu_work_where_it_fell():
@@ -520,7 +546,7 @@ def test_compiling_alone_names_the_gpu_work_where_it_fell():
     assert "the fused kernels cut the GPU's work too, from 1.56 to 1.13 ms." in \
         summary._no_graphs(budget, names)
     more = budget.assign(gpu_ms=[1.56, 1.60])
-    assert "GPU's work" not in summary._no_graphs(more, names)
+    assert "the GPU's work does not fall (1.56 against 1.60 ms)" in summary._no_graphs(more, names)
 
 
 def test_a_cached_eager_rung_no_faster_than_the_one_before_names_its_host_time():
@@ -530,12 +556,10 @@ def test_a_cached_eager_rung_no_faster_than_the_one_before_names_its_host_time()
     names = {claims.NAIVE: "naive loop (01)", claims.KV: "KV cache (02)",
              claims.STATIC: "static cache (04)"}
     assert summary._eager_cache(budget, names) == (
-        "The static cache (04) is no faster than the KV cache (02) (8.73 against 6.49 ms per "
-        "step, medians), with GPU work of 1.58 against 1.56 ms: its extra time is host time "
-        "(wall clock minus GPU work: 7.15 against 4.93 ms), which this lesson does not split "
-        "into its parts. ")
+        "The static cache (04) is no faster than the KV cache (02): 8.73 against 6.49 ms per "
+        "step, with GPU work of 1.58 against 1.56 ms, so the extra time is the host's. ")
     gpu = budget.assign(gpu_ms=[5.68, 1.56, 4.0])  # the GPU's work grew as much: no host reading
-    assert "host time" not in summary._eager_cache(gpu, names)
+    assert "host's" not in summary._eager_cache(gpu, names)
     assert summary._eager_cache(budget.assign(wall_ms=[8.67, 6.49, 6.0]), names) == ""
 
 

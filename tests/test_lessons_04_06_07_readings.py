@@ -58,116 +58,47 @@ def phrase(table, candidate, baseline, **where):
 
 def test_04_every_comparison_is_read_with_one_rule():
     table = published("04_static_cache")
+    table = table[table["method"].isin(lesson.EAGER)]  # older runs also timed an oversized cache
     P = SimpleNamespace(seq_lens=[100, 200])
     at = lambda method, n: row_of(table, method, seq_len=n)  # noqa: E731
-    eager = table[table["method"].isin(lesson.EAGER)]
-    # the oversized cache against the sized one at 200 tokens: its verdict (the rounds' ratio,
-    # the only wall-clock number) beside its GPU work as a ratio; its branch chosen from the data
-    gpu = {n: at(lesson.OVERSIZED, n)["gpu_busy_s"] / at(lesson.STATIC, n)["gpu_busy_s"]
-           for n in P.seq_lens}
-    words = {}
-    for n in P.seq_lens:
-        assert gpu[n] > 1  # the oversized cache attends over masked positions: more GPU work
-        ratio, words[n], _ = phrase(table, lesson.OVERSIZED, lesson.STATIC, seq_len=n)
-    _, word, text = phrase(table, lesson.OVERSIZED, lesson.STATIC, seq_len=200)
-    line = lesson.oversized_line(table, P.seq_lens, judge=True)
-    assert line.startswith(f"200 tokens, eager: the oversized cache against the one sized to the "
-                           f"run: {text}, with {gpu[200]:.2f}x the GPU work of the sized cache")
-    assert "medians)" not in line and " ms " not in line  # no second wall-clock number
-    if word == stats.SLOWER:
-        ratio = stats.row_speedup(table, lesson.OVERSIZED, lesson.STATIC, seq_len=200)
-        extra_wall = (1 / ratio.estimate - 1) * at(lesson.STATIC, 200)["median_s"]
-        extra_gpu = (gpu[200] - 1) * at(lesson.STATIC, 200)["gpu_busy_s"]
-        assert ("the host's time hid most" in line) == (extra_wall < extra_gpu / 2)
-    # a length whose verdict differs gets one sentence (the 18:42 run: faster at 100 tokens)
-    assert ("At 100 tokens it read otherwise: " in line) == (words[100] != words[200])
-    if words[100] != words[200]:
-        _, _, said = phrase(table, lesson.OVERSIZED, lesson.STATIC, seq_len=100)
-        assert f"At 100 tokens it read otherwise: {said}, with {gpu[100]:.2f}x the GPU work" in line
-        # faster with more GPU work, though the timed calls differ only in the cache's length
-        assert ("which this lesson does not explain" in line) == (words[100] == stats.FASTER)
-    # static against dynamic: the verdict only, whatever its branch and width
+    # static against dynamic: the verdict, whatever its branch and width, beside the article's
     for n in P.seq_lens:
         _, _, text = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)
-        assert lesson.eager_verdict(table, n, judge=True) == (
-            f"{n} tokens, eager: the static cache against the dynamic one: {text}.")
-    # an eager oversized cache made slower (a range that excludes 1, however wide): its extra
-    # time set against its extra GPU work; one whose range spans 1: no cause
-    over = table.copy()
-    fit = over[(over["method"] == lesson.STATIC) & (over["seq_len"] == 200)].index[0]
-    row = over[(over["method"] == lesson.OVERSIZED) & (over["seq_len"] == 200)].index[0]
-    trials = [float(t) for t in over.at[fit, "trials_wall_ms"].split()]
-    # the slowdowns are built from this run's own GPU work, so that each branch is met whatever
-    # the published run: the extra wall clock a quarter of, equal to, and 2.5x the extra GPU work
-    extra = (gpu[200] - 1) * at(lesson.STATIC, 200)["gpu_busy_s"] / at(lesson.STATIC, 200)["median_s"]
-    jitter = (1.0, 1.004, 0.997, 1.002, 0.999)
-    for factors, said in (([(1 + 0.25 * extra) * j for j in jitter], "the host's time hid most"),
-                          ([(1 + extra) * j for j in jitter], "about the time of its extra work"),
-                          ([(1 + 2.5 * extra) * j for j in jitter], "more than the extra work explains."),
-                          ((0.9, 1.1, 0.95, 1.12, 1.0), None)):
-        slowed = [t * f for t, f in zip(trials, factors)]
-        over.at[row, "trials_wall_ms"] = " ".join(f"{t:.4f}" for t in slowed)
-        over.at[row, "median_s"] = sorted(slowed)[2] / 1e3
-        line = lesson.oversized_line(over, [200], judge=True)
-        if said is None:
-            assert "can't tell apart" in line and line.endswith("GPU work of the sized cache.")
-        else:
-            assert "x slower (" in line and said in line, line
-    # the article line uses the verdict's own words, length by length
-    article = lesson.article_line(table, P)
-    assert ("400 was not run (the preset stops at 200 to fit its run-time limit, so the article's "
-            "400-token claim is untested here)") in article
-    for n in P.seq_lens:
-        _, word, _ = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)
-        said = {stats.FASTER: "faster", stats.SLOWER: "slower",
-                stats.NOISE: "can't be told apart"}[word]
         told = {100: "slower", 200: "faster"}[n]
-        assert f"at {n} tokens {said}" + (", as in the article" if said == told else
-                                          f", where the article found it {told}") in article
-    # the two caches' GPU work per step at each length, beside the pairs; at 200 tokens, with
-    # about the same GPU work, a wall-clock difference the verdict tells apart is the host's
-    steps200 = budget.per_step(table, lesson.METHODS, seq_len=200).set_index("method")
-    s, d = steps200.loc[lesson.STATIC], steps200.loc[lesson.DYNAMIC]
-    _, word, _ = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=200)
-    line = lesson.gpu_line(table, P.seq_lens, judge=True)
+        assert lesson.eager_verdict(table, n, judge=True) == (
+            f"{n} tokens, eager: the static cache against the dynamic one: {text}; the article "
+            f"found it {told}.")
+    # a length the article did not time: the verdict alone
+    short = table[table["seq_len"] == 100].assign(seq_len=48)
+    assert "article" not in lesson.eager_verdict(short, 48, judge=True)
+    # the two caches' GPU work per step at each length, beside the pairs at the longest length,
+    # and whether the extra attention showed there, read from the data
+    line = lesson.gpu_line(table, P.seq_lens)
     assert line.startswith("GPU work per decode step, the static cache against the dynamic one: ")
-    same = {}
+    change = {}
     for n in P.seq_lens:
         st = budget.per_step(table, lesson.METHODS, seq_len=n).set_index("method")["gpu_ms"]
-        same[n] = abs(st[lesson.STATIC] / st[lesson.DYNAMIC] - 1) <= lesson.SAME_GPU
+        ratio = st[lesson.STATIC] / st[lesson.DYNAMIC]
+        change[n] = 0 if abs(ratio - 1) <= lesson.SAME_GPU else 1 if ratio > 1 else -1
         nums = f"at {n} tokens ({st[lesson.STATIC]:.2f} against {st[lesson.DYNAMIC]:.2f} ms)"
-        assert (f"about the same {nums}" in line) == same[n], line
+        assert (f"about the same {nums}" in line) == (change[n] == 0), line
         assert nums in line
-    assert "this lesson does not split a step's GPU work" in line
-    assert ("yet did about the same GPU work" in line) == all(same.values())
-    diff = round(s["wall_ms"], 2) - round(d["wall_ms"], 2)
-    host = "so that difference is host work." in line
-    assert host == (same[200] and word != stats.NOISE and diff != 0
-                    and (word == stats.SLOWER) == (diff > 0))
-    if host:
-        assert f"took {abs(diff):.2f} ms {'more' if diff > 0 else 'less'} wall clock" in line
-    # the other branches on synthetic tables: the static cache's trials made faster, then made to
-    # span 1, then its GPU work doubled
+    pairs = at(lesson.STATIC, 200)["attended_pairs"] / at(lesson.DYNAMIC, 200)["attended_pairs"]
+    assert f"At 200 tokens the static cache attends over {pairs:.1f}x the pairs, and " in line
+    assert ("did not show" in line) == (change[200] <= 0)
+    # the other branches on synthetic tables: the static cache's GPU work doubled, then halved
     moved = table.copy()
-    base = moved[(moved["method"] == lesson.DYNAMIC) & (moved["seq_len"] == 200)].index[0]
     row = moved[(moved["method"] == lesson.STATIC) & (moved["seq_len"] == 200)].index[0]
-    trials = [float(t) for t in moved.at[base, "trials_wall_ms"].split()]
-    for factors, host in (((0.8, 0.82, 0.79, 0.81, 0.8), True),
-                          ((0.9, 1.1, 0.95, 1.12, 1.0), False)):
-        faster = [t * f for t, f in zip(trials, factors)]
-        moved.at[row, "trials_wall_ms"] = " ".join(f"{t:.4f}" for t in faster)
-        moved.at[row, "median_s"] = sorted(faster)[2] / 1e3
-        line = lesson.gpu_line(moved, [200], judge=True)
-        assert ("ms less wall clock per step with about the same GPU work, so that difference is "
-                "host work." in line) == host, line
-        assert "yet did about the same GPU work" in line
-    moved.at[row, "gpu_busy_s"] = 2 * moved.at[row, "gpu_busy_s"]
-    line = lesson.gpu_line(moved, [200], judge=True)
-    assert "100% more at 200 tokens" in line and line.endswith("so it does not say what set the "
-                                                               "difference."), line
-    assert "host work" not in line
+    base = moved.at[row, "gpu_busy_s"]
+    moved.at[row, "gpu_busy_s"] = 2 * base
+    line = lesson.gpu_line(moved, [200])
+    assert "more at 200 tokens" in line and line.endswith(
+        "its GPU work was larger, as the extra attention would make it."), line
+    moved.at[row, "gpu_busy_s"] = 0.5 * base
+    line = lesson.gpu_line(moved, [200])
+    assert "less at 200 tokens" in line and line.endswith("the extra attention did not show."), line
     cpu = table.assign(gpu_busy_s=float("nan"))
-    assert lesson.gpu_line(cpu, P.seq_lens, judge=True).endswith("no GPU time on a CPU run.")
+    assert lesson.gpu_line(cpu, P.seq_lens).endswith("no GPU time on a CPU run.")
     # one layer's keys at the run's end: 32 rows x 215 positions (the last token is never fed
     # back) x 768 x 4 bytes
     assert lesson.growth_copy_line(table, SimpleNamespace(config=SimpleNamespace(n_layer=12)),
@@ -183,14 +114,30 @@ def test_04_every_comparison_is_read_with_one_rule():
                                            for m, (p, c) in bars.items()) + ".")
     assert "609 \u2212 484 = 125 MiB" in memory or bars[lesson.DYNAMIC] != (609, 484)
     assert memory.endswith("is at most 20.2 MiB.")
-    # the runs' spread drawn on the budget panel: one whisker a loop, out to the slowest run
+    # the summary: the verdict's word at each length beside the article's, and the wall clocks
     steps = budget.per_step(table, lesson.METHODS, seq_len=200)
+    words = []
+    for n in P.seq_lens:
+        _, word, _ = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)
+        words.append({stats.FASTER: "faster", stats.SLOWER: "slower",
+                      stats.NOISE: "can't be told apart"}[word] + f" at {n} tokens")
+    wall = steps.set_index("method")["wall_ms"]
+    times = (f"at 200 tokens a step took {wall[lesson.STATIC]:.2f} ms with the static cache and "
+             f"{wall[lesson.DYNAMIC]:.2f} ms with the dynamic one (median run \u00f7 200 steps)")
+    assert lesson.summary_line(table, steps, P.seq_lens, judge=True) == (
+        "In one line: eager, the static cache against the dynamic one: " + ", ".join(words)
+        + f" (the article: slower at 100, faster at 200); {times}.")
+    assert lesson.summary_line(table, steps, P.seq_lens, judge=False).endswith(f"here {times}.")
+    # the runs' spread drawn on the budget panel: one whisker a loop, out to the slowest run;
+    # the memory panel: one pair of bars a loop
     assert list(steps["method"]) == lesson.EAGER
-    fig, ax = plt.subplots()
+    fig, (ax, ax_memory) = plt.subplots(ncols=2)
     budget.plot(ax, steps)
     lesson.plot_runs_range(ax, table, 200)
-    slowest = 1e3 * eager[eager["seq_len"] == 200]["max_s"].max() / 200
+    slowest = 1e3 * table[table["seq_len"] == 200]["max_s"].max() / 200
     assert ax.get_xlim()[1] >= slowest
+    lesson.plot_memory(ax_memory, table, 200, on_gpu=True)
+    assert len(ax_memory.patches) == 2 * len(lesson.EAGER)
     plt.close(fig)
 
 
@@ -286,19 +233,18 @@ def early_stop_table():
 def test_06_early_stop_bound_and_figure():
     table = early_stop_table()
     estimate = stats.row_speedup(table, eos_sync.CHECK, eos_sync.FREE, seq_len=200).estimate
-    head = "; the token counts (200 against 80 per row) allow at most 2.50x"
-    excess = (": the excess is not the check's but the no-check loop's slower steps (the host's "
-              "drift between the rounds, or its longer cache)")
+    head = " (200 against 80 tokens per row allow at most 2.50x"
+    excess = "; the rest is the no-check loop's slower steps: its longer cache, or drift"
     # the published run's branch, chosen from the CSV: its estimate above the bound, or not
-    assert eos_sync.stop_bound(table, 200) == head + (excess if estimate > 2.5 else "")
+    assert eos_sync.stop_bound(table, 200) == head + (excess if estimate > 2.5 else "") + ")"
     assert eos_sync.stop_bound(table, 200, judge=False) == ""
     assert eos_sync.stop_bound(table, 300) == ""
     # both branches: the checking loop's count made 50 per row (bound 4.00x), or 95 (2.11x)
     for count, above in ((50, estimate > 4), (95, estimate > 200 / 95)):
         other = table.copy()
         other.loc[other["method"] == eos_sync.CHECK, "tokens"] = count
-        bound = f"; the token counts (200 against {count} per row) allow at most {200 / count:.2f}x"
-        assert eos_sync.stop_bound(other, 200) == bound + (excess if above else "")
+        bound = f" (200 against {count} tokens per row allow at most {200 / count:.2f}x"
+        assert eos_sync.stop_bound(other, 200) == bound + (excess if above else "") + ")"
     fig, ax = plt.subplots()
     eos_sync.plot_early_stop(ax, table, 20, 80)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [eos_sync.CHECK, eos_sync.FREE]

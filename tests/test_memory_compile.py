@@ -188,7 +188,7 @@ def test_static_cache_matches_kv_cache(tiny, new_tokens):
                        static.generate_static_cache(model, prompt, new_tokens, eos), "static")
 
 
-def test_static_cache_reused_oversized_and_with_stops(tiny):
+def test_static_cache_reused_longer_and_with_stops(tiny):
     model, prompt, eos = tiny
     cache = static.make_static_cache(model, prompt.shape[0], 64, "cpu")
     keys = cache.layers[0].keys
@@ -221,15 +221,8 @@ def test_attention_work_counts():
         static.attention_work(prompt_len=4, new_tokens=10, max_cache_len=8)
 
 
-def test_check_cache_len_and_preset():
-    assert static.check_cache_len("n", 1024, 16, [100, 400], 1024) == 1024
-    with pytest.raises(ParameterError, match="use a value from 416 to 1024"):
-        static.check_cache_len("n", 300, 16, [100, 400], 1024)
-    with pytest.raises(ParameterError, match="use a value from 416 to 1024"):
-        static.check_cache_len("n", 2048, 16, [100, 400], 1024)
-    assert resolve_params("04", "smoke").oversize_cache_len == 64
-    with pytest.raises(ParameterError, match="oversize_cache_len must be >= 1"):
-        resolve_params("04", "smoke", oversize_cache_len=0)
+def test_04_preset_has_no_oversized_cache():
+    assert not hasattr(resolve_params("04", "smoke"), "oversize_cache_len")
 
 
 # --- the compiled step (notebook 05) -----------------------------------------------------------
@@ -272,6 +265,8 @@ def test_compiled_step_default_mode_same_tokens_no_recompiles(tiny):
     out = static.generate_static_compiled(model, prompt, 6, eos, step=step, cache=cache)
     first = static.counters_delta(before, static.compile_counters())
     assert first["graphs_compiled"] == 1 and first["graph_breaks"] == 0
+    # Inductor looked its one graph up in its cache on disk: found (warm) or not (cold)
+    assert first["fx_cache_hits"] + first["fx_cache_misses"] == 1, first
     assert_same_tokens(generate_kv_cache(model, prompt, 6, eos), out, "compiled")
     middle = static.compile_counters()
     stops = uniform_stop_lengths(prompt.shape[0], 1, 6, seed=2)
@@ -420,14 +415,22 @@ def test_compiled_lesson_compilation_table():
     # the timed graph's compile and its repay in words; the check graph (compile_s holds both
     # graphs) in one parenthesis
     table.loc[1, "compile_s"] = 15.0
+    # a table without Inductor's cache counters (an older run): nothing said about the cache
     assert lesson.repay_line(lesson.compilation(table), table) == (
-        "Compiling the timed graph on this machine's compile cache (possibly warm, so these "
-        "times do not compare the modes), and the runs that repay it against the eager "
-        "static-cache loop (the only eager loop timed here): default 9.8 s, repaid after 33 runs "
-        "of 8 tokens; the float32 check graphs, compiled just before, took 5.2 s (default) more.")
+        "Compiling the timed graph, and the runs that repay it against the eager static-cache "
+        "loop (the only eager loop timed here): default 9.8 s, repaid after 33 runs of 8 tokens; "
+        "the float32 check graphs, compiled just before, took 5.2 s (default) more.")
+    # with them: a hit is a warm compile, a miss a cold one
+    for hits, misses, state in ((1, 0, "hit"), (0, 1, "miss"), (1, 1, "partly"),
+                                (0, 0, "not used")):
+        table["cache_hits"], table["cache_misses"] = [0, hits], [0, misses]
+        assert lesson.compilation(table).loc[0, "Inductor cache"] == state
+        assert (f"default 9.8 s, {lesson.CACHE_WORDS[state]}, repaid after 33 runs"
+                in lesson.repay_line(lesson.compilation(table), table))
+    assert lesson.CACHE_WORDS["hit"] == "found in Inductor's cache on disk (warm)"
     table["compiled_while_timed"] = 0
     assert lesson.graphs_line(lesson.compilation(table), table, True) == (
-        "Graphs compiled: default 2 (one per cache length and matmul precision: float32 check, "
+        "Graphs compiled: default 2 (one per matmul precision at each length: float32 check, "
         "TF32 timed); while timing: 0. CUDA graph skips: 0.")
     table["cudagraph_skips"] = [0, 1]
     assert lesson.graphs_line(lesson.compilation(table), table, True).endswith(

@@ -172,7 +172,7 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
                  f"{IDLE_WHY}): {pace(share)}.")
     if not math.isnan(b["floor_ms"]):
         text += (f" The floor is {b['floor_ms']:.2f} ms: this step takes "
-                 f"{b['wall_ms'] / b['floor_ms']:.1f}x that.")
+                 f"{b['wall_ms'] / b['floor_ms']:.3g}x that.")
     return text
 
 

@@ -162,6 +162,16 @@ def _estimated(said, ratio) -> str:
     return f"{_point(ratio)}, {said}" if said.startswith(CANT_TELL) else said
 
 
+def _larger(said, ratio) -> str:
+    """A gain against a gain, with its estimate in front (``_estimated``): larger or smaller,
+    never faster or slower: "1.30x larger (1.10–1.52)"."""
+    return _estimated(said, ratio).replace("x faster (", "x larger (") \
+        .replace("x slower (", "x smaller (")
+
+
+_PART_WORDS = {REPRODUCED: "borne out", NOT_REPRODUCED: "not borne out", CANT_TELL: "can't tell"}
+
+
 def say(table, candidate, baseline, judge=True, **where) -> str:
     """``stats.say``: two rows of a results table, the medians' ratio where apart."""
     return stats.say(table, candidate, baseline, judge, **where)
@@ -174,10 +184,11 @@ def _growth_medians(short, long) -> float:
 
 
 # ---------------------------------------------------------------- the claims, one function each
-# Each returns (verdict, text) or (verdict, headline, detail[, note[, context]]): the headline is
-# this run's number for the claim's one printed line; the detail and note are saved, not printed
-# (the evidence column holds headline, detail and context); the context, a number the verdict does
-# not rest on, is printed after the verdict on the same line.
+# Each returns (verdict, text) or (verdict, headline, detail[, note[, context[, number[, parts]]]]):
+# the headline is this run's evidence in full, the detail and note more of it, the context a
+# number the verdict does not rest on (all saved: the evidence column holds headline, context and
+# detail); the number is the short cell the printed table shows, and the parts, (part, number,
+# verdict word) for a claim of several parts, its rows under the claim's.
 
 def claim_quadratic(ctx):
     frame = ctx.table("01")
@@ -191,7 +202,8 @@ def claim_quadratic(ctx):
     verdict = REPRODUCED if low <= 2**k <= high else NOT_REPRODUCED
     return verdict, (f"x{2**k:.2f} per doubling of the length, fitted to the medians "
                      f"(quadrupling: x{low:g} to x{high:g})"), \
-        f"naive loop's medians {_ms(times)}: time grows as N^{k:.2f}"
+        f"naive loop's medians {_ms(times)}: time grows as N^{k:.2f}", "", "", \
+        f"x{2**k:.2f} per doubling (claim: x{low:g} to x{high:g})"
 
 
 def claim_kv_gain(ctx):
@@ -214,8 +226,10 @@ def claim_kv_gain(ctx):
         return few[0], f"KV cache over naive: {gain_text}; {few[1]}"
     verdict = {stats.FASTER: REPRODUCED, stats.SLOWER: NOT_REPRODUCED,
                stats.NOISE: CANT_TELL}[stats.verdict(growth)]
+    grew = plain(growth, ctx.judge, _growth_medians(*pairs.values()))
     return verdict, (f"KV cache over naive {gain_text}; the gain at {int(long)} tokens against "
-                     f"{int(short)}: {plain(growth, ctx.judge, _growth_medians(*pairs.values()))}"), ""
+                     f"{int(short)}: {grew}"), "", "", "", \
+        f"gain at {int(long)} vs {int(short)} tokens: {_larger(grew, growth)}"
 
 
 def _frag_word(candidate, baseline) -> str:
@@ -231,6 +245,12 @@ def _frag_pairs(candidate, baseline, lengths) -> str:
                      f"({_frag_word(candidate[n], baseline[n])})" for n in lengths)
 
 
+def _frag_short(candidate, baseline, lengths) -> str:
+    """"6.6% vs 17.6% at 100 tokens, 13.1% vs 83.5% at 400"."""
+    return ", ".join(f"{candidate[n]:.1f}% vs {baseline[n]:.1f}% at {int(n)}"
+                     + (" tokens" if i == 0 else "") for i, n in enumerate(lengths))
+
+
 def claim_expandable(ctx):
     frame = ctx.table("03")
     if frame is None:
@@ -244,7 +264,8 @@ def claim_expandable(ctx):
     lower = all(_frag_word(expandable[n], default[n]) == "lower" for n in common)
     return (REPRODUCED if lower else NOT_REPRODUCED), (
         "peak fragmentation in notebook 03's runs, expandable segments against the default "
-        "allocator: " + _frag_pairs(expandable, default, common)), ""
+        "allocator: " + _frag_pairs(expandable, default, common)), "", "", "", \
+        "expandable vs default: " + _frag_short(expandable, default, common)
 
 
 def claim_static(ctx):
@@ -289,8 +310,14 @@ def claim_static(ctx):
         headline += (f"; peak fragmentation in notebook 04's runs{under}, static against "
                      "dynamic: " + _frag_pairs(frag_s, frag_d, frag))
     verdict, parts = _partly(named, outcomes)
+    numbers = [_estimated(plain(ratios[n], ctx.judge), ratios[n]) for n in points]
+    numbers += [f"{frag_s[n]:.1f}% vs {frag_d[n]:.1f}%" for n in frag]
+    rows = [(name, number, _PART_WORDS[o] if ctx.judge else "")
+            for name, number, o in zip(named, numbers, outcomes)]
+    rows += [(f"faster at {int(n)} tokens", "not timed", "") for n in untimed]
     return (verdict, headline, "", _ladder_disagrees(ctx, frame, ratios, batch),
-            f"({parts})" if parts and ctx.judge else "")  # a smoke run: no verdict words
+            f"({parts})" if parts and ctx.judge else "",  # a smoke run: no verdict words
+            where.replace("notebook ", ""), rows)
 
 
 def _ladder_disagrees(ctx, frame, ratios, batch) -> str:
@@ -328,7 +355,7 @@ def _partly(named, outcomes) -> tuple:
     at 200 tokens"."""
     if len(set(outcomes)) < 2:
         return _combine(outcomes), ""
-    words = {REPRODUCED: "borne out", NOT_REPRODUCED: "not borne out", CANT_TELL: "can't tell"}
+    words = _PART_WORDS
     parts = "; ".join(f"{words[o]}: " + _and([n for n, v in zip(named, outcomes) if v == o])
                       for o in words if o in outcomes)
     return (PARTLY if REPRODUCED in outcomes else _combine(outcomes)), parts
@@ -374,8 +401,10 @@ def claim_compile_static(ctx):
     few = ctx.few(more)
     if few:
         return few[0], f"{evidence}; {few[1]}"
-    return _expect(more, stats.FASTER), \
-        f"{evidence}: {plain(more, ctx.judge, _growth_medians(dyn, static))}", ""
+    grew = plain(more, ctx.judge, _growth_medians(dyn, static))
+    return _expect(more, stats.FASTER), f"{evidence}: {grew}", "", "", "", \
+        (f"gain {_point(gains[0][0])} static vs {_point(gains[1][0])} dynamic: "
+         + _larger(grew, more))
 
 
 def claim_interleave_small_batch(ctx):
@@ -388,7 +417,7 @@ def claim_interleave_small_batch(ctx):
     if "batch_size" not in frame or "trials_wall_ms" not in frame:
         return NO_DATA, "notebook 07's table has no batch sizes or no trials"
     regimes = list(dict.fromkeys(frame["regime"])) if "regime" in frame else [None]
-    outcomes, heads, parts, short = [], [], [], []
+    outcomes, heads, parts, short, rows = [], [], [], [], []
     for regime in regimes:
         part = frame if regime is None else frame[frame["regime"] == regime]
         batches = sorted(part["batch_size"].unique())
@@ -401,6 +430,8 @@ def claim_interleave_small_batch(ctx):
             continue
         if any(stats.verdict(r) != stats.FASTER for r in cost):
             heads.append(f"{regime}: the check costs no clear time (the host sets the pace)")
+            rows.append((f"{regime} step", "the check costs no clear time", "premise absent"
+                         if ctx.judge else ""))
             continue
         gains = {b: stats.row_speedup(part, "interleaved", "sync", batch_size=b) for b in batches}
         pair = lambda b: (stats.method_trials(part, "interleaved", batch_size=b),  # noqa: E731
@@ -409,10 +440,12 @@ def claim_interleave_small_batch(ctx):
         outcomes.append(_combine(_expect(r, stats.FASTER) for r in against))
         # the verdict rests on these: the smallest batch's gain against each larger batch's
         # a gain against a gain is larger or smaller, not faster or slower
-        versus = [f"batch {int(b)}'s: " + _estimated(plain(
-            r, ctx.judge, _growth_medians(pair(b), pair(batches[0]))), r)
-            .replace("x faster (", "x larger (").replace("x slower (", "x smaller (")
-            for b, r in zip(batches[1:], against)]
+        said = [_larger(plain(r, ctx.judge, _growth_medians(pair(b), pair(batches[0]))), r)
+                for b, r in zip(batches[1:], against)]
+        versus = [f"batch {int(b)}'s: {s}" for b, s in zip(batches[1:], said)]
+        rows += [(f"{regime}: gain at batch {int(batches[0])} vs {int(b)}", s,
+                  _PART_WORDS[_expect(r, stats.FASTER)] if ctx.judge else "")
+                 for b, s, r in zip(batches[1:], said, against)]
         heads.append(f"{regime}: the gain of two streams at batch {int(batches[0])} against "
                      + ", against ".join(versus))
         parts.append(f"{regime}: two streams over the per-step sync " + ", ".join(
@@ -423,7 +456,8 @@ def claim_interleave_small_batch(ctx):
         return ctx.short("needs notebook 07 at two batch sizes or more with 5 runs per point; "
                          + "; ".join(short))
     verdict = _combine(outcomes) if outcomes else PREMISE
-    return verdict, "; ".join(heads), "; ".join(parts + short)
+    return verdict, "; ".join(heads), "; ".join(parts + short), "", "", \
+        "two streams' gain over the per-step sync", rows
 
 
 def claim_five_x(ctx):
@@ -451,14 +485,15 @@ def claim_five_x(ctx):
                f"{say(ladder, LATE, KV, ctx.judge, seq_len=n)}" if KV in set(ladder["method"])
                else "")
     return verdict, f"{evidence}: {said}", (f"about 5x: {low:g}x to {high:g}x; exceeded when the "
-                                            f"whole interval lies above {high:g}x"), "", context
+                                            f"whole interval lies above {high:g}x"), "", context, \
+        f"over the naive loop: {said}"
 
 
 CLAIMS = {  # claim -> (judge, source)
     "Runtime quadruples when the length doubles (naive loop)": (claim_quadratic, "01"),
     "The KV cache's gain grows with length": (claim_kv_gain, "02"),
     "Expandable segments cut fragmentation": (claim_expandable, "03"),
-    "The static cache lowers fragmentation, loses at 100 tokens, wins at 200 and 400":
+    "Static cache: lower fragmentation; loses at 100 tokens, wins at 200, 400":
         (claim_static, "04"),
     "Compile helps most with the static cache": (claim_compile_static, "08"),
     "Interleaving gains most at the smallest batch": (claim_interleave_small_batch, "07"),
@@ -483,32 +518,32 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
     rows = []
     for claim, (rule, source) in CLAIMS.items():
         verdict, *text = rule(ctx)
-        headline, detail, note, context = (*text, "", "")[:4] if len(text) >= 2 else \
-            ("", text[0], "", "")
+        headline, detail, note, context, number, parts = (*text, "", "", "", "", [])[:6] \
+            if len(text) >= 2 else ("", text[0], "", "", "", [])
         if not judge:
             verdict = NOT_JUDGED
         rows.append({"claim": claim, "verdict": verdict,
                      "evidence": "; ".join(t for t in (headline, context, detail) if t),
                      "source": f"notebook {source}", "headline": headline, "detail": detail,
-                     "note": note, "context": context})
+                     "note": note, "context": context, "number": number or ("" if parts else headline or detail),
+                     "parts": json.dumps(parts) if parts else ""})
     return pd.DataFrame(rows)
 
 
-def lines(verdicts) -> list:
-    """One line per claim: the claim in the article's words -> this run's number (its source):
-    verdict[; context: a number the verdict does not rest on][ (which parts of the claim hold,
-    where they disagree)]. What decided a claim not
-    reproduced, and where 08's ladder disagrees, stay in the saved table's ``detail`` and ``note``
-    columns (the claim's own line carries its numbers); a claim with no number (not in this run,
-    too few runs) gives its reason on its line."""
+def table(verdicts) -> pd.DataFrame:
+    """The claims as a table, one row per claim: its number ("#"), the claim in the article's
+    words, this run's number (with its range where it has one) and the verdict; a claim of
+    several parts gets a short row per part under it ("4a", "4b", ...), with the part's own
+    word ("borne out", "not borne out", "can't tell"). The full evidence, its source and where
+    08's ladder disagrees stay in the saved table."""
     out = []
     for i, row in enumerate(verdicts.itertuples(index=False), 1):
-        number = f" \u2192 {row.headline}" if row.headline else \
-            (f" \u2192 {row.detail}" if row.detail else "")
-        context = "" if not row.context else \
-            f" {row.context}" if row.context.startswith("(") else f"; {row.context}"
-        out.append(f"{i}. {row.claim}{number} ({row.source}): {row.verdict}{context}.")
-    return out
+        out.append({"#": str(i), "claim": row.claim, "this run's number": row.number,
+                    "verdict": row.verdict})
+        parts = json.loads(row.parts) if row.parts else []
+        out += [{"#": f"{i}{chr(ord('a') + j)}", "claim": part, "this run's number": number,
+                 "verdict": word} for j, (part, number, word) in enumerate(parts)]
+    return pd.DataFrame(out).set_index("#")
 
 
 def tally(verdicts) -> list:

@@ -64,13 +64,16 @@ def _compile_point(model, prompt, eos, P, mode, step, seq_len, reference):
                 generate_static_compiled(model, prompt, seq_len, eos, stops, step=step, cache=cache),
                 f"compiled ({mode}) with forced stops")
     # the TF32 graph, the one the trials time: its compile is this first call
+    checked = compile_counters()
     first_call_s, _ = _first_call(call, P.device)
     compiled = counters_delta(before, compile_counters())
+    timed = counters_delta(checked, compile_counters())  # the timed graph's alone
     assert compiled["graph_breaks"] == 0, f"{mode}: graph breaks while compiling: {compiled}"
     return call, {"mode": mode, "first_call_s": first_call_s,
                   "check_first_call_s": check_first_call_s,
                   "graphs_compiled": compiled["graphs_compiled"],
-                  "cudagraph_skips": compiled["cudagraph_skips"]}
+                  "cudagraph_skips": compiled["cudagraph_skips"],
+                  "cache_hits": timed["fx_cache_hits"], "cache_misses": timed["fx_cache_misses"]}
 
 
 def _point(model, prompt, eos, P, steps, references, seq_len) -> list:
@@ -78,7 +81,7 @@ def _point(model, prompt, eos, P, steps, references, seq_len) -> list:
     calls = {EAGER: lambda: generate_static_cache(model, prompt, seq_len, eos, cache=eager_cache)}
     info = {EAGER: {"mode": "eager", "first_call_s": float("nan"),
                     "check_first_call_s": float("nan"), "graphs_compiled": 0,
-                    "cudagraph_skips": 0}}
+                    "cudagraph_skips": 0, "cache_hits": 0, "cache_misses": 0}}
     for mode, step in steps.items():
         calls[name(mode)], info[name(mode)] = _compile_point(
             model, prompt, eos, P, mode, step, seq_len, references[seq_len])
@@ -119,9 +122,9 @@ def measure(model, prompt, eos, P, steps: dict, references: dict) -> pd.DataFram
 def compilation(table) -> pd.DataFrame:
     """Per compiled loop and length: the timed TF32 graph's compile time (its first call minus a
     steady run; the graph a user's own code compiles), the graphs compiled, and the runs of this
-    length after which that compile is repaid against the eager static-cache loop. On this
-    machine's compile cache: Inductor's cache on disk may be warm. The course's float32 check
-    graph is left to ``repay_line``."""
+    length after which that compile is repaid against the eager static-cache loop, and whether
+    Inductor found the timed graph in its cache on disk (``cache_state``). The course's float32
+    check graph is left to ``repay_line``."""
     ok = table[table["status"] == harness.OK]
     eager = ok[ok["method"] == EAGER].set_index("seq_len")["median_s"]
     rows = []
@@ -130,9 +133,26 @@ def compilation(table) -> pd.DataFrame:
         timed = max(row["first_call_s"] - row["median_s"], 0.0)
         rows.append({"method": row["method"], "tokens": row["seq_len"], "compile s": timed,
                      "graphs compiled": row["graphs_compiled"],
+                     "Inductor cache": cache_state(row.get("cache_hits"), row.get("cache_misses")),
                      "runs to repay": math.ceil(timed / gain) if gain > 0
                      else float("nan")})  # whole runs: the first run that pays it back
     return pd.DataFrame(rows)
+
+
+def cache_state(hits, misses) -> str:
+    """Whether a compile found its graphs in Inductor's cache on disk, from Inductor's own
+    counters (``fxgraph_cache_hit`` and ``_miss``): "hit" (a warm compile: Dynamo still traces the
+    step), "miss" (cold: compiled afresh), "partly", "not used", or "" where not recorded."""
+    if hits is None or misses is None or hits != hits or misses != misses:
+        return ""
+    return ("partly" if hits and misses else "hit" if hits else "miss" if misses
+            else "not used")
+
+
+CACHE_WORDS = {"hit": "found in Inductor's cache on disk (warm)",
+               "miss": "compiled afresh (Inductor's cache on disk missed: cold)",
+               "partly": "partly found in Inductor's cache on disk",
+               "not used": "Inductor's cache on disk not used"}
 
 
 def graphs_line(compile_table, table, check_tokens: bool) -> str:
@@ -143,7 +163,7 @@ def graphs_line(compile_table, table, check_tokens: bool) -> str:
     each = ", ".join(f"{m.split('(')[-1].rstrip(')')} {int(n)}" for m, n in
                      compile_table.groupby("method", sort=False)["graphs compiled"].sum().items())
     skips = int(table["cudagraph_skips"].fillna(0).sum()) if "cudagraph_skips" in table else 0
-    return (f"Graphs compiled: {each} (one per cache length and matmul precision: {precisions}); "
+    return (f"Graphs compiled: {each} (one per matmul precision at each length: {precisions}); "
             f"while timing: {int(table['compiled_while_timed'].sum())}. CUDA graph skips: {skips}.")
 
 
@@ -160,14 +180,14 @@ def repay_line(compile_table, table) -> str:
                 else f"repaid after {int(row['runs to repay'])} runs of {row['tokens']} tokens")
         timed = row["compile s"]
         extra = both.get((row["method"], row["tokens"]), timed) - timed
-        parts.append(f"{mode} {timed:.1f} s, {runs}")
+        state = CACHE_WORDS.get(row.get("Inductor cache", ""))
+        parts.append(f"{mode} {timed:.1f} s" + (f", {state}" if state else "") + f", {runs}")
         if extra > 0.05:
             checks.append(f"{extra:.1f} s ({mode})")
     check = ("" if not checks else "; the float32 check graphs, compiled just before, took "
              f"{' and '.join(checks)} more")
-    return ("Compiling the timed graph on this machine's compile cache (possibly warm, so these "
-            "times do not compare the modes), and the runs that repay it against the eager "
-            "static-cache loop (the only eager loop timed here): " + "; ".join(parts) + check + ".")
+    return ("Compiling the timed graph, and the runs that repay it against the eager static-cache "
+            "loop (the only eager loop timed here): " + "; ".join(parts) + check + ".")
 
 
 def idle_line(steps_budget, methods) -> str:

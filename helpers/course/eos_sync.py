@@ -12,20 +12,19 @@ CHECK, FREE = "check every step", "no check"  # the two loops' names in every ta
 
 def stop_bound(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
     """The most early stopping can gain at ``cap`` by its token counts (the no-check loop's new
-    tokens per row over the checking loop's), as a clause to follow its verdict; where the
-    rounds' estimate exceeds it, the excess said not to be the check's. Empty on a smoke run or
+    tokens per row over the checking loop's), in brackets after its verdict; where the rounds'
+    estimate exceeds it, the rest put down to the no-check loop's slower steps. Empty on a smoke run or
     without both rows."""
     ok = table[(table["status"] == harness.OK) & (table["seq_len"] == cap)].set_index("method")
     if not judge or not {CHECK, FREE} <= set(ok.index):
         return ""
     free, check = int(ok.at[FREE, "tokens"]), int(ok.at[CHECK, "tokens"])
     bound = free / check
-    text = f"; the token counts ({free} against {check} per row) allow at most {bound:.2f}x"
+    text = f" ({free} against {check} tokens per row allow at most {bound:.2f}x"
     estimate = stats.row_speedup(table, CHECK, FREE, seq_len=cap).estimate
-    if estimate > bound:
-        text += (": the excess is not the check's but the no-check loop's slower steps (the "
-                 "host's drift between the rounds, or its longer cache)")
-    return text
+    if estimate > bound:  # the rest: the no-check loop's slower steps, not the check
+        text += "; the rest is the no-check loop's slower steps: its longer cache, or drift"
+    return text + ")"
 
 
 def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):

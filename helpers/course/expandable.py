@@ -193,8 +193,9 @@ def gap_line(history, conf: str) -> str:
     at = part.loc[gap.idxmax(), "step"]
     answer = "No" if rise < gap.max() / 2 else "In good part"
     return (f"With {conf}, reserved ran up to {gap.max():.0f} MiB above the most allocated at "
-            f"any moment of the step (decode step {at}; the history's right panel measures from "
-            "the step's start, so it reads at least as high). Is that gap just the old and new "
+            f"any moment of a step (decode step {at}); the right panel subtracts the allocated at "
+            "the step's start, which is no higher, so its gap reads at least as high. Is that gap "
+            "just the old and new "
             f"cache tensors alive together? {answer}: inside a step, allocated rose at most {rise:.0f} MiB above "
             "its start.")
 

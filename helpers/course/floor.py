@@ -17,7 +17,6 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from .. import graphs
 from . import harness, report
 from ..model import parameter_bytes
 
@@ -90,35 +89,6 @@ def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
 EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H100 run)
 
 
-def bucket_reads(prompt_len, new_tokens, bucket, steps_per_graph=1, model=None,
-                 batch_size=None) -> str:
-    """What attention over buckets of cache length can save at most, from the sizes alone
-    (notebook 10's ``GraphDecoder(..., bucket=b)``, ``steps_per_graph`` steps per launch): the
-    positions a run's launches read on average, when each replays the shortest bucket that holds
-    its positions, against the buffer's slots (as ``static_state`` sizes it; the last bucket
-    ends there); with ``model`` and
-    ``batch_size``, as a share of all the bytes the plain step reads (weights too)."""
-    needed = prompt_len + new_tokens + steps_per_graph  # as ``GraphSetup`` sizes its buffers
-    slots = graphs.cache_slots(needed)
-    lengths = graphs.bucket_lengths(slots, bucket)
-    launches = max(1, -(-(new_tokens - 1) // steps_per_graph))
-    read = [graphs.shortest_bucket(lengths, prompt_len + (i + 1) * steps_per_graph)
-            for i in range(launches)]
-    mean = sum(read) / len(read)
-    text = (f"Buckets of {bucket}: a launch reads {mean:.1f} of the cache's {slots} slots on "
-            f"average (the shortest multiple of {bucket} that holds its positions), so buckets can "
-            f"skip at most ")
-    why = (f" The {slots} slots hold the prompt, the new tokens and one more launch's steps (the "
-           f"last launch runs all its steps, even past the last token): {needed} positions, rounded "
-           f"up to a multiple of {graphs.SLOT_MULTIPLE} (the buffer's fixed rounding).")
-    if model is None or not batch_size:
-        return text + f"{1 - mean / slots:.1%} of the key and value reads." + why
-    cfg, size = model.config, next(model.parameters()).element_size()
-    per_slot = 2 * cfg.n_layer * batch_size * cfg.n_embd * size  # keys and values, all layers
-    skipped = per_slot * (slots - mean) / (per_slot * slots + parameter_bytes(model))
-    return text + f"{skipped:.0%} of the bytes the plain step reads (the weights included)." + why
-
-
 def launch_steps_note(ratio, steps: int, judge: bool = True, within: float = 0.01) -> str:
     """Notebook 10's reading of its "more steps per launch" line (``ratio``: ``stats.Ratio`` of
     ``steps`` per launch against 1): where the whole interval lies within ``within`` of 1, the
@@ -165,7 +135,7 @@ def without_prompt(step_ms, cost, new_tokens, floor_ms) -> str:
     ``new_tokens`` steps) read against the floor with that share taken out."""
     per = cost[0] / new_tokens
     return (f"that counts the prompt's forward, {per:.3f} ms of each step; without it, about "
-            f"{(step_ms - per) / floor_ms:.1f}x")
+            f"{(step_ms - per) / floor_ms:.2f}x")
 
 
 def show_reference(stem: str) -> None:

@@ -127,26 +127,17 @@ def gains(table, candidate: str, baseline: str) -> pd.DataFrame:
 
 
 def plot_gains(ax, table, candidate: str, baseline: str, judge: bool, labels=None):
-    """The speedup against N; its interval as bars where the run can judge. A length where the
-    baseline's allocator retried (``retried``) gets a hollow marker and a legend entry saying so.
-    ``labels`` renames the methods in the axis texts."""
+    """The speedup against N; its interval as bars where the run can judge. ``labels`` renames
+    the methods in the axis texts."""
     g = gains(table, candidate, baseline)
     bars = g["n"] >= stats.MIN_TRIALS
     if judge and bars.all():
-        drawn = ax.errorbar(g["seq_len"], g["speedup"], yerr=[g["speedup"] - g["low"],
-                            g["high"] - g["speedup"]], marker="o", capsize=3,
-                            label="speedup (interval)").lines[0]
+        ax.errorbar(g["seq_len"], g["speedup"], yerr=[g["speedup"] - g["low"],
+                    g["high"] - g["speedup"]], marker="o", capsize=3, label="speedup (interval)")
     else:
-        drawn, = ax.plot(g["seq_len"], g["speedup"], marker="o", label="speedup")
-    hit = g[g["seq_len"].isin(retried(table, baseline))]
-    names = {m: (labels or {}).get(m, m) for m in (candidate, baseline)}
-    if len(hit):
-        ax.plot(hit["seq_len"], hit["speedup"], "o", markerfacecolor="white", zorder=3,
-                markeredgecolor=drawn.get_color(), markersize=drawn.get_markersize() + 1,
-                label=f"{names[baseline]} loop's allocator retried")
-        ax.legend(fontsize=9)
+        ax.plot(g["seq_len"], g["speedup"], marker="o", label="speedup")
     ax.axhline(1, color="#999999", linestyle=":")
-    candidate, baseline = names[candidate], names[baseline]
+    candidate, baseline = ((labels or {}).get(m, m) for m in (candidate, baseline))
     ax.set(xlabel="new tokens N", ylabel=f"{baseline} time ÷ {candidate} time",
            title=f"Gain of {candidate} over {baseline}")
     ax.set_ylim(bottom=0)
@@ -198,49 +189,24 @@ def retried(table, naive: str = "naive") -> list:
     return sorted(int(n) for n in ok[(ok["method"] == naive) & (ok["alloc_retries"].fillna(0) > 0)]["seq_len"])
 
 
-def retry_effect(table, naive: str = "naive") -> str:
-    """Notebook 02, next to the Growth line: where the naive loop's allocator retried in its timed
-    runs, that added time to the naive runs, so it inflates the gain at those lengths (and its
-    growth, where the longest length retried and the shortest did not). Empty where it never
-    retried."""
+def retry_note(table, naive: str = "naive") -> str:
+    """Notebook 02's guard: its lengths are chosen so that the naive loop's allocator never runs
+    out of memory on an 80 GB card. Where it did anyway (a smaller GPU, a longer length), one
+    sentence saying where and that it inflates the gain there; else empty."""
     hit = retried(table, naive)
     if not hit:
         return ""
-    lengths = sorted(int(n) for n in table.loc[table["status"] == harness.OK, "seq_len"].unique())
-    grows = " and its growth" if lengths[-1] in hit and lengths[0] not in hit else ""
-    there = "that length" if len(hit) == 1 else "those lengths"
-    return (f"At {_tokens(hit)} the naive loop's allocator had to free its cache and retry (memory "
-            f"line below): that adds time to the naive runs there, so it inflates the gain at "
-            f"{there}{grows}.")
-
-
-def _bound(table, candidate: str, baseline: str, hit):
-    """Where the baseline's allocator retried at the lengths ``hit`` (not the shortest): at the
-    longest of them, the baseline's GPU work alone (``gpu_busy_s``, which retries do not add to)
-    over the candidate's median run, a gain the retries cannot have made, with that length, both
-    per-step times and the shortest length's gain. None without GPU work (a CPU run), where the
-    shortest length retried too, or without an interval at the shortest length."""
-    ok = table[table["status"] == harness.OK]
-    short, at = int(ok["seq_len"].min()), max(hit)
-    row = ok[ok["seq_len"] == at].set_index("method")
-    busy = float(row.loc[baseline, "gpu_busy_s"]) if "gpu_busy_s" in row else float("nan")
-    wall = float(row.loc[candidate, "median_s"])
-    first = stats.row_speedup(table, candidate, baseline, seq_len=short)
-    if short in hit or not busy > 0 or first.n < stats.MIN_TRIALS or not math.isfinite(first.high):
-        return None
-    return {"at": at, "short": short, "bound": busy / wall, "first": first,
-            "busy_ms": 1e3 * busy / at, "wall_ms": 1e3 * wall / at}
+    return (f"At {_tokens(hit)} the naive loop's allocator ran out of free GPU memory and had to "
+            "free its cache and retry, which adds time to the naive runs only: the gain there is "
+            "larger than the cache alone would give (notebook 03).")
 
 
 def _growth_rule(table, candidate: str, baseline: str, judge: bool):
-    """``(answer, first failure)`` of notebook 02's rule for "does the gain grow with the length?",
-    computed once for ``growth_answer``, ``first_failure`` and ``growth_line``. The answer: "yes"
-    where the gain rose from every length to the next, its interval at the longest against the
-    shortest lies above 1, and it does not rest on the baseline's allocator retries (``_bound``
-    above the shortest length's interval); "no" where it fell alike (the gain shrinks); else "not
-    shown"; empty on a smoke run or with too few runs. The first failure: the first of the "yes"
-    conditions that fails, in that order (the retries' condition said by ``retry_bound`` wherever
-    the longest length retried); empty where none fails or on a smoke run."""
+    """``(answer, first failure)`` of notebook 02's rule for "does the gain grow with the length?".
+    The answer: "yes" where the gain rose from every length to the next and its interval at the
+    longest against the shortest lies above 1; "no" where it fell alike (the gain shrinks); else
+    "not shown"; empty on a smoke run or with too few runs. The first failure: the first of the
+    "yes" conditions that fails, in that order; empty where none fails or on a smoke run."""
     values = sorted(int(n) for n in table["seq_len"].unique())
     if not judge or len(values) < 2:
         return "", ""
@@ -248,8 +214,6 @@ def _growth_rule(table, candidate: str, baseline: str, judge: bool):
     steps = list(zip(values, values[1:]))
     r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
     word = stats.verdict(r)
-    hit = retried(table, baseline)
-    at_retry = bool(hit) and values[-1] in hit
     rose = all(gain[b] > gain[a] for a, b in steps)
     why = ""
     for a, b in steps:
@@ -260,15 +224,10 @@ def _growth_rule(table, candidate: str, baseline: str, judge: bool):
     else:
         if word != stats.FASTER:
             why = gain_growth(table, candidate, baseline, judge) + "."
-        elif at_retry:
-            said = retry_bound(table, candidate, baseline, hit)
-            why = said[0].lower() + said[1:]
     if r.n < stats.MIN_TRIALS or math.isinf(r.low):
         return "", why
     if word == stats.FASTER:
-        bound = _bound(table, candidate, baseline, hit) if at_retry else None
-        holds = not at_retry or (bound is not None and bound["bound"] > bound["first"].high)
-        return ("yes" if rose and holds else "not shown"), why
+        return ("yes" if rose else "not shown"), why
     if word == stats.SLOWER and all(gain[b] < gain[a] for a, b in steps):
         return "no", why
     return "not shown", why
@@ -289,45 +248,18 @@ def first_failure(table, candidate: str, baseline: str, judge: bool) -> str:
     return _growth_rule(table, candidate, baseline, judge)[1]
 
 
-def growth_line(table, candidate: str, baseline: str, judge: bool, label: str = "KV cache") -> str:
+def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
     """Notebook 02's Growth line: the answer (``growth_answer``) first. "Not shown" is followed
     by the first condition of the rule that failed (``first_failure``) and nothing else; "yes"
-    and "no" by ``gain_growth`` over every length and, where the baseline's allocator retried
-    (``retried``), which adds time to the baseline only, ``retry_bound``."""
+    and "no" by ``gain_growth`` over every length."""
     answer, why = _growth_rule(table, candidate, baseline, judge)
-    if answer == "not shown":
-        if why:
-            return f"Does the gain grow with the length? Not shown on this run: {why}"
+    if answer == "not shown" and why:
+        return f"Does the gain grow with the length? Not shown on this run: {why}"
     said = gain_growth(table, candidate, baseline, judge)
     if answer != "yes":  # "grows" is the answer's word alone
         said = said.replace("the gain grows with the length: at", "the gain rose: at", 1)
-    line = (f"Does the gain grow with the length? {ANSWERS[answer]} " if answer else "Growth: ") + \
+    return (f"Does the gain grow with the length? {ANSWERS[answer]} " if answer else "Growth: ") + \
         f"{said[0].upper()}{said[1:]}."
-    hit = retried(table, baseline) if judge else []
-    if not hit:
-        return line
-    return f"{line} {retry_bound(table, candidate, baseline, hit, label)}"
-
-
-def retry_bound(table, candidate: str, baseline: str, hit, label: str = "KV cache") -> str:
-    """Where the baseline's allocator retried at the lengths ``hit``: a baseline run without them
-    would still last at least its GPU work, so that work over the candidate's median run
-    (``_bound``) is a gain the retries cannot have made. Above the shortest length's interval, the
-    growth does not rest on the retries; else it may. Without GPU work (a CPU run), or where the
-    shortest length retried too, ``retry_effect``."""
-    b = _bound(table, candidate, baseline, hit)
-    if b is None:
-        return retry_effect(table, baseline)
-    first = b["first"]
-    head = (f"The naive runs at {_tokens(hit)} include allocator retries, which add time to the "
-            f"naive loop only. Without them, a naive step at {b['at']} tokens would still last at "
-            f"least its GPU work ({b['busy_ms']:.2f} ms), against the {label}'s median "
-            f"step of {b['wall_ms']:.2f} ms: a gain of at least {b['bound']:.2f}x. ")
-    if b["bound"] > first.high:
-        return head + (f"That is above the range at {b['short']} tokens ({first.low:.2f} to "
-                       f"{first.high:.2f}): the growth does not rest on the retries.")
-    return head + (f"That is not above the range at {b['short']} tokens ({first.low:.2f} to "
-                   f"{first.high:.2f}): the growth may rest on the retries.")
 
 
 def naive_host_line(step, table, naive: str = "naive", cached: str = "kv_cache",
@@ -388,28 +320,6 @@ def _tokens(lengths) -> str:
     """"50 and 100 tokens", "200 tokens", "50, 100 and 200 tokens"."""
     names = [str(n) for n in lengths]
     return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + " tokens"
-
-
-def reserved_line(table, card_bytes: float, naive: str = "naive", cached: str = "kv_cache") -> str:
-    """At the longest length: what each loop's allocator reserved against the card's memory, and
-    how often the naive loop's allocator had to free its cache and retry an allocation in its timed
-    runs (``alloc_retries``, torch.cuda.memory_stats' ``num_alloc_retries``) wherever it did: a
-    retry frees every cached block and asks the driver again, time added to that run (not timed
-    apart here)."""
-    ok = table[table["status"] == harness.OK]
-    at = int(ok["seq_len"].max())
-    top = ok[ok["seq_len"] == at].set_index("method")
-    text = (f"At {at} tokens the naive loop's allocator reserved "
-            f"{top.loc[naive, 'peak_reserved_bytes'] / 2**30:.1f} GiB of the card's "
-            f"{card_bytes / 2**30:.1f} GiB, the KV cache's "
-            f"{top.loc[cached, 'peak_reserved_bytes'] / 2**30:.1f} GiB (notebook 03)")
-    runs = ok[(ok["method"] == naive) & (ok["alloc_retries"].fillna(0) > 0)].sort_values("seq_len")
-    if runs.empty:
-        return text + "; the naive loop's allocator never had to free its cache and retry."
-    where = "; ".join(f"{int(r.alloc_retries)} times in its {int(r.repeats)} timed runs at "
-                      f"{int(r.seq_len)} tokens" for r in runs.itertuples())
-    return (text + f". Short of free memory, the naive loop's allocator had to free its cache and "
-            f"retry: {where}; each retry adds time to its run (not timed apart here).")
 
 
 def plot_memory(ax, table, device, methods):

@@ -1,6 +1,6 @@
 """The two ideas of notebook 00 made visible: the rounds of an interleaved comparison, the floor
 as bytes over bandwidth, and what an A/A comparison's interval resolves; and notebook 01's
-readings of its fit (the measured doubling, a and b in plain words) and of its memory."""
+readings of its fit (a and b in plain words) and of its memory."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from . import floor as _floor
-from . import analysis, budget, growth, harness, stats
+from . import budget, growth, harness, stats
 from .results import run_dir
 from ..model import parameter_bytes
 
@@ -78,77 +78,15 @@ def _tokens(lengths) -> str:
     return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + " tokens"
 
 
-def doubling(table) -> str:
-    """Notebook 01: the measured doubling of the runtime (``growth.measured_growth``, medians),
-    with the range of the rounds' own ratios where the lengths ran in the same rounds, and how
-    they compare with the 4x of the article's "doubling quadruples the time"."""
-    g = growth.measured_growth(table)
-    k = g["factor"]
-    q = k * k
-    ok = table[table["status"] == harness.OK].set_index("seq_len")
-    short, long = (harness.trials(ok.loc[n]) for n in (g["short"], g["long"]))
-    ratios = [b / a for a, b in zip(short, long)] if len(short) == len(long) > 1 else []
-    what = "Doubling the length" if k == 2 else f"{k:g}x the length"
-    text = (f"{what} ({g['short']} -> {g['long']} tokens) multiplied the median runtime by "
-            f"{g['ratio']:.2f}x")
-    if ratios:
-        text += f" ({min(ratios):.2f}x to {max(ratios):.2f}x in single rounds)"
-    if k != 2:
-        return text + f"; {q:g}x is pure N², {k:g}x a constant cost per step."
-    low, high = (min(ratios), max(ratios)) if ratios else (g["ratio"], g["ratio"])
-    where = ("every round's ratio was below 4x" if high < q else "every round's ratio was 4x or more"
-             if low >= q else "some rounds' ratios reached 4x, others did not") if ratios else \
-        ("the medians' ratio reached 4x" if g["ratio"] >= q else "the medians' ratio stayed below 4x")
-    return (text + "; the article's \"doubling quadruples the time\" is pure N²'s 4x, a constant "
-            f"cost per step gives 2x: {where}.")
-
-
 def terms(table) -> str:
     """Notebook 01: the fit in plain words. The median total times are fitted as a·N + b·N²
     (``growth.fit``): a is the part of every step that does not grow with N, b what each token of
-    length adds to the average step (which costs a + b·N); the two terms are equal at N = a/b.
-    Where the allocator retried in the timed runs (``alloc_retries``) it says so, and
-    ``gpu_growth`` compares b with the GPU's own work."""
+    length adds to the average step (which costs a + b·N). The N² share's table, not this line,
+    says which term is the larger where."""
     f = growth.fit(table)
-    text = (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms, the part "
+    return (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms, the part "
             f"of every step that does not grow with N, and b = {f['b_us']:.1f} µs, what each token "
-            "of length adds to the average step (which costs a + b·N)")
-    if f["a_ms"] > 0 and f["b_us"] > 0:
-        text += f"; the two terms are equal at N = a/b ≈ {1e3 * f['a_ms'] / f['b_us']:.0f} tokens"
-    text += "."
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    retries = ok["alloc_retries"].fillna(0) if "alloc_retries" in ok else pd.Series(dtype=float)
-    hit = [int(n) for n, t in zip(ok["seq_len"], retries) if t > 0]
-    if hit:
-        text += (f" The timed runs at {_tokens(hit)} include {int(retries.sum())} allocator retries "
-                 "(memory line below).")
-    return text + gpu_growth(ok, f["b_us"], bool(hit))
-
-
-RETRY_MARGIN = 1.10  # one b this much above the other: it grows faster
-
-
-def gpu_growth(ok, b_us: float, retries: bool = False) -> str:
-    """Notebook 01: b of the wall clock against b of the GPU's work alone (the same fit to the
-    profiled busy time, ``gpu_busy_s``), "faster", "slower" or "about as fast" by ``RETRY_MARGIN``.
-    Faster: at short lengths the GPU waits for the host, and its growing work first fills that
-    wait, so the GPU can set the pace below the wall clock's a/b. Slower: the wall clock's b also
-    holds time outside the GPU's work (the allocator's retries add such time). Empty without the
-    GPU's work (a CPU run)."""
-    busy = ok["gpu_busy_s"].astype(float) if "gpu_busy_s" in ok else pd.Series(dtype=float)
-    if len(busy) < 2 or not (busy > 0).all():
-        return ""
-    gpu_b = 1e6 * analysis.linear_quadratic_fit(ok["seq_len"], busy)[1]
-    said = f"(b = {gpu_b:.1f} µs against the wall clock's {b_us:.1f})"
-    if gpu_b > RETRY_MARGIN * b_us:
-        return (f" The GPU's work alone grows faster {said}: at short lengths the GPU waits for "
-                "the host, and its growing work first fills that wait, so the GPU can set the "
-                "pace below N = a/b.")
-    if b_us > RETRY_MARGIN * gpu_b:
-        why = "which the retries add" if retries else "which grows with the length"
-        return (f" The GPU's work alone grows more slowly {said}: the wall clock's b also holds "
-                f"time outside the GPU's work, {why}.")
-    return f" The GPU's work alone grows about as fast {said}."
+            "of length adds to the average step (which costs a + b·N).")
 
 
 def against_setup(table, setup=None) -> str:
@@ -173,9 +111,9 @@ def against_setup(table, setup=None) -> str:
     naive = 1e3 * float(first["median_s"]) / n1
     if n1 < n0 or not naive < kv:
         return ""
-    return (f"A timed naive step at {n1} tokens ({naive:.2f} ms) is shorter than notebook 00's "
-            f"KV-cache step at {n0} tokens in this run ({kv:.2f} ms), though it recomputes every "
-            "position: notebook 02 shows why (the host's work per step).")
+    return (f"A timed naive step ({naive:.2f} ms at {n1} tokens) is shorter than notebook 00's "
+            f"KV-cache step ({kv:.2f} ms at {n0}), though it recomputes every position: notebook "
+            "02 shows why (the host's work per step).")
 
 
 CARD_FULL = 0.95  # a peak reserve within 5% of the card's memory: the allocator filled the card
@@ -185,7 +123,8 @@ def card_reading(table, total_bytes) -> str:
     """Notebook 01: whether the allocator's reserve filled the card. Lengths whose peak reserved
     memory came within 5% of the card's ``total_bytes``, or whose timed runs made the allocator
     free its cached blocks and retry (``alloc_retries``, summed over the timed runs), are named:
-    there it filled the card and had to ask the driver again, which costs time inside those runs.
+    there it filled the card and had to ask the driver again, which costs time inside those runs;
+    and why the reserve climbs (each step's logits one position longer: no cached block fits).
     Empty without a GPU (``total_bytes`` 0 or NaN)."""
     if not total_bytes or not total_bytes > 0:
         return ""
@@ -200,8 +139,10 @@ def card_reading(table, total_bytes) -> str:
     retries = sum(int(t) for _, _, t in full if t == t)
     top = max(r for _, r, _ in full)
     text = (f"At {_tokens([n for n, _, _ in full])} the allocator's reserve reached "
-            f"{top / 2**30:.1f} GiB of the card's {card}")
+            f"{top / 2**30:.1f} GiB of the card's {card}{'' if retries else ', close to filling it'}"
+            ": each step's logits are one position longer than the last, so no cached block fits "
+            "them and the reserve keeps growing (notebook 03's subject).")
     if retries:
-        return text + (f" and it had to free its cache and retry, {retries} times over the timed "
-                       "runs: time added to those runs (notebook 03 is about this).")
-    return text + ", close to filling the card (notebook 03 is about this)."
+        text += (f" It had to free its cache and retry, {retries} times over the timed runs: time "
+                 "added to those runs.")
+    return text

@@ -232,7 +232,8 @@ def profiler_note(profiled_us, timed_us) -> str:
 def gaps_ranked(table: pd.DataFrame) -> str:
     """A ``kernel_table``'s layer GEMMs together (or its unattributed GEMMs), attention and
     element-wise, ranked by µs above their floors, each with its µs, floor and kernels per step:
-    "above their floors: the layer GEMMs together, 161 µs (276 µs against 115, 48 kernels), ..."."""
+    "above their floors: the layer GEMMs together, 161 µs (276 µs against 115, 48 kernels), ...";
+    the element-wise group also gives its µs per kernel ("27 kernels of 2.2 µs each")."""
     parts = table.set_index("part")
     groups = {"the layer GEMMs together": [p for p in BLOCK_GEMMS if p in parts.index],
               "GEMMs (unattributed)": [p for p in (UNATTRIBUTED,) if p in parts.index],
@@ -242,8 +243,17 @@ def gaps_ranked(table: pd.DataFrame) -> str:
             for name, members in groups.items() if members]
     rows.sort(key=lambda r: r[1]["us"] - r[1]["floor_us"], reverse=True)
     said = "; ".join(f"{name}, {r['us'] - r['floor_us']:.0f} µs ({r['us']:.0f} µs against "
-                     f"{r['floor_us']:.0f}, {r['kernels']:.0f} kernels)" for name, r in rows)
+                     f"{r['floor_us']:.0f}, {r['kernels']:.0f} kernels{_each(name, r)})"
+                     for name, r in rows)
     return f"above their floors, per step: {said}"
+
+
+def _each(name, row) -> str:
+    """The element-wise kernels' average µs per kernel (their floor is 0: what a small kernel
+    costs by itself), as ``gaps_ranked`` appends it; empty for the other groups."""
+    if name != "element-wise" or not row["kernels"] > 0:
+        return ""
+    return f" of {row['us'] / row['kernels']:.1f} µs each"
 
 
 def label_parts(names, n_layer, attention_gemms=0) -> list:

@@ -254,10 +254,9 @@ def eager_cost_line(table, batch_size, judge=True) -> str:
     return (f"With the eager step, no check against the per-step sync: {said}; " +
             ("the check costs time eagerly too, and a late read could win back at most that."
              if word == stats.FASTER and late_timed else
-             "the check costs time eagerly too; the late loops were not timed eagerly, so this "
-             "lesson cannot say whether a late read would win it back." if word == stats.FASTER
-             else "the check's cost there is below what this run resolves, so a late read has "
-             "nothing measurable to win back."))
+             "the check costs time eagerly too; the late loops were not timed eagerly, so "
+             "whether a late read wins it back there is not measured." if word == stats.FASTER
+             else "no cost this run resolves, so nothing measurable for a late read to win back."))
 
 
 def summary_line(row, table, judge=True) -> str:

@@ -166,10 +166,10 @@ NOTEBOOK = {
         # the naive loop at 100 tokens is ~1 s a trial, the rest well under, so 5 trials.
         # The workshop leaves generate() static out: its compile took 12.5 s of the workshop's
         # 34 s in the 13:39 run of 2026-11-23.
-        "full": dict(seq_lens=[100], graph_steps=[1, 4], bucket=32, repeats=5,
+        "full": dict(seq_lens=[100], graph_steps=[1, 4], repeats=5,
                      peers=["generate() static"]),
-        "workshop": dict(seq_lens=[50], graph_steps=[1], bucket=32, repeats=5, peers=[]),
-        "smoke": dict(seq_lens=[8], graph_steps=[1, 3], bucket=4, peers=["generate() static"]),
+        "workshop": dict(seq_lens=[50], graph_steps=[1], repeats=5, peers=[]),
+        "smoke": dict(seq_lens=[8], graph_steps=[1, 3], peers=["generate() static"]),
     },
     "11": {
         # Budget 120 s full / 40 s workshop (H100). Triton compiles ~25 kernel variants (TF32,
@@ -328,7 +328,6 @@ SCHEMA = {
     "regimes": regime_list,
     "compiled_repeats": positive_int,
     "allocator_confs": allocator_conf_list,
-    "oversize_cache_len": positive_int,
     "compile_modes": compile_mode_list,
     "tf32": boolean,
     "compile_dynamic": boolean,

@@ -1,6 +1,6 @@
-"""Notebook 04's measurement and analysis, kept out of the lesson: the three eager loops
-(dynamic cache, static cache sized to the run and oversized static cache) as interleaved trials,
-and each loop's own memory.
+"""Notebook 04's measurement and analysis, kept out of the lesson: the two eager loops
+(dynamic cache and static cache sized to the run) as interleaved trials, and each loop's own
+memory.
 
 ``measure`` returns one table; ``shown`` is its readable view; ``plot_memory`` draws the memory
 panel; ``plot_runs_range`` adds the runs' spread to the time-budget panel.
@@ -20,8 +20,7 @@ from . import harness, plotting, stats
 from .claims import CACHE_DYNAMIC as DYNAMIC, CACHE_STATIC as STATIC  # the names 08's claim reads
 
 # One name per loop in every table, figure and sentence.
-OVERSIZED = "oversized"
-EAGER = METHODS = [DYNAMIC, STATIC, OVERSIZED]
+EAGER = METHODS = [DYNAMIC, STATIC]
 
 
 def bytes_per_position(model, batch_size, dtype_bytes=4) -> int:
@@ -73,7 +72,7 @@ def _work(P, seq_len, cache_len, pairs="static_pairs") -> dict:
 
 
 def _point(model, prompt, eos, P, seq_len) -> list:
-    sizes = {DYNAMIC: None, STATIC: P.prompt_len + seq_len, OVERSIZED: P.oversize_cache_len}
+    sizes = {DYNAMIC: None, STATIC: P.prompt_len + seq_len}
     per_position = bytes_per_position(model, P.batch_size)
     calls, extra, own = {}, {}, {}
     for method, cache_len in sizes.items():
@@ -91,7 +90,7 @@ def _point(model, prompt, eos, P, seq_len) -> list:
             own[method] = lambda n=cache_len: generate_static_cache(  # noqa: E731
                 model, prompt, seq_len, eos,
                 cache=make_static_cache(model, P.batch_size, n, P.device))
-    cache = None  # the last static cache lives on in calls only, freed below
+    cache = None  # the static cache lives on in calls only, freed below
     rows, _ = harness.compare_row(calls, device=P.device, batch_size=P.batch_size,
                                   seq_len=seq_len, repeats=P.repeats, warmup=P.warmup,
                                   budget_s=P.budget_s, busy=True)
@@ -139,7 +138,7 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
         plotting.label_bars(ax, bars, fmt="{:.0f}")
     else:
         ax.set_xlabel("no GPU memory on a CPU run: cache tensors only")
-    names = {DYNAMIC: "dynamic", STATIC: "static\n(sized to run)", OVERSIZED: "static\n(oversized)"}
+    names = {DYNAMIC: "dynamic", STATIC: "static\n(sized to the run)"}
     ax.set_xticks(list(x), [names[m] for m in part.index], fontsize=9)
     ax.set(ylabel=unit, title=f"Memory of each loop, {seq_len} tokens")
     ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
@@ -147,98 +146,47 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
     return ax
 
 
+ARTICLE = {100: stats.SLOWER, 200: stats.FASTER, 400: stats.FASTER}  # the article's static
+# cache against the dynamic one, in the verdict's words
+WORDS = {stats.FASTER: "faster", stats.SLOWER: "slower", stats.NOISE: "can't be told apart"}
+
+
 def eager_verdict(table, seq_len, judge: bool) -> str:
-    """The static cache against the dynamic one in the eager loop, at one length."""
+    """The static cache against the dynamic one in the eager loop, at one length, beside what
+    the article found there (at its lengths 100, 200 and 400 only)."""
     said = stats.say(table, STATIC, DYNAMIC, judge, seq_len=seq_len)
-    return f"{seq_len} tokens, eager: the static cache against the dynamic one: {said}."
+    told = ARTICLE.get(seq_len)
+    return (f"{seq_len} tokens, eager: the static cache against the dynamic one: {said}"
+            + ("." if told is None else f"; the article found it {WORDS[told]}."))
 
 
 SAME_GPU = 0.05  # GPU work within 5% counts as the same (as budget.sentence's "about the same")
 
 
-def gpu_line(table, seq_lens, judge: bool) -> str:
-    """The two caches' GPU work per decode step at each length (as ``budget.per_step`` computes
-    it), beside the attention pairs the static cache does over the dynamic one's. The lesson does
-    not split a step's GPU work, so it names no cause for what it finds; at the longest length, a
-    wall-clock difference the verdict tells apart with about the same GPU work is the host's."""
+def gpu_line(table, seq_lens) -> str:
+    """Whether the static cache's extra attention showed in the GPU work: the two caches' GPU
+    work per decode step at each length (as ``budget.per_step`` computes it), then, at the
+    longest length, the attention pairs the static cache does over the dynamic one's and what
+    the GPU work did. The GPU time is the whole run's, not split by kernel, so no cause is named."""
     rows = table[table["status"] == harness.OK].set_index(["seq_len", "method"])
     per_step = {n: {m: 1e3 * rows.loc[(n, m), "gpu_busy_s"] / n for m in (STATIC, DYNAMIC)}
                 for n in seq_lens}
     if any(math.isnan(v) or v <= 0 for g in per_step.values() for v in g.values()):
         return f"{STATIC} against {DYNAMIC}: no GPU time on a CPU run."
-    parts, same = [], {}
+    parts, change = [], {}
     for n in seq_lens:
         s, d = per_step[n][STATIC], per_step[n][DYNAMIC]
-        same[n] = abs(s / d - 1) <= SAME_GPU
-        how = ("about the same" if same[n] else
-               f"{s / d - 1:.0%} more" if s > d else f"{1 - s / d:.0%} less")
-        parts.append(f"{how} at {n} tokens ({s:.2f} against {d:.2f} ms)")
+        change[n] = 0 if abs(s / d - 1) <= SAME_GPU else 1 if s > d else -1
+        how = {0: "about the same", 1: f"{s / d - 1:.0%} more", -1: f"{1 - s / d:.0%} less"}
+        parts.append(f"{how[change[n]]} at {n} tokens ({s:.2f} against {d:.2f} ms)")
     point = max(seq_lens)
     pairs = rows.loc[(point, STATIC), "attended_pairs"] / rows.loc[(point, DYNAMIC), "attended_pairs"]
-    split = ("this lesson does not split a step's GPU work into attention, the dynamic cache's "
-             "per-step copy (Exercise 2) and the rest, so it does not say what ")
-    line = ("GPU work per decode step, the static cache against the dynamic one: "
+    shown_ = {0: "the extra attention did not show in the GPU work",
+              1: "its GPU work was larger, as the extra attention would make it",
+              -1: "its GPU work was smaller all the same: the extra attention did not show"}
+    return ("GPU work per decode step, the static cache against the dynamic one: "
             + "; ".join(parts) + f". At {point} tokens the static cache attends over "
-            f"{pairs:.1f}x the pairs" + (
-                f" yet did about the same GPU work; {split}kept the extra attention from showing."
-                if all(same.values()) else f"; {split}set the difference."))
-    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=point)
-    word = stats.verdict(ratio) if judge and ratio.n >= stats.MIN_TRIALS else stats.NOISE
-    # in ms per step, the difference of the rounded values the budget line prints
-    diff = (round(1e3 * rows.loc[(point, STATIC), "median_s"] / point, 2)
-            - round(1e3 * rows.loc[(point, DYNAMIC), "median_s"] / point, 2))
-    if same[point] and word != stats.NOISE and diff and (word == stats.SLOWER) == (diff > 0):
-        line += (f" At {point} tokens the static cache took {abs(diff):.2f} ms "
-                 f"{'more' if diff > 0 else 'less'} wall clock per step with about the same GPU "
-                 "work, so that difference is host work.")
-    return line
-
-
-# The two static caches' timed calls are the same loop on a cache built before the timing;
-# only the cache's length differs, so a faster oversized cache is left unexplained.
-UNEXPLAINED = (": faster with more GPU work, which this lesson does not explain (both timed calls "
-               "run the same loop on a cache built before the timing; only the cache's length "
-               "differs)")
-
-
-def oversized_line(table, seq_lens, judge: bool) -> str:
-    """The oversized cache against the one sized to the run, eager, at the longest length, read
-    like every verdict (the interval's ratio is the only wall-clock number printed) beside its
-    GPU work as a ratio: only a "slower" is a cost, and its extra time, taken from the ratio, is
-    set against the extra GPU work. One sentence more names any other length whose verdict
-    differs."""
-    over, fit = OVERSIZED, STATIC
-    point = max(seq_lens)
-    line = (f"{point} tokens, eager: the oversized cache against the one sized to the run: "
-            f"{stats.say(table, over, fit, judge, seq_len=point)}")
-    rows = table[table["status"] == harness.OK].set_index(["seq_len", "method"])
-    gpu = {n: rows.loc[(n, over), "gpu_busy_s"] / rows.loc[(n, fit), "gpu_busy_s"]
-           for n in seq_lens}
-    if not judge or gpu[point] != gpu[point]:  # a smoke run, or no GPU time (a CPU run)
-        return line + "."
-    ratios = {n: stats.row_speedup(table, over, fit, seq_len=n) for n in seq_lens}
-    words = {n: stats.verdict(r) for n, r in ratios.items()}
-    work = f"{gpu[point]:.2f}x the GPU work of the sized cache"
-    if words[point] == stats.FASTER and gpu[point] > 1:
-        line += f", with {work}{UNEXPLAINED}."
-    elif words[point] != stats.SLOWER or gpu[point] <= 1:
-        line += f", with {work}."
-    else:
-        # the extra time the ratio stands for, against the extra GPU work, both in ms a run
-        extra_wall = (1 / ratios[point].estimate - 1) * rows.loc[(point, fit), "median_s"]
-        extra_gpu = (gpu[point] - 1) * rows.loc[(point, fit), "gpu_busy_s"]
-        line += f", with {work}: " + (
-            "the host's time hid most of that extra work." if extra_wall < extra_gpu / 2 else
-            "more than the extra work explains." if extra_wall > 1.5 * extra_gpu else
-            "about the time of its extra work, the attention over masked positions.")
-    other = [n for n in seq_lens if n != point and words[n] != words[point]]
-    for n in other[:1]:  # one sentence: the first length that reads otherwise
-        said = stats.say(table, over, fit, judge, seq_len=n)
-        line += f" At {n} tokens it read otherwise: {said}, with {gpu[n]:.2f}x the GPU work"
-        line += (UNEXPLAINED + "." if words[n] == stats.FASTER and gpu[n] > 1 else
-                 ": there its extra work did not show in the wall clock." if words[n] != stats.SLOWER
-                 else ".")
-    return line
+            f"{pairs:.1f}x the pairs, and {shown_[change[point]]}.")
 
 
 def memory_line(table, model, seq_len) -> str:
@@ -285,24 +233,23 @@ def growth_copy_line(table, model, seq_len) -> str:
             f"{one * scale:.1f} {unit}.")
 
 
-ARTICLE = {100: stats.SLOWER, 200: stats.FASTER, 400: stats.FASTER}  # the article's static
-# cache against the dynamic one, in the verdict's words
-
-
-def article_line(table, P) -> str:
-    """Whether the article's "the static cache loses at 100 new tokens and wins at 200 and 400"
-    held in this run's eager verdicts, length by length, in the verdict's own words."""
-    words = {stats.FASTER: "faster", stats.SLOWER: "slower", stats.NOISE: "can't be told apart"}
-    parts = []
-    for n in sorted(set(P.seq_lens) | set(ARTICLE)):
-        if n not in P.seq_lens:
-            parts.append(f"{n} was not run (the preset stops at {max(P.seq_lens)} to fit its "
-                         f"run-time limit, so the article's {n}-token claim is untested here)")
-            continue
+def summary_line(table, steps, seq_lens, judge: bool) -> str:
+    """The lesson in one line: the eager verdict at each length beside the article's, and the
+    two caches' wall clock per step at the longest length (``steps`` from ``budget.per_step``:
+    the median run over its steps). A run that cannot judge prints the times only."""
+    point = max(seq_lens)
+    wall = steps.set_index("method")["wall_ms"]
+    times = (f"at {point} tokens a step took {wall[STATIC]:.2f} ms with the static cache and "
+             f"{wall[DYNAMIC]:.2f} ms with the dynamic one (median run \u00f7 {point} steps)")
+    if not judge:
+        return ("In one line: a smoke run only exercises the code (the H100 reference above "
+                f"holds this lesson's answer); here {times}.")
+    words = []
+    for n in seq_lens:
         ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
-        here = words[stats.verdict(ratio)] if ratio.n >= stats.MIN_TRIALS else "not judged"
-        told = ARTICLE.get(n)
-        parts.append(f"at {n} tokens {here}" + ("" if told is None else
-                     ", as in the article" if words[told] == here else
-                     f", where the article found it {words[told]}"))
-    return "Against the article, eager static cache against dynamic: " + "; ".join(parts) + "."
+        words.append(f"{WORDS[stats.verdict(ratio)] if ratio.n >= stats.MIN_TRIALS else 'not judged'}"
+                     f" at {n} tokens")
+    told = [f"{WORDS[ARTICLE[n]]} at {n}" for n in seq_lens if n in ARTICLE]
+    return ("In one line: eager, the static cache against the dynamic one: "
+            + ", ".join(words) + (f" (the article: {', '.join(told)})" if told else "")
+            + f"; {times}.")

@@ -193,15 +193,9 @@ def fastest(table, seq_len, taught=False) -> pd.Series:
     return ok.sort_values("median_s").iloc[0]
 
 
-def _floor_words(row) -> str:
-    floor = row["per_step_s"] / row["floor_ratio"] * 1e3 if row["floor_ratio"] > 0 else math.nan
-    return (f": {row['floor_ratio']:.1f}x the floor of {floor:.2f} ms." if floor == floor
-            else " (no floor on a CPU run).")
-
-
 def reading(table, seq_len, judge) -> list:
     """The answer in a few lines, lesson 07's rung first: the fastest rung taught so far (lessons
-    01-07), its distance to the floor and its speedup over ``generate()`` static (the naive
+    01-07) and its speedup over ``generate()`` static (the naive
     loop's is claim 7's number, printed once there; ``claims.say``: ``stats.say``'s words, a
     "can't tell" interval's bounds never printed as 1.00; none on a smoke run); then, in one line, the fastest rung of the lessons still ahead
     against it; last, where ``generate()`` beats the course's own KV-cache loop, why it can."""
@@ -209,7 +203,7 @@ def reading(table, seq_len, judge) -> list:
     name = taught["method"]
     lines = [f"The fastest rung taught so far (lessons 01-07), {name} (lesson "
              f"{taught['notebook']}), takes {taught['per_step_s'] * 1e3:.2f} ms per step at batch "
-             f"{int(taught['batch_size'])} and {int(seq_len)} tokens" + _floor_words(taught)]
+             f"{int(taught['batch_size'])} and {int(seq_len)} tokens."]
     for other in PEERS if best["method"] == name else PEERS[-1:]:  # the naive loop: claim 7
         if other in set(table["method"]):
             lines.append(f"  {name} against {other}: "
@@ -243,26 +237,17 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
 
 
 def one_line(table, seq_len, judge) -> str:
-    """The summary's closing sentence, with this run's numbers: the table's ratios of the
-    medians (its ``×`` columns), labelled so, never the rounds' estimates (those are printed,
-    with their intervals, under "What it means" and in claim 7)."""
+    """The summary's closing sentence: the naive loop's ms per step, the fastest taught rung's
+    and the fastest rung ahead's, by the medians, with no ratio (the speedup over the naive loop
+    is claim 7's, the distance to the floor the budget's first line: each said once)."""
     best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     naive = table[(table["method"] == NAIVE) & (table["seq_len"] == seq_len)].iloc[0]
-
-    def reached(row, ahead="", peer=""):
-        floor = (f" and {row['floor_ratio']:.1f}x the floor" if row["floor_ratio"] == row["floor_ratio"]
-                 else "")
-        return (f"{row['per_step_s'] * 1e3:.2f} ms {ahead}({row['method']}), "
-                f"{row['speedup_vs_naive']:.2f}x the naive loop's speed{peer}{floor}")
-
-    column = "speedup_vs_generate_static"
-    vs = (f", {taught[column]:.2f}x {PEERS[-1]}'s" if column in taught
-          and taught[column] == taught[column] else "")
-    text = (f"In one line: per decode step (ratios of the medians, as in the table), from "
-            f"{naive['per_step_s'] * 1e3:.2f} ms (naive loop) to "
-            + reached(taught, "with lessons 01-07 ", vs))
+    text = (f"In one line: per decode step (medians), from {naive['per_step_s'] * 1e3:.2f} ms "
+            f"(naive loop) to {taught['per_step_s'] * 1e3:.2f} ms with lessons 01-07 "
+            f"({taught['method']})")
     if best["method"] != taught["method"]:  # second: where the lessons ahead go
-        text += "; ahead, " + reached(best, f"in lesson {best['notebook']} ")
+        text += (f"; ahead, {best['per_step_s'] * 1e3:.2f} ms in lesson {best['notebook']} "
+                 f"({best['method']})")
     return text + ("." if judge else " (smoke run: exercises the code, not a measurement).")
 
 
@@ -280,8 +265,8 @@ def compile_gap(budget, names) -> str:
 def _eager_cache(data, names) -> str:
     """Where a cached eager rung (02 after 01, 04 after 02) is no faster than the rung before it
     by the medians, one sentence: both wall clocks and GPU work, and, where the GPU's work grew
-    by less than half the extra wall clock, that the extra time is the host's (wall clock minus
-    GPU work, both printed), which this lesson does not split. Empty where each is faster."""
+    by less than half the extra wall clock, that the extra time is the host's. Empty where each
+    is faster."""
     said = []
     for rung, before in ((KV, NAIVE), (STATIC, KV)):
         new, old = names.get(rung), names.get(before)
@@ -291,12 +276,11 @@ def _eager_cache(data, names) -> str:
         extra = round(b["wall_ms"], 2) - round(a["wall_ms"], 2)
         if extra < 0:
             continue
-        text = (f"The {new} is no faster than the {old} ({b['wall_ms']:.2f} against "
-                f"{a['wall_ms']:.2f} ms per step, medians), with GPU work of {b['gpu_ms']:.2f} "
-                f"against {a['gpu_ms']:.2f} ms")
+        text = (f"The {new} is no faster than the {old}: {b['wall_ms']:.2f} against "
+                f"{a['wall_ms']:.2f} ms per step, with GPU work of {b['gpu_ms']:.2f} against "
+                f"{a['gpu_ms']:.2f} ms")
         if b["gpu_ms"] - a["gpu_ms"] < extra / 2:
-            text += (f": its extra time is host time (wall clock minus GPU work: {_idle(b):.2f} "
-                     f"against {_idle(a):.2f} ms), which this lesson does not split into its parts")
+            text += ", so the extra time is the host's"
         said.append(text + ". ")
     return "".join(said)
 
@@ -324,7 +308,8 @@ def _no_graphs(data, names) -> str:
     a, b = data.loc[kv], data.loc[kv_compiled]
     fell = "falls" if _idle(b) < _idle(a) else "does not fall"
     gpu = (f"; the fused kernels cut the GPU's work too, from {a['gpu_ms']:.2f} to "
-           f"{b['gpu_ms']:.2f} ms" if b["gpu_ms"] < a["gpu_ms"] else "")
+           f"{b['gpu_ms']:.2f} ms" if b["gpu_ms"] < a["gpu_ms"] else
+           f"; the GPU's work does not fall ({a['gpu_ms']:.2f} against {b['gpu_ms']:.2f} ms)")
     return (f"Compiling alone, without CUDA graphs (05, the dynamic cache's step: fewer, fused "
             f"kernels to launch), takes the wall clock from {a['wall_ms']:.2f} to "
             f"{b['wall_ms']:.2f} ms per step; the GPU's idle time {fell}, from "
