@@ -84,6 +84,20 @@ def test_plot_never_draws_gpu_work_longer_than_its_step():
     assert 0.51 not in widths and widths.count(0.5) == 2  # kv's wall bar and its GPU bar
 
 
+def test_plot_reads_a_rows_gpu_note_instead_of_its_gpu_time():
+    """A row whose GPU bar is not pure work (PDL: kernels wait inside the GPU's time) carries a
+    ``gpu_note``; the label gives that note, never "busy throughout"."""
+    from helpers.course import plotting
+
+    fig, ax = plotting.subplots()
+    b = budget.per_step(table(0.8, 0.5, 0.050, 0.051), seq_len=100)
+    b["gpu_note"] = [None, "GPU bar includes waiting"]
+    budget.plot(ax, b)
+    labels = [t.get_text() for t in ax.texts]
+    assert "0.50 ms\n(GPU bar includes waiting)" in labels
+    assert not any("busy throughout" in t for t in labels) and "(GPU 5.00)" in " ".join(labels)
+
+
 def test_idle_in_the_sentence_is_the_difference_of_the_printed_values():
     b = budget.per_step(table(0.8, 0.5, 1.5412, 1.3766), seq_len=100)  # 15.41 - 13.77
     assert "idle 1.64 ms of each 15.41 ms" in budget.sentence(b, "kv", "naive")

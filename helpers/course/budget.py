@@ -99,13 +99,18 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
             label="GPU work (kernel time)")
     ends = data["wall_ms"] if wall else data["gpu_ms"]
     top = max(ends.max(), data["gpu_ms"].max() if data["gpu_ms"].notna().any() else 0, 1e-9)
-    for i, (end, gpu) in enumerate(zip(ends, data["gpu_ms"])):
+    notes = data["gpu_note"] if "gpu_note" in data else pd.Series(None, index=data.index)
+    for i, (end, gpu, note) in enumerate(zip(ends, data["gpu_ms"], notes)):
         # two short lines, not one long one: the label must stay inside a narrow panel. The GPU's
         # work comes from a profiled run, which can come out a little longer than the timed wall
         # clock: the step was then busy throughout, and the label says so instead of a GPU
-        # time longer than the step it is inside of.
+        # time longer than the step it is inside of. A row's ``gpu_note`` (optional column)
+        # replaces that reading where the GPU bar is not pure work (kernels launched early
+        # with Programmatic Dependent Launch wait inside the GPU's time: notebook 11).
         busy = "" if math.isnan(gpu) else ("\n(GPU busy throughout)" if wall and gpu >= end
                                             else f"\n(GPU {gpu:.2f})")
+        if isinstance(note, str) and note and not math.isnan(gpu):
+            busy = f"\n({note})"
         text = f"{end:.2f} ms{busy}" if wall else f"{gpu:.2f} ms"
         at = end if math.isnan(gpu) else max(end, gpu)  # past the longer bar (kernels can overlap)
         ax.text(at + 0.01 * top, i, text, va="center", fontsize=9)
