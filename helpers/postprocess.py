@@ -246,8 +246,8 @@ def _lowest(table, method, point) -> str:
 
 def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
     """The summary's sentence: the host copy's speedup over per-row syncs alone at one point (the
-    estimate from the rounds, as ``stats.say`` gives it), and under the side load, with its range,
-    only where that point is not one ``contended_length_line`` flags as unexplained
+    estimate from the rounds, as ``stats.say`` gives it, its range printed above), and under the
+    side load only where that point is not one ``contended_length_line`` flags as unexplained
     (``_unexplained``), with the table's ratios of the medians where one differs by more than
     ``stats.MEDIANS_APART``."""
     said, medians = [], []
@@ -257,8 +257,7 @@ def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
         if condition in set(table["condition"]) and not (
                 condition == "contended" and _unexplained(full, batch_size, seq_len)):
             ratio = transfer_speedup(table, condition, batch_size=batch_size, seq_len=seq_len)
-            said.append(f"{ratio.estimate:.2f}x as fast {words}" + (
-                _range(ratio) if condition == "contended" else ""))  # the one far from its medians
+            said.append(f"{ratio.estimate:.2f}x as fast {words}")  # ranges: the lines above
             medians.append((wide[(condition, batch_size, seq_len)], ratio.estimate))
     text = (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
             f"to the host first instead of {syncs_per_row:.0f} syncs a row gives identical lists " + " and ".join(said))
@@ -266,15 +265,6 @@ def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
         text += (", estimates from the rounds (the table's ratios of the medians: "
                  + " and ".join(f"{m:.2f}x" for m, _ in medians) + ")")
     return text + "."
-
-
-def _range(ratio) -> str:
-    """" (11.80-21.91)": a speedup's range, as ``stats.plain`` prints its bounds (empty without
-    one)."""
-    if ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low * ratio.high):
-        return ""
-    digits = stats._digits(ratio.low, ratio.high)
-    return f" ({ratio.low:.{digits}f}\u2013{ratio.high:.{digits}f})"
 
 
 def _unexplained(wide, batch_size, seq_len=None, condition="contended") -> bool:
@@ -330,8 +320,11 @@ def contended_length_line(wide, batch_size, condition="contended", table=None) -
             grew = alone[long["seq_len"]] / alone[short["seq_len"]]
             text += (f". Timed alone, the host copy's time grew {grew:.2f}x over the same "
                      "lengths (its list building)" + (
+                         ", about as much as under load" if abs(grew / host - 1) < 0.1 else
                          f": the rest of its {host:.2f}x under load came with the load, not the "
-                         "length" if grew < host else ", as much as under load"))
+                         "length" if grew < host else
+                         f", more than under load ({host:.2f}x): the load slowed it less at the "
+                         "longer completions"))
         else:  # the per-row loop's waits are a fixed number per row: named where it hardly grew
             text += (f": the host copy's time grew more ({host:.2f}x against {rows:.2f}x), its "
                      "list building growing with the length" + (
@@ -350,6 +343,9 @@ def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
         return ""
     small, big = part.loc[part["batch_size"].idxmin()], part.loc[part["batch_size"].idxmax()]
     rows = big["batch_size"] / small["batch_size"]
+    grew = big["on host"] / small["on host"]
+    pace = ("about in proportion" if abs(grew / rows - 1) < 0.1 else
+            "more than in proportion" if grew > rows else "less than in proportion")
     cut = ""
     if syncs is not None:
         at = syncs[syncs["batch_size"] == big["batch_size"]].set_index("method")["syncs"]
@@ -365,7 +361,8 @@ def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
     return (f"The host copy still builds the lists row by row on the host: {condition}, at "
             f"completions of {int(seq_len)}, its time goes from {1e3 * small['on host']:.2f} ms at "
             f"batch {int(small['batch_size'])} to {1e3 * big['on host']:.2f} ms at batch "
-            f"{int(big['batch_size'])} ({rows:.0f}x the rows)." + cut)
+            f"{int(big['batch_size'])}: {grew:.1f}x the time for {rows:.0f}x the rows, {pace}."
+            + cut)
 
 
 def _per_sync(wide, syncs, condition="alone") -> str:

@@ -400,7 +400,7 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
     assert list(shown.loc[["4a", "4b", "4c", "4d", "4e"], "verdict"]) == [
         "borne out", "not borne out", "borne out", "borne out", ""]
     assert shown.loc["4a", "this run's number"].startswith("1.20x slower (")
-    assert shown.loc["4c", "this run's number"] == "2.0% vs 20.0%"
+    assert shown.loc["4c", "this run's number"] == "static 2.0% vs dynamic 20.0%"
     assert shown.loc["4e", "this run's number"] == "not timed"
     assert "1 partly reproduced" in claims.tally(frame)[0]
     # no part borne out: the weakest part's verdict, as before
@@ -536,6 +536,39 @@ def test_claim_five_x_names_its_baseline_and_the_kv_cache_ratio():
     # one verdict, over its baseline; the KV-cache ratio is saved, not printed
     assert row["this run's number"].startswith("over the naive loop: 4.8")
     assert row["verdict"] == claims.REPRODUCED and "KV-cache" not in row.to_string()
+    assert row["this run's number"].endswith("; reproduced when its range starts between 4x and 6x")
+
+
+def test_claim_five_x_reproduced_above_six_while_its_range_starts_in_four_to_six(monkeypatch):
+    """The 23:18 run: "6.20x faster (5.58–6.88)" reproduced, by the rule its cell states (the
+    range starts between 4x and 6x); a range starting above 6x is "exceeded", one ending below
+    4x "not reproduced", one straddling 4x "can't tell"."""
+    ladder = pd.DataFrame(rows("naive loop", {100: 6.2}) + rows("stop check a step late",
+                                                                  {100: 1.0}))
+    from helpers.course import stats
+    for (low, high), want in (((5.58, 6.88), claims.REPRODUCED), ((6.1, 6.9), claims.EXCEEDED),
+                              ((3.0, 3.9), claims.NOT_REPRODUCED), ((3.8, 4.6), claims.CANT_TELL)):
+        ratio = stats.Ratio((low + high) / 2, low, high, 8)
+        monkeypatch.setattr(stats, "row_speedup", lambda *a, r=ratio, **k: r)
+        verdict, *text = claims.claim_five_x(claims.Context(ladder, {}))
+        assert verdict == want, (low, high)
+        assert text[-1].endswith("reproduced when its range starts between 4x and 6x")
+
+
+def test_the_claims_table_shows_every_number_cell_whole():
+    """The 23:18 run cut "(0.997–1.3..." and "medians alone: ...": the printed cells drop the
+    medians' note (the saved evidence keeps it) and WIDE cuts no cell."""
+    frame = pd.DataFrame([{"claim": "c", "verdict": claims.CANT_TELL, "number":
+                           "gain: 1.14x, can't tell apart on this machine (0.997–1.306; medians "
+                           "alone: 1.091x faster)", "parts": json.dumps([[
+                               "p", "1.19x, can't tell apart on this machine (0.999–1.405; "
+                               "medians alone: 1.301x faster)", "can't tell"]])}])
+    shown = claims.table(frame)
+    assert shown.loc["1", "this run's number"] == \
+        "gain: 1.14x, can't tell apart on this machine (0.997–1.306)"
+    assert shown.loc["1a", "this run's number"].endswith("(0.999–1.405)")
+    with pd.option_context(*summary.WIDE):
+        assert "..." not in repr(shown) and "1.306)" in repr(shown)
 
 
 def test_compiling_alone_names_the_gpu_work_where_it_fell():
@@ -556,8 +589,9 @@ def test_a_cached_eager_rung_no_faster_than_the_one_before_names_its_host_time()
     names = {claims.NAIVE: "naive loop (01)", claims.KV: "KV cache (02)",
              claims.STATIC: "static cache (04)"}
     assert summary._eager_cache(budget, names) == (
-        "The static cache (04) is no faster than the KV cache (02): 8.73 against 6.49 ms per "
-        "step, with GPU work of 1.58 against 1.56 ms, so the extra time is the host's. ")
+        "The static cache (04) is no faster than the KV cache (02) by the medians: 8.73 against "
+        "6.49 ms per step, with GPU work of 1.58 against 1.56 ms, so the extra time is the host's "
+        "(claim 4 below gives this pair's range, from notebook 04). ")
     gpu = budget.assign(gpu_ms=[5.68, 1.56, 4.0])  # the GPU's work grew as much: no host reading
     assert "host's" not in summary._eager_cache(gpu, names)
     assert summary._eager_cache(budget.assign(wall_ms=[8.67, 6.49, 6.0]), names) == ""

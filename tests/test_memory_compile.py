@@ -368,8 +368,8 @@ def test_expandable_lesson_tables():
     assert "whose time this lesson does not measure" in lesson.driver_line(runs, steps=3)
     # the gap share is named as what it divides: two peaks, not always of the same moment
     assert lesson.unused_line(memory.loc[8], "default", "expandable_segments:True") == (
-        "Peak reserved minus peak allocated, as a share of peak reserved (two peaks, not always of "
-        "the same moment): 50.0% with expandable_segments:True, less than default's 75.0%.")
+        "Unused % (1 − peak allocated ÷ peak reserved; two peaks, not always of the same moment): "
+        "50.0% with expandable_segments:True, less than default's 75.0%.")
 
 
 def test_expandable_lesson_lines_come_from_the_data():
@@ -393,7 +393,9 @@ def test_expandable_lesson_lines_come_from_the_data():
         + [{"setting": "x", "step": s, "allocated": 700 * mib, "reserved": 1191 * mib,
             "allocated_peak": 742 * mib, "reserved_peak": None} for s in range(1, 300)])
     gap = lesson.gap_line(history, "x")
-    assert "Is that gap just the old and new cache tensors alive together? No: inside a step" in gap
+    assert gap == ("With x, up to 449 MiB stayed reserved but unused even at a step's busiest "
+                   "moment (decode step 1); the old and new cache tensors alive together explain "
+                   "at most 42 MiB of it.")
 
 
 def test_compiled_lesson_compilation_table():
@@ -419,7 +421,7 @@ def test_compiled_lesson_compilation_table():
     assert lesson.repay_line(lesson.compilation(table), table) == (
         "Compiling the timed graph, and the runs that repay it against the eager static-cache "
         "loop (the only eager loop timed here): default 9.8 s, repaid after 33 runs of 8 tokens; "
-        "the float32 check graphs, compiled just before, took 5.2 s (default) more.")
+        "besides these, the float32 check graphs, compiled just before, took 5.2 s (default).")
     # with them: a hit is a warm compile, a miss a cold one
     for hits, misses, state in ((1, 0, "hit"), (0, 1, "miss"), (1, 1, "partly"),
                                 (0, 0, "not used")):

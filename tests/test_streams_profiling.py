@@ -204,7 +204,8 @@ def test_late_check_summary_and_its_words():
     more = rows + [{**r, "batch_size": 32, "ms_per_step": r["ms_per_step"] * 2} for r in rows[:4]]
     assert late_check.article_claim_line(pd.DataFrame(more), late_check.summary(pd.DataFrame(more))) == (
         "The article claims interleaving gains most at the smallest batch; measured, two streams "
-        "against the per-step sync (CUDA graph step): 1.82x at batch 8 and 1.82x at batch 32. "
+        "against the per-step sync (CUDA graph step): 1.82x at batch 8 and 1.82x at batch 32 "
+        "(the rounds' estimates, not the medians' ratios). "
         "The claim: can't tell on this machine.")
     assert late_check.article_claim_line(pd.DataFrame(rows), summary.reset_index()) == ""
     assert late_check.article_claim_line(pd.DataFrame(more), late_check.summary(pd.DataFrame(more)),
@@ -222,16 +223,27 @@ def test_late_check_summary_and_its_words():
                          "cpu_us": [2000.0, 2500.0, 1200.0]}, index=["sync", "interleaved", "event"])
     timed = pd.Series({"sync": 1650.0, "interleaved": 1290.0, "event": 1320.0})
     head = "The GPU's median gap before a step, profiled: per-step sync 700 µs, two streams "
-    fed = "step i is queued before the CPU waits, and the GPU keeps working."
     assert late_check.profile_line(gaps, timed) == (
-        f"{head}6 µs and event 5 µs. With two streams and with one stream and an event, {fed}")
+        f"{head}6 µs and event 5 µs. A late read leaves 1% (two streams) and 1% (event) of the "
+        "per-step sync's gap.")
+    # the CPU's wait per step read against its time and the GPU's work: short (the 23:18 run:
+    # 9 and 21 µs of 1413 and 1229) where host and GPU take about as long, long otherwise
+    busy = gaps.assign(busy_us=[1124.0, 1119.0, 1115.0], cpu_wait_us=[748.0, 9.0, 21.0])
+    assert late_check.profile_line(busy, timed).endswith(
+        " Reading the flag late, the CPU waits 9 of its 2500 µs per step (two streams; GPU busy "
+        "1119 µs) and 21 of its 1200 µs per step (event; GPU busy 1115 µs): the host takes about "
+        "as long per step as the GPU, or longer, so the flag is nearly always ready when the CPU "
+        "reads it.")
+    assert late_check.cpu_wait_line(busy.assign(cpu_wait_us=[748.0, 900.0, 21.0])).endswith(
+        ": the GPU's work per step is the longer, so the CPU still waits for it.")
     # a late loop's gap larger than the sync's: the profiler's host cost named only where its
     # profiled CPU time per step exceeds the timed step
     gaps.loc["interleaved", "gap_before_us"] = 1335.0
     gaps.loc["event", "gap_before_us"] = 350.0
     larger = "With two streams the gap is larger than with the per-step sync"
     assert late_check.profile_line(gaps, timed) == (
-        f"{head}1335 µs and event 350 µs. {larger}: a profiled step's CPU time (2500 µs) exceeds "
+        f"{head}1335 µs and event 350 µs. A late read leaves 50% (event) of the per-step sync's "
+        f"gap. {larger}: a profiled step's CPU time (2500 µs) exceeds "
         "the whole step timed without the profiler (1290 µs), so the profiler's own host cost is "
         "the likely cause.")
     gaps.loc["interleaved", "cpu_us"] = 1000.0

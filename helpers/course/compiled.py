@@ -184,16 +184,19 @@ def repay_line(compile_table, table) -> str:
         parts.append(f"{mode} {timed:.1f} s" + (f", {state}" if state else "") + f", {runs}")
         if extra > 0.05:
             checks.append(f"{extra:.1f} s ({mode})")
-    check = ("" if not checks else "; the float32 check graphs, compiled just before, took "
-             f"{' and '.join(checks)} more")
+    check = ("" if not checks else "; besides these, the float32 check graphs, compiled just "
+             f"before, took {' and '.join(checks)}")
     return ("Compiling the timed graph, and the runs that repay it against the eager static-cache "
             "loop (the only eager loop timed here): " + "; ".join(parts) + check + ".")
 
 
 def idle_line(steps_budget, methods) -> str:
     """The GPU's idle time per step along ``methods`` (eager first), from ``budget.per_step``,
-    and the share of the eager idle time each compiled loop removes."""
-    idle = steps_budget.set_index("method")["idle_ms"]
+    and the share of the eager idle time each compiled loop removes. Where the GPU idles most of
+    the eager step, that the speedups move with the host's speed, and that the last loop's step,
+    with a smaller idle share, is the steadier number."""
+    frame = steps_budget.set_index("method")
+    idle = frame["idle_ms"]
     shown = [m for m in methods if m in idle.index]
     if not shown or idle.isna().all():
         return "GPU idle per step: no GPU time on a CPU run."
@@ -203,4 +206,12 @@ def idle_line(steps_budget, methods) -> str:
         mode = method.split("(")[-1].rstrip(")")
         parts.append(f"{idle[method]:.2f} ms ({mode}: {100 * (1 - idle[method] / first):.0f}% less "
                      "than eager)")
-    return "GPU idle per step: " + " \u2192 ".join(parts) + "."
+    line = "GPU idle per step: " + " \u2192 ".join(parts) + "."
+    wall = frame["wall_ms"]
+    share = {m: idle[m] / wall[m] for m in shown}
+    if len(shown) > 1 and share[shown[0]] > 0.5 and share[shown[-1]] < share[shown[0]]:
+        line += (f" The GPU idles {first:.2f} of the eager step's {wall[shown[0]]:.2f} ms, waiting "
+                 "on the host, so these speedups grow or shrink with the host's speed, and "
+                 f"the {shown[-1]} step ({wall[shown[-1]]:.2f} ms, {100 * share[shown[-1]]:.0f}% "
+                 "idle) is the steadier number.")
+    return line

@@ -64,7 +64,7 @@ def memory(table) -> pd.DataFrame:
     out = pd.DataFrame({"tokens": ok["seq_len"], "setting": ok["method"],
                         "peak reserved MiB": ok["peak_reserved_bytes"] / MIB,
                         "peak allocated MiB": ok["peak_allocated_bytes"] / MIB,
-                        "peak gap %": ok["fragmentation_pct"]})
+                        "unused %": ok["fragmentation_pct"]})
     return out.set_index(["tokens", "setting"]).sort_index().round(1)
 
 
@@ -72,11 +72,11 @@ def unused_line(mem, old: str, new: str) -> str:
     """Peak reserved less peak allocated, over peak reserved, under both settings (``mem``:
     ``memory(table)`` at one length), compared in words; named as what it is, since the two
     peaks need not fall at the same moment."""
-    before, after = (float(mem.loc[c, "peak gap %"]) for c in (old, new))
+    before, after = (float(mem.loc[c, "unused %"]) for c in (old, new))
     word = ("far less than" if after <= before / 2 else "less than" if after < before
             else "no less than")
-    return (f"Peak reserved minus peak allocated, as a share of peak reserved (two peaks, not "
-            f"always of the same moment): {after:.1f}% with {new}, {word} {old}'s {before:.1f}%.")
+    return (f"Unused % (1 − peak allocated ÷ peak reserved; two peaks, not always of the same "
+            f"moment): {after:.1f}% with {new}, {word} {old}'s {before:.1f}%.")
 
 
 # PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests up to 1 MiB
@@ -191,13 +191,12 @@ def gap_line(history, conf: str) -> str:
     gap = (part["reserved"] - part["allocated_peak"]) / MIB
     rise = ((part["allocated_peak"] - part["allocated"]) / MIB).max()
     at = part.loc[gap.idxmax(), "step"]
-    answer = "No" if rise < gap.max() / 2 else "In good part"
-    return (f"With {conf}, reserved ran up to {gap.max():.0f} MiB above the most allocated at "
-            f"any moment of a step (decode step {at}); the right panel subtracts the allocated at "
-            "the step's start, which is no higher, so its gap reads at least as high. Is that gap "
-            "just the old and new "
-            f"cache tensors alive together? {answer}: inside a step, allocated rose at most {rise:.0f} MiB above "
-            "its start.")
+    explain = (f"the old and new cache tensors alive together explain at most {rise:.0f} MiB of it"
+               if rise < gap.max() / 2 else
+               f"the old and new cache tensors alive together, up to {rise:.0f} MiB, explain a "
+               "good part of it")
+    return (f"With {conf}, up to {gap.max():.0f} MiB stayed reserved but unused even at a step's "
+            f"busiest moment (decode step {at}); {explain}.")
 
 
 def timeline(runs: dict) -> list:

@@ -89,16 +89,19 @@ def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
 EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H100 run)
 
 
-def launch_steps_note(ratio, steps: int, judge: bool = True, within: float = 0.01) -> str:
-    """Notebook 10's reading of its "more steps per launch" line (``ratio``: ``stats.Ratio`` of
-    ``steps`` per launch against 1): where the whole interval lies within ``within`` of 1, the
-    clause that says so; else nothing (the line's own words say faster, slower or can't tell)."""
-    low, high = ratio.low, ratio.high
-    if not judge or not (math.isfinite(low) and math.isfinite(high)) or \
-            not 1 / (1 + within) <= low <= high <= 1 + within:
+def launch_steps_note(steps: int, new_tokens: int) -> str:
+    """Notebook 10's reason beside its "more steps per launch" line: ``GraphDecoder`` replays
+    ceil((new_tokens - 1) / steps) launches of ``steps`` steps, so a run that goes to
+    ``new_tokens`` runs more steps than the new_tokens - 1 that 1 per launch runs where ``steps``
+    does not divide them. Empty where it does."""
+    needed = new_tokens - 1
+    launches = math.ceil(needed / steps)
+    extra = launches * steps - needed
+    if steps <= 1 or needed <= 0 or extra <= 0:
         return ""
-    return (f"; a difference under {within:.0%}: 1 and {steps} steps per launch are the same for "
-            "08's ladder")
+    return (f"; at {steps} per launch a run to {new_tokens} tokens replays ceil({needed}/{steps}) = "
+            f"{launches} launches, {launches * steps} steps where 1 per launch runs {needed} "
+            f"({extra / needed:.1%} more steps)")
 
 
 def peer_idle_line(budget_frame, method: str) -> str:
@@ -136,6 +139,28 @@ def without_prompt(step_ms, cost, new_tokens, floor_ms) -> str:
     per = cost[0] / new_tokens
     return (f"that counts the prompt's forward, {per:.3f} ms of each step; without it, about "
             f"{(step_ms - per) / floor_ms:.2f}x")
+
+
+def prompt_idle_line(budget_frame, method: str, cost, new_tokens) -> str:
+    """How much of ``method``'s idle GPU time per step (``budget_frame``: ``budget.per_step``, as
+    printed) the prompt's forward accounts for: its wall clock less its GPU work (``cost``:
+    ``prefill_cost``), spread over ``new_tokens`` steps. Empty without GPU numbers."""
+    from . import budget  # here, not at the top: budget imports this module
+    data = budget_frame.set_index("method")
+    wall, gpu = cost
+    if method not in data.index or pd.isna(data.loc[method, "gpu_ms"]) or \
+            not (math.isfinite(wall) and math.isfinite(gpu) and new_tokens > 0):
+        return ""
+    idle = budget.printed_idle(data.loc[method])
+    prompt = max(wall - gpu, 0.0) / new_tokens
+    head = (f"The prompt's forward, run eagerly once per run, leaves the GPU idle {prompt:.3f} ms "
+            f"of each step (its {wall / new_tokens:.3f} ms less its GPU work)")
+    if idle <= 0:
+        return ""
+    if prompt >= idle:
+        return head + f": as much as all {idle:.2f} ms the GPU idles per step."
+    return (head + f": {prompt / idle:.0%} of the {idle:.2f} ms the GPU idles per step; the rest "
+            "falls between the graph's launches and kernels.")
 
 
 def show_reference(stem: str) -> None:

@@ -48,7 +48,7 @@ def compare_at_lengths(loops, lengths, *, device, batch_size, repeats, warmup=1,
 
 def fit(table) -> dict:
     """The growth of one method's rows: the exponent k in time ~ N**k, and a (ms per step, the
-    part that does not grow) and b (µs) in time = a*N + b*N**2: the average step costs a + b*N, and
+    fit's intercept) and b (µs) in time = a*N + b*N**2: the average step costs a + b*N, and
     each new token adds 2b to every later step."""
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
     a, b = analysis.linear_quadratic_fit(ok["seq_len"], ok["median_s"])
@@ -110,7 +110,7 @@ def plot_per_step(ax, table, label="naive loop"):
     grid = [0, float(n.max()) * 1.05]
     ax.plot(grid, [f["a_ms"] + f["b_us"] * 1e-3 * x for x in grid], "--", color="gray",
             label="fit: a + b·N")
-    ax.axhline(f["a_ms"], color="#999999", linestyle=":", label=f"a = {f['a_ms']:.2f} ms (does not grow with N)")
+    ax.axhline(f["a_ms"], color="#999999", linestyle=":", label=f"a = {f['a_ms']:.2f} ms (the fit at N = 0)")
     ax.set(xlabel="new tokens N", ylabel="ms per step (total ÷ N)", xlim=(0, grid[1]),
            title="Time per step grows with the sequence")
     ax.set_ylim(bottom=0)
@@ -262,37 +262,67 @@ def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
         f"{said[0].upper()}{said[1:]}."
 
 
-def naive_host_line(step, table, naive: str = "naive", cached: str = "kv_cache",
-                    labels=("naive", "KV cache")) -> str:
-    """Notebook 02: the naive loop's own budget (``step``, labels as in the budget), read like the
-    KV cache's. Where the naive loop's GPU idles too (not GPU-paced) and the host paces the KV
-    cache's step, that step is about the host's cost, which both loops pay and the cache does not
-    cut: the gain stays small until the naive loop's GPU work per step (``gpu_busy_s`` / N)
-    passes it, and the line names the lengths where it did (or none). Empty without GPU work."""
-    data = step.set_index("method")
-    if not set(labels) <= set(data.index) or "gpu_busy_s" not in table:
-        return ""
-    n, k = data.loc[labels[0]], data.loc[labels[1]]
-    if not (n["wall_ms"] > 0 and n["gpu_ms"] > 0 and k["wall_ms"] > 0 and k["gpu_ms"] > 0):
-        return ""
-    share = 100 * n["idle_ms"] / n["wall_ms"]
-    idle = f"{budget.printed_idle(n):.2f} ms"
-    if share <= budget.GPU_PACE_PCT or 100 * k["idle_ms"] / k["wall_ms"] < budget.HOST_PACE_PCT:
-        return (f"The naive loop's GPU is idle {idle} of its {n['wall_ms']:.2f} ms step "
-                f"({share:.0f}%): in that loop, {budget.pace(share, why=False)}.")
-    ok = table[table["status"] == harness.OK].set_index(["method", "seq_len"])
-    per = {m: {int(s): 1e3 * float(ok.loc[(m, s), col]) / int(s) for m2, s in ok.index if m2 == m}
-           for m, col in ((naive, "gpu_busy_s"), (cached, "median_s"))}
-    lengths = sorted(set(per[naive]) & set(per[cached]))
-    hits = [s for s in lengths if per[naive][s] > per[cached][s]]
-    at = hits[0] if hits else lengths[-1]
-    ms = f"{per[naive][at]:.2f} against {per[cached][at]:.2f} ms"
-    where = (f"at {at} tokens it did ({ms})" + (f", and at {_tokens(hits[1:])}" if hits[1:] else "")
-             if hits else f"it did at none of these lengths ({ms} at {at} tokens)")
-    return (f"The naive loop waits for the host too: its GPU is idle {idle} of its "
-            f"{n['wall_ms']:.2f} ms step ({share:.0f}%). Both loops pay the host's cost of issuing "
-            "a step, which the cache does not cut, so the gain stays small until the naive loop's "
-            f"GPU work per step passes that cost (about the KV cache's whole step): {where}.")
+def step_times(table, labels: dict) -> pd.DataFrame:
+    """Notebook 02: per method (``labels``: name -> label) and length, the wall time per step
+    (median / N), the GPU's work per step (``gpu_busy_s`` / N) and the time the GPU waited
+    for the host (the difference), all in ms, prefill included. Empty without GPU work."""
+    if "gpu_busy_s" not in table:
+        return pd.DataFrame()
+    ok = table[(table["status"] == harness.OK) & table["method"].isin(list(labels))]
+    n = ok["seq_len"].astype(float)
+    out = pd.DataFrame({"method": ok["method"].map(labels), "tokens": ok["seq_len"].astype(int),
+                        "wall ms/step": 1e3 * ok["median_s"] / n,
+                        "GPU ms/step": 1e3 * ok["gpu_busy_s"] / n})
+    out["GPU idle ms/step"] = out["wall ms/step"] - out["GPU ms/step"]
+    out["order"] = out["method"].map({v: i for i, v in enumerate(labels.values())})
+    out = out.dropna().sort_values(["order", "tokens"]).drop(columns="order").reset_index(drop=True)
+    return out.round(2)
+
+
+def _went(a: float, b: float) -> str:
+    """"rose from 4.40 to 7.23 ms", "fell from ...", or "stayed at 4.40 ms" (as printed)."""
+    if f"{a:.2f}" == f"{b:.2f}":
+        return f"stayed at {a:.2f} ms"
+    return f"{'rose' if b > a else 'fell'} from {a:.2f} to {b:.2f} ms"
+
+
+def host_lines(times, naive: str = "naive", cached: str = "KV cache") -> list:
+    """Notebook 02, read from ``step_times`` (labels as there): at the longest length, how the
+    GPU's idle time per step moved between the two loops beside the wall time per step (why
+    the gain is what it is); then how the cached loop's idle time per step moved from the
+    shortest length to the longest, and, only where it rose, one possible cause, named as
+    not measured. Empty without both loops at two lengths."""
+    if times.empty or not {naive, cached} <= set(times["method"]):
+        return []
+    t = times.set_index(["method", "tokens"])
+    lengths = sorted(set(t.loc[naive].index) & set(t.loc[cached].index))
+    if not lengths:
+        return []
+    at = lengths[-1]
+    n, k = t.loc[(naive, at)], t.loc[(cached, at)]
+    saved = n["GPU ms/step"] - k["GPU ms/step"]
+    idle_a, idle_b = n["GPU idle ms/step"], k["GPU idle ms/step"]
+    idle = (f"stayed at {idle_a:.2f} ms" if f"{idle_a:.2f}" == f"{idle_b:.2f}" else
+            f"{'rose' if idle_b > idle_a else 'fell'} from {idle_a:.2f} ms in the naive loop to "
+            f"{idle_b:.2f} ms in the {cached}'s")
+    lines = [f"Per step at {at} tokens, the GPU's idle time, when it waits for the host, {idle}, "
+             f"against the {abs(saved):.2f} ms of GPU work the cache {'saved' if saved >= 0 else 'added'}: "
+             f"the wall time {_went(n['wall ms/step'], k['wall ms/step'])}."]
+    if len(lengths) < 2:
+        return lines
+    lo, hi = t.loc[(cached, lengths[0])], k
+    rose = hi["GPU idle ms/step"] > lo["GPU idle ms/step"]
+    line = (f"The {cached}'s wall time per step {_went(lo['wall ms/step'], hi['wall ms/step'])} "
+            f"from {lengths[0]} to {at} tokens, its GPU work per step "
+            f"{_went(lo['GPU ms/step'], hi['GPU ms/step'])} and its idle time per step "
+            f"{_went(lo['GPU idle ms/step'], hi['GPU idle ms/step'])}")
+    if rose:
+        line += (": the host's time per step grew with the cache. A possible cause, not "
+                 "measured here: every step reallocates each layer's cache tensors one position "
+                 "larger (notebook 03 counts the allocator's trips to the driver).")
+    else:
+        line += "."
+    return lines + [line]
 
 
 BORDER_PTS = 2  # an idle share this close to a pace threshold is read as borderline

@@ -223,6 +223,7 @@ def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> s
     return ("The article claims interleaving gains most at the smallest batch; measured, two "
             f"streams against the per-step sync ({REGIME_LABELS[regime]} step): "
             + claims._and([f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)])
+            + " (the rounds' estimates, not the medians' ratios)"
             + f". The claim: {said}.")
 
 
@@ -339,13 +340,17 @@ def profile_line(gaps, timed_us=None) -> str:
     ``gap_before_us`` and ``cpu_us``): each loop's GPU gap before a step, then each late loop's
     read against the per-step sync's: larger (with the profiler's host cost as the likely cause
     only where its CPU time per step exceeds ``timed_us``, the step timed without the profiler,
-    by loop), or under a fifth of it (the GPU kept working)."""
+    by loop), or the share of it left; then the CPU's wait per step (``cpu_wait_line``)."""
     gap = gaps["gap_before_us"]
     late = [n for n in ("interleaved", "event") if n in gaps.index]
     if not late or "sync" not in gaps.index or not gap["sync"] > 0:
         return ""
     text = ("The GPU's median gap before a step, profiled: "
             + claims._and([f"{LOOP_LABELS[n]} {gap[n]:.0f} µs" for n in ("sync", *late)]) + ".")
+    if kept := [n for n in late if gap[n] <= gap["sync"]]:
+        text += (" A late read leaves " + claims._and(
+            [f"{100 * gap[n] / gap['sync']:.0f}% ({LOOP_LABELS[n]})" for n in kept])
+            + " of the per-step sync's gap.")
     called = {"interleaved": "two streams", "event": "one stream and an event"}
     for n in late:
         if gap[n] > gap["sync"]:
@@ -353,7 +358,22 @@ def profile_line(gaps, timed_us=None) -> str:
                    profiling.profiler_host_cost(gaps.at[n, "cpu_us"], timed_us[n]))
             text += (f" With {called[n]} the gap is larger than with the per-step sync"
                      + (f": {why}." if why else "; this lesson does not measure why."))
-    if kept := [n for n in late if gap[n] < 0.2 * gap["sync"]]:  # said once for all of them
-        text += (" With " + " and with ".join(called[n] for n in kept) + ", step i is queued "
-                 "before the CPU waits, and the GPU keeps working.")
-    return text
+    return text + cpu_wait_line(gaps, late)
+
+
+def cpu_wait_line(gaps, late=("interleaved", "event")) -> str:
+    """Each late loop's profiled CPU wait per step against its CPU time and the GPU's work per
+    step (``gaps``' medians): a short wait where the host's time per step is about the GPU's or
+    more (the flag is ready by the time it is read), a long one where the GPU's work is the
+    larger. Empty without those columns."""
+    late = [n for n in late if n in gaps.index]
+    if not late or not {"cpu_wait_us", "cpu_us", "busy_us"} <= set(gaps.columns):
+        return ""
+    share = {n: gaps.at[n, "cpu_wait_us"] / gaps.at[n, "cpu_us"] for n in late}
+    text = (" Reading the flag late, the CPU waits " + claims._and(
+        [f"{gaps.at[n, 'cpu_wait_us']:.0f} of its {gaps.at[n, 'cpu_us']:.0f} µs per step "
+         f"({LOOP_LABELS[n]}; GPU busy {gaps.at[n, 'busy_us']:.0f} µs)" for n in late]))
+    if all(v < 0.2 for v in share.values()):
+        return text + (": the host takes about as long per step as the GPU, or longer, so the "
+                       "flag is nearly always ready when the CPU reads it.")
+    return text + ": the GPU's work per step is the longer, so the CPU still waits for it."

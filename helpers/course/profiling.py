@@ -394,11 +394,12 @@ def profiler_host_cost(cpu_us: float, timed_us: float) -> str:
             f"the profiler ({timed_us:.0f} µs), so the profiler's own host cost is the likely cause")
 
 
-def check_cost(step_budget: pd.DataFrame, check: str = "check every step",
+def check_cost(step_budget: pd.DataFrame, unclear=(), check: str = "check every step",
                free: str = "no check") -> pd.DataFrame:
     """Notebook 06's per-step view of ``budget.per_step`` rows named "<regime>, <loop>": wall
     clock, the GPU's work and its idle time per step, and on each checking row what the check
-    adds per step against the same regime without it (ms)."""
+    adds per step against the same regime without it (ms); "can't tell" instead of a signed
+    number for the regimes in ``unclear`` (rounds that did not tell the two loops apart)."""
     data = step_budget.set_index("method")
     out = pd.DataFrame({"wall ms": data["wall_ms"], "GPU busy ms": data["gpu_ms"],
                         "GPU idle ms": data["idle_ms"]})
@@ -408,4 +409,9 @@ def check_cost(step_budget: pd.DataFrame, check: str = "check every step",
         if loop == check and f"{regime}, {free}" in data.index:
             cost[method] = data.loc[method, "wall_ms"] - data.loc[f"{regime}, {free}", "wall_ms"]
     out["the check adds ms"] = pd.Series(cost, dtype=float)
-    return out.round(3)
+    out = out.round(3)
+    hidden = [m for m in cost if m.rpartition(", ")[0] in set(unclear)]
+    if hidden:
+        out["the check adds ms"] = out["the check adds ms"].astype(object)
+        out.loc[hidden, "the check adds ms"] = "can't tell"
+    return out

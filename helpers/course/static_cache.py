@@ -191,8 +191,8 @@ def gpu_line(table, seq_lens) -> str:
 
 def memory_line(table, model, seq_len) -> str:
     """Each eager loop's peak above the weights less its own cache tensors (the memory panel's
-    two bars, the subtraction written out), then the dynamic cache's old copy (what its growth
-    holds twice); on a CPU run (no peak) only the growing copy."""
+    two bars per loop, the subtraction written out), then the dynamic cache's old copy (what its
+    growth holds twice); on a CPU run (no peak) only the growing copy."""
     copy = growth_copy_line(table, model, seq_len)
     rows = table[(table["seq_len"] == seq_len) & table["method"].isin(EAGER)].set_index("method")
     rows = rows.dropna(subset=["own_peak_bytes"])
@@ -203,8 +203,43 @@ def memory_line(table, model, seq_len) -> str:
                int(f"{rows.at[m, 'cache_bytes'] / 2**20:.0f}")) for m in rows.index}
     each = ", ".join(f"{m} {mib[m][0]} − {mib[m][1]} = {mib[m][0] - mib[m][1]} MiB"
                      for m in EAGER if m in mib)
-    return (f"Memory at {seq_len} tokens, each run's peak above the weights less its own cache "
-            f"tensors (the figure's two bars): {each}. " + copy)
+    return (f"Memory at {seq_len} tokens, each run's allocated peak above the weights less its own "
+            f"cache tensors (the difference of each loop's two bars in the figure): {each}. "
+            + copy)
+
+
+def host_line(table, seq_lens) -> str:
+    """Where the GPU's work per step was about the same (within ``SAME_GPU``) but the wall clock
+    was not, the difference is the host's: wall clock minus GPU work per step for both caches at
+    the longest length, and the host work the lesson showed as a likely cause (not measured).
+    Then, where a longer length's step took less wall clock than a shorter one's for both caches
+    while the GPU's work grew, that the host's pace moved between lengths. Empty on a CPU run."""
+    rows = table[table["status"] == harness.OK].set_index(["seq_len", "method"])
+    steps = {(n, m): (1e3 * rows.loc[(n, m), "median_s"] / n, 1e3 * rows.loc[(n, m), "gpu_busy_s"] / n)
+             for n in seq_lens for m in (STATIC, DYNAMIC) if (n, m) in rows.index}
+    if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
+        return ""
+    point, out = max(seq_lens), []
+    (ws, gs), (wd, gd) = steps[(point, STATIC)], steps[(point, DYNAMIC)]
+    if abs(gs / gd - 1) <= SAME_GPU and abs(ws / wd - 1) > SAME_GPU:
+        longer = ws > wd
+        cause = ("the mask the static cache rebuilds each step (the table of what attention "
+                 "receives)" if longer else "the dynamic cache's new, larger tensors each step")
+        out.append(f"At {point} tokens the GPU's work per step was about the same and the wall "
+                   f"clock was not, so the difference is the host's: wall clock minus GPU work per "
+                   f"step, {ws - gs:.2f} ms with the static cache against {wd - gd:.2f} ms with the "
+                   f"dynamic one. A likely cause, not measured here: {cause}.")
+    ordered = sorted(seq_lens)
+    for short, long in zip(ordered, ordered[1:]):
+        if all(steps[(long, m)][0] < steps[(short, m)][0] and steps[(long, m)][1] > steps[(short, m)][1]
+               for m in (STATIC, DYNAMIC)):
+            w = {n: steps[(n, DYNAMIC)][0] for n in (short, long)}
+            out.append(f"A step took less wall clock at {long} tokens than at {short} (dynamic "
+                       f"{w[long]:.2f} against {w[short]:.2f} ms) while the GPU's work grew: the "
+                       "host's pace moved between the lengths, timed one after another, so "
+                       "compare the caches within a length.")
+            break
+    return " ".join(out)
 
 
 def plot_runs_range(ax, table, seq_len, methods=EAGER):
@@ -234,8 +269,8 @@ def growth_copy_line(table, model, seq_len) -> str:
 
 
 def summary_line(table, steps, seq_lens, judge: bool) -> str:
-    """The lesson in one line: the eager verdict at each length beside the article's, and the
-    two caches' wall clock per step at the longest length (``steps`` from ``budget.per_step``:
+    """The lesson in one line: the eager verdict at each length beside the article's (at the
+    longest length as the verdict prints it, range included), and the two caches' wall clock per step at the longest length (``steps`` from ``budget.per_step``:
     the median run over its steps). A run that cannot judge prints the times only."""
     point = max(seq_lens)
     wall = steps.set_index("method")["wall_ms"]
@@ -247,8 +282,9 @@ def summary_line(table, steps, seq_lens, judge: bool) -> str:
     words = []
     for n in seq_lens:
         ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
-        words.append(f"{WORDS[stats.verdict(ratio)] if ratio.n >= stats.MIN_TRIALS else 'not judged'}"
-                     f" at {n} tokens")
+        said = (stats.say(table, STATIC, DYNAMIC, judge, seq_len=n) if n == point  # as printed
+                else WORDS[stats.verdict(ratio)] if ratio.n >= stats.MIN_TRIALS else "not judged")
+        words.append(f"{said} at {n} tokens")
     told = [f"{WORDS[ARTICLE[n]]} at {n}" for n in seq_lens if n in ARTICLE]
     return ("In one line: eager, the static cache against the dynamic one: "
             + ", ".join(words) + (f" (the article: {', '.join(told)})" if told else "")

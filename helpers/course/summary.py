@@ -96,7 +96,7 @@ def lessons(methods) -> pd.DataFrame:
                                           kind="stable").reset_index(drop=True)
 
 
-WIDE = ("display.width", 250, "display.max_colwidth", 80)  # pd.option_context: one block, cells uncut
+WIDE = ("display.width", 400, "display.max_columns", None, "display.max_colwidth", None)  # pd.option_context: one block, cells uncut
 
 
 def runs(method) -> str:
@@ -276,11 +276,13 @@ def _eager_cache(data, names) -> str:
         extra = round(b["wall_ms"], 2) - round(a["wall_ms"], 2)
         if extra < 0:
             continue
-        text = (f"The {new} is no faster than the {old}: {b['wall_ms']:.2f} against "
+        text = (f"The {new} is no faster than the {old} by the medians: {b['wall_ms']:.2f} against "
                 f"{a['wall_ms']:.2f} ms per step, with GPU work of {b['gpu_ms']:.2f} against "
                 f"{a['gpu_ms']:.2f} ms")
         if b["gpu_ms"] - a["gpu_ms"] < extra / 2:
             text += ", so the extra time is the host's"
+        if rung == STATIC:  # its range: claim 4, from notebook 04's own rounds
+            text += " (claim 4 below gives this pair's range, from notebook 04)"
         said.append(text + ". ")
     return "".join(said)
 
