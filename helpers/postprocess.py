@@ -183,7 +183,8 @@ def contention_line(table, syncs=None, matmul_s=None) -> str:
     text = f"{moved('per row', 'the per-row loop', True)}; {moved('on host', 'the host copy', False)}"
     if syncs is not None and len(syncs):
         most = syncs["batch_size"].max()
-        big = syncs[syncs["batch_size"] == most].set_index("method")["syncs"]
+        # counted at every completion length (the same count at each): the largest per method
+        big = syncs[syncs["batch_size"] == most].groupby("method")["syncs"].max()
         if {"per row", "on host"} <= set(big.index):
             added = ((busy["median_s"] - alone["median_s"]).loc["per row"].xs(most, level="batch_size")
                      .dropna() * 1e3 / big["per row"])
@@ -348,7 +349,9 @@ def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
             "more than in proportion" if grew > rows else "less than in proportion")
     cut = ""
     if syncs is not None:
-        at = syncs[syncs["batch_size"] == big["batch_size"]].set_index("method")["syncs"]
+        if "seq_len" in syncs and (syncs["seq_len"] == seq_len).any():  # counted at each length
+            syncs = syncs[syncs["seq_len"] == seq_len]
+        at = syncs[syncs["batch_size"] == big["batch_size"]].groupby("method")["syncs"].max()
         if {"per row", "on host"} <= set(at.index) and at["on host"] > 0:
             fold = at["per row"] / at["on host"]
             if big["speedup"] < fold:

@@ -257,6 +257,13 @@ def test_batch_line_reads_one_transfers_list_building_across_the_batch():
             "sync, its row's small kernels included.") in line  # one point with a sync count
     assert "cutting" not in postprocess.batch_line(wide, 2048)
     assert postprocess.batch_line(wide[wide["batch_size"] == 16], 2048) == ""
+    # counted at every completion length, as notebook 09 now does: one row per (method, batch,
+    # length), the same reading (the full run of 2026-11-27 00:2x failed here on a Series' truth)
+    per_length = pd.concat([syncs.assign(seq_len=n) for n in (128, 2048)], ignore_index=True)
+    assert postprocess.batch_line(wide, 2048, per_length) == line
+    big_too = pd.concat([per_length, per_length.assign(batch_size=16, syncs=[64, 4, 64, 4])])
+    assert "(1024 syncs)" in postprocess.contention_line(
+        _contention_table({"per row": [3.0, 4.5], "on host": [0.9, 1.7]}), big_too)
 
 
 def test_per_sync_cost_is_a_range_over_the_points_and_length_line_reads_a_fall():
