@@ -188,16 +188,6 @@ def test_doubling_answers_the_articles_claim_with_08s_factor_per_doubling():
     assert intro.doubling(steep).endswith("more than the 4x of pure N² growth.")
 
 
-def test_borderline_names_an_idle_share_close_to_a_pace_threshold():
-    """01's 14:54 run read 21% idle as "host and GPU share the pace", 1 point from the 20% line."""
-    assert growth.borderline(21.4) == ("Borderline: the GPU idles 21% of the step, within 2 points "
-                                       "of the 20% line: a little less idle and the GPU sets the pace.")
-    assert growth.borderline(19.0).endswith("a little more idle and host and GPU share the pace.")
-    assert growth.borderline(49.0).endswith("a little more idle and the host sets the pace.")
-    assert growth.borderline(50.0).endswith("the 50% line: a little less idle and host and GPU share the pace.")
-    assert growth.borderline(82.0) == growth.borderline(35.0) == growth.borderline(float("nan")) == ""
-
-
 def test_card_reading_says_where_the_reserve_filled_the_card():
     """01's table showed 79884 MiB reserved on a 79.2 GiB card at 200 and 300 tokens and said
     only "(notebook 03)"."""

@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from . import analysis, budget, harness, stats
+from . import analysis, harness, stats
 
 
 def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
@@ -54,18 +54,6 @@ def fit(table) -> dict:
     a, b = analysis.linear_quadratic_fit(ok["seq_len"], ok["median_s"])
     return {"exponent": analysis.growth_exponent(ok["seq_len"], ok["median_s"]),
             "a_ms": 1e3 * a, "b_us": 1e6 * b, "lengths": list(ok["seq_len"])}
-
-
-def measured_growth(table) -> dict:
-    """The runtime ratio of two measured lengths (medians), not the fit's extrapolation: a
-    doubling (n, 2n) where the lengths hold one (the shortest such), else shortest to longest.
-    ``factor`` is the length ratio: factor**2 is pure N**2, factor a constant cost per step."""
-    ok = table[table["status"] == harness.OK].set_index("seq_len")["median_s"]
-    lengths = sorted(int(n) for n in ok.index)
-    pairs = [(n, 2 * n) for n in lengths if 2 * n in lengths] or [(lengths[0], lengths[-1])]
-    short, long = pairs[0]
-    return {"short": short, "long": long, "factor": long / short,
-            "ratio": float(ok[long] / ok[short])}
 
 
 def outside_bars(table) -> str:
@@ -323,27 +311,6 @@ def host_lines(times, naive: str = "naive", cached: str = "KV cache") -> list:
     else:
         line += "."
     return lines + [line]
-
-
-BORDER_PTS = 2  # an idle share this close to a pace threshold is read as borderline
-
-
-def borderline(idle_pct: float) -> str:
-    """Notebooks 01 and 02: where the GPU's idle share lies within ``BORDER_PTS`` points of a
-    threshold of ``budget.pace``, one sentence saying so and what the reading would be just
-    across it, e.g. "Borderline: the GPU idles 21% of the step, within 2 points of the 20% line:
-    a little less idle and the GPU sets the pace." Else empty."""
-    if not math.isfinite(idle_pct):
-        return ""
-    for t in (budget.GPU_PACE_PCT, budget.HOST_PACE_PCT):
-        if abs(idle_pct - t) <= BORDER_PTS:
-            here = budget.pace(idle_pct, why=False)
-            other = next(p for p in (budget.pace(t - 0.01, why=False), budget.pace(t + 0.01, why=False))
-                         if p != here)
-            more = "less" if budget.pace(t - 0.01, why=False) == other else "more"
-            return (f"Borderline: the GPU idles {idle_pct:.0f}% of the step, within {BORDER_PTS} "
-                    f"points of the {t:g}% line: a little {more} idle and {other}.")
-    return ""
 
 
 def _tokens(lengths) -> str:
