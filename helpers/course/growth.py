@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from . import analysis, harness, stats
+from . import analysis, budget, harness, stats
 
 
 def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
@@ -256,15 +256,14 @@ def step_times(table, labels: dict) -> pd.DataFrame:
     for the host (the difference), all in ms, prefill included. Empty without GPU work."""
     if "gpu_busy_s" not in table:
         return pd.DataFrame()
-    ok = table[(table["status"] == harness.OK) & table["method"].isin(list(labels))]
-    n = ok["seq_len"].astype(float)
-    out = pd.DataFrame({"method": ok["method"].map(labels), "tokens": ok["seq_len"].astype(int),
-                        "wall ms/step": 1e3 * ok["median_s"] / n,
-                        "GPU ms/step": 1e3 * ok["gpu_busy_s"] / n})
-    out["GPU idle ms/step"] = out["wall ms/step"] - out["GPU ms/step"]
+    lengths = sorted(int(n) for n in table["seq_len"].unique())
+    out = pd.concat([budget.per_step(table, list(labels), labels=labels, seq_len=n).assign(tokens=n)
+                     for n in lengths], ignore_index=True)  # methods in labels' order at each length
+    out = out.rename(columns={"wall_ms": "wall ms/step", "gpu_ms": "GPU ms/step",
+                              "idle_ms": "GPU idle ms/step"})
+    out = out[["method", "tokens", "wall ms/step", "GPU ms/step", "GPU idle ms/step"]].dropna()
     out["order"] = out["method"].map({v: i for i, v in enumerate(labels.values())})
-    out = out.dropna().sort_values(["order", "tokens"]).drop(columns="order").reset_index(drop=True)
-    return out.round(2)
+    return out.sort_values(["order", "tokens"]).drop(columns="order").reset_index(drop=True).round(2)
 
 
 def _went(a: float, b: float) -> str:

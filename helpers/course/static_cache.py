@@ -16,7 +16,7 @@ from transformers import DynamicCache
 
 from ..generation import generate_kv_cache
 from ..static import attention_work, generate_static_cache, make_static_cache, sdpa_calls
-from . import harness, plotting, stats
+from . import budget, harness, plotting, stats
 from .claims import CACHE_DYNAMIC as DYNAMIC, CACHE_STATIC as STATIC  # the names 08's claim reads
 
 # One name per loop in every table, figure and sentence.
@@ -163,14 +163,24 @@ def eager_verdict(table, seq_len, judge: bool) -> str:
 SAME_GPU = 0.05  # GPU work within 5% counts as the same (as budget.sentence's "about the same")
 
 
+def _per_step(table, seq_lens) -> dict:
+    """(wall clock, GPU work) per decode step in ms of each cache at each length, keyed
+    (length, method): ``budget.per_step``'s values, the figure's and the budget sentence's."""
+    steps = {}
+    for n in seq_lens:
+        b = budget.per_step(table, [STATIC, DYNAMIC], seq_len=n).set_index("method")
+        steps.update({(n, m): (b.at[m, "wall_ms"], b.at[m, "gpu_ms"]) for m in b.index})
+    return steps
+
+
 def gpu_line(table, seq_lens) -> str:
     """Whether the static cache's extra attention showed in the GPU work: the two caches' GPU
     work per decode step at each length (as ``budget.per_step`` computes it), then, at the
     longest length, the attention pairs the static cache does over the dynamic one's and what
     the GPU work did. The GPU time is the whole run's, not split by kernel, so no cause is named."""
     rows = table[table["status"] == harness.OK].set_index(["seq_len", "method"])
-    per_step = {n: {m: 1e3 * rows.loc[(n, m), "gpu_busy_s"] / n for m in (STATIC, DYNAMIC)}
-                for n in seq_lens}
+    steps = _per_step(table, seq_lens)
+    per_step = {n: {m: steps[(n, m)][1] for m in (STATIC, DYNAMIC)} for n in seq_lens}
     if any(math.isnan(v) or v <= 0 for g in per_step.values() for v in g.values()):
         return f"{STATIC} against {DYNAMIC}: no GPU time on a CPU run."
     parts, change = [], {}
@@ -214,9 +224,7 @@ def host_line(table, seq_lens) -> str:
     the longest length, and the host work the lesson showed as a likely cause (not measured).
     Then, where a longer length's step took less wall clock than a shorter one's for both caches
     while the GPU's work grew, that the host's pace moved between lengths. Empty on a CPU run."""
-    rows = table[table["status"] == harness.OK].set_index(["seq_len", "method"])
-    steps = {(n, m): (1e3 * rows.loc[(n, m), "median_s"] / n, 1e3 * rows.loc[(n, m), "gpu_busy_s"] / n)
-             for n in seq_lens for m in (STATIC, DYNAMIC) if (n, m) in rows.index}
+    steps = _per_step(table, seq_lens)
     if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
         return ""
     point, out = max(seq_lens), []
