@@ -131,6 +131,20 @@ def embed_ref(token, position, wte, wpe, norm):
 if triton is not None:
 
     @triton.jit
+    def _prefetch_l2(ptrs, FORM: tl.constexpr):
+        """Ask for the cache lines at ``ptrs`` to be brought into L2, without waiting for them
+        (PTX ``prefetch.global.L2``): issued before ``gdc_wait`` for data no earlier kernel of
+        the step writes (weights, the cache's filled positions), so the reads overlap the
+        predecessor's tail. FORM 1 passes the pointers, 2 their integer addresses."""
+        if FORM == 1:
+            tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
+                                      dtype=tl.int32, is_pure=False, pack=1)
+        else:
+            tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l",
+                                      [ptrs.to(tl.int64, bitcast=True)], dtype=tl.int32,
+                                      is_pure=False, pack=1)
+
+    @triton.jit
     def _gelu_tanh(y):
         inner = 0.7978845608028654 * (y + 0.044715 * y * y * y)
         return 0.5 * y * (1.0 + (2.0 / (1.0 + tl.exp(-2.0 * inner)) - 1.0))
@@ -150,14 +164,25 @@ if triton is not None:
                            GELU: tl.constexpr, RESIDUAL: tl.constexpr, ARGMAX: tl.constexpr,
                            PARTIAL: tl.constexpr, SPLIT_K: tl.constexpr, FP32: tl.constexpr,
                            PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr):
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr,
+                           PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = 32,
+                           LINES: tl.constexpr = 1):
         """Columns of x @ w for every row of x: with the bias, GELU and residual in the
         epilogue; or (PARTIAL) this program's share of K as a partial sum for
-        rows_reduce_kernel; or (ARGMAX) each row's largest value over these columns and where."""
+        rows_reduce_kernel; or (ARGMAX) each row's largest value over these columns and where.
+        With PREFETCH, the program's slice of ``w`` (LINES cache lines of LINE elements per row
+        of K) is asked into L2 before waiting for the kernel before."""
+        pid_n, pid_k = tl.program_id(0), tl.program_id(1)
+        if PREFETCH > 0:  # the weights: no kernel of the step writes them
+            k_per0 = K // SPLIT_K
+            first = tl.minimum(pid_n * BLOCK_N, N - 1)
+            for k0 in range(pid_k * k_per0, (pid_k + 1) * k_per0, BLOCK_K):
+                ks = tl.minimum(k0 + tl.arange(0, BLOCK_K), K - 1)
+                at = tl.minimum(first + tl.arange(0, LINES) * LINE, N - 1)
+                _prefetch_l2(w_ptr + ks[:, None] * stride_wk + at[None, :] * stride_wn, PREFETCH)
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
             gdc_wait()
             gdc_launch_dependents()
-        pid_n, pid_k = tl.program_id(0), tl.program_id(1)
         rows = tl.arange(0, BLOCK_M)
         row_mask = rows < M
         cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -228,16 +253,27 @@ if triton is not None:
     @triton.jit
     def decode_attention_kernel(qkv_ptr, bias_ptr, kv_ptr, out_ptr, pos_ptr, B, H, S, scale,
                                 D: tl.constexpr, BLOCK_S: tl.constexpr, SPLIT: tl.constexpr,
-                                PDL: tl.constexpr):
+                                PDL: tl.constexpr, PREFETCH: tl.constexpr = 0,
+                                LINE: tl.constexpr = 32):
         """One (row, head): store the new key and value at the position, then an online softmax
         over the filled positions 0..position (the new one from registers). With SPLIT > 0,
         ``qkv`` holds the QKV GEMM's SPLIT partial sums, added here in a fixed order with the
-        bias (as rows_reduce_kernel would, without its launch)."""
+        bias (as rows_reduce_kernel would, without its launch). With PREFETCH, the filled
+        positions' keys and values (written by earlier steps) are asked into L2 before waiting."""
+        pid = tl.program_id(0)
+        b, h = pid // H, pid % H
+        if PREFETCH > 0:  # the position was moved a step ago, the filled slots written before
+            filled0 = tl.minimum(tl.load(pos_ptr), S)
+            kb0 = kv_ptr + (b * H + h) * S * D
+            vb0 = kv_ptr + ((B + b) * H + h) * S * D
+            at = tl.arange(0, D // LINE) * LINE
+            for s0 in range(0, filled0, BLOCK_S):
+                sl = tl.minimum(s0 + tl.arange(0, BLOCK_S), filled0 - 1)
+                _prefetch_l2(kb0 + sl[:, None] * D + at[None, :], PREFETCH)
+                _prefetch_l2(vb0 + sl[:, None] * D + at[None, :], PREFETCH)
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
             gdc_wait()
             gdc_launch_dependents()
-        pid = tl.program_id(0)
-        b, h = pid // H, pid % H
         E = H * D
         d = tl.arange(0, D)
         base = qkv_ptr + b * 3 * E + h * D
@@ -368,6 +404,18 @@ REDUCE_WARPS = 8  # warps per row of rows_reduce_kernel
 # Programmatic Dependent Launch between the step's kernels: None turns it on where the GPU has
 # it (Hopper and newer); each kernel then waits for its predecessor's writes in ``gdc_wait``.
 PDL = None
+# L2 prefetch before ``gdc_wait`` (only with PDL): 0 off, 1 or 2 (how the addresses reach the
+# PTX); per kernel family: the layer GEMMs' weights and attention's filled keys and values.
+PREFETCH_GEMM = 0
+PREFETCH_ATTENTION = 0
+
+
+def _prefetch(flag, dtype, per_row):
+    """The kernel's PREFETCH, LINE and LINES arguments: elements per 128-byte line and lines
+    per row of ``per_row`` elements."""
+    line = 128 // dtype.itemsize
+    return {"PREFETCH": flag if _pdl() else 0, "LINE": min(line, per_row),
+            "LINES": max(1, per_row // line)}
 
 
 def _pdl():
@@ -402,7 +450,8 @@ def linear(x, w, b, gelu=False, residual=None, norm=None, config=None):
         x, w, b, res, part, part, part, m, n, k, w.stride(0), w.stride(1),
         GELU=gelu, RESIDUAL=residual is not None, ARGMAX=False, PARTIAL=partial, SPLIT_K=split,
         FP32=w.dtype == torch.float32, PRECISION=dot_precision(w.dtype), BLOCK_M=_block_m(m),
-        BLOCK_N=block_n, BLOCK_K=block_k, PDL=_pdl(), num_warps=warps, num_stages=stages, **_launch())
+        BLOCK_N=block_n, BLOCK_K=block_k, PDL=_pdl(), num_warps=warps, num_stages=stages,
+        **_prefetch(PREFETCH_GEMM, w.dtype, block_n), **_launch())
     if not partial:
         return out
     normed = torch.empty_like(out) if norm is not None else out
@@ -455,6 +504,7 @@ def _attention(qkv, bias, kv, position, n_head, block_s=None):
     decode_attention_kernel[(batch * n_head,)](
         qkv, bias if bias is not None else qkv, kv, out, position, batch, n_head, kv.shape[3],
         head_dim**-0.5, D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, SPLIT=split, PDL=_pdl(),
+        **{k: v for k, v in _prefetch(PREFETCH_ATTENTION, kv.dtype, head_dim).items() if k != "LINES"},
         num_warps=_attention_warps(kv.dtype), **_launch())
     return out
 
@@ -488,7 +538,8 @@ def qkv_attention(x, w, b, kv, position, n_head, config=None):
         x, w, b, part, part, part, part, m, n, k, w.stride(0), w.stride(1),
         GELU=False, RESIDUAL=False, ARGMAX=False, PARTIAL=True, SPLIT_K=split,
         FP32=w.dtype == torch.float32, PRECISION=dot_precision(w.dtype), BLOCK_M=_block_m(m),
-        BLOCK_N=block_n, BLOCK_K=block_k, PDL=_pdl(), num_warps=warps, num_stages=stages, **_launch())
+        BLOCK_N=block_n, BLOCK_K=block_k, PDL=_pdl(), num_warps=warps, num_stages=stages,
+        **_prefetch(PREFETCH_GEMM, w.dtype, block_n), **_launch())
     return _attention(part, b, kv, position, n_head)
 
 
