@@ -612,6 +612,46 @@ def prefetch_sweep():
     tk.PREFETCH_GEMM = tk.PREFETCH_ATTENTION = 0
 
 
+def prefetch_sweep2():
+    """After prefetch_sweep (attention's prefetch gained, the GEMMs' whole-slice prefetch lost):
+    attention's prefetch with the GEMMs prefetching only their first 1 or 2 blocks of K, and
+    with every kernel letting the next start before its own wait; 5 interleaved rounds."""
+    from helpers.fast_step import FastDecoder
+    n = 100
+    bw = floor.copy_bandwidth("cuda")
+    fl = floor.decode_floor(model, bw, 32, 16, n)
+    keys = ("PREFETCH_ATTENTION", "PREFETCH_GEMM", "PREFETCH_CHUNKS", "EARLY_DEPENDENTS")
+    vs = {"off": (0, 0, 0, False), "A": (1, 0, 0, False), "A+G1": (1, 1, 1, False),
+          "A+G2": (1, 1, 2, False), "A+early": (1, 0, 0, True), "A+G1+early": (1, 1, 1, True)}
+    def use(v):
+        for key, val in zip(keys, v):
+            setattr(tk, key, val)
+    for mdl, label in ((model, "fp32"), (copy.deepcopy(model).to(torch.bfloat16), "bf16")):
+        decs = {}
+        for name, v in vs.items():
+            use(v)
+            decs[name] = FastDecoder(mdl, 32, 16 + n, eos, 10)
+            decs[name](prompt, n)
+        times = {k: [] for k in decs}
+        for r in range(5):
+            for name, dec in decs.items():
+                use(vs[name])
+                times[name].append(per_step(lambda: dec(prompt, n), n, reps=9))
+        for name, ts in times.items():
+            med = sorted(ts)[2]
+            say(f"{label} {name}: {med * 1e3:.4f} ms/step (rounds {[round(t * 1e3, 4) for t in ts]}), {med / fl:.2f}x fp32 floor")
+        del decs
+    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    with exact_matmul():
+        ref = generate_naive(model, prompt, 64, eos, stops)
+        for name in ("A", "A+G1+early"):
+            use(vs[name])
+            for spl in (1, 10):
+                out = FastDecoder(model, 32, 16 + 64, eos, spl)(prompt, 64, stops)
+                say(f"{name}, fp32 exact, {spl}/launch, stops: identical to naive {out.shape == ref.shape and bool(torch.equal(out, ref))}")
+    use(vs["off"])
+
+
 
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)

@@ -164,9 +164,9 @@ if triton is not None:
                            GELU: tl.constexpr, RESIDUAL: tl.constexpr, ARGMAX: tl.constexpr,
                            PARTIAL: tl.constexpr, SPLIT_K: tl.constexpr, FP32: tl.constexpr,
                            PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr,
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr, EARLY: tl.constexpr = False,
                            PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = 32,
-                           LINES: tl.constexpr = 1):
+                           LINES: tl.constexpr = 1, CHUNKS: tl.constexpr = 0):
         """Columns of x @ w for every row of x: with the bias, GELU and residual in the
         epilogue; or (PARTIAL) this program's share of K as a partial sum for
         rows_reduce_kernel; or (ARGMAX) each row's largest value over these columns and where.
@@ -176,13 +176,19 @@ if triton is not None:
         if PREFETCH > 0:  # the weights: no kernel of the step writes them
             k_per0 = K // SPLIT_K
             first = tl.minimum(pid_n * BLOCK_N, N - 1)
-            for k0 in range(pid_k * k_per0, (pid_k + 1) * k_per0, BLOCK_K):
+            k_stop = (pid_k + 1) * k_per0
+            if CHUNKS > 0:  # only the first CHUNKS blocks of K
+                k_stop = tl.minimum(k_stop, pid_k * k_per0 + CHUNKS * BLOCK_K)
+            for k0 in range(pid_k * k_per0, k_stop, BLOCK_K):
                 ks = tl.minimum(k0 + tl.arange(0, BLOCK_K), K - 1)
                 at = tl.minimum(first + tl.arange(0, LINES) * LINE, N - 1)
                 _prefetch_l2(w_ptr + ks[:, None] * stride_wk + at[None, :] * stride_wn, PREFETCH)
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
+                gdc_launch_dependents()
             gdc_wait()
-            gdc_launch_dependents()
+            if not EARLY:
+                gdc_launch_dependents()
         rows = tl.arange(0, BLOCK_M)
         row_mask = rows < M
         cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -224,12 +230,15 @@ if triton is not None:
     def rows_reduce_kernel(part_ptr, b_ptr, res_ptr, out_ptr, g_ptr, beta_ptr, normed_ptr,
                            M, N, eps, SPLIT_K: tl.constexpr, GELU: tl.constexpr,
                            RESIDUAL: tl.constexpr, NORM: tl.constexpr, BLOCK_N: tl.constexpr,
-                           PDL: tl.constexpr):
+                           PDL: tl.constexpr, EARLY: tl.constexpr = False):
         """One row: add up split-K's partial sums in a fixed order, then the bias, GELU and
         residual; with NORM, also the layer norm of the result (the next layer's input)."""
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
+                gdc_launch_dependents()
             gdc_wait()
-            gdc_launch_dependents()
+            if not EARLY:
+                gdc_launch_dependents()
         row = tl.program_id(0)
         cols = tl.arange(0, BLOCK_N)
         mask = cols < N
@@ -253,7 +262,7 @@ if triton is not None:
     @triton.jit
     def decode_attention_kernel(qkv_ptr, bias_ptr, kv_ptr, out_ptr, pos_ptr, B, H, S, scale,
                                 D: tl.constexpr, BLOCK_S: tl.constexpr, SPLIT: tl.constexpr,
-                                PDL: tl.constexpr, PREFETCH: tl.constexpr = 0,
+                                PDL: tl.constexpr, PREFETCH: tl.constexpr = 0, EARLY: tl.constexpr = False,
                                 LINE: tl.constexpr = 32):
         """One (row, head): store the new key and value at the position, then an online softmax
         over the filled positions 0..position (the new one from registers). With SPLIT > 0,
@@ -272,8 +281,11 @@ if triton is not None:
                 _prefetch_l2(kb0 + sl[:, None] * D + at[None, :], PREFETCH)
                 _prefetch_l2(vb0 + sl[:, None] * D + at[None, :], PREFETCH)
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
+                gdc_launch_dependents()
             gdc_wait()
-            gdc_launch_dependents()
+            if not EARLY:
+                gdc_launch_dependents()
         E = H * D
         d = tl.arange(0, D)
         base = qkv_ptr + b * 3 * E + h * D
@@ -319,12 +331,16 @@ if triton is not None:
     @triton.jit
     def finish_step_kernel(best_ptr, index_ptr, tokens_ptr, token_ptr, finished_ptr, stop_ptr,
                            pos_ptr, step_ptr, M, T, n_slots, eos,
-                           BLOCK_M: tl.constexpr, BLOCK_T: tl.constexpr, PDL: tl.constexpr):
+                           BLOCK_M: tl.constexpr, BLOCK_T: tl.constexpr, PDL: tl.constexpr,
+                           EARLY: tl.constexpr = False):
         """The greedy choice over the LM head's tiles (first tile on ties), forced stops and
         finished rows, then the token written and the counters moved: one program."""
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
+                gdc_launch_dependents()
             gdc_wait()
-            gdc_launch_dependents()
+            if not EARLY:
+                gdc_launch_dependents()
         rows = tl.arange(0, BLOCK_M)
         tiles = tl.arange(0, BLOCK_T)
         row_mask = rows < M
@@ -349,11 +365,15 @@ if triton is not None:
 
     @triton.jit
     def embed_kernel(token_ptr, pos_ptr, wte_ptr, wpe_ptr, out_ptr, g_ptr, beta_ptr, normed_ptr,
-                     E, eps, BLOCK_E: tl.constexpr, PDL: tl.constexpr):
+                     E, eps, BLOCK_E: tl.constexpr, PDL: tl.constexpr,
+                     EARLY: tl.constexpr = False):
         """One row's input, its token's embedding plus the position's, and its layer norm."""
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
+            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
+                gdc_launch_dependents()
             gdc_wait()
-            gdc_launch_dependents()
+            if not EARLY:
+                gdc_launch_dependents()
         b = tl.program_id(0)
         e = tl.arange(0, BLOCK_E)
         m = e < E
@@ -408,6 +428,8 @@ PDL = None
 # PTX); per kernel family: the layer GEMMs' weights and attention's filled keys and values.
 PREFETCH_GEMM = 0
 PREFETCH_ATTENTION = 0
+PREFETCH_CHUNKS = 0  # the GEMMs prefetch only their first blocks of K (0: all)
+EARLY_DEPENDENTS = False  # each kernel lets the next start before its own gdc_wait
 
 
 def _prefetch(flag, dtype, per_row):
@@ -415,7 +437,7 @@ def _prefetch(flag, dtype, per_row):
     per row of ``per_row`` elements."""
     line = 128 // dtype.itemsize
     return {"PREFETCH": flag if _pdl() else 0, "LINE": min(line, per_row),
-            "LINES": max(1, per_row // line)}
+            "LINES": max(1, per_row // line), "CHUNKS": PREFETCH_CHUNKS}
 
 
 def _pdl():
@@ -425,7 +447,7 @@ def _pdl():
 
 
 def _launch():
-    return {"launch_pdl": True} if _pdl() else {}
+    return {"launch_pdl": True, "EARLY": EARLY_DEPENDENTS} if _pdl() else {}
 
 
 def _block_m(m):
@@ -504,7 +526,7 @@ def _attention(qkv, bias, kv, position, n_head, block_s=None):
     decode_attention_kernel[(batch * n_head,)](
         qkv, bias if bias is not None else qkv, kv, out, position, batch, n_head, kv.shape[3],
         head_dim**-0.5, D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, SPLIT=split, PDL=_pdl(),
-        **{k: v for k, v in _prefetch(PREFETCH_ATTENTION, kv.dtype, head_dim).items() if k != "LINES"},
+        **{k: v for k, v in _prefetch(PREFETCH_ATTENTION, kv.dtype, head_dim).items() if k not in ("LINES", "CHUNKS")},
         num_warps=_attention_warps(kv.dtype), **_launch())
     return out
 
