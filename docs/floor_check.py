@@ -549,7 +549,9 @@ def prefetch_sweep():
     to be brought into L2 before ``gdc_wait``, so those reads overlap the kernel before.
     Kernels against their references, the PTX checked for the instruction, then the whole step
     (FastDecoder, 10 per replay) off / GEMMs / attention / both in 5 interleaved rounds, fp32
-    and bf16, and the tokens identical to the naive loop under IEEE float32 with forced stops."""
+    and bf16, and the tokens identical to the naive loop under IEEE float32 with forced stops.
+    Ran at ff358b6, when PREFETCH_GEMM asked for the whole slice and FORM 2 passed integer
+    addresses; main keeps FORM 1 and the first block only (prefetch_sweep2)."""
     import glob
     from helpers.fast_step import FastDecoder
     torch.manual_seed(3)
@@ -615,7 +617,8 @@ def prefetch_sweep():
 def prefetch_sweep2():
     """After prefetch_sweep (attention's prefetch gained, the GEMMs' whole-slice prefetch lost):
     attention's prefetch with the GEMMs prefetching only their first 1 or 2 blocks of K, and
-    with every kernel letting the next start before its own wait; 5 interleaved rounds."""
+    with every kernel letting the next start before its own wait; 5 interleaved rounds.
+    Ran at a2a02f4; EARLY_DEPENDENTS (slower) and PREFETCH_CHUNKS (1 kept) are gone since."""
     from helpers.fast_step import FastDecoder
     n = 100
     bw = floor.copy_bandwidth("cuda")

@@ -22,7 +22,9 @@ reference it must match (the tests compare them at several shapes).
 
 With ``PDL`` (on by default where the GPU has it, Hopper and newer) each kernel is launched with
 Programmatic Dependent Launch and waits for its predecessor's writes in ``gdc_wait``, so its
-launch overlaps the previous kernel's tail inside the CUDA graph.
+launch overlaps the previous kernel's tail inside the CUDA graph. While it waits, it already
+asks for what no earlier kernel of the step writes to be brought into L2 (``PREFETCH_GEMM``: the
+first block of a layer GEMM's weights; ``PREFETCH_ATTENTION``: the filled keys and values).
 
 Every function runs its Triton kernel on a CUDA tensor when Triton is installed, and its PyTorch
 reference otherwise (on a CPU, the tests run the same step through the references). float32
@@ -131,18 +133,13 @@ def embed_ref(token, position, wte, wpe, norm):
 if triton is not None:
 
     @triton.jit
-    def _prefetch_l2(ptrs, FORM: tl.constexpr):
+    def _prefetch_l2(ptrs):
         """Ask for the cache lines at ``ptrs`` to be brought into L2, without waiting for them
-        (PTX ``prefetch.global.L2``): issued before ``gdc_wait`` for data no earlier kernel of
-        the step writes (weights, the cache's filled positions), so the reads overlap the
-        predecessor's tail. FORM 1 passes the pointers, 2 their integer addresses."""
-        if FORM == 1:
-            tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
-                                      dtype=tl.int32, is_pure=False, pack=1)
-        else:
-            tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l",
-                                      [ptrs.to(tl.int64, bitcast=True)], dtype=tl.int32,
-                                      is_pure=False, pack=1)
+        (PTX ``prefetch.global.L2``). Issued before ``gdc_wait`` for data no earlier kernel of
+        the step writes (weights, the cache's filled positions): those reads then overlap the
+        kernel before instead of starting after it."""
+        tl.inline_asm_elementwise("prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs],
+                                  dtype=tl.int32, is_pure=False, pack=1)
 
     @triton.jit
     def _gelu_tanh(y):
@@ -164,31 +161,22 @@ if triton is not None:
                            GELU: tl.constexpr, RESIDUAL: tl.constexpr, ARGMAX: tl.constexpr,
                            PARTIAL: tl.constexpr, SPLIT_K: tl.constexpr, FP32: tl.constexpr,
                            PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
-                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr, EARLY: tl.constexpr = False,
-                           PREFETCH: tl.constexpr = 0, LINE: tl.constexpr = 32,
-                           LINES: tl.constexpr = 1, CHUNKS: tl.constexpr = 0):
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr,
+                           PREFETCH: tl.constexpr = False, LINE: tl.constexpr = 32,
+                           LINES: tl.constexpr = 1):
         """Columns of x @ w for every row of x: with the bias, GELU and residual in the
         epilogue; or (PARTIAL) this program's share of K as a partial sum for
         rows_reduce_kernel; or (ARGMAX) each row's largest value over these columns and where.
-        With PREFETCH, the program's slice of ``w`` (LINES cache lines of LINE elements per row
-        of K) is asked into L2 before waiting for the kernel before."""
+        With PREFETCH, the first block of the program's weights (LINES cache lines of LINE
+        elements per row of K) is asked into L2 before waiting for the kernel before."""
         pid_n, pid_k = tl.program_id(0), tl.program_id(1)
-        if PREFETCH > 0:  # the weights: no kernel of the step writes them
-            k_per0 = K // SPLIT_K
-            first = tl.minimum(pid_n * BLOCK_N, N - 1)
-            k_stop = (pid_k + 1) * k_per0
-            if CHUNKS > 0:  # only the first CHUNKS blocks of K
-                k_stop = tl.minimum(k_stop, pid_k * k_per0 + CHUNKS * BLOCK_K)
-            for k0 in range(pid_k * k_per0, k_stop, BLOCK_K):
-                ks = tl.minimum(k0 + tl.arange(0, BLOCK_K), K - 1)
-                at = tl.minimum(first + tl.arange(0, LINES) * LINE, N - 1)
-                _prefetch_l2(w_ptr + ks[:, None] * stride_wk + at[None, :] * stride_wn, PREFETCH)
+        if PREFETCH:  # no kernel of the step writes the weights (the whole slice: slower)
+            ks = tl.minimum(pid_k * (K // SPLIT_K) + tl.arange(0, BLOCK_K), K - 1)
+            at = tl.minimum(pid_n * BLOCK_N + tl.arange(0, LINES) * LINE, N - 1)
+            _prefetch_l2(w_ptr + ks[:, None] * stride_wk + at[None, :] * stride_wn)
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
-            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
-                gdc_launch_dependents()
             gdc_wait()
-            if not EARLY:
-                gdc_launch_dependents()
+            gdc_launch_dependents()
         rows = tl.arange(0, BLOCK_M)
         row_mask = rows < M
         cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -230,15 +218,12 @@ if triton is not None:
     def rows_reduce_kernel(part_ptr, b_ptr, res_ptr, out_ptr, g_ptr, beta_ptr, normed_ptr,
                            M, N, eps, SPLIT_K: tl.constexpr, GELU: tl.constexpr,
                            RESIDUAL: tl.constexpr, NORM: tl.constexpr, BLOCK_N: tl.constexpr,
-                           PDL: tl.constexpr, EARLY: tl.constexpr = False):
+                           PDL: tl.constexpr):
         """One row: add up split-K's partial sums in a fixed order, then the bias, GELU and
         residual; with NORM, also the layer norm of the result (the next layer's input)."""
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
-            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
-                gdc_launch_dependents()
             gdc_wait()
-            if not EARLY:
-                gdc_launch_dependents()
+            gdc_launch_dependents()
         row = tl.program_id(0)
         cols = tl.arange(0, BLOCK_N)
         mask = cols < N
@@ -262,7 +247,7 @@ if triton is not None:
     @triton.jit
     def decode_attention_kernel(qkv_ptr, bias_ptr, kv_ptr, out_ptr, pos_ptr, B, H, S, scale,
                                 D: tl.constexpr, BLOCK_S: tl.constexpr, SPLIT: tl.constexpr,
-                                PDL: tl.constexpr, PREFETCH: tl.constexpr = 0, EARLY: tl.constexpr = False,
+                                PDL: tl.constexpr, PREFETCH: tl.constexpr = False,
                                 LINE: tl.constexpr = 32):
         """One (row, head): store the new key and value at the position, then an online softmax
         over the filled positions 0..position (the new one from registers). With SPLIT > 0,
@@ -271,21 +256,18 @@ if triton is not None:
         positions' keys and values (written by earlier steps) are asked into L2 before waiting."""
         pid = tl.program_id(0)
         b, h = pid // H, pid % H
-        if PREFETCH > 0:  # the position was moved a step ago, the filled slots written before
+        if PREFETCH:  # the position was moved a step ago, the filled slots written before
             filled0 = tl.minimum(tl.load(pos_ptr), S)
             kb0 = kv_ptr + (b * H + h) * S * D
             vb0 = kv_ptr + ((B + b) * H + h) * S * D
             at = tl.arange(0, D // LINE) * LINE
             for s0 in range(0, filled0, BLOCK_S):
                 sl = tl.minimum(s0 + tl.arange(0, BLOCK_S), filled0 - 1)
-                _prefetch_l2(kb0 + sl[:, None] * D + at[None, :], PREFETCH)
-                _prefetch_l2(vb0 + sl[:, None] * D + at[None, :], PREFETCH)
+                _prefetch_l2(kb0 + sl[:, None] * D + at[None, :])
+                _prefetch_l2(vb0 + sl[:, None] * D + at[None, :])
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
-            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
-                gdc_launch_dependents()
             gdc_wait()
-            if not EARLY:
-                gdc_launch_dependents()
+            gdc_launch_dependents()
         E = H * D
         d = tl.arange(0, D)
         base = qkv_ptr + b * 3 * E + h * D
@@ -331,16 +313,12 @@ if triton is not None:
     @triton.jit
     def finish_step_kernel(best_ptr, index_ptr, tokens_ptr, token_ptr, finished_ptr, stop_ptr,
                            pos_ptr, step_ptr, M, T, n_slots, eos,
-                           BLOCK_M: tl.constexpr, BLOCK_T: tl.constexpr, PDL: tl.constexpr,
-                           EARLY: tl.constexpr = False):
+                           BLOCK_M: tl.constexpr, BLOCK_T: tl.constexpr, PDL: tl.constexpr):
         """The greedy choice over the LM head's tiles (first tile on ties), forced stops and
         finished rows, then the token written and the counters moved: one program."""
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
-            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
-                gdc_launch_dependents()
             gdc_wait()
-            if not EARLY:
-                gdc_launch_dependents()
+            gdc_launch_dependents()
         rows = tl.arange(0, BLOCK_M)
         tiles = tl.arange(0, BLOCK_T)
         row_mask = rows < M
@@ -365,15 +343,11 @@ if triton is not None:
 
     @triton.jit
     def embed_kernel(token_ptr, pos_ptr, wte_ptr, wpe_ptr, out_ptr, g_ptr, beta_ptr, normed_ptr,
-                     E, eps, BLOCK_E: tl.constexpr, PDL: tl.constexpr,
-                     EARLY: tl.constexpr = False):
+                     E, eps, BLOCK_E: tl.constexpr, PDL: tl.constexpr):
         """One row's input, its token's embedding plus the position's, and its layer norm."""
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
-            if EARLY:  # the next kernel may start (up to its own wait) before this one waits
-                gdc_launch_dependents()
             gdc_wait()
-            if not EARLY:
-                gdc_launch_dependents()
+            gdc_launch_dependents()
         b = tl.program_id(0)
         e = tl.arange(0, BLOCK_E)
         m = e < E
@@ -424,20 +398,19 @@ REDUCE_WARPS = 8  # warps per row of rows_reduce_kernel
 # Programmatic Dependent Launch between the step's kernels: None turns it on where the GPU has
 # it (Hopper and newer); each kernel then waits for its predecessor's writes in ``gdc_wait``.
 PDL = None
-# L2 prefetch before ``gdc_wait`` (only with PDL): 0 off, 1 or 2 (how the addresses reach the
-# PTX); per kernel family: the layer GEMMs' weights and attention's filled keys and values.
-PREFETCH_GEMM = 0
-PREFETCH_ATTENTION = 0
-PREFETCH_CHUNKS = 0  # the GEMMs prefetch only their first blocks of K (0: all)
-EARLY_DEPENDENTS = False  # each kernel lets the next start before its own gdc_wait
+# With PDL, each kernel asks for what no earlier kernel of the step writes before it waits (an L2
+# prefetch): the layer GEMMs the first block of their weights, attention the filled keys and
+# values. The whole step ~20 µs faster in fp32 and bf16 on an H100 (docs/floor-notes.md, v7).
+PREFETCH_GEMM = True
+PREFETCH_ATTENTION = True
 
 
-def _prefetch(flag, dtype, per_row):
-    """The kernel's PREFETCH, LINE and LINES arguments: elements per 128-byte line and lines
-    per row of ``per_row`` elements."""
+def _prefetch(on, dtype, per_row):
+    """A kernel's PREFETCH, LINE and LINES arguments (prefetching only with PDL): elements per
+    128-byte cache line, and lines per row of ``per_row`` elements."""
     line = 128 // dtype.itemsize
-    return {"PREFETCH": flag if _pdl() else 0, "LINE": min(line, per_row),
-            "LINES": max(1, per_row // line), "CHUNKS": PREFETCH_CHUNKS}
+    return {"PREFETCH": bool(on) and _pdl(), "LINE": min(line, per_row),
+            "LINES": max(1, per_row // line)}
 
 
 def _pdl():
@@ -447,7 +420,7 @@ def _pdl():
 
 
 def _launch():
-    return {"launch_pdl": True, "EARLY": EARLY_DEPENDENTS} if _pdl() else {}
+    return {"launch_pdl": True} if _pdl() else {}
 
 
 def _block_m(m):
@@ -526,7 +499,7 @@ def _attention(qkv, bias, kv, position, n_head, block_s=None):
     decode_attention_kernel[(batch * n_head,)](
         qkv, bias if bias is not None else qkv, kv, out, position, batch, n_head, kv.shape[3],
         head_dim**-0.5, D=head_dim, BLOCK_S=block_s or ATTENTION_BLOCK, SPLIT=split, PDL=_pdl(),
-        **{k: v for k, v in _prefetch(PREFETCH_ATTENTION, kv.dtype, head_dim).items() if k not in ("LINES", "CHUNKS")},
+        **{k: v for k, v in _prefetch(PREFETCH_ATTENTION, kv.dtype, head_dim).items() if k != "LINES"},
         num_warps=_attention_warps(kv.dtype), **_launch())
     return out
 

@@ -325,6 +325,43 @@ def test_qkv_attention_matches_its_references(dtype, batch, heads, head_dim, slo
     assert _rel(kv, kv_ref) < (1e-6 if dtype == torch.float32 else 1e-2)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_prefetch_changes_no_bit(dtype, monkeypatch):
+    """The L2 prefetch before ``gdc_wait`` (with PDL) only moves reads earlier: the layer GEMMs
+    (split and not, with the row kernel), the QKV split with attention and attention alone give
+    the same bits with it on and off, at GPT-2's shapes and a small one."""
+    from helpers import triton_kernels as tk
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("PDL (and so the prefetch) needs Hopper or newer")
+    torch.manual_seed(5)
+    results = {}
+    for on in (True, False):
+        monkeypatch.setattr(tk, "PREFETCH_GEMM", on)
+        monkeypatch.setattr(tk, "PREFETCH_ATTENTION", on)
+        torch.manual_seed(5)
+        outs = []
+        for k, n, kw in ((768, 2304, {}), (768, 768, "norm"), (768, 3072, "gelu"), (3072, 768, "norm"), (64, 96, {})):
+            x = torch.randn(32, k, device="cuda", dtype=dtype)
+            w = (torch.randn(k, n, device="cuda") / k**0.5).to(dtype)
+            b = torch.randn(n, device="cuda", dtype=dtype)
+            norm = (torch.ones(n, device="cuda", dtype=dtype), torch.zeros(n, device="cuda", dtype=dtype), 1e-5)
+            y = tk.linear(x, w, b, gelu=kw == "gelu", residual=x[:, :n] if kw == "norm" and k == n else None,
+                          norm=norm if kw == "norm" else None)
+            outs += list(y) if isinstance(y, tuple) else [y]
+        for position in (0, 57, 115):
+            kv = torch.randn(2, 32, 12, 128, 64, device="cuda", dtype=dtype)
+            x = torch.randn(32, 768, device="cuda", dtype=dtype)
+            w = (torch.randn(768, 2304, device="cuda") / 28).to(dtype)
+            b = torch.randn(2304, device="cuda", dtype=dtype)
+            where = torch.tensor(position, device="cuda")
+            outs += [tk.qkv_attention(x, w, b, kv, where, 12), kv.clone()]
+            outs += [tk.decode_attention(torch.randn(32, 2304, device="cuda", dtype=dtype), kv, where, 12), kv]
+        results[on] = outs
+    assert len(results[True]) == len(results[False])
+    for a, b in zip(results[True], results[False]):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize("batch,tiles", [(32, 393), (3, 4), (6, 786)])
 def test_finish_step_and_embed_match_their_references(batch, tiles):
     """The greedy choice over tiles (the first tile on a tie), forced stops, finished rows and

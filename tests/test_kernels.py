@@ -274,3 +274,17 @@ def test_replay_time_us_times_one_runs_launches_without_the_profiler():
     decoder = GraphDecoder(model, 2, 5 + 6, eos)  # on a CPU the same steps run eagerly
     us = kernels.replay_time_us(decoder, prompt, 6, repeats=2)
     assert math.isfinite(us) and us > 0
+
+
+def test_prefetch_arguments(monkeypatch):
+    """The L2 prefetch is asked only with PDL; one 128-byte line holds 32 float32 or 64 bf16
+    values, so a row of 64 float32 takes two lines and narrower rows one (partly)."""
+    from helpers import triton_kernels as tk
+    monkeypatch.setattr(tk, "PDL", True)
+    assert tk._prefetch(True, torch.float32, 32) == {"PREFETCH": True, "LINE": 32, "LINES": 1}
+    assert tk._prefetch(True, torch.float32, 64) == {"PREFETCH": True, "LINE": 32, "LINES": 2}
+    assert tk._prefetch(True, torch.bfloat16, 16) == {"PREFETCH": True, "LINE": 16, "LINES": 1}
+    assert tk._prefetch(True, torch.bfloat16, 64)["LINE"] == 64
+    assert tk._prefetch(False, torch.float32, 32)["PREFETCH"] is False
+    monkeypatch.setattr(tk, "PDL", False)
+    assert tk._prefetch(True, torch.float32, 32)["PREFETCH"] is False
