@@ -655,6 +655,63 @@ def prefetch_sweep2():
     use(vs["off"])
 
 
+def prefetch_sweep3():
+    """With the v7 prefetch on: how many blocks of K each layer GEMM asks for early (the whole
+    share for one shape at a time, or for all but MLP down), then bf16 launch settings of the
+    layer GEMMs re-swept with the prefetch on; the whole step in 5 interleaved rounds each."""
+    from helpers.fast_step import FastDecoder
+    n = 100
+    bw = floor.copy_bandwidth("cuda")
+    fl = floor.decode_floor(model, bw, 32, 16, n)
+    QKV, OUT, UP, DOWN = (2304, 768), (768, 768), (3072, 768), (768, 3072)
+    base_cfg, base_qkv = dict(tk.CONFIGS), dict(tk.QKV_SPLIT)
+    def timed(mdl, label, variants):
+        decs = {}
+        for name, (blocks, cfg, qkv) in variants.items():
+            tk.PREFETCH_BLOCKS = blocks; tk.CONFIGS = {**base_cfg, **cfg}; tk.QKV_SPLIT = {**base_qkv, **qkv}
+            try:
+                decs[name] = FastDecoder(mdl, 32, 16 + n, eos, 10)
+                decs[name](prompt, n)
+            except Exception as e:  # noqa: BLE001
+                say(f"{label} {name} failed: {type(e).__name__}: {str(e)[-300:]}")
+                decs.pop(name, None)
+        times = {k: [] for k in decs}
+        for r in range(5):
+            for name, dec in decs.items():
+                blocks, cfg, qkv = variants[name]
+                tk.PREFETCH_BLOCKS = blocks; tk.CONFIGS = {**base_cfg, **cfg}; tk.QKV_SPLIT = {**base_qkv, **qkv}
+                times[name].append(per_step(lambda: dec(prompt, n), n, reps=9))
+        for name, ts in sorted(times.items(), key=lambda kv: sorted(kv[1])[2]):
+            med = sorted(ts)[2]
+            say(f"{label} {name}: {med * 1e3:.4f} ms/step (rounds {[round(t * 1e3, 4) for t in ts]}), {med / fl:.2f}x fp32 floor")
+        tk.PREFETCH_BLOCKS = {}; tk.CONFIGS = dict(base_cfg); tk.QKV_SPLIT = dict(base_qkv)
+    blocks = {"first block (v7)": {}, "QKV all": {QKV: 0}, "attention out all": {OUT: 0},
+              "MLP up all": {UP: 0}, "MLP down all": {DOWN: 0},
+              "all but MLP down": {QKV: 0, OUT: 0, UP: 0}, "two blocks": {QKV: 2, OUT: 2, UP: 2, DOWN: 2}}
+    bf = torch.bfloat16
+    bf16_cfg = {"bf16 MLP up 64 cols": {(3072, 768, bf): (64, 128, 1, 4, 4)},
+                "bf16 MLP up 16 cols": {(3072, 768, bf): (16, 128, 1, 4, 4)},
+                "bf16 MLP up BK 256": {(3072, 768, bf): (32, 256, 1, 4, 3)},
+                "bf16 out/down split 2": {(768, 768, bf): (32, 64, 2, 4, 4), (768, 3072, bf): (32, 128, 2, 4, 4)},
+                "bf16 out/down 16 cols": {(768, 768, bf): (16, 64, 4, 4, 4), (768, 3072, bf): (16, 128, 4, 4, 4)},
+                "bf16 down split 8": {(768, 3072, bf): (32, 128, 8, 4, 4)}}
+    for mdl, label in ((model, "fp32"), (copy.deepcopy(model).to(bf), "bf16")):
+        vs = {name: (b, {}, {}) for name, b in blocks.items()}
+        if label == "bf16":
+            vs.update({name: ({}, c, {}) for name, c in bf16_cfg.items()})
+            vs["bf16 QKV split 32 cols"] = ({}, {}, {bf: (32, 128, 2, 4, 4)})
+            vs["bf16 QKV split 3"] = ({}, {}, {bf: (16, 128, 3, 4, 4)})
+        timed(mdl, label, vs)
+    stops = uniform_stop_lengths(32, 10, 60, device="cuda")
+    with exact_matmul():
+        ref = generate_naive(model, prompt, 64, eos, stops)
+        for name in ("all but MLP down", "two blocks"):
+            tk.PREFETCH_BLOCKS = blocks[name]
+            out = FastDecoder(model, 32, 16 + 64, eos, 10)(prompt, 64, stops)
+            say(f"{name}, fp32 exact, 10/launch, stops: identical to naive {out.shape == ref.shape and bool(torch.equal(out, ref))}")
+    tk.PREFETCH_BLOCKS = {}
+
+
 
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
