@@ -157,8 +157,8 @@ def transfer_speedup(table, condition, **where):
 def contention_line(table, syncs=None, matmul_s=None) -> str:
     """How contention changes each method's time: contended / alone at every point of ``table``
     (both timed by the same clock), read right whatever the range; where a method got faster at
-    most points, that count, said plainly; at fewer, its lowest point with its range
-    (``_lowest``). With the sync counts (``syncs``, the table of "Counting the syncs"), the time
+    some points, the spread that shows (highest over lowest) and how many points' contended
+    speedups stand clear of it. With the sync counts (``syncs``, the table of "Counting the syncs"), the time
     contention adds per sync of the per-row loop at the largest batch (contended minus alone,
     over its syncs), beside one matmul of the side load (``matmul_s``) where that is given."""
     keys = ["method", "batch_size", "seq_len"]
@@ -172,13 +172,16 @@ def contention_line(table, syncs=None, matmul_s=None) -> str:
                     + _quiet(table, method, ratios.index))
         faster = ratios[ratios < 1].index
         head = (f"{'Under this side load, ' if first else ''}{what} takes {low:.1f}x to {high:.1f}x "
-                "its time alone")
-        if 2 * len(faster) > len(ratios):  # most points: a pattern, stated, not read as noise
-            return (f"{head}: faster under load at {len(faster)} of {len(ratios)} points (this "
-                    "lesson does not measure why; the GPU's and the CPU's clocks may run higher "
-                    "under load)")
-        return (f"{head}, below 1 (faster) at {len(faster)} of {len(ratios)} points"
-                + _lowest(table, method, ratios.idxmin()))
+                f"its time alone, below 1 (faster) at {len(faster)} of {len(ratios)} points")
+        # its contended times move by more than the load's effect on them: read only what
+        # stands clear of that spread
+        wide = speedups(table).set_index(["condition", "batch_size", "seq_len"])["speedup"]
+        gain = (wide.loc["contended"] / wide.loc["alone"]).dropna()
+        span = max(high, 1) / low  # a load can slow a method, not speed it: 1 is the floor
+        clear = int((gain > span).sum())
+        return (f"{head}: its times under load move by up to {span:.1f}x, more than any effect "
+                f"of the load on it that could be read here, so only contended speedups more than "
+                f"{span:.1f}x the speedup alone are read (here {clear} of {len(gain)} points)")
 
     text = f"{moved('per row', 'the per-row loop', True)}; {moved('on host', 'the host copy', False)}"
     if syncs is not None and len(syncs):
@@ -220,57 +223,36 @@ def _quiet(table, method, points) -> str:
     return f" (its runs contended can't be told apart from its runs alone at: {'; '.join(quiet)})"
 
 
-def _lowest(table, method, point) -> str:
-    """"; the lowest, 0.73x at batch 256, completions of 128 (0.60-1.003), lies within the run's
-    spread: its range spans 1": one method's time under load over its time alone at one point,
-    in the direction of the range before it, from the runs of both sweeps (``stats.speedup``,
-    not paired); where the range lies below 1, faster under load, for a cause this lesson does
-    not measure (empty without trials or with too few)."""
-    if "trials_wall_ms" not in table:
-        return ""
-    batch, length = point
-    alone, busy = (stats.method_trials(table, method, condition=c, batch_size=batch,
-                                       seq_len=length) for c in ("alone", "contended"))
-    if not (alone and busy):
-        return ""
-    ratio = stats.speedup(alone, busy, paired=False)  # baseline over candidate: busy / alone
-    if ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low * ratio.high):
-        return ""
-    digits = stats._digits(ratio.low, ratio.high)
-    said = (f"; the lowest, {ratio.estimate:.2f}x at batch {int(batch)}, completions of "
-            f"{int(length)} ({ratio.low:.{digits}f}\u2013{ratio.high:.{digits}f}), ")
-    if ratio.low <= 1 <= ratio.high:
-        return said + "lies within the run's spread: its range spans 1"
-    return said + ("is faster under load, for a cause this lesson does not measure"
-                   if ratio.high < 1 else "lies above 1")
-
-
 def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
-    """The summary's sentence: the host copy's speedup over per-row syncs alone at one point (the
-    estimate from the rounds, as ``stats.say`` gives it, its range printed above), and under the
-    side load only where that point is not one ``contended_length_line`` flags as unexplained
-    (``_unexplained``), with the table's ratios of the medians where one differs by more than
-    ``stats.MEDIANS_APART``."""
-    said, medians = [], []
-    full = speedups(table)
-    wide = full.set_index(["condition", "batch_size", "seq_len"])["speedup"]
+    """The summary's sentence: the host copy's speedup over per-row syncs at one point, alone
+    and under the side load, as ``stats.say`` gives them (estimate, range, medians where apart);
+    the contended one only where that point's contended times are consistent (``inconsistent``)."""
+    said = []
     for condition, words in (("alone", "alone"), ("contended", "under this side load")):
         if condition in set(table["condition"]) and not (
-                condition == "contended" and _unexplained(full, batch_size, seq_len)):
-            ratio = transfer_speedup(table, condition, batch_size=batch_size, seq_len=seq_len)
-            said.append(f"{ratio.estimate:.2f}x as fast {words}")  # ranges: the lines above
-            medians.append((wide[(condition, batch_size, seq_len)], ratio.estimate))
-    text = (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
-            f"to the host first instead of {syncs_per_row:.0f} syncs a row gives identical lists " + " and ".join(said))
-    if any(stats.medians_apart(m, e) for m, e in medians):
-        text += (", estimates from the rounds (the table's ratios of the medians: "
-                 + " and ".join(f"{m:.2f}x" for m, _ in medians) + ")")
-    return text + "."
+                condition == "contended" and inconsistent(table, batch_size, seq_len)):
+            line = stats.say(table, "on host", "per row", True, condition=condition,
+                             batch_size=batch_size, seq_len=seq_len)
+            said.append(f"{words}, {line}" if line.startswith("can't tell") or " (" not in line
+                        else line.replace(" (", f" {words} (", 1))
+    return (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
+            f"to the host first (4 syncs in all instead of {syncs_per_row:.0f} a row) gives identical "
+            "lists, " + " and ".join(said) + ".")
+
+
+def inconsistent(table, batch_size, seq_len) -> bool:
+    """Whether the contended times at one point move by more than the effects read there: the
+    host copy faster under load than alone, or the per-row loop faster under load with longer
+    completions (``_unexplained``). The summary then keeps the times alone."""
+    host = table[(table["method"] == "on host") & (table["batch_size"] == batch_size)
+                 & (table["seq_len"] == seq_len)].groupby("condition")["median_s"].median()
+    faster = {"alone", "contended"} <= set(host.index) and host["contended"] < host["alone"]
+    return bool(faster) or _unexplained(speedups(table), batch_size, seq_len)
 
 
 def _unexplained(wide, batch_size, seq_len=None, condition="contended") -> bool:
     """Whether the per-row loop's median at ``batch_size`` under load fell from the shortest
-    completions to the longest (``contended_length_line`` says this lesson does not explain it);
+    completions to the longest (``contended_length_line``: its contended times move more than the length's effect);
     with ``seq_len``, only where that length is one of the two."""
     part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
     if part["seq_len"].nunique() < 2:
@@ -311,8 +293,13 @@ def contended_length_line(wide, batch_size, condition="contended", table=None) -
             f"{1e3 * long['on host']:.2f} ms ({host:.2f}x), the per-row loop from "
             f"{1e3 * short['per row']:.2f} to {1e3 * long['per row']:.2f} ms ({rows:.2f}x)")
     if _unexplained(wide, batch_size, condition=condition):  # faster with more tokens to copy
-        text += ("; the per-row loop got faster with longer completions under load, which this "
-                 "lesson does not explain")
+        alone = wide[(wide["condition"] == "alone") & (wide["batch_size"] == batch_size)
+                     ].set_index("seq_len")["per row"]
+        effect = (f" (alone, the length moved it {alone[long['seq_len']] / alone[short['seq_len']]:.2f}x)"
+                  if {short["seq_len"], long["seq_len"]} <= set(alone.index) else "")
+        text += (f"; the per-row loop's contended times move by more than the length's effect "
+                 f"on them{effect}, so no length trend is read under load, and the summary keeps "
+                 "the times alone here")
     elif long["speedup"] < short["speedup"] and host > rows:
         alone = wide[(wide["condition"] == "alone") & (wide["batch_size"] == batch_size)
                      ].set_index("seq_len")["on host"]
@@ -385,30 +372,6 @@ def _per_sync(wide, syncs, condition="alone") -> str:
             f"per sync{where}, its row's small kernels included.")
 
 
-def length_line(wide, condition="alone") -> str:
-    """What longer completions did to each method's median time ``condition``: they add tokens
-    to turn into lists, but no syncs. Where a method's time fell from the shortest completions
-    to the longest at some batch size, that point, and that the run's spread between points is
-    larger there than what the length adds. Empty without two lengths."""
-    part = wide[wide["condition"] == condition]
-    if part["seq_len"].nunique() < 2:
-        return ""
-    short, long = part["seq_len"].min(), part["seq_len"].max()
-    by = part.set_index(["batch_size", "seq_len"])
-    fell = [(name, b) for b in sorted(part["batch_size"].unique()) for name in ("per row", "on host")
-            if {(b, short), (b, long)} <= set(by.index)
-            and by.loc[(b, long), name] < by.loc[(b, short), name]]
-    words = "Longer completions add tokens for both methods to turn into lists, but no syncs"
-    if not fell:
-        return (words + f": {condition}, each method took longer at completions of {long} than "
-                f"of {short}.")
-    said = "; ".join(f"the {'per-row loop' if name == 'per row' else 'host copy'} at batch {b}, "
-                     f"{1e3 * by.loc[(b, short), name]:.2f} ms at {short} and "
-                     f"{1e3 * by.loc[(b, long), name]:.2f} ms at {long}" for name, b in fell)
-    return (words + f"; yet {condition}, time fell with the length for {said}: there the run's "
-            "spread between points is larger than what the length adds.")
-
-
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):
     """The time budget of one post-processing call at a point timed alone (``busy=True``), in
     ms per call: the host's wall clock, the GPU's work inside it (for the host copy: the copies)
@@ -420,18 +383,26 @@ def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):
 
 
 def call_sentence(frame, syncs_per_row=float("nan")) -> str:
-    """``call_budget`` read in one sentence; empty without the GPU's numbers (a CPU run)."""
+    """``call_budget`` read in one sentence: the per-row loop's call split into the GPU's work,
+    the list building both methods share (the host copy's call less its copies) and the rest,
+    its launches and waits; empty without the GPU's numbers (a CPU run)."""
     data = frame.set_index("method")
     if len(data) < 2 or data["gpu_ms"].isna().any():
         return ""
     slow, fast = data.iloc[0], data.iloc[1]
-    syncs = "" if math.isnan(syncs_per_row) else f", {syncs_per_row:.0f} syncs a row"
-    return (f"The per-row loop keeps the host busy {slow['wall_ms']:.2f} ms per batch while the "
-            f"GPU works {slow['gpu_ms']:.2f} ms of it: the rest is Python issuing tiny kernels "
-            f"and waiting for each{syncs}. For the host copy the GPU's work is its copies: "
-            f"{fast['gpu_ms']:.2f} ms, and the whole call {fast['wall_ms']:.2f} ms"  # speedup: verdict line
-            + (", most of it the host's list building." if fast["gpu_ms"] < fast["wall_ms"] / 2
-               else "."))
+    syncs = "" if math.isnan(syncs_per_row) else f" at its {syncs_per_row:.0f} syncs a row"
+    build = fast["wall_ms"] - fast["gpu_ms"]
+    rest = slow["wall_ms"] - slow["gpu_ms"] - build
+    text = (f"The per-row loop takes {slow['wall_ms']:.2f} ms per batch: the GPU works "
+            f"{slow['gpu_ms']:.2f} ms of it")
+    if rest > 0:
+        text += (f", building the lists takes about {build:.2f} ms (the host copy's call less its "
+                 f"copies), and the other {rest:.2f} ms is Python issuing tiny kernels and waiting"
+                 f"{syncs}")
+    else:
+        text += f"; the host copy's list building alone takes {build:.2f} ms"
+    return (text + f". The host copy takes {fast['wall_ms']:.2f} ms, {fast['gpu_ms']:.2f} ms of "
+            "it its copies.")
 
 
 def sync_view(found, batch_size):

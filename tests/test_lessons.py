@@ -158,7 +158,8 @@ def generators(stem, ns, model, eos):
         def graph(p, n, s, **options):
             decoder = ns["GraphDecoder"](model, p.shape[0], p.shape[1] + n, eos, **options)
             return decoder(p, n, s)
-        lean, bucketed = ns["decode_step"], ns["bucketed_decode_step"]  # the lesson's own steps
+        from helpers.graphs import bucketed_decode_step as bucketed  # 11's first rung, read there
+        lean = ns["decode_step"]  # the lesson's own step
         return {"GraphDecoder (lean, 1/launch)": lambda p, n, s: graph(p, n, s, step=lean),
                 "GraphDecoder (lean, 3/launch)":
                     lambda p, n, s: graph(p, n, s, steps_per_graph=3, step=lean),

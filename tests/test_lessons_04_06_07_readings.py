@@ -71,32 +71,27 @@ def test_04_every_comparison_is_read_with_one_rule():
     # a length the article did not time: the verdict alone
     short = table[table["seq_len"] == 100].assign(seq_len=48)
     assert "article" not in lesson.eager_verdict(short, 48, judge=True)
-    # the two caches' GPU work per step at each length, beside the pairs at the longest length,
-    # and whether the extra attention showed there, read from the data
+    # at the longest length: the pairs, the two caches' GPU work per step, read as a net whatever
+    # its branch (never as the extra attention costing nothing)
     line = lesson.gpu_line(table, P.seq_lens)
-    assert line.startswith("GPU work per decode step, the static cache against the dynamic one: ")
-    change = {}
-    for n in P.seq_lens:
-        st = budget.per_step(table, lesson.METHODS, seq_len=n).set_index("method")["gpu_ms"]
-        ratio = st[lesson.STATIC] / st[lesson.DYNAMIC]
-        change[n] = 0 if abs(ratio - 1) <= lesson.SAME_GPU else 1 if ratio > 1 else -1
-        nums = f"at {n} tokens ({st[lesson.STATIC]:.2f} against {st[lesson.DYNAMIC]:.2f} ms)"
-        assert (f"about the same {nums}" in line) == (change[n] == 0), line
-        assert nums in line
+    st = budget.per_step(table, lesson.METHODS, seq_len=200).set_index("method")["gpu_ms"]
+    ratio = st[lesson.STATIC] / st[lesson.DYNAMIC]
+    change = 0 if abs(ratio - 1) <= lesson.SAME_GPU else 1 if ratio > 1 else -1
     pairs = at(lesson.STATIC, 200)["attended_pairs"] / at(lesson.DYNAMIC, 200)["attended_pairs"]
-    assert f"At 200 tokens the static cache attends over {pairs:.1f}x the pairs, and " in line
-    assert ("did not show" in line) == (change[200] <= 0)
+    assert line.startswith(f"At 200 tokens the static cache attends over {pairs:.1f}x the pairs, "
+                           "and its GPU work per decode step was "), line
+    assert f"({st[lesson.STATIC]:.2f} against {st[lesson.DYNAMIC]:.2f} ms, one profiled" in line
+    assert ("was about the same (" in line) == (change == 0)
+    assert line.endswith("so it shows their net, not what either cost alone.")
+    assert "did not show" not in line
     # the other branches on synthetic tables: the static cache's GPU work doubled, then halved
     moved = table.copy()
     row = moved[(moved["method"] == lesson.STATIC) & (moved["seq_len"] == 200)].index[0]
     base = moved.at[row, "gpu_busy_s"]
     moved.at[row, "gpu_busy_s"] = 2 * base
-    line = lesson.gpu_line(moved, [200])
-    assert "more at 200 tokens" in line and line.endswith(
-        "its GPU work was larger, as the extra attention would make it."), line
+    assert "% larger (" in lesson.gpu_line(moved, [200])
     moved.at[row, "gpu_busy_s"] = 0.5 * base
-    line = lesson.gpu_line(moved, [200])
-    assert "less at 200 tokens" in line and line.endswith("the extra attention did not show."), line
+    assert "% smaller (" in lesson.gpu_line(moved, [200])
     cpu = table.assign(gpu_busy_s=float("nan"))
     assert lesson.gpu_line(cpu, P.seq_lens).endswith("no GPU time on a CPU run.")
     # one layer's keys at the run's end: 32 rows x 215 positions (the last token is never fed
@@ -125,13 +120,13 @@ def test_04_every_comparison_is_read_with_one_rule():
     if same_gpu and apart:
         assert (f"{st.at[lesson.STATIC, 'idle_ms']:.2f} ms with the static cache against "
                 f"{st.at[lesson.DYNAMIC, 'idle_ms']:.2f} ms with the dynamic one") in host
-        assert ("mask the static cache rebuilds" in host) == (
-            st.at[lesson.STATIC, "wall_ms"] > st.at[lesson.DYNAMIC, "wall_ms"])
+        assert "Which host work makes it is not measured here." in host
     synthetic = table[table["seq_len"] == 200].copy()
     shorter = synthetic.assign(seq_len=100, median_s=synthetic["median_s"] * 0.6,
                                gpu_busy_s=synthetic["gpu_busy_s"] * 0.4)  # per step: slower wall
     both = pd.concat([shorter, synthetic])
-    assert "A step took less wall clock at 200 tokens than at 100" in lesson.host_line(both, [100, 200])
+    assert "a dynamic-cache step took less wall clock at 200 tokens than at 100" in lesson.host_line(
+        both, [100, 200])
     steady = pd.concat([shorter.assign(median_s=shorter["median_s"] / 0.6 * 0.4), synthetic])
     assert "less wall clock" not in lesson.host_line(steady, [100, 200])
     same = table.copy()
@@ -152,9 +147,10 @@ def test_04_every_comparison_is_read_with_one_rule():
     words = []
     for n in P.seq_lens:  # the longest length as its verdict prints it, range included
         _, word, text = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)
-        words.append((text if n == max(P.seq_lens) else {
-            stats.FASTER: "faster", stats.SLOWER: "slower",
-            stats.NOISE: "can't be told apart"}[word]) + f" at {n} tokens")
+        ratio = stats.row_speedup(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)
+        x = ratio.estimate if word == stats.FASTER else 1 / ratio.estimate
+        words.append((text if n == max(P.seq_lens) else "can't be told apart"
+                      if word == stats.NOISE else f"{x:.2f}x {word}") + f" at {n} tokens")
     wall = steps.set_index("method")["wall_ms"]
     times = (f"at 200 tokens a step took {wall[lesson.STATIC]:.2f} ms with the static cache and "
              f"{wall[lesson.DYNAMIC]:.2f} ms with the dynamic one (median run \u00f7 200 steps)")
@@ -272,19 +268,23 @@ def early_stop_table():
 
 def test_06_early_stop_bound_and_figure():
     table = early_stop_table()
-    estimate = stats.row_speedup(table, eos_sync.CHECK, eos_sync.FREE, seq_len=200).estimate
-    head = " (200 against 80 tokens per row allow at most 2.50x"
-    excess = "; the rest is the no-check loop's slower steps: its longer cache, or drift"
-    # the published run's branch, chosen from the CSV: its estimate above the bound, or not
-    assert eos_sync.stop_bound(table, 200) == head + (excess if estimate > 2.5 else "") + ")"
+    free = table[(table["method"] == eos_sync.FREE) & (table["status"] == "ok")].set_index("seq_len")
+    step = 1e3 * free["median_s"] / free["tokens"]
+    head = (" (200 against 80 tokens per row, a token ratio of 2.50; without the check a step took "
+            f"{step[100]:.2f} ms at cap 100 and {step[200]:.2f} ms at cap 200")
+    grows = ": a step costs more as the cache grows, so time need not follow the tokens"
+    # the published run's branch, chosen from the CSV: a step dearer at the larger cap, or not
+    assert eos_sync.stop_bound(table, 200) == head + (grows if step[200] > step[100] else "") + ")"
     assert eos_sync.stop_bound(table, 200, judge=False) == ""
     assert eos_sync.stop_bound(table, 300) == ""
-    # both branches: the checking loop's count made 50 per row (bound 4.00x), or 95 (2.11x)
-    for count, above in ((50, estimate > 4), (95, estimate > 200 / 95)):
+    # both branches: the no-check loop's larger cap made slow or fast per step; one cap: ratio only
+    for factor, dearer in ((1.5, True), (0.3, False)):
         other = table.copy()
-        other.loc[other["method"] == eos_sync.CHECK, "tokens"] = count
-        bound = f" (200 against {count} tokens per row allow at most {200 / count:.2f}x"
-        assert eos_sync.stop_bound(other, 200) == bound + (excess if above else "") + ")"
+        at = (other["method"] == eos_sync.FREE) & (other["seq_len"] == 200)
+        other.loc[at, "median_s"] = 2 * factor * float(free.at[100, "median_s"])
+        assert eos_sync.stop_bound(other, 200).endswith((grows if dearer else " ms at cap 200") + ")")
+    assert eos_sync.stop_bound(table[table["seq_len"] == 200], 200) == (
+        " (200 against 80 tokens per row, a token ratio of 2.50)")
     fig, ax = plt.subplots()
     eos_sync.plot_early_stop(ax, table, 20, 80)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [eos_sync.CHECK, eos_sync.FREE]
@@ -306,7 +306,7 @@ def test_07_answer_line():
     loops = ms_per_step(table, "compiled", 32)
     answer = late_check.answer_line(at.loc["compiled"], graph)
     assert answer.startswith("In one line: with the CUDA-graph step at batch 32, reading the stop "
-                             "flag one step late with two streams: ")
+                             "flag one step late against the per-step sync: ")
     # each late loop against the per-step sync, its branch read off the CSV: the rounds' verdict
     # with its range, and the share of the check's cost won back by the medians
     cost_told = stats.verdict(stats.row_speedup(graph, "no_check", "sync")) == stats.FASTER
@@ -318,9 +318,11 @@ def test_07_answer_line():
             share = "recovers none of the check's cost"
         else:
             share = f"recovers about {won:.0f}% of the check's cost"
-        said = stats.plain(stats.row_speedup(graph, name, "sync"),
-                           medians=loops["sync"] / loops[name])
-        assert f"{said}" in answer and f"; it {share}" in answer
+        ratio = stats.row_speedup(graph, name, "sync")
+        said = stats.plain(ratio, medians=loops["sync"] / loops[name])
+        assert f"{said}" in answer
+        # a share only where the late loop is told apart as faster than the per-step sync
+        assert (f"{said}, and it {share}" in answer) == (stats.verdict(ratio) == stats.FASTER)
     assert "ms per step" not in answer  # the table holds the times
 
 
@@ -411,7 +413,8 @@ def test_07_second_stream_is_read_batch_by_batch():
     # the published run's line, built from the rounds' verdict at each batch size (read off the
     # CSV): a second stream is needed only where the event is told apart as slower
     of = lambda word: [b for b in batches if words[b] == word]  # noqa: E731
-    head = ("The late read needs no second stream:" if not of(stats.SLOWER) else "The late read:")
+    head = ("The late read needs no second stream:" if of(stats.FASTER) and not of(stats.SLOWER)
+            else "The late read:")
     parts = []
     if of(stats.NOISE):
         parts.append(f"the two can't be told apart at {sizes(of(stats.NOISE))}")
@@ -450,23 +453,3 @@ def test_07_second_stream_is_read_batch_by_batch():
         f"(the event ran {1e3 * (1.1 * two[32] - two[32]):.0f} µs per step slower at batch 32, by "
         "the medians). This lesson does not measure what makes one slower than the other.")
     assert late_check.stream_event_line(table, judge=False).endswith("(not timed against each other here).")
-
-
-def test_06_drift_between_caps_is_named_only_on_a_swing():
-    table = published("06_eos_sync")
-    check = table[table["method"] == eos_sync.CHECK].set_index("seq_len")
-    low, high = check["median_s"].min(), check["median_s"].max()
-    line = eos_sync.drift_line(table)
-    if high > 1.15 * low:  # the 23:18 run: 720 ms at cap 100, 565 ms at cap 200, same work
-        assert line.startswith("The checking loop does the same work at every cap (")
-        assert f"{1e3 * low:.0f} ms at cap {int(check['median_s'].idxmin())}" in line
-        assert line.endswith("the host drifted between points, so compare the loops within a cap.")
-    else:
-        assert line == ""
-    assert eos_sync.drift_line(table, judge=False) == ""
-    steady = table.copy()
-    steady.loc[steady["method"] == eos_sync.CHECK, "median_s"] = 0.6
-    assert eos_sync.drift_line(steady) == ""
-    unequal = table.copy()  # different work at each cap: no claim
-    unequal.loc[(unequal["method"] == eos_sync.CHECK) & (unequal["seq_len"] == 100), "tokens"] = 60
-    assert eos_sync.drift_line(unequal) == ""

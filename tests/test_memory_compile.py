@@ -342,6 +342,7 @@ def test_static_cache_lesson_tables(tiny):
     assert lesson.cache_bytes(cache) == 12 * lesson.bytes_per_position(model, prompt.shape[0])
     inputs = lesson.attention_inputs(model, prompt, "cpu")
     assert list(inputs["mask"]) == [False, True]
+    assert list(inputs["layer-0 keys moved"]) == [True, False]
 
 
 def test_expandable_lesson_tables():
@@ -394,8 +395,9 @@ def test_expandable_lesson_lines_come_from_the_data():
             "allocated_peak": 742 * mib, "reserved_peak": None} for s in range(1, 300)])
     gap = lesson.gap_line(history, "x")
     assert gap == ("With x, up to 449 MiB stayed reserved but unused even at a step's busiest "
-                   "moment (decode step 1); the old and new cache tensors alive together explain "
-                   "at most 42 MiB of it.")
+                   "moment (decode step 1); inside a step, allocated rose at most 42 MiB above the "
+                   "step's start (old and new cache tensors alive together), so that overlap "
+                   "explains at most 42 MiB of it.")
 
 
 def test_compiled_lesson_compilation_table():
@@ -421,7 +423,10 @@ def test_compiled_lesson_compilation_table():
     assert lesson.repay_line(lesson.compilation(table), table) == (
         "Compiling the timed graph, and the runs that repay it against the eager static-cache "
         "loop (the only eager loop timed here): default 9.8 s, repaid after 33 runs of 8 tokens; "
-        "besides these, the float32 check graphs, compiled just before, took 5.2 s (default).")
+        "besides these, the float32 check graphs, compiled just before, took 5.2 s (default). "
+        "Each graph is compiled for one cache length (prompt + new tokens): a run of another "
+        "length compiles again, up to 9.8 s here, so these counts hold only while every run has "
+        "the same length.")
     # with them: a hit is a warm compile, a miss a cold one
     for hits, misses, state in ((1, 0, "hit"), (0, 1, "miss"), (1, 1, "partly"),
                                 (0, 0, "not used")):

@@ -24,7 +24,7 @@ from ..generation import generate_kv_cache
 from ..model import exact_matmul
 from ..static import (compile_counters, counters_delta, generate_static_cache,
                       generate_static_compiled, make_static_cache)
-from . import harness
+from . import budget, harness
 
 EAGER = "static (eager)"
 
@@ -186,20 +186,25 @@ def repay_line(compile_table, table) -> str:
             checks.append(f"{extra:.1f} s ({mode})")
     check = ("" if not checks else "; besides these, the float32 check graphs, compiled just "
              f"before, took {' and '.join(checks)}")
+    again = ("" if compile_table.empty else " Each graph is compiled for one cache length "
+             "(prompt + new tokens): a run of another length compiles again, up to "
+             f"{compile_table['compile s'].max():.1f} s here, so these counts hold only while "
+             "every run has the same length.")
     return ("Compiling the timed graph, and the runs that repay it against the eager static-cache "
-            "loop (the only eager loop timed here): " + "; ".join(parts) + check + ".")
+            "loop (the only eager loop timed here): " + "; ".join(parts) + check + "." + again)
 
 
 def idle_line(steps_budget, methods) -> str:
     """The GPU's idle time per step along ``methods`` (eager first), from ``budget.per_step``,
     and the share of the eager idle time each compiled loop removes. Where the GPU idles most of
-    the eager step, that the speedups move with the host's speed, and that the last loop's step,
-    with a smaller idle share, is the steadier number."""
+    the eager step, the prediction (not measured) that the speedups move with the host's speed,
+    least the last loop's, with its smaller idle share."""
     frame = steps_budget.set_index("method")
-    idle = frame["idle_ms"]
-    shown = [m for m in methods if m in idle.index]
-    if not shown or idle.isna().all():
+    shown = [m for m in methods if m in frame.index]
+    if not shown or frame["idle_ms"].isna().all():
         return "GPU idle per step: no GPU time on a CPU run."
+    # as the figure and the budget sentence print it: wall clock less GPU work, each rounded first
+    idle = {m: budget.printed_idle(frame.loc[m]) for m in shown}
     first = idle[shown[0]]
     parts = [f"{idle[shown[0]]:.2f} ms ({shown[0]})"]
     for method in shown[1:]:
@@ -211,7 +216,7 @@ def idle_line(steps_budget, methods) -> str:
     share = {m: idle[m] / wall[m] for m in shown}
     if len(shown) > 1 and share[shown[0]] > 0.5 and share[shown[-1]] < share[shown[0]]:
         line += (f" The GPU idles {first:.2f} of the eager step's {wall[shown[0]]:.2f} ms, waiting "
-                 "on the host, so these speedups grow or shrink with the host's speed, and "
-                 f"the {shown[-1]} step ({wall[shown[-1]]:.2f} ms, {100 * share[shown[-1]]:.0f}% "
-                 "idle) is the steadier number.")
+                 "on the host, so these speedups should move with the host's speed, the "
+                 f"{shown[-1]} step's least ({wall[shown[-1]]:.2f} ms, "
+                 f"{100 * share[shown[-1]]:.0f}% idle): a prediction, not measured here.")
     return line

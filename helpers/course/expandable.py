@@ -120,8 +120,8 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
     first = found.iloc[0]
     past = (" (just past the 20 MiB segments that smaller tensors share)"
             if LARGE_BUFFER < first["size"] <= LARGE_BUFFER + ROUND_LARGE else "")
-    steps = "one decode step" if len(found) == 1 else f"{len(found)} decode steps"
-    text = (f"With {conf}, in {steps} reserved memory jumped by more than the combined size of "
+    steps = "one decode step" if len(found) == 1 else f"{len(found)} separate decode steps"
+    text = (f"With {conf}, at {steps} reserved memory jumped by more than the combined size of "
             f"all {tensors} cache tensors: first in decode step {int(first['step'])}, when each layer's "
             f"keys (and values) reached {first['size'] / MIB:.1f} MiB{past}")
     if len(found) > 1:
@@ -191,10 +191,11 @@ def gap_line(history, conf: str) -> str:
     gap = (part["reserved"] - part["allocated_peak"]) / MIB
     rise = ((part["allocated_peak"] - part["allocated"]) / MIB).max()
     at = part.loc[gap.idxmax(), "step"]
-    explain = (f"the old and new cache tensors alive together explain at most {rise:.0f} MiB of it"
-               if rise < gap.max() / 2 else
-               f"the old and new cache tensors alive together, up to {rise:.0f} MiB, explain a "
-               "good part of it")
+    explain = (f"inside a step, allocated rose at most {rise:.0f} MiB above the step's start (old "
+               f"and new cache tensors alive together), so that overlap explains at most "
+               f"{rise:.0f} MiB of it" if rise < gap.max() / 2 else
+               f"inside a step, allocated rose up to {rise:.0f} MiB above the step's start (old and "
+               "new cache tensors alive together), a good part of it")
     return (f"With {conf}, up to {gap.max():.0f} MiB stayed reserved but unused even at a step's "
             f"busiest moment (decode step {at}); {explain}.")
 

@@ -106,8 +106,8 @@ def launch_steps_note(steps: int, new_tokens: int) -> str:
 
 def peer_idle_line(budget_frame, method: str) -> str:
     """Why a method's GPU bar is short of its wall clock (``budget_frame``: ``budget.per_step``):
-    where the GPU idles at least ``budget.HOST_PACE_PCT`` % of the step (as printed), the host
-    issues each step no faster than the GPU runs it; otherwise who sets the pace. Empty without
+    where the GPU idles at least ``budget.HOST_PACE_PCT`` % of the step (as printed), how many
+    times the GPU's time the host takes to issue a step; otherwise who sets the pace. Empty without
     GPU numbers."""
     from . import budget  # here, not at the top: budget imports this module
     data = budget_frame.set_index("method")
@@ -120,7 +120,8 @@ def peer_idle_line(budget_frame, method: str) -> str:
             else f"{max(wall - gpu, 0.0) * 1e3:.0f} µs")  # as budget.sentence writes it
     text = f"{method}: the GPU is idle {idle} of each {wall:.2f} ms ({share}%)"
     if share >= budget.HOST_PACE_PCT:
-        return text + ": the host issues each step no faster than the GPU runs it, so the GPU waits."
+        return text + (f": the host takes about {wall / gpu:.1f}x the GPU's time to issue each "
+                       "step, so the GPU waits.")
     return text + f": {budget.pace(share, why=False)}."
 
 
@@ -139,6 +140,25 @@ def without_prompt(step_ms, cost, new_tokens, floor_ms) -> str:
     per = cost[0] / new_tokens
     return (f"that counts the prompt's forward, {per:.3f} ms of each step; without it, about "
             f"{(step_ms - per) / floor_ms:.2f}x")
+
+
+def prompt_rung_line(saved_ms, eager, graph, new_tokens) -> str:
+    """Notebook 11's "+ prompt in a graph" rung: the per-step time it saved (``saved_ms``, the
+    medians) read against the prompt's forward timed alone, eagerly and from its graph
+    (``eager``, ``graph``: ``prefill_cost``). Both rungs run the same decode step, so a saving
+    beyond the prompt's own difference is said to be no gain of the step. Empty without numbers."""
+    if not (math.isfinite(saved_ms) and math.isfinite(eager[0]) and math.isfinite(graph[0])
+            and new_tokens > 0):
+        return ""
+    e, g = eager[0] / new_tokens, graph[0] / new_tokens
+    head = (f"per step it saved {saved_ms:.3f} ms (medians)" if saved_ms > 0 else
+            "per step its median is no lower") + (
+        f"; the prompt's forward timed alone costs {e:.3f} ms of each step eagerly and {g:.3f} ms "
+        f"from its graph, {e - g:.3f} ms apart")
+    if saved_ms <= (e - g) + 0.005:
+        return head
+    return (head + f"; the other {saved_ms - (e - g):.3f} ms is not in the prompt's forward as timed "
+            "alone, and both rungs run the same decode step, so it is no gain of the step")
 
 
 def prompt_idle_line(budget_frame, method: str, cost, new_tokens) -> str:

@@ -56,19 +56,6 @@ def fit(table) -> dict:
             "a_ms": 1e3 * a, "b_us": 1e6 * b, "lengths": list(ok["seq_len"])}
 
 
-def outside_bars(table) -> str:
-    """Where the fitted per-step line a + b*N passes outside a length's min-max bar (the fit
-    follows the totals, so the longest runs most closely)."""
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    f = fit(ok)
-    out = [int(n) for n, lo, hi in zip(ok["seq_len"], ok["min_s"], ok["max_s"])
-           if not lo / n * 1e3 <= f["a_ms"] + f["b_us"] * 1e-3 * n <= hi / n * 1e3]
-    if not out:
-        return "The fitted line passes within every length's min–max bar."
-    return (f"The fitted line passes outside the min–max bar at {', '.join(map(str, out))} tokens: "
-            "it is fitted to the total times of all lengths, not drawn through each point.")
-
-
 def quadratic_shares(table, judge: bool) -> pd.DataFrame:
     """Per length: the share of the time that the N**2 term accounts for, with its interval
     (rounds resampled whole; no interval under ``stats.MIN_TRIALS`` rounds or on a smoke run)."""
@@ -252,16 +239,23 @@ def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
 
 def step_times(table, labels: dict) -> pd.DataFrame:
     """Notebook 02: per method (``labels``: name -> label) and length, the wall time per step
-    (median / N), the GPU's work per step (``gpu_busy_s`` / N) and the time the GPU waited
-    for the host (the difference), all in ms, prefill included. Empty without GPU work."""
+    (median / N, with the fastest and slowest run / N), the GPU's work per step
+    (``gpu_busy_s`` / N, one profiled run) and the time the GPU waited for the host (median wall
+    minus that work), all in ms, prefill included. Empty without GPU work."""
     if "gpu_busy_s" not in table:
         return pd.DataFrame()
     lengths = sorted(int(n) for n in table["seq_len"].unique())
     out = pd.concat([budget.per_step(table, list(labels), labels=labels, seq_len=n).assign(tokens=n)
                      for n in lengths], ignore_index=True)  # methods in labels' order at each length
+    ok = table[table["status"] == harness.OK] if "status" in table else table
+    runs = {((labels.get(m, m)), int(n)): (1e3 * lo / n, 1e3 * hi / n)
+            for m, n, lo, hi in zip(ok["method"], ok["seq_len"], ok["min_s"], ok["max_s"])}
+    out["fastest ms/step"] = [runs.get((m, n), (math.nan,) * 2)[0] for m, n in zip(out["method"], out["tokens"])]
+    out["slowest ms/step"] = [runs.get((m, n), (math.nan,) * 2)[1] for m, n in zip(out["method"], out["tokens"])]
     out = out.rename(columns={"wall_ms": "wall ms/step", "gpu_ms": "GPU ms/step",
                               "idle_ms": "GPU idle ms/step"})
-    out = out[["method", "tokens", "wall ms/step", "GPU ms/step", "GPU idle ms/step"]].dropna()
+    out = out[["method", "tokens", "wall ms/step", "fastest ms/step", "slowest ms/step",
+               "GPU ms/step", "GPU idle ms/step"]].dropna()
     out["order"] = out["method"].map({v: i for i, v in enumerate(labels.values())})
     return out.sort_values(["order", "tokens"]).drop(columns="order").reset_index(drop=True).round(2)
 
@@ -274,11 +268,13 @@ def _went(a: float, b: float) -> str:
 
 
 def host_lines(times, naive: str = "naive", cached: str = "KV cache") -> list:
-    """Notebook 02, read from ``step_times`` (labels as there): at the longest length, how the
-    GPU's idle time per step moved between the two loops beside the wall time per step (why
-    the gain is what it is); then how the cached loop's idle time per step moved from the
-    shortest length to the longest, and, only where it rose, one possible cause, named as
-    not measured. Empty without both loops at two lengths."""
+    """Notebook 02, read from ``step_times`` (labels as there). First, at the longest length:
+    how much of the GPU work the cache saved came back as GPU idle time (in the naive loop the
+    GPU's work hid much of the host's time). Then the cached loop's wall time per step at every
+    length, said to grow (or fall) only where it moved the same way from every length to the
+    next and every run at the longest length lies beyond every run at the shortest; where both
+    loops were slower per step at a length than at the next, the host's speed drifted between
+    lengths. Empty without both loops at one length."""
     if times.empty or not {naive, cached} <= set(times["method"]):
         return []
     t = times.set_index(["method", "tokens"])
@@ -288,27 +284,43 @@ def host_lines(times, naive: str = "naive", cached: str = "KV cache") -> list:
     at = lengths[-1]
     n, k = t.loc[(naive, at)], t.loc[(cached, at)]
     saved = n["GPU ms/step"] - k["GPU ms/step"]
-    idle_a, idle_b = n["GPU idle ms/step"], k["GPU idle ms/step"]
-    idle = (f"stayed at {idle_a:.2f} ms" if f"{idle_a:.2f}" == f"{idle_b:.2f}" else
-            f"{'rose' if idle_b > idle_a else 'fell'} from {idle_a:.2f} ms in the naive loop to "
-            f"{idle_b:.2f} ms in the {cached}'s")
-    lines = [f"Per step at {at} tokens, the GPU's idle time, when it waits for the host, {idle}, "
-             f"against the {abs(saved):.2f} ms of GPU work the cache {'saved' if saved >= 0 else 'added'}: "
-             f"the wall time {_went(n['wall ms/step'], k['wall ms/step'])}."]
+    back = k["GPU idle ms/step"] - n["GPU idle ms/step"]
+    if saved > 0 and back > 0:
+        first = (f"Per step at {at} tokens the cache saved {saved:.2f} ms of GPU work, and "
+                 f"{min(back, saved):.2f} ms of it came back as time the GPU waits for the host "
+                 f"(idle {n['GPU idle ms/step']:.2f} -> {k['GPU idle ms/step']:.2f} ms): in the naive "
+                 "loop the host prepared the next kernels while the GPU worked, so the GPU's work "
+                 "hid much of the host's time")
+    else:
+        first = (f"Per step at {at} tokens the GPU's work {_went(n['GPU ms/step'], k['GPU ms/step'])} "
+                 f"and its idle time {_went(n['GPU idle ms/step'], k['GPU idle ms/step'])}")
+    lines = [first + f"; the wall time {_went(n['wall ms/step'], k['wall ms/step'])}."]
     if len(lengths) < 2:
         return lines
+    walls = [t.loc[(cached, m), "wall ms/step"] for m in lengths]
+    listed = ", ".join(f"{w:.2f} ms at {m}" for w, m in zip(walls, lengths))
+    line = f"The {cached}'s wall time per step: {listed} tokens"
+    steps = list(zip(lengths, lengths[1:]))
+    both_slower = [(a, b) for a, b in steps
+                   if all(t.loc[(m, a), "wall ms/step"] > t.loc[(m, b), "wall ms/step"]
+                          for m in (naive, cached))]
     lo, hi = t.loc[(cached, lengths[0])], k
-    rose = hi["GPU idle ms/step"] > lo["GPU idle ms/step"]
-    line = (f"The {cached}'s wall time per step {_went(lo['wall ms/step'], hi['wall ms/step'])} "
-            f"from {lengths[0]} to {at} tokens, its GPU work per step "
-            f"{_went(lo['GPU ms/step'], hi['GPU ms/step'])} and its idle time per step "
-            f"{_went(lo['GPU idle ms/step'], hi['GPU idle ms/step'])}")
-    if rose:
-        line += (": the host's time per step grew with the cache. A possible cause, not "
-                 "measured here: every step reallocates each layer's cache tensors one position "
-                 "larger (notebook 03 counts the allocator's trips to the driver).")
+    rose = all(b > a for a, b in zip(walls, walls[1:]))
+    fell = all(b < a for a, b in zip(walls, walls[1:]))
+    beyond = (hi["fastest ms/step"] > lo["slowest ms/step"] if rose else
+              hi["slowest ms/step"] < lo["fastest ms/step"] if fell else False)
+    if (rose or fell) and beyond:
+        line += (f": it {'grew' if rose else 'shrank'} with the length, by more than the spread of "
+                 f"the runs (every run at {at} tokens {'slower' if rose else 'faster'} per step than "
+                 f"every run at {lengths[0]}).")
+    elif both_slower:
+        a, b = both_slower[0]
+        line += (f". Both loops ran slower per step at {a} tokens than at {b}: the host's speed "
+                 "drifted between lengths (each length runs in its own rounds), and whether the "
+                 "step grows with the cache can't be read here.")
     else:
-        line += "."
+        line += (". It did not move the same way at every length by more than the spread of the "
+                 "runs: whether the step grows with the cache can't be read here.")
     return lines + [line]
 
 

@@ -46,10 +46,12 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
             f"({mean:g} positions on average; {last} at the last step, {kv_last / 1e6:.0f} MB)")
 
 
-def resolution(ratio, judge: bool) -> str:
+def resolution(ratio, judge: bool, by_round=None) -> str:
     """What an A/A comparison's interval says about this run, in B's time against A's: the
     rounds are consistent with B taking from 1 - 1/high less to 1/low - 1 more time than A (not
-    symmetric: e.g. 25% less to 8% more). Empty without an interval."""
+    symmetric: e.g. 25% less to 8% more), so a smaller difference could not show in this many
+    rounds; with ``by_round`` (``rounds``), led by how far the identical loop's runs spread (the
+    twelfth review: 197-512 ms went unsaid). Empty without an interval."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
             or not math.isfinite(ratio.high):
         return ""
@@ -58,9 +60,15 @@ def resolution(ratio, judge: bool) -> str:
                 "run in twenty, or more often when the host's speed drifts during the rounds; "
                 "every later verdict of this run carries that risk, which is why the course "
                 "compares runs (docs/runs.md)")
-    return (f"these {ratio.n} rounds are consistent with B taking anywhere from "
-            f"{100 * (1 - 1 / ratio.high):.0f}% less to {100 * (1 / ratio.low - 1):.0f}% more "
-            "time than A")
+    spread = ""
+    if by_round is not None and len(by_round):
+        runs = by_round[["A ms", "B ms"]].to_numpy().ravel()
+        spread = (f"the same loop's runs took {runs.min():.0f} to {runs.max():.0f} ms "
+                  f"({runs.max() / runs.min():.1f}x apart), and ")
+    less, more = 100 * (1 - 1 / ratio.high), 100 * (1 / ratio.low - 1)
+    return (f"{spread}these {ratio.n} rounds are consistent with B taking anywhere from "
+            f"{less:.0f}% less to {more:.0f}% more time than A: a difference smaller than about "
+            f"{max(less, more):.0f}% could not show in {ratio.n} rounds on this machine")
 
 
 def with_estimate(said: str, ratio) -> str:
@@ -80,15 +88,17 @@ def _tokens(lengths) -> str:
 
 def terms(table) -> str:
     """Notebook 01: the fit in plain words. The median total times are fitted as a·N + b·N²
-    (``growth.fit``), so the average step costs a + b·N: b is what each token of length adds, a
-    that line's value at N = 0, the fit's intercept. Host and GPU work overlap, so a is no fixed
-    cost a step pays apart (the twelfth review). The N² share's table, not this line, says which
-    term is the larger where."""
+    (``growth.fit``), so the average step costs a + b·N: b what each token of length adds to it,
+    a that line's value at N = 0 (an intercept: host and GPU work overlap, so no cost a step
+    pays apart). The N² term passes half the time where b·N passes a, at N = a/b (the twelfth
+    review: the lesson leaned on that length without printing it)."""
     f = growth.fit(table)
-    return (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms and "
-            f"b = {f['b_us']:.1f} µs: the average step costs a + b·N, where b is what each token "
-            "of length adds and a is that line's value at N = 0, the fit's intercept, not a fixed "
-            "cost any step pays apart (host and GPU work overlap).")
+    text = (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms and "
+            f"b = {f['b_us']:.1f} µs: the average step costs a + b·N")
+    if f["a_ms"] > 0 and round(f["b_us"], 1) > 0:  # b as printed: no crossover from rounding noise
+        return text + (f", so the b·N² work passes half the time at N = a/b ≈ "
+                       f"{1e3 * f['a_ms'] / f['b_us']:.0f} tokens.")
+    return text + ", with no length where the b·N² work passes half the time."
 
 
 QUADRUPLE = (3.5, 4.5)  # "about 4x per doubling": claims.QUADRUPLE_RANGE, which notebook 08 judges
@@ -97,8 +107,8 @@ QUADRUPLE = (3.5, 4.5)  # "about 4x per doubling": claims.QUADRUPLE_RANGE, which
 def doubling(table) -> str:
     """Notebook 01: the article's claim that doubling the length roughly quadruples the runtime,
     answered with the factor per doubling that notebook 08 judges (2**k, k the growth exponent of
-    the median total times), e.g. "Per doubling of the length the run's time grew 2.68x (time ∝
-    N^1.42), short of the 4x of pure N² growth: the a·N part only doubles." """
+    the median total times), and, where a length and its double were both measured, the measured
+    factor (the twelfth review: 2.75x came from the fit, the measured 100 -> 200 was 2.66x)."""
     k = growth.fit(table)["exponent"]
     if not math.isfinite(k):
         return ""
@@ -106,7 +116,14 @@ def doubling(table) -> str:
     low, high = QUADRUPLE
     said = ("short of the 4x of pure N² growth: the a·N part only doubles" if x < low else
             "about the 4x of pure N² growth" if x <= high else "more than the 4x of pure N² growth")
-    return f"Per doubling of the length the run's time grew {x:.2f}x (time ∝ N^{k:.2f}), {said}."
+    text = f"Per doubling of the length the fit gives {x:.2f}x (time ∝ N^{k:.2f}), {said}"
+    ok = table[table["status"] == harness.OK]
+    median = dict(zip(ok["seq_len"].astype(int), ok["median_s"].astype(float)))
+    pairs = [(n, 2 * n) for n in sorted(median) if 2 * n in median]
+    if pairs:
+        n, m = pairs[0]
+        text += f"; measured from {n} to {m} tokens: {median[m] / median[n]:.2f}x"
+    return text + "."
 
 
 def against_setup(table, setup=None) -> str:
@@ -163,9 +180,50 @@ def card_reading(table, total_bytes) -> str:
             ": each step's logits are one position longer than the last, so no cached block fits "
             "them and the reserve keeps growing (notebook 03's subject).")
     if retries:
-        shortest = ok.iloc[0].get("alloc_retries", 0) or 0
-        later = not (shortest == shortest and shortest > 0)  # none at the shortest length
         text += (f" It had to free its cache and retry, {retries} times over the timed runs: time "
                  "added to those runs" + (", which the fit reads as growth with the length, so it "
-                 "raises b and the N² shares." if later else "."))
+                 "raises b and the N² shares." if _retries_only_later(table) else "."))
     return text
+
+
+def _retries_only_later(table) -> bool:
+    """Whether the allocator retried at some longer length but not at the shortest: time the fit
+    reads as growth with the length."""
+    if "alloc_retries" not in table:
+        return False
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    tries = ok["alloc_retries"].fillna(0).astype(float)
+    return len(tries) > 1 and tries.iloc[0] == 0 and tries.iloc[1:].max() > 0
+
+
+def fit_against_medians(table) -> str:
+    """Notebook 01: the fitted step a + b·N against the measured median step at each length (the
+    twelfth review: "within every min-max bar" could hardly fail; this is the evidence)."""
+    f = growth.fit(table)
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    n = ok["seq_len"].astype(float)
+    fitted = " / ".join(f"{f['a_ms'] + f['b_us'] * 1e-3 * x:.2f}" for x in n)
+    measured = " / ".join(f"{1e3 * t / x:.2f}" for t, x in zip(ok["median_s"], n))
+    return (f"The fitted step a + b·N at {_tokens(n)}: {fitted} ms; the measured median step: "
+            f"{measured} ms.")
+
+
+def takeaway(table, shares) -> str:
+    """Notebook 01's one line: the N² share at the longest length with the range the rounds
+    allow (``growth.quadratic_shares``), said plainly when that range holds 50%, and the
+    allocator's retries named where they inflate it (the twelfth review: "61%" was printed
+    without its 31-77% or the retries)."""
+    last = shares.iloc[-1]
+    text = (f"In one line: at {last['new tokens']} tokens the work on the whole sequence (b·N²) is "
+            f"{last['N² share %']}% of the naive loop's time by the fit")
+    try:
+        low, high = (float(v) for v in str(last["interval %"]).split("\u2013"))
+    except ValueError:
+        low = high = float("nan")
+    if low == low:
+        where = ("so these rounds cannot tell whether it is more or less than half" if low < 50 < high
+                 else "more than half" if low >= 50 else "less than half")
+        text += f" ({low:.0f}–{high:.0f}%: {where})"
+    if _retries_only_later(table):
+        text += ", a share the allocator's retries at the longer lengths inflate"
+    return text + "."

@@ -97,6 +97,7 @@ def summary(table) -> pd.DataFrame:
     wide.columns.name = None
     wide["check_cost_us"] = 1e3 * (wide["sync"] - wide["no_check"])
     measurable = [check_measurable(ok, r, b) for r, b in zip(wide["regime"], wide["batch_size"])]
+    wide["check_resolved"] = measurable
     for name in ("interleaved", "event"):
         if name not in wide:
             wide[name] = float("nan")
@@ -128,16 +129,18 @@ UNITS = {"regime": "step", "batch_size": "batch", "sync": "sync, ms/step",
 
 def view(summary_frame) -> pd.DataFrame:
     """``summary`` for display: every column named with its unit, the step in words; a loop not
-    timed reads "not timed" in its time and win-back columns, a share with no cost to share
-    out "\u2014"."""
+    timed reads "not timed" in its time and win-back columns; a cost the rounds do not resolve (no
+    check not told apart as faster) and a share of it read "\u2014"."""
     out = summary_frame[[c for c in UNITS if c in summary_frame]]
     whole = lambda v: "\u2014" if math.isnan(v) else f"{v:.0f}"  # noqa: E731
     timed = lambda v: "not timed" if math.isnan(v) else f"{v:.3f}"  # noqa: E731
     share = lambda loop: [  # noqa: E731
         "not timed" if math.isnan(ms) else whole(v)
         for ms, v in zip(out[loop], out[f"{loop}_recovered_pct"])]
+    resolved = summary_frame.get("check_resolved", pd.Series(True, index=out.index)).astype(bool)
     out = out.assign(regime=out["regime"].map(REGIME_LABELS), **{
-        col: out[col].map(whole) for col in ("check_cost_us",) if col in out}, **{
+        col: [whole(v) if known else "\u2014" for v, known in zip(out[col], resolved)]
+        for col in ("check_cost_us",) if col in out}, **{
         f"{loop}_recovered_pct": share(loop) for loop in ("interleaved", "event")
         if {loop, f"{loop}_recovered_pct"} <= set(out)}, **{
         col: out[col].map(timed) for col in ("interleaved", "event") if col in out})
@@ -227,47 +230,49 @@ def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> s
             + f". The claim: {said}.")
 
 
+CALLED = {"interleaved": "two streams", "event": "one stream and an event"}  # in sentences
+
+
+def _late_verdicts(part, judge=True):
+    """Each late loop's verdict against the per-step sync at one point (``stats.plain``, from
+    the rounds) and whether it is told apart as faster; the resolved loops first."""
+    ms = part.set_index("method")["ms_per_step"]
+    out = {}
+    for name in ("interleaved", "event"):
+        ratio = stats.row_speedup(part, name, "sync")
+        out[name] = (stats.plain(ratio, judge, medians=ms["sync"] / ms[name]),
+                     judge and stats.verdict(ratio) == stats.FASTER)
+    return dict(sorted(out.items(), key=lambda kv: not kv[1][1]))
+
+
 def answer_line(row, part, judge=True) -> str:
     """The lesson's answer ("In one line") at one point of the CUDA-graph step: each late loop's
-    verdict against the per-step sync (from the rounds) and the share of the check's cost it
-    wins back (from the medians)."""
-    ms = part.set_index("method")["ms_per_step"]
-    said = {name: stats.plain(stats.row_speedup(part, name, "sync"), judge,
-                              medians=ms["sync"] / ms[name])
-            for name in ("interleaved", "event")}
+    verdict against the per-step sync (from the rounds), the loops told apart first, and the
+    share of the check's cost won back (from the medians) only where told apart."""
+    parts = [f"{CALLED[name]}, {said}" + (f", and it {recovered_line(row, name, judge, cost=True)}"
+                                          if known else "")
+             for name, (said, known) in _late_verdicts(part, judge).items()]
     return (f"In one line: with the CUDA-graph step at batch {int(row['batch_size'])}, reading the "
-            f"stop flag one step late with two streams: {said['interleaved']} against the "
-            f"per-step sync; it {recovered_line(row, 'interleaved', judge, cost=True)}. With one "
-            f"stream and an event: {said['event']}; it {recovered_line(row, 'event', judge)}.")
-
-
-def eager_cost_line(table, batch_size, judge=True) -> str:
-    """The check's cost with the eager step at ``batch_size``: no check against the per-step
-    sync from the rounds (``stats.say``), read as below what this run resolves where they are
-    not told apart or the checking loop ran faster (a check cannot save time). Empty on a smoke
-    run or without the eager rows."""
-    part = table[(table["regime"] == "eager") & (table["batch_size"] == batch_size)]
-    if not judge or not {"sync", "no_check"} <= set(part["method"]):
-        return ""
-    said = stats.say(part, "no_check", "sync", judge)
-    word = stats.verdict(stats.row_speedup(part, "no_check", "sync"))
-    late_timed = bool({"interleaved", "event"} & set(part["method"]))
-    return (f"With the eager step, no check against the per-step sync: {said}; " +
-            ("the check costs time eagerly too, and a late read could win back at most that."
-             if word == stats.FASTER and late_timed else
-             "the check costs time eagerly too; the late loops were not timed eagerly, so "
-             "whether a late read wins it back there is not measured." if word == stats.FASTER
-             else "no cost this run resolves, so nothing measurable for a late read to win back."))
+            "stop flag one step late against the per-step sync: " + "; ".join(parts) + ".")
 
 
 def summary_line(row, table, judge=True) -> str:
-    """The lesson in one line at one point of the CUDA-graph step (a ``summary`` row): the event
-    loop's ms per step against the per-step sync's and the share of the check's cost it wins
-    back, then whether the late read needs a second stream (``stream_event_line``)."""
-    return (f"This run: with the CUDA-graph step at batch {int(row['batch_size'])}, one stream "
-            f"and an event ran {row['event']:.3f} ms per step against the per-step sync's "
-            f"{row['sync']:.3f} ms: it {recovered_line(row, 'event', judge)}. "
-            + stream_event_line(table, judge))
+    """The lesson in one line at one point of the CUDA-graph step (a ``summary`` row): what the
+    rounds resolved first (each late loop told apart as faster: its ms per step against the
+    per-step sync's and the share won back), then the loops they could not tell apart from the
+    per-step sync, then ``stream_event_line``."""
+    part = table[(table["regime"] == row.name if isinstance(row.name, str) else True)
+                 & (table["batch_size"] == row["batch_size"])]
+    verdicts = _late_verdicts(part, judge)
+    done = [f"{CALLED[n]} ran {row[n]:.3f} ms per step against the per-step sync's "
+            f"{row['sync']:.3f} ms, and it {recovered_line(row, n, judge)}"
+            for n, (_, known) in verdicts.items() if known]
+    open_ = [CALLED[n] for n, (_, known) in verdicts.items() if not known]
+    text = f"This run: with the CUDA-graph step at batch {int(row['batch_size'])}, "
+    text += claims._and(done) if done else "no late loop was told apart from the per-step sync"
+    if done and open_:
+        text += "; " + claims._and(open_) + ": can't tell apart from the per-step sync on this machine"
+    return text + ". " + stream_event_line(table, judge)
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
@@ -290,8 +295,8 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
     if not words:
         return f"The late read: {how} (not timed against each other here)."
     kinds = {w for w, _ in words.values()}
-    head = (f"The late read needs no second stream: {how}" if stats.SLOWER not in kinds else
-            f"The late read: {how}")
+    head = (f"The late read needs no second stream: {how}"
+            if stats.FASTER in kinds and stats.SLOWER not in kinds else f"The late read: {how}")
 
     def at(kind):
         return [b for b, (w, _) in words.items() if w == kind]
@@ -351,7 +356,7 @@ def profile_line(gaps, timed_us=None) -> str:
         text += (" A late read leaves " + claims._and(
             [f"{100 * gap[n] / gap['sync']:.0f}% ({LOOP_LABELS[n]})" for n in kept])
             + " of the per-step sync's gap.")
-    called = {"interleaved": "two streams", "event": "one stream and an event"}
+    called = CALLED
     for n in late:
         if gap[n] > gap["sync"]:
             why = ("" if timed_us is None or "cpu_us" not in gaps else

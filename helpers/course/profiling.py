@@ -399,7 +399,8 @@ def check_cost(step_budget: pd.DataFrame, unclear=(), check: str = "check every 
     """Notebook 06's per-step view of ``budget.per_step`` rows named "<regime>, <loop>": wall
     clock, the GPU's work and its idle time per step, and on each checking row what the check
     adds per step against the same regime without it (ms); "can't tell" instead of a signed
-    number for the regimes in ``unclear`` (rounds that did not tell the two loops apart)."""
+    number for the regimes in ``unclear`` (rounds that did not tell the two loops apart); "\u2014"
+    on the rows without the check."""
     data = step_budget.set_index("method")
     out = pd.DataFrame({"wall ms": data["wall_ms"], "GPU busy ms": data["gpu_ms"],
                         "GPU idle ms": data["idle_ms"]})
@@ -411,7 +412,7 @@ def check_cost(step_budget: pd.DataFrame, unclear=(), check: str = "check every 
     out["the check adds ms"] = pd.Series(cost, dtype=float)
     out = out.round(3)
     hidden = [m for m in cost if m.rpartition(", ")[0] in set(unclear)]
-    if hidden:
-        out["the check adds ms"] = out["the check adds ms"].astype(object)
-        out.loc[hidden, "the check adds ms"] = "can't tell"
+    out["the check adds ms"] = out["the check adds ms"].astype(object)
+    out.loc[hidden, "the check adds ms"] = "can't tell"
+    out.loc[[m for m in out.index if m not in cost], "the check adds ms"] = "\u2014"  # no check
     return out

@@ -165,8 +165,7 @@ def add_columns(frame, floor_ms) -> pd.DataFrame:
 COLUMNS = {"notebook": "lesson", "method": "method", "seq_len": "tokens",
            "per_step_s": "ms per step", "speedup_vs_naive": "× naive (medians)",
            "floor_ratio": "÷ floor", "speedup_vs_generate": "× generate() (medians)",
-           "speedup_vs_generate_static": "× generate() static (medians)",
-           "first_call_s": "first call s"}
+           "speedup_vs_generate_static": "× generate() static (medians)"}  # first_call_s: saved only
 
 
 def view(table) -> pd.DataFrame:
