@@ -149,7 +149,7 @@ def test_04_every_comparison_is_read_with_one_rule():
         _, word, text = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)
         ratio = stats.row_speedup(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)
         x = ratio.estimate if word == stats.FASTER else 1 / ratio.estimate
-        words.append((text if n == max(P.seq_lens) else "can't be told apart"
+        words.append((text if n == max(P.seq_lens) else "can't tell apart"
                       if word == stats.NOISE else f"{x:.2f}x {word}") + f" at {n} tokens")
     wall = steps.set_index("method")["wall_ms"]
     times = (f"at 200 tokens a step took {wall[lesson.STATIC]:.2f} ms with the static cache and "

@@ -151,7 +151,7 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
 
 ARTICLE = {100: stats.SLOWER, 200: stats.FASTER, 400: stats.FASTER}  # the article's static
 # cache against the dynamic one, in the verdict's words
-WORDS = {stats.FASTER: "faster", stats.SLOWER: "slower", stats.NOISE: "can't be told apart"}
+WORDS = {stats.FASTER: "faster", stats.SLOWER: "slower", stats.NOISE: "can't tell apart"}
 
 
 def eager_verdict(table, seq_len, judge: bool) -> str:
@@ -281,7 +281,7 @@ def growth_copy_line(table, model, seq_len) -> str:
 
 def _ratio_words(ratio) -> str:
     """A verdict as the summary names it at a shorter length: "1.17x slower", "1.16x faster"
-    (the estimate of the rounds, as the verdict line prints it) or "can't be told apart"."""
+    (the estimate of the rounds, as the verdict line prints it) or "can't tell apart"."""
     word = stats.verdict(ratio)
     if word == stats.NOISE:
         return WORDS[word]
