@@ -28,7 +28,8 @@ def _box(ax, x, y, w, h, color, text="", size=9, text_color="white"):
 def allocator():
     """Segments and blocks of the caching allocator, drawn to scale in MiB: a 20 MiB segment with
     no free room for a slightly larger tensor (a little fragmentation), and the source of notebook
-    03's stairs, tensors over 10 MiB that outgrow their own segments, which stay cached."""
+    03's stairs, tensors over 10 MiB that outgrow their own segments, which stay cached; under
+    expandable segments a new, larger tensor goes to the segment's end and leaves a hole."""
     fig, ax = plt.subplots(figsize=(12, 5.2))
     note = dict(fontsize=9, va="center")
     rows = [
@@ -45,8 +46,10 @@ def allocator():
          "the stairs: a tensor past 12 MiB gets a new\n14 MiB segment; the old one stays cached and\n"
          "no later, larger tensor fits it"),
         ("expandable_segments:True: one segment\nthat grows by mapping more pages",
-         [(0, 24, [(6, USED, "6"), (7, USED, "7"), (8, USED, "8 (grows in place)"), (3, EMPTY, "")])],
-         "the next, larger tensor extends the segment"),
+         [(0, 30, [(6, USED, "6"), (7, USED, "7"), (8, FREE, "old 8: freed hole"),
+                   (8.5, USED, "new 8.5"), (0.5, EMPTY, "")])],
+         "a new, larger tensor is placed at the segment's\nend (more pages mapped); the old tensor's\n"
+         "range becomes a free hole, still mapped"),
     ]
     for r, (label, segments, text) in enumerate(rows):
         y = 3 - r
@@ -62,12 +65,12 @@ def allocator():
     handles = [Rectangle((0, 0), 1, 1, facecolor=c, edgecolor=EDGE) for c in (USED, FREE, EMPTY)]
     ax.legend(handles, ["allocated block", "free block (cached)", "not yet carved"],
               loc="upper center", fontsize=9, frameon=False, bbox_to_anchor=(0.5, -0.12), ncol=3)
-    ax.set(xlim=(-0.2, 40), ylim=(-0.3, 3.9), xlabel="MiB (to scale)")
-    ax.set_xticks(range(0, 30, 5))
+    ax.set(xlim=(-0.2, 42), ylim=(-0.3, 3.9), xlabel="MiB (to scale)")
+    ax.set_xticks(range(0, 35, 5))
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    ax.spines["bottom"].set_bounds(0, 27)
+    ax.spines["bottom"].set_bounds(0, 30)
     ax.set_title("PyTorch's CUDA caching allocator: segments reserved from the GPU, blocks handed to tensors",
                  fontsize=11)
     return fig

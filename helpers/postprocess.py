@@ -17,7 +17,7 @@ import time
 from matplotlib.ticker import LogLocator
 import torch
 
-from .course import budget, claims, harness, plotting, stats
+from .course import budget, harness, plotting, stats
 
 
 def postprocess_per_row(prompt_ids, prompt_mask, completion_ids, completion_mask):
@@ -173,15 +173,9 @@ def contention_line(table, syncs=None, matmul_s=None) -> str:
         faster = ratios[ratios < 1].index
         head = (f"{'Under this side load, ' if first else ''}{what} takes {low:.1f}x to {high:.1f}x "
                 f"its time alone, below 1 (faster) at {len(faster)} of {len(ratios)} points")
-        # its contended times move by more than the load's effect on them: read only what
-        # stands clear of that spread
-        wide = speedups(table).set_index(["condition", "batch_size", "seq_len"])["speedup"]
-        gain = (wide.loc["contended"] / wide.loc["alone"]).dropna()
-        span = max(high, 1) / low  # a load can slow a method, not speed it: 1 is the floor
-        clear = int((gain > span).sum())
-        return (f"{head}: its times under load move by up to {span:.1f}x, more than any effect "
-                f"of the load on it that could be read here, so only contended speedups more than "
-                f"{span:.1f}x the speedup alone are read (here {clear} of {len(gain)} points)")
+        # faster under a load that can only slow it: its contended times move more than any
+        # effect of the load, so none is read
+        return f"{head}: its times under load are not consistent, so no effect of the load on it is read"
 
     text = f"{moved('per row', 'the per-row loop', True)}; {moved('on host', 'the host copy', False)}"
     if syncs is not None and len(syncs):
@@ -252,7 +246,7 @@ def inconsistent(table, batch_size, seq_len) -> bool:
 
 def _unexplained(wide, batch_size, seq_len=None, condition="contended") -> bool:
     """Whether the per-row loop's median at ``batch_size`` under load fell from the shortest
-    completions to the longest (``contended_length_line``: its contended times move more than the length's effect);
+    completions to the longest (its contended times move more than the length's effect);
     with ``seq_len``, only where that length is one of the two."""
     part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
     if part["seq_len"].nunique() < 2:
@@ -260,65 +254,6 @@ def _unexplained(wide, batch_size, seq_len=None, condition="contended") -> bool:
     short, long = part.loc[part["seq_len"].idxmin()], part.loc[part["seq_len"].idxmax()]
     return bool(long["per row"] < short["per row"]) and (
         seq_len is None or seq_len in (short["seq_len"], long["seq_len"]))
-
-
-def contended_length_line(wide, batch_size, condition="contended", table=None) -> str:
-    """Why the host copy's speedup under contention changes with the completion length at one
-    batch size: each method's median time at the shortest and the longest length, and, where
-    the speedup fell because the host copy grew more than the per-row loop, that reading (one
-    transfer's list building grows with the length; the per-row loop's waits, a fixed number
-    per row, do not). With ``table`` (the long table, with its runs): where the two speedups
-    cannot be told apart, that alone, and no trend read into them. Empty without two lengths in
-    that condition."""
-    part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
-    if part["seq_len"].nunique() < 2:
-        return ""
-    short, long = part.loc[part["seq_len"].idxmin()], part.loc[part["seq_len"].idxmax()]
-    if table is not None and "trials_wall_ms" in table:
-        pairs = [tuple(stats.method_trials(table, m, condition=condition, batch_size=batch_size,
-                                           seq_len=int(point["seq_len"]))
-                       for m in ("on host", "per row")) for point in (short, long)]
-        if all(all(p) for p in pairs):
-            growth = stats.speedup_growth(*pairs)
-            if growth.n >= stats.MIN_TRIALS and stats.verdict(growth) == stats.NOISE:
-                return (f"Under this side load at batch {int(batch_size)}, the host copy's speedup at "
-                        f"completions of {int(long['seq_len'])} against {int(short['seq_len'])} "
-                        f"({long['speedup']:.2f}x against {short['speedup']:.2f}x, ratios of the "
-                        f"medians): {claims.plain(growth)}; the runs show no change with the "
-                        "length.")
-    host, rows = long["on host"] / short["on host"], long["per row"] / short["per row"]
-    text = (f"Under this side load at batch {int(batch_size)}, the speedup is {short['speedup']:.2f}x "
-            f"at completions of {int(short['seq_len'])} and {long['speedup']:.2f}x at "
-            f"{int(long['seq_len'])}: the host copy went from {1e3 * short['on host']:.2f} to "
-            f"{1e3 * long['on host']:.2f} ms ({host:.2f}x), the per-row loop from "
-            f"{1e3 * short['per row']:.2f} to {1e3 * long['per row']:.2f} ms ({rows:.2f}x)")
-    if _unexplained(wide, batch_size, condition=condition):  # faster with more tokens to copy
-        alone = wide[(wide["condition"] == "alone") & (wide["batch_size"] == batch_size)
-                     ].set_index("seq_len")["per row"]
-        effect = (f" (alone, the length moved it {alone[long['seq_len']] / alone[short['seq_len']]:.2f}x)"
-                  if {short["seq_len"], long["seq_len"]} <= set(alone.index) else "")
-        text += (f"; the per-row loop's contended times move by more than the length's effect "
-                 f"on them{effect}, so no length trend is read under load, and the summary keeps "
-                 "the times alone here")
-    elif long["speedup"] < short["speedup"] and host > rows:
-        alone = wide[(wide["condition"] == "alone") & (wide["batch_size"] == batch_size)
-                     ].set_index("seq_len")["on host"]
-        if condition != "alone" and {short["seq_len"], long["seq_len"]} <= set(alone.index):
-            # like with like: the host copy's growth over the same lengths timed alone
-            grew = alone[long["seq_len"]] / alone[short["seq_len"]]
-            text += (f". Timed alone, the host copy's time grew {grew:.2f}x over the same "
-                     "lengths (its list building)" + (
-                         ", about as much as under load" if abs(grew / host - 1) < 0.1 else
-                         f": the rest of its {host:.2f}x under load came with the load, not the "
-                         "length" if grew < host else
-                         f", more than under load ({host:.2f}x): the load slowed it less at the "
-                         "longer completions"))
-        else:  # the per-row loop's waits are a fixed number per row: named where it hardly grew
-            text += (f": the host copy's time grew more ({host:.2f}x against {rows:.2f}x), its "
-                     "list building growing with the length" + (
-                         ", while the per-row loop's waits (a fixed number per row) hardly grew"
-                         if rows < 1.1 else ""))
-    return text + "."
 
 
 def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
@@ -396,9 +331,9 @@ def call_sentence(frame, syncs_per_row=float("nan")) -> str:
     text = (f"The per-row loop takes {slow['wall_ms']:.2f} ms per batch: the GPU works "
             f"{slow['gpu_ms']:.2f} ms of it")
     if rest > 0:
-        text += (f", building the lists takes about {build:.2f} ms (the host copy's call less its "
-                 f"copies), and the other {rest:.2f} ms is Python issuing tiny kernels and waiting"
-                 f"{syncs}")
+        text += (f", building the lists takes roughly {build:.2f} ms (by subtraction: the host copy's "
+                 f"call less its copies, if the per-row loop builds them as fast), and the other "
+                 f"{rest:.2f} ms is Python issuing tiny kernels and waiting{syncs}")
     else:
         text += f"; the host copy's list building alone takes {build:.2f} ms"
     return (text + f". The host copy takes {fast['wall_ms']:.2f} ms, {fast['gpu_ms']:.2f} ms of "
@@ -442,10 +377,10 @@ def plot(table, batch_sizes, completion_lens):
                          color=length_color.get(length), linestyle=style.get(condition, ":"),
                          label=f"{condition}, length {length}")
     ax_time.set(xscale="log", yscale="log", xlabel="batch size (rows)", ylabel="ms per batch",
-                title=f"Post-processing time, completions of {longest}")
+                title=f"Post-processing time, completions of {longest} only")
     plotting.plain_log_ticks(ax_time, "y")  # 2, 5, 10, 20 ...: a label below 10 as well
     ax_time.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax_gain.axhline(1.0, color="gray", linewidth=1)
+    ax_gain.axhline(1.0, color="gray", linewidth=1, label="1: no speedup")
     ax_gain.set(xscale="log", xlabel="batch size (rows)", ylabel="per row / on host",
                 title="Speedup of the host copy")
     # long legend handles: solid (alone) and dashed (contended) tell apart around the marker

@@ -292,18 +292,27 @@ def test_profiler_host_cost_and_06_gap_line():
         "a profiled step's CPU time (2145 µs) exceeds the whole step timed without the profiler "
         "(1664 µs), so the profiler's own host cost is the likely cause")
     steps = pd.DataFrame({"method": ["CUDA graph, check every step", "CUDA graph, no check"],
-                          "wall_ms": [1.664, 1.284]})
-    gaps = pd.DataFrame({"gap_before_us": [730.4, 1.2], "cpu_us": [2145.0, 1327.0]},
+                          "wall_ms": [1.890, 1.287]})  # the 02:46 run: a cost of 603 µs
+    gaps = pd.DataFrame({"gap_before_us": [838.4, 196.6], "cpu_us": [2179.2, 1479.8]},
                         index=[eos_sync.CHECK, eos_sync.FREE])
-    head = ("With the check the profiled GPU idles 730 µs before each step; the timed rounds put "
-            "the check's cost at 380 µs per step")
+    head = ("Under the profiler the GPU idles 838 µs before each step with the check and 197 µs "
+            "without, so the check adds 642 µs of idle against its timed cost of 603 µs per step")
+    # like with like: 642 against 603, within a fifth: no profiler overhead named
     assert eos_sync.gap_line(gaps, steps) == (
-        f"{head}. The gap is 350 µs the larger, and a profiled step ran 481 µs longer than a timed "
-        "one (2145 against 1664 µs): the profiler's own host time is the likely cause.")
-    gaps.loc[eos_sync.CHECK, "cpu_us"] = 1700.0  # 36 µs longer: not enough to explain 350
-    assert eos_sync.gap_line(gaps, steps) == f"{head}. The gap is the larger; this lesson does not measure why."
-    gaps.loc[eos_sync.CHECK, "gap_before_us"] = 300.0
-    assert eos_sync.gap_line(gaps, steps).endswith("the check's cost at 380 µs per step.")
+        f"{head}, within a fifth of each other: the check's cost is the idle gap it opens.")
+    gaps.loc[eos_sync.CHECK, "gap_before_us"] = 1096.6  # adds 900: 297 µs the larger
+    line = eos_sync.gap_line(gaps, steps)
+    assert line.endswith(": the profiled idle is 297 µs the larger, and this lesson does not "
+                         "measure why.")  # 289 µs of extra host time cannot cover 297
+    gaps.loc[eos_sync.CHECK, "cpu_us"] = 2300.0  # 410 µs longer: enough to cover it
+    assert eos_sync.gap_line(gaps, steps).endswith(
+        "a profiled step ran 410 µs longer than a timed one (2300 against 1890 µs): the "
+        "profiler's own host time may account for it.")
+    gaps.loc[eos_sync.CHECK, "gap_before_us"] = 496.6  # adds 300: the timed cost the larger
+    assert eos_sync.gap_line(gaps, steps).endswith(
+        ": the timed cost is 303 µs the larger, and this lesson does not measure why.")
+    flat = steps.assign(wall_ms=[1.287, 1.287])
+    assert eos_sync.gap_line(gaps, flat).endswith("the timed rounds show no cost per step.")
 
 
 def test_step_ranges_and_profile_steps_on_cpu(tiny_batch6):

@@ -176,8 +176,7 @@ def driver_line(runs: dict, steps: int) -> str:
     return ("Trips to the CUDA driver in that run, for the same "
             f"{int(calls['tensor allocations'].max())} tensor allocations: " + "; ".join(parts)
             + ". The allocator goes to the driver only when its reserved memory must grow; each "
-            "trip is a call the host makes (cudaMalloc, or mapping pages), whose time this lesson "
-            "does not measure.")
+            "trip is a call the host makes (cudaMalloc, or mapping pages).")
 
 
 def gap_line(history, conf: str) -> str:
@@ -266,16 +265,18 @@ def plot_gpu_work(ax, steps: pd.DataFrame, title: str):
 
 def plot_timeline(ax_abs, ax_gap, frame):
     """Reserved (solid) and allocated (dashed) memory over the steps of one run (left) and
-    their gap, memory reserved but unused (right), one colour a setting; one legend, on the
-    right, names the settings."""
+    their gap, memory reserved but unused (right), one colour a setting; each panel has its
+    legend."""
     for i, (conf, part) in enumerate(frame.groupby("setting", sort=False)):
         color = plotting.PALETTE[i]
-        ax_abs.plot(part["step"], part["reserved"] / MIB, color=color)
-        ax_abs.plot(part["step"], part["allocated"] / MIB, color=color, ls="--")
+        ax_abs.plot(part["step"], part["reserved"] / MIB, color=color, label=f"{conf}: reserved")
+        ax_abs.plot(part["step"], part["allocated"] / MIB, color=color, ls="--",
+                    label=f"{conf}: allocated")
         ax_gap.plot(part["step"], (part["reserved"] - part["allocated"]) / MIB, color=color,
                     label=conf)
     ax_abs.set(xlabel="decode step", ylabel="MiB",
                title="Reserved (solid) and allocated (dashed)")
     ax_gap.set(xlabel="decode step", ylabel="MiB",
                title="Reserved but unused\n(reserved − allocated at step start)")
+    ax_abs.legend(fontsize=8, loc="upper left")
     ax_gap.legend(fontsize=8, loc="upper left")

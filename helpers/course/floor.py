@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from . import harness, report
+from . import harness, report, stats
 from ..model import parameter_bytes
 
 
@@ -89,19 +89,33 @@ def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
 EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H100 run)
 
 
-def launch_steps_note(steps: int, new_tokens: int) -> str:
-    """Notebook 10's reason beside its "more steps per launch" line: ``GraphDecoder`` replays
-    ceil((new_tokens - 1) / steps) launches of ``steps`` steps, so a run that goes to
-    ``new_tokens`` runs more steps than the new_tokens - 1 that 1 per launch runs where ``steps``
-    does not divide them. Empty where it does."""
-    needed = new_tokens - 1
-    launches = math.ceil(needed / steps)
-    extra = launches * steps - needed
-    if steps <= 1 or needed <= 0 or extra <= 0:
+def medians_outside_line(table, pairs, judge: bool = True, **where) -> str:
+    """One sentence for the comparisons (``pairs``: (what, candidate, baseline)) whose ratio of
+    medians lies outside the interval their line prints (``stats.say``, the same direction and
+    decimals): why the two disagree and which one the verdict follows. Empty where none does, in
+    a smoke run, and with too few rounds for an interval."""
+    outside = []
+    for what, new, old in pairs:
+        cand, base = (stats.method_trials(table, m, **where) for m in (new, old))
+        ratio, medians = stats.speedup(cand, base, paired=len(cand) == len(base)), \
+            stats.medians_ratio(cand, base)
+        if not judge or ratio.n < stats.MIN_TRIALS or not all(
+                math.isfinite(x) and x > 0 for x in (ratio.low, ratio.high, medians)):
+            continue
+        word, low, high = stats.verdict(ratio), ratio.low, ratio.high
+        if word == stats.SLOWER:  # as the line prints it: inverted
+            low, high, medians = 1 / high, 1 / low, 1 / medians
+        digits = stats._digits(low, high, 3 if word == stats.NOISE and high - low < 0.02 else 2)
+        if not round(low, digits) <= round(medians, digits) <= round(high, digits):
+            outside.append(f"for '{what}' the medians' ratio, {medians:.{digits}f}x, lies outside "
+                           f"{low:.{digits}f}\u2013{high:.{digits}f}")
+    if not outside:
         return ""
-    return (f"; at {steps} per launch a run to {new_tokens} tokens replays ceil({needed}/{steps}) = "
-            f"{launches} launches, {launches * steps} steps where 1 per launch runs {needed} "
-            f"({extra / needed:.1%} more steps)")
+    text = "; ".join(outside)
+    return (text[0].upper() + text[1:] + ": the interval comes from each round's ratio of the "
+            "two loops, while the medians pool all runs, so the medians' extra difference came "
+            "from rounds in which both loops sped up or slowed down together (the host's speed "
+            "drifting), which a round's ratio cancels; the verdict follows the rounds.")
 
 
 def peer_idle_line(budget_frame, method: str) -> str:
@@ -159,28 +173,6 @@ def prompt_rung_line(saved_ms, eager, graph, new_tokens) -> str:
         return head
     return (head + f"; the other {saved_ms - (e - g):.3f} ms is not in the prompt's forward as timed "
             "alone, and both rungs run the same decode step, so it is no gain of the step")
-
-
-def prompt_idle_line(budget_frame, method: str, cost, new_tokens) -> str:
-    """How much of ``method``'s idle GPU time per step (``budget_frame``: ``budget.per_step``, as
-    printed) the prompt's forward accounts for: its wall clock less its GPU work (``cost``:
-    ``prefill_cost``), spread over ``new_tokens`` steps. Empty without GPU numbers."""
-    from . import budget  # here, not at the top: budget imports this module
-    data = budget_frame.set_index("method")
-    wall, gpu = cost
-    if method not in data.index or pd.isna(data.loc[method, "gpu_ms"]) or \
-            not (math.isfinite(wall) and math.isfinite(gpu) and new_tokens > 0):
-        return ""
-    idle = budget.printed_idle(data.loc[method])
-    prompt = max(wall - gpu, 0.0) / new_tokens
-    head = (f"The prompt's forward, run eagerly once per run, leaves the GPU idle {prompt:.3f} ms "
-            f"of each step (its {wall / new_tokens:.3f} ms less its GPU work)")
-    if idle <= 0:
-        return ""
-    if prompt >= idle:
-        return head + f": as much as all {idle:.2f} ms the GPU idles per step."
-    return (head + f": {prompt / idle:.0%} of the {idle:.2f} ms the GPU idles per step; the rest "
-            "falls between the graph's launches and kernels.")
 
 
 def show_reference(stem: str) -> None:

@@ -268,13 +268,9 @@ def _went(a: float, b: float) -> str:
 
 
 def host_lines(times, naive: str = "naive", cached: str = "KV cache") -> list:
-    """Notebook 02, read from ``step_times`` (labels as there). First, at the longest length:
-    how much of the GPU work the cache saved came back as GPU idle time (in the naive loop the
-    GPU's work hid much of the host's time). Then the cached loop's wall time per step at every
-    length, said to grow (or fall) only where it moved the same way from every length to the
-    next and every run at the longest length lies beyond every run at the shortest; where both
-    loops were slower per step at a length than at the next, the host's speed drifted between
-    lengths. Empty without both loops at one length."""
+    """Notebook 02, read from ``step_times`` (labels as there), at the longest length: how much
+    of the GPU work the cache saved came back as GPU idle time (in the naive loop the GPU's work
+    hid much of the host's time). Empty without both loops at one length."""
     if times.empty or not {naive, cached} <= set(times["method"]):
         return []
     t = times.set_index(["method", "tokens"])
@@ -294,34 +290,47 @@ def host_lines(times, naive: str = "naive", cached: str = "KV cache") -> list:
     else:
         first = (f"Per step at {at} tokens the GPU's work {_went(n['GPU ms/step'], k['GPU ms/step'])} "
                  f"and its idle time {_went(n['GPU idle ms/step'], k['GPU idle ms/step'])}")
-    lines = [first + f"; the wall time {_went(n['wall ms/step'], k['wall ms/step'])}."]
-    if len(lengths) < 2:
-        return lines
-    walls = [t.loc[(cached, m), "wall ms/step"] for m in lengths]
-    listed = ", ".join(f"{w:.2f} ms at {m}" for w, m in zip(walls, lengths))
-    line = f"The {cached}'s wall time per step: {listed} tokens"
-    steps = list(zip(lengths, lengths[1:]))
-    both_slower = [(a, b) for a, b in steps
-                   if all(t.loc[(m, a), "wall ms/step"] > t.loc[(m, b), "wall ms/step"]
-                          for m in (naive, cached))]
-    lo, hi = t.loc[(cached, lengths[0])], k
-    rose = all(b > a for a, b in zip(walls, walls[1:]))
-    fell = all(b < a for a, b in zip(walls, walls[1:]))
-    beyond = (hi["fastest ms/step"] > lo["slowest ms/step"] if rose else
-              hi["slowest ms/step"] < lo["fastest ms/step"] if fell else False)
-    if (rose or fell) and beyond:
-        line += (f": it {'grew' if rose else 'shrank'} with the length, by more than the spread of "
-                 f"the runs (every run at {at} tokens {'slower' if rose else 'faster'} per step than "
-                 f"every run at {lengths[0]}).")
-    elif both_slower:
-        a, b = both_slower[0]
-        line += (f". Both loops ran slower per step at {a} tokens than at {b}: the host's speed "
-                 "drifted between lengths (each length runs in its own rounds), and whether the "
-                 "step grows with the cache can't be read here.")
-    else:
-        line += (". It did not move the same way at every length by more than the spread of the "
-                 "runs: whether the step grows with the cache can't be read here.")
-    return lines + [line]
+    return [first + f"; the wall time {_went(n['wall ms/step'], k['wall ms/step'])}."]
+
+
+def slow_runs(trials) -> int:
+    """How many runs (1 or 2) lie far above the others: the slowest k runs sit farther above the
+    next-slowest run than the whole range of the remaining runs (at least four of them). 0 where
+    no run does."""
+    t = sorted(float(x) for x in trials)
+    for k in (1, 2):
+        rest = t[:-k]
+        if len(rest) >= 4 and t[-k] - rest[-1] > rest[-1] - rest[0]:
+            return k
+    return 0
+
+
+def length_verdicts(table, candidate: str, baseline: str, labels=None) -> str:
+    """Notebook 02's one-line summary of the gain at every length, each with its verdict word:
+    "1.12x faster at 30 tokens, 1.26x faster at 75 and can't tell apart at 120 (two slow KV cache
+    runs widened the interval)". The slow runs (``slow_runs``) are named only beside "can't tell
+    apart", and only where they exist; "too few runs" where a length has too few rounds."""
+    labels = labels or {}
+    values = sorted(int(n) for n in table["seq_len"].unique())
+    said = []
+    for i, n in enumerate(values):
+        r = stats.row_speedup(table, candidate, baseline, seq_len=n)
+        where = f"at {n} tokens" if i == 0 else f"at {n}"
+        if r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
+            said.append(f"{r.estimate:.2f}x {where} (too few runs to judge)")
+            continue
+        word = stats.verdict(r)
+        if word == stats.NOISE:
+            slow = [(k, m) for m in (candidate, baseline)
+                    if (k := slow_runs(stats.method_trials(table, m, seq_len=n)))]
+            why = "; ".join(f"{'one slow' if k == 1 else 'two slow'} {labels.get(m, m)} "
+                            f"run{'s' if k > 1 else ''}" for k, m in slow)
+            said.append(f"can't tell apart {where}"
+                        + (f" ({why} widened the interval)" if why else ""))
+        else:
+            estimate = r.estimate if word == stats.FASTER else 1 / r.estimate
+            said.append(f"{estimate:.2f}x {word} {where}")
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
 
 
 def _tokens(lengths) -> str:
@@ -331,15 +340,19 @@ def _tokens(lengths) -> str:
 
 
 def plot_memory(ax, table, device, methods):
-    """Peak allocated memory against N per method (``methods``: name -> label), or a note where
-    a CPU run has none."""
+    """Peak allocated (solid) and peak reserved (dashed, where the table has it) memory against
+    N per method (``methods``: name -> label), or a note where a CPU run has none."""
     if not str(device).startswith("cuda"):
         ax.text(0.5, 0.5, "no GPU memory on a CPU run", ha="center", va="center", fontsize=11)
         ax.set_axis_off()
         return
     for method, label in methods.items():
         part = table[(table["method"] == method) & (table["status"] == harness.OK)].sort_values("seq_len")
-        ax.plot(part["seq_len"], part["peak_allocated_bytes"] / 2**30, marker="o", label=label)
-    ax.set(xlabel="new tokens N", ylabel="GiB", title="Peak allocated memory")
+        line, = ax.plot(part["seq_len"], part["peak_allocated_bytes"] / 2**30, marker="o",
+                        label=f"{label}, allocated")
+        if "peak_reserved_bytes" in part:
+            ax.plot(part["seq_len"], part["peak_reserved_bytes"] / 2**30, marker="s", linestyle="--",
+                    color=line.get_color(), label=f"{label}, reserved")
+    ax.set(xlabel="new tokens N", ylabel="GiB", title="Peak memory: allocated and reserved")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=9)

@@ -56,10 +56,13 @@ def resolution(ratio, judge: bool, by_round=None) -> str:
             or not math.isfinite(ratio.high):
         return ""
     if stats.verdict(ratio) != stats.NOISE:  # identical loops told apart: say what that means
-        return ("identical loops told apart: a false alarm, which a 95% interval gives about one "
-                "run in twenty, or more often when the host's speed drifts during the rounds; "
-                "every later verdict of this run carries that risk, which is why the course "
-                "compares runs (docs/runs.md)")
+        # the thirteenth review: "more often when the host's speed drifts" blamed the drift that
+        # interleaving was said to cancel; what it does not cancel is drift within a round
+        return (f"identical loops told apart: with a {100 * ratio.level:.0f}% interval about one "
+                f"identical pair in {1 / (1 - ratio.level):.0f} shows a difference by chance: "
+                "this run is such a case, or the host's speed drifted within its rounds, which "
+                "interleaving does not cancel; this is why the course reads an effect only with "
+                "its interval, and across runs")
     spread = ""
     if by_round is not None and len(by_round):
         runs = by_round[["A ms", "B ms"]].to_numpy().ravel()
@@ -86,19 +89,49 @@ def _tokens(lengths) -> str:
     return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + " tokens"
 
 
-def terms(table) -> str:
+def _ranges(shares) -> list:
+    """(new tokens, low %, high %) for each length of ``growth.quadratic_shares`` with a range."""
+    out = []
+    if shares is None:
+        return out
+    for _, row in shares.iterrows():
+        try:
+            low, high = (float(v) for v in str(row["interval %"]).split("\u2013"))
+        except ValueError:
+            continue
+        out.append((int(row["new tokens"]), low, high))
+    return out
+
+
+def terms(table, shares=None) -> str:
     """Notebook 01: the fit in plain words. The median total times are fitted as a·N + b·N²
     (``growth.fit``), so the average step costs a + b·N: b what each token of length adds to it,
     a that line's value at N = 0 (an intercept: host and GPU work overlap, so no cost a step
-    pays apart). The N² term passes half the time where b·N passes a, at N = a/b (the twelfth
-    review: the lesson leaned on that length without printing it)."""
+    pays apart). The N² term passes half the time where b·N passes a, at N = a/b; that length
+    is stated as placed only where the N² share's ranges (``shares``) lie below 50% at one
+    measured length and above at another (the thirteenth review: "≈ 121 tokens" was printed
+    flatly while every share's range held 50%)."""
     f = growth.fit(table)
     text = (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms and "
             f"b = {f['b_us']:.1f} µs: the average step costs a + b·N")
-    if f["a_ms"] > 0 and round(f["b_us"], 1) > 0:  # b as printed: no crossover from rounding noise
-        return text + (f", so the b·N² work passes half the time at N = a/b ≈ "
-                       f"{1e3 * f['a_ms'] / f['b_us']:.0f} tokens.")
-    return text + ", with no length where the b·N² work passes half the time."
+    if not (f["a_ms"] > 0 and round(f["b_us"], 1) > 0):  # b as printed: no crossover from rounding noise
+        return text + ", with no length where the b·N² work passes half the time."
+    cross = f"N = a/b ≈ {1e3 * f['a_ms'] / f['b_us']:.0f} tokens"
+    ranges = _ranges(shares)
+    below = [n for n, low, high in ranges if high <= 50]  # as ``takeaway`` reads a range
+    above = [n for n, low, high in ranges if low >= 50]
+    both = [n for n, low, high in ranges if low < 50 < high]
+    if below and above:
+        return text + f", so the b·N² work passes half the time at {cross}."
+    if ranges and not both:
+        side = "more" if above else "less"
+        return text + (f"; the b·N² work is {side} than half the time at every length measured "
+                       f"(the fit puts the crossing at {cross}).")
+    if both:
+        return text + (f"; by the fit the b·N² work passes half the time at {cross}, but these "
+                       f"rounds cannot place that length: the N² share's range holds 50% at "
+                       f"{_tokens(both)}.")
+    return text + f"; by the fit alone the b·N² work passes half the time at {cross}."
 
 
 QUADRUPLE = (3.5, 4.5)  # "about 4x per doubling": claims.QUADRUPLE_RANGE, which notebook 08 judges
@@ -116,7 +149,8 @@ def doubling(table) -> str:
     low, high = QUADRUPLE
     said = ("short of the 4x of pure N² growth: the a·N part only doubles" if x < low else
             "about the 4x of pure N² growth" if x <= high else "more than the 4x of pure N² growth")
-    text = f"Per doubling of the length the fit gives {x:.2f}x (time ∝ N^{k:.2f}), {said}"
+    text = (f"A power law through the medians gives {x:.2f}x per doubling of the length "
+            f"(time ∝ N^{k:.2f}), {said}")
     ok = table[table["status"] == harness.OK]
     median = dict(zip(ok["seq_len"].astype(int), ok["median_s"].astype(float)))
     pairs = [(n, 2 * n) for n in sorted(median) if 2 * n in median]
@@ -180,9 +214,11 @@ def card_reading(table, total_bytes) -> str:
             ": each step's logits are one position longer than the last, so no cached block fits "
             "them and the reserve keeps growing (notebook 03's subject).")
     if retries:
+        later = _retries_only_later(table)
         text += (f" It had to free its cache and retry, {retries} times over the timed runs: time "
                  "added to those runs" + (", which the fit reads as growth with the length, so it "
-                 "raises b and the N² shares." if _retries_only_later(table) else "."))
+                 "raises b and the N² shares by an amount these runs do not measure." if later
+                                          else "."))
     return text
 
 
@@ -216,14 +252,13 @@ def takeaway(table, shares) -> str:
     last = shares.iloc[-1]
     text = (f"In one line: at {last['new tokens']} tokens the work on the whole sequence (b·N²) is "
             f"{last['N² share %']}% of the naive loop's time by the fit")
-    try:
-        low, high = (float(v) for v in str(last["interval %"]).split("\u2013"))
-    except ValueError:
-        low = high = float("nan")
-    if low == low:
+    last_range = _ranges(shares.iloc[-1:])
+    if last_range:
+        _, low, high = last_range[0]
         where = ("so these rounds cannot tell whether it is more or less than half" if low < 50 < high
                  else "more than half" if low >= 50 else "less than half")
         text += f" ({low:.0f}–{high:.0f}%: {where})"
     if _retries_only_later(table):
-        text += ", a share the allocator's retries at the longer lengths inflate"
+        text += (", a share the allocator's retries at the longer lengths inflate by an amount "
+                 "not measured here")
     return text + "."

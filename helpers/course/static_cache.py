@@ -220,37 +220,29 @@ def memory_line(table, model, seq_len) -> str:
 
 
 def host_line(table, seq_lens) -> str:
-    """Where the GPU's work per step was about the same (within ``SAME_GPU``) but the wall clock
-    was not, the difference is the host's: wall clock minus GPU work per step for both caches at
-    the longest length (which host work makes it is not measured). Then, where a longer length's step took less wall clock than a shorter one's for both caches
-    while the GPU's work grew, that the host's pace moved between lengths. Empty on a CPU run."""
+    """At each length where the rounds tell the caches apart (a clear verdict) while the GPU's
+    work per step was about the same (within ``SAME_GPU``), the gap is the host's: wall clock
+    minus GPU work per step for both caches there (which host work makes it is not measured).
+    Empty where no length is told apart, and on a CPU run."""
     steps = _per_step(table, seq_lens)
     if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
         return ""
-    point, out = max(seq_lens), []
-    (ws, gs), (wd, gd) = steps[(point, STATIC)], steps[(point, DYNAMIC)]
-    # the wall clocks differ only where the rounds say so (a clear verdict at this length), not
-    # where the medians alone differ: "can't tell apart" and "the difference is the host's"
-    # would contradict each other
-    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=point)
-    apart = ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE
-    if apart and abs(gs / gd - 1) <= SAME_GPU and abs(ws / wd - 1) > SAME_GPU:
-        out.append(f"At {point} tokens the GPU's work per step was about the same and the wall "
-                   f"clock was not, so the difference is the host's: wall clock minus GPU work per "
-                   f"step, {ws - gs:.2f} ms with the static cache against {wd - gd:.2f} ms with the "
-                   "dynamic one. Which host work makes it is not measured here.")
-    ordered = sorted(seq_lens)
-    for short, long in zip(ordered, ordered[1:]):
-        if all(steps[(long, m)][0] < steps[(short, m)][0] and steps[(long, m)][1] > steps[(short, m)][1]
-               for m in (STATIC, DYNAMIC)):
-            w = {n: steps[(n, DYNAMIC)][0] for n in (short, long)}
-            out.append(f"The host's pace also moved between the lengths, timed one after "
-                       f"another: a dynamic-cache step took less wall clock at {long} tokens than "
-                       f"at {short} ({w[long]:.2f} against {w[short]:.2f} ms) though the GPU did "
-                       "more work, so compare the caches within a length, where their runs "
-                       "interleave, not across lengths.")
-            break
-    return " ".join(out)
+    parts = []
+    for n in sorted(seq_lens):
+        (ws, gs), (wd, gd) = steps[(n, STATIC)], steps[(n, DYNAMIC)]
+        # told apart by the rounds, not by the medians alone: "can't tell apart" and "the gap
+        # is the host's" would contradict each other
+        ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
+        if (ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE
+                and abs(gs / gd - 1) <= SAME_GPU):
+            parts.append(f"at {n} tokens {ws - gs:.2f} ms with the static cache against "
+                         f"{wd - gd:.2f} ms with the dynamic one (GPU work {gs:.2f} against "
+                         f"{gd:.2f} ms)")
+    if not parts:
+        return ""
+    return ("Where the rounds tell the caches apart and their GPU work per step is about the same, "
+            "the gap is the host's: wall clock minus GPU work per step, " + "; ".join(parts)
+            + ". Which host work makes it is not measured here.")
 
 
 def plot_runs_range(ax, table, seq_len, methods=EAGER):
@@ -280,7 +272,7 @@ def growth_copy_line(table, model, seq_len) -> str:
 
 
 def _ratio_words(ratio) -> str:
-    """A verdict as the summary names it at a shorter length: "1.17x slower", "1.16x faster"
+    """A verdict as the summary names it: "1.17x slower", "1.16x faster"
     (the estimate of the rounds, as the verdict line prints it) or "can't tell apart"."""
     word = stats.verdict(ratio)
     if word == stats.NOISE:
@@ -290,8 +282,9 @@ def _ratio_words(ratio) -> str:
 
 
 def summary_line(table, steps, seq_lens, judge: bool) -> str:
-    """The lesson in one line: the eager verdict at each length beside the article's (at the
-    longest length as the verdict prints it, range included; at the others its ratio), and the two caches' wall clock per step at the longest length (``steps`` from ``budget.per_step``:
+    """The lesson in one line: the eager verdict at each length beside the article's, every
+    length in one form (its ratio or "can't tell apart"; the ranges are in the verdict lines), and
+    the two caches' wall clock per step at the longest length (``steps`` from ``budget.per_step``:
     the median run over its steps). A run that cannot judge prints the times only."""
     point = max(seq_lens)
     wall = steps.set_index("method")["wall_ms"]
@@ -303,8 +296,7 @@ def summary_line(table, steps, seq_lens, judge: bool) -> str:
     words = []
     for n in seq_lens:
         ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
-        said = (stats.say(table, STATIC, DYNAMIC, judge, seq_len=n) if n == point  # as printed
-                else "not judged" if ratio.n < stats.MIN_TRIALS else _ratio_words(ratio))
+        said = "not judged" if ratio.n < stats.MIN_TRIALS else _ratio_words(ratio)
         words.append(f"{said} at {n} tokens")
     told = [f"{WORDS[ARTICLE[n]]} at {n}" for n in seq_lens if n in ARTICLE]
     return ("In one line: eager, the static cache against the dynamic one: "
