@@ -118,7 +118,7 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
     if floor.notna().any():
         value = floor.dropna().iloc[0]
         style = dict(color=plotting.PALETTE[1], linestyle="--", linewidth=1.2,
-                     label=f"floor ({value:.2f} ms)")
+                     label=f"floor ({value:.3g} ms)")
         if floor.notna().all():
             ax.axvline(value, **style)
         else:  # only across the rows that have a floor (02: the naive loop has none of that kind)
