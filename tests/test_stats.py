@@ -370,3 +370,12 @@ def test_medians_pointing_the_other_way_name_their_direction():
     assert text == "1.007x slower (1.002\u20131.012; medians alone: 1.001x faster)"
     text = stats.plain(stats.Ratio(1.02, 1.01, 1.03, 10), medians=0.99)
     assert text == "1.02x faster (1.01\u20131.03; medians alone: 1.01x slower)"
+
+
+def test_short_names_the_verdict_with_its_estimate_only():
+    """A summary's few words: the estimate in the verdict's direction, three decimals where two
+    would print 1.00, and no range."""
+    assert stats.short(stats.Ratio(1.42, 1.34, 1.65, 8)) == "1.42x faster"
+    assert stats.short(stats.Ratio(1 / 1.2, 1 / 1.31, 1 / 1.1, 8)) == "1.20x slower"
+    assert stats.short(stats.Ratio(1.004, 1.001, 1.008, 8)) == "1.004x faster"
+    assert stats.short(stats.Ratio(1.02, 0.96, 1.10, 8)) == "can't tell apart"

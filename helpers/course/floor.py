@@ -96,17 +96,8 @@ def medians_outside_line(table, pairs, judge: bool = True, **where) -> str:
     a smoke run, and with too few rounds for an interval."""
     outside = []
     for what, new, old in pairs:
-        cand, base = (stats.method_trials(table, m, **where) for m in (new, old))
-        ratio, medians = stats.speedup(cand, base, paired=len(cand) == len(base)), \
-            stats.medians_ratio(cand, base)
-        if not judge or ratio.n < stats.MIN_TRIALS or not all(
-                math.isfinite(x) and x > 0 for x in (ratio.low, ratio.high, medians)):
-            continue
-        word, low, high = stats.verdict(ratio), ratio.low, ratio.high
-        if word == stats.SLOWER:  # as the line prints it: inverted
-            low, high, medians = 1 / high, 1 / low, 1 / medians
-        digits = stats._digits(low, high, 3 if word == stats.NOISE and high - low < 0.02 else 2)
-        if not round(low, digits) <= round(medians, digits) <= round(high, digits):
+        if found := stats.medians_outside(table, new, old, judge, **where):
+            medians, low, high, digits = found
             outside.append(f"for '{what}' the medians' ratio, {medians:.{digits}f}x, lies outside "
                            f"{low:.{digits}f}\u2013{high:.{digits}f}")
     if not outside:

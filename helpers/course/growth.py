@@ -319,17 +319,13 @@ def length_verdicts(table, candidate: str, baseline: str, labels=None) -> str:
         if r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
             said.append(f"{r.estimate:.2f}x {where} (too few runs to judge)")
             continue
-        word = stats.verdict(r)
-        if word == stats.NOISE:
+        why = ""
+        if stats.verdict(r) == stats.NOISE:
             slow = [(k, m) for m in (candidate, baseline)
                     if (k := slow_runs(stats.method_trials(table, m, seq_len=n)))]
             why = "; ".join(f"{'one slow' if k == 1 else 'two slow'} {labels.get(m, m)} "
                             f"run{'s' if k > 1 else ''}" for k, m in slow)
-            said.append(f"can't tell apart {where}"
-                        + (f" ({why} widened the interval)" if why else ""))
-        else:
-            estimate = r.estimate if word == stats.FASTER else 1 / r.estimate
-            said.append(f"{estimate:.2f}x {word} {where}")
+        said.append(f"{stats.short(r)} {where}" + (f" ({why} widened the interval)" if why else ""))
     return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
 
 

@@ -151,7 +151,6 @@ def plot_memory(ax, table, seq_len, on_gpu: bool):
 
 ARTICLE = {100: stats.SLOWER, 200: stats.FASTER, 400: stats.FASTER}  # the article's static
 # cache against the dynamic one, in the verdict's words
-WORDS = {stats.FASTER: "faster", stats.SLOWER: "slower", stats.NOISE: "can't tell apart"}
 
 
 def eager_verdict(table, seq_len, judge: bool) -> str:
@@ -160,7 +159,7 @@ def eager_verdict(table, seq_len, judge: bool) -> str:
     said = stats.say(table, STATIC, DYNAMIC, judge, seq_len=seq_len)
     told = ARTICLE.get(seq_len)
     return (f"{seq_len} tokens, eager: the static cache against the dynamic one: {said}"
-            + ("." if told is None else f"; the article found it {WORDS[told]}."))
+            + ("." if told is None else f"; the article found it {told}."))
 
 
 SAME_GPU = 0.05  # GPU work within 5% counts as the same (as budget.sentence's "about the same")
@@ -271,16 +270,6 @@ def growth_copy_line(table, model, seq_len) -> str:
             f"{one * scale:.1f} {unit}.")
 
 
-def _ratio_words(ratio) -> str:
-    """A verdict as the summary names it: "1.17x slower", "1.16x faster"
-    (the estimate of the rounds, as the verdict line prints it) or "can't tell apart"."""
-    word = stats.verdict(ratio)
-    if word == stats.NOISE:
-        return WORDS[word]
-    x = ratio.estimate if word == stats.FASTER else 1 / ratio.estimate
-    return f"{x:.{3 if f'{x:.2f}' == '1.00' else 2}f}x {WORDS[word]}"
-
-
 def summary_line(table, steps, seq_lens, judge: bool) -> str:
     """The lesson in one line: the eager verdict at each length beside the article's, every
     length in one form (its ratio or "can't tell apart"; the ranges are in the verdict lines), and
@@ -296,9 +285,9 @@ def summary_line(table, steps, seq_lens, judge: bool) -> str:
     words = []
     for n in seq_lens:
         ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
-        said = "not judged" if ratio.n < stats.MIN_TRIALS else _ratio_words(ratio)
+        said = "not judged" if ratio.n < stats.MIN_TRIALS else stats.short(ratio)
         words.append(f"{said} at {n} tokens")
-    told = [f"{WORDS[ARTICLE[n]]} at {n}" for n in seq_lens if n in ARTICLE]
+    told = [f"{ARTICLE[n]} at {n}" for n in seq_lens if n in ARTICLE]
     return ("In one line: eager, the static cache against the dynamic one: "
             + ", ".join(words) + (f" (the article: {', '.join(told)})" if told else "")
             + f"; {times}.")

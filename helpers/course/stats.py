@@ -193,17 +193,34 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str
     if ratio.n < MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
         note = _medians_note(NOISE, ratio.estimate, -math.inf, math.inf, medians, 2)
         return f"{ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge{note})"
-    word = verdict(ratio)
-    estimate, low, high = ratio.estimate, ratio.low, ratio.high
-    if word == SLOWER:  # the estimate and its bounds inverted: "1.20x slower (1.10-1.31)"
-        estimate, low, high = 1 / estimate, 1 / high, 1 / low
-        medians = None if medians is None else 1 / medians
-    digits = _digits(low, high, 3 if word == NOISE and high - low < 0.02 else 2)
+    word, estimate, low, high, medians, digits = _printed(ratio, medians)
     bounds = f"{low:.{digits}f}\u2013{high:.{digits}f}"
     note = _medians_note(word, estimate, low, high, medians, digits)
     if word == NOISE:
         return f"can't tell apart on this machine ({bounds}{note})"
     return f"{estimate:.{digits}f}x {word} ({bounds}{note})"
+
+
+def _printed(ratio: Ratio, medians: float | None = None) -> tuple:
+    """What ``plain`` prints for a judged ratio: (word, estimate, low, high, medians, digits),
+    for "slower" the estimate, bounds and medians inverted ("1.20x slower (1.10-1.31)")."""
+    word = verdict(ratio)
+    estimate, low, high = ratio.estimate, ratio.low, ratio.high
+    if word == SLOWER:
+        estimate, low, high = 1 / estimate, 1 / high, 1 / low
+        medians = None if medians is None else 1 / medians
+    return word, estimate, low, high, medians, _digits(low, high, 3 if word == NOISE and high - low < 0.02 else 2)
+
+
+def short(ratio: Ratio) -> str:
+    """A verdict in a few words, for a summary that leaves the range to the verdict line:
+    "1.17x slower", "1.16x faster" (the estimate, three decimals where two would print 1.00) or
+    "can't tell apart"."""
+    word = verdict(ratio)
+    if word == NOISE:
+        return "can't tell apart"
+    x = ratio.estimate if word == FASTER else 1 / ratio.estimate
+    return f"{x:.{3 if f'{x:.2f}' == '1.00' else 2}f}x {word}"
 
 
 MEDIANS_APART = 0.03  # the medians' ratio is named when it is this far from the estimate
@@ -259,6 +276,22 @@ def say(table, candidate: str, baseline: str, judge: bool = True, metric: str = 
     (the same trials) where it differs from the estimate: "(2.82-3.83; medians alone: 2.88x)"."""
     cand, base = _row_trials(table, candidate, baseline, metric, where)
     return plain(_trials_speedup(cand, base), judge, medians_ratio(cand, base))
+
+
+def medians_outside(table, candidate: str, baseline: str, judge: bool = True,
+                    metric: str = "wall", **where):
+    """Where the ratio of two rows' medians prints outside the interval ``say`` prints for them:
+    (medians, low, high, digits) in the printed direction ("slower": inverted). None where it
+    lies inside, in a smoke run, and with too few rounds for an interval."""
+    cand, base = _row_trials(table, candidate, baseline, metric, where)
+    ratio, medians = _trials_speedup(cand, base), medians_ratio(cand, base)
+    if not judge or ratio.n < MIN_TRIALS or not all(
+            math.isfinite(x) and x > 0 for x in (ratio.low, ratio.high, medians)):
+        return None
+    _, _, low, high, medians, digits = _printed(ratio, medians)
+    if round(low, digits) <= round(medians, digits) <= round(high, digits):
+        return None
+    return medians, low, high, digits
 
 
 # Tests only: judge a smoke run anyway, so that the verdict branches of every notebook (which
