@@ -658,7 +658,9 @@ def prefetch_sweep2():
 def prefetch_sweep3():
     """With the v7 prefetch on: how many blocks of K each layer GEMM asks for early (the whole
     share for one shape at a time, or for all but MLP down), then bf16 launch settings of the
-    layer GEMMs re-swept with the prefetch on; the whole step in 5 interleaved rounds each."""
+    layer GEMMs re-swept with the prefetch on; the whole step in 5 interleaved rounds each.
+    Ran at a6c4417, with tk.PREFETCH_BLOCKS (blocks per shape); nothing beat v7's first block,
+    so that knob is gone since and setting it here has no effect."""
     from helpers.fast_step import FastDecoder
     n = 100
     bw = floor.copy_bandwidth("cuda")

@@ -163,18 +163,17 @@ if triton is not None:
                            PRECISION: tl.constexpr, BLOCK_M: tl.constexpr,
                            BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PDL: tl.constexpr,
                            PREFETCH: tl.constexpr = False, LINE: tl.constexpr = 32,
-                           LINES: tl.constexpr = 1, CHUNKS: tl.constexpr = 1):
+                           LINES: tl.constexpr = 1):
         """Columns of x @ w for every row of x: with the bias, GELU and residual in the
         epilogue; or (PARTIAL) this program's share of K as a partial sum for
         rows_reduce_kernel; or (ARGMAX) each row's largest value over these columns and where.
-        With PREFETCH, the first CHUNKS blocks of the program's weights (LINES cache lines of
-        LINE elements per row of K) are asked into L2 before waiting for the kernel before."""
+        With PREFETCH, the first block of the program's weights (LINES cache lines of LINE
+        elements per row of K) is asked into L2 before waiting for the kernel before."""
         pid_n, pid_k = tl.program_id(0), tl.program_id(1)
-        if PREFETCH:  # no kernel of the step writes the weights
+        if PREFETCH:  # no kernel of the step writes the weights (the whole slice: slower)
+            ks = tl.minimum(pid_k * (K // SPLIT_K) + tl.arange(0, BLOCK_K), K - 1)
             at = tl.minimum(pid_n * BLOCK_N + tl.arange(0, LINES) * LINE, N - 1)
-            for c in tl.static_range(CHUNKS):
-                ks = tl.minimum(pid_k * (K // SPLIT_K) + c * BLOCK_K + tl.arange(0, BLOCK_K), K - 1)
-                _prefetch_l2(w_ptr + ks[:, None] * stride_wk + at[None, :] * stride_wn)
+            _prefetch_l2(w_ptr + ks[:, None] * stride_wk + at[None, :] * stride_wn)
         if PDL:  # wait for the kernel before (its writes visible), let the next one start
             gdc_wait()
             gdc_launch_dependents()
@@ -404,9 +403,6 @@ PDL = None
 # values. The whole step ~20 µs faster in fp32 and bf16 on an H100 (docs/floor-notes.md, v7).
 PREFETCH_GEMM = True
 PREFETCH_ATTENTION = True
-# Blocks of K a layer GEMM asks for early, per shape (N, K) (1 where not named; 0 = all of its
-# share of K). Asking for the whole slice everywhere was slower (v7).
-PREFETCH_BLOCKS = {}
 
 
 def _prefetch(on, dtype, per_row):
@@ -415,14 +411,6 @@ def _prefetch(on, dtype, per_row):
     line = 128 // dtype.itemsize
     return {"PREFETCH": bool(on) and _pdl(), "LINE": min(line, per_row),
             "LINES": max(1, per_row // line)}
-
-
-def _gemm_prefetch(w, k, block_n, block_k, split):
-    """``_prefetch`` for a layer GEMM, with CHUNKS: the blocks of K it asks for early."""
-    blocks = PREFETCH_BLOCKS.get((w.shape[1], k), 1)
-    share = max(1, k // split // block_k)
-    return {**_prefetch(PREFETCH_GEMM, w.dtype, block_n),
-            "CHUNKS": share if blocks == 0 else min(blocks, share)}
 
 
 def _pdl():
@@ -458,7 +446,7 @@ def linear(x, w, b, gelu=False, residual=None, norm=None, config=None):
         GELU=gelu, RESIDUAL=residual is not None, ARGMAX=False, PARTIAL=partial, SPLIT_K=split,
         FP32=w.dtype == torch.float32, PRECISION=dot_precision(w.dtype), BLOCK_M=_block_m(m),
         BLOCK_N=block_n, BLOCK_K=block_k, PDL=_pdl(), num_warps=warps, num_stages=stages,
-        **_gemm_prefetch(w, k, block_n, block_k, split), **_launch())
+        **_prefetch(PREFETCH_GEMM, w.dtype, block_n), **_launch())
     if not partial:
         return out
     normed = torch.empty_like(out) if norm is not None else out
@@ -546,7 +534,7 @@ def qkv_attention(x, w, b, kv, position, n_head, config=None):
         GELU=False, RESIDUAL=False, ARGMAX=False, PARTIAL=True, SPLIT_K=split,
         FP32=w.dtype == torch.float32, PRECISION=dot_precision(w.dtype), BLOCK_M=_block_m(m),
         BLOCK_N=block_n, BLOCK_K=block_k, PDL=_pdl(), num_warps=warps, num_stages=stages,
-        **_gemm_prefetch(w, k, block_n, block_k, split), **_launch())
+        **_prefetch(PREFETCH_GEMM, w.dtype, block_n), **_launch())
     return _attention(part, b, kv, position, n_head)
 
 
