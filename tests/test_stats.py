@@ -379,3 +379,11 @@ def test_short_names_the_verdict_with_its_estimate_only():
     assert stats.short(stats.Ratio(1 / 1.2, 1 / 1.31, 1 / 1.1, 8)) == "1.20x slower"
     assert stats.short(stats.Ratio(1.004, 1.001, 1.008, 8)) == "1.004x faster"
     assert stats.short(stats.Ratio(1.02, 0.96, 1.10, 8)) == "can't tell apart"
+
+
+def test_an_interval_never_prints_both_ends_as_one_number():
+    """10 printed "1.01x slower (1.01–1.01)" for an interval of 1.006–1.014: the bounds take a
+    third decimal where two would print them the same."""
+    ratio = stats.Ratio(1 / 1.0101, 1 / 1.014, 1 / 1.006, 8)
+    assert stats.plain(ratio) == "1.010x slower (1.006–1.014)"
+    assert stats.plain(stats.Ratio(1.30, 1.25, 1.36, 8)) == "1.30x faster (1.25–1.36)"

@@ -227,9 +227,11 @@ MEDIANS_APART = 0.03  # the medians' ratio is named when it is this far from the
 
 
 def _digits(low: float, high: float, start: int = 2) -> int:
-    """``start`` decimals, or up to four while a bound would print as 1.00."""
+    """``start`` decimals, or up to four while a bound would print as 1.00 or both bounds as the
+    same number ("1.01-1.01" for 1.006-1.014)."""
     digits = start
-    while digits < 4 and any(f"{b:.{digits}f}" == f"{1:.{digits}f}" for b in (low, high)):
+    while digits < 4 and (any(f"{b:.{digits}f}" == f"{1:.{digits}f}" for b in (low, high))
+                          or (low != high and f"{low:.{digits}f}" == f"{high:.{digits}f}")):
         digits += 1
     return digits
 
