@@ -93,7 +93,7 @@ def static_cache(prompt=4, generated=3, cache_len=12):
     ax.annotate("reserved, not filled yet: written in place by later steps", xy=(now + 2.5, 2.05),
                 xytext=(now + 1.2, 2.6), fontsize=9, arrowprops=dict(arrowstyle="->"))
     ax.text(cache_len / 2, -0.45, f"attention still reads all {cache_len} positions each step; the mask "
-            "only hides the unfilled ones: that is the static cache's wasted work",
+            "only hides the unfilled ones: extra pairs, which need not cost visible GPU time",
             ha="center", va="top", fontsize=9)
     ax.set(xlim=(-3.2, cache_len + 0.2), ylim=(-0.9, 3.0))
     ax.axis("off")

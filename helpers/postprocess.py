@@ -154,106 +154,61 @@ def transfer_speedup(table, condition, **where):
     return stats.row_speedup(table, "on host", "per row", condition=condition, **where)
 
 
-def contention_line(table, syncs=None, matmul_s=None) -> str:
-    """How contention changes each method's time: contended / alone at every point of ``table``
-    (both timed by the same clock), read right whatever the range; where a method got faster at
-    some points, the spread that shows (highest over lowest) and how many points' contended
-    speedups stand clear of it. With the sync counts (``syncs``, the table of "Counting the syncs"), the time
-    contention adds per sync of the per-row loop at the largest batch (contended minus alone,
-    over its syncs), beside one matmul of the side load (``matmul_s``) where that is given."""
+def contention_line(table) -> str:
+    """How this side load changes each method's time, read from contended / alone (medians, both
+    timed by the same clock) only at the points where a method's runs under load can be told apart
+    from its runs alone (``_told``): "slows ... a to b x" over those points, with how many points
+    could not be told apart; where a method is faster under load at a point that tells apart, its
+    contended times are not consistent and no effect is read. No speedup under load is quoted:
+    it depends on this load."""
     keys = ["method", "batch_size", "seq_len"]
     alone, busy = (table[table["condition"] == c].set_index(keys) for c in ("alone", "contended"))
 
-    def moved(method, what, first):
+    def moved(method, what, subject):
         ratios = (busy["median_s"] / alone["median_s"]).loc[method].dropna()
-        low, high = ratios.min(), ratios.max()
-        if low >= 1:
-            return (f"{'This side load' if first else 'it'} slows {what} {low:.1f}x to {high:.1f}x"
-                    + _quiet(table, method, ratios.index))
-        faster = ratios[ratios < 1].index
-        head = (f"{'Under this side load, ' if first else ''}{what} takes {low:.1f}x to {high:.1f}x "
-                f"its time alone, below 1 (faster) at {len(faster)} of {len(ratios)} points")
-        # faster under a load that can only slow it: its contended times move more than any
-        # effect of the load, so none is read
-        return f"{head}: its times under load are not consistent, so no effect of the load on it is read"
+        told = ratios[[_told(table, method, b, n) for b, n in ratios.index]]
+        quiet = len(ratios) - len(told)
+        if told.empty:
+            return f"{what}'s runs under load can't be told apart from its runs alone at any point"
+        if (told < 1).any():
+            return (f"{what} is faster under load than alone at {int((told < 1).sum())} of "
+                    f"{len(ratios)} points: its times under load are not consistent, so no effect "
+                    "of the load on it is read")
+        low, high = told.min(), told.max()
+        span = f"{low:.1f}x" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}x to {high:.1f}x"
+        where = ("at every point" if not quiet else
+                 f"at {len(told)} of {len(ratios)} points; at the other {quiet} its runs under load "
+                 "can't be told apart from its runs alone")
+        return f"{subject} slows {what} {span} ({where})"
 
-    text = f"{moved('per row', 'the per-row loop', True)}; {moved('on host', 'the host copy', False)}"
-    if syncs is not None and len(syncs):
-        most = syncs["batch_size"].max()
-        # counted at every completion length (the same count at each): the largest per method
-        big = syncs[syncs["batch_size"] == most].groupby("method")["syncs"].max()
-        if {"per row", "on host"} <= set(big.index):
-            added = ((busy["median_s"] - alone["median_s"]).loc["per row"].xs(most, level="batch_size")
-                     .dropna() * 1e3 / big["per row"])
-            if len(added) and big["per row"] > 0:
-                span = (f"{added.iloc[0]:.2f} ms" if len(added) == 1 else
-                        f"{added.min():.2f} to {added.max():.2f} ms")
-                text += (f". At batch {int(most)}, contention adds {span} per sync of the "
-                         f"per-row loop ({int(big['per row'])} syncs)")
-                if matmul_s and added.max() < 1e3 * matmul_s:
-                    text += (f", less than one {1e3 * matmul_s:.2f} ms matmul of the side load: a "
-                             "sync may wait behind part of a matmul, not a whole one (the GPU "
-                             "shares its SMs between streams)")
-    return text + "."
+    text = (f"{moved('per row', 'the per-row loop', 'this side load')}; "
+            f"{moved('on host', 'the host copy', 'it')}.")
+    return text[0].upper() + text[1:]
 
 
-def _quiet(table, method, points) -> str:
-    """" (its runs contended can't be told apart from its runs alone at: batch 64, completions of
-    128; batch 256, completions of 2048)": the points where one method's contended runs cannot be told from its runs alone
-    (``stats.speedup`` of two sweeps, not paired; empty without trials or where every point
-    tells)."""
+def _told(table, method, batch_size, seq_len) -> bool:
+    """Whether one method's contended runs at one point can be told apart from its runs alone
+    (``stats.speedup`` of two sweeps, not paired); True without stored trials (only medians)."""
     if "trials_wall_ms" not in table:
-        return ""
-    quiet = []
-    for batch, length in points:
-        trials = [stats.method_trials(table, method, condition=c, batch_size=batch, seq_len=length)
-                  for c in ("contended", "alone")]
-        if all(trials):
-            ratio = stats.speedup(*trials, paired=False)
-            if ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) == stats.NOISE:
-                quiet.append(f"batch {int(batch)}, completions of {int(length)}")
-    if not quiet:
-        return ""
-    return f" (its runs contended can't be told apart from its runs alone at: {'; '.join(quiet)})"
+        return True
+    trials = [stats.method_trials(table, method, condition=c, batch_size=batch_size,
+                                  seq_len=seq_len) for c in ("contended", "alone")]
+    if not all(trials):
+        return True
+    ratio = stats.speedup(*trials, paired=False)
+    return ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE
 
 
 def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
-    """The summary's sentence: the host copy's speedup over per-row syncs at one point, alone
-    and under the side load, as ``stats.say`` gives them (estimate, range, medians where apart);
-    the contended one only where that point's contended times are consistent (``inconsistent``)."""
-    said = []
-    for condition, words in (("alone", "alone"), ("contended", "under this side load")):
-        if condition in set(table["condition"]) and not (
-                condition == "contended" and inconsistent(table, batch_size, seq_len)):
-            line = stats.say(table, "on host", "per row", True, condition=condition,
-                             batch_size=batch_size, seq_len=seq_len)
-            said.append(f"{words}, {line}" if line.startswith("can't tell") or " (" not in line
-                        else line.replace(" (", f" {words} (", 1))
+    """The summary's sentence: the host copy's speedup over per-row syncs at one point timed
+    alone, as ``stats.say`` gives it (estimate, range, medians where apart; "ratio of the
+    medians" here, since "alone" names the condition in this lesson)."""
+    said = stats.say(table, "on host", "per row", True, condition="alone",
+                     batch_size=batch_size, seq_len=seq_len).replace("medians alone",
+                                                                     "ratio of the medians")
     return (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
             f"to the host first (4 syncs in all instead of {syncs_per_row:.0f} a row) gives identical "
-            "lists, " + " and ".join(said) + ".")
-
-
-def inconsistent(table, batch_size, seq_len) -> bool:
-    """Whether the contended times at one point move by more than the effects read there: the
-    host copy faster under load than alone, or the per-row loop faster under load with longer
-    completions (``_unexplained``). The summary then keeps the times alone."""
-    host = table[(table["method"] == "on host") & (table["batch_size"] == batch_size)
-                 & (table["seq_len"] == seq_len)].groupby("condition")["median_s"].median()
-    faster = {"alone", "contended"} <= set(host.index) and host["contended"] < host["alone"]
-    return bool(faster) or _unexplained(speedups(table), batch_size, seq_len)
-
-
-def _unexplained(wide, batch_size, seq_len=None, condition="contended") -> bool:
-    """Whether the per-row loop's median at ``batch_size`` under load fell from the shortest
-    completions to the longest (its contended times move more than the length's effect);
-    with ``seq_len``, only where that length is one of the two."""
-    part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
-    if part["seq_len"].nunique() < 2:
-        return False
-    short, long = part.loc[part["seq_len"].idxmin()], part.loc[part["seq_len"].idxmax()]
-    return bool(long["per row"] < short["per row"]) and (
-        seq_len is None or seq_len in (short["seq_len"], long["seq_len"]))
+            f"lists, timed alone: {said}.")
 
 
 def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
@@ -282,29 +237,11 @@ def batch_line(wide, seq_len, syncs=None, condition="alone") -> str:
                        f"{int(big['batch_size'])}) still leaves the host copy's "
                        f"{1e3 * big['on host']:.2f} ms, so the speedup is {big['speedup']:.2f}x "
                        f"(ratio of the medians), not {fold:.0f}x.")
-                cut += _per_sync(wide, syncs, condition)
     return (f"The host copy still builds the lists row by row on the host: {condition}, at "
             f"completions of {int(seq_len)}, its time goes from {1e3 * small['on host']:.2f} ms at "
             f"batch {int(small['batch_size'])} to {1e3 * big['on host']:.2f} ms at batch "
             f"{int(big['batch_size'])}: {grew:.1f}x the time for {rows:.0f}x the rows, {pace}."
             + cut)
-
-
-def _per_sync(wide, syncs, condition="alone") -> str:
-    """The per-row loop's time over the host copy's, divided by its syncs, at every point of
-    ``condition`` whose batch size has a sync count (the count per batch does not depend on the
-    length): one value, or the range over the points (it varies from point to point)."""
-    counts = syncs[syncs["method"] == "per row"].groupby("batch_size")["syncs"].max()
-    part = wide[(wide["condition"] == condition) & wide["batch_size"].isin(counts.index)]
-    extra = part["per row"] - part["on host"]
-    costs = (1e6 * extra / part["batch_size"].map(counts))[extra > 0]
-    if costs.empty:
-        return ""
-    low, high = round(costs.min()), round(costs.max())
-    cost = f"{low:.0f} \u00b5s" if low == high else f"{low:.0f} to {high:.0f} \u00b5s"
-    where = "" if len(costs) == 1 else f", over the {len(costs)} points timed {condition}"
-    return (f" The per-row loop's time above the host copy's, divided by its syncs, is {cost} "
-            f"per sync{where}, its row's small kernels included.")
 
 
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):
@@ -325,15 +262,16 @@ def call_sentence(frame, syncs_per_row=float("nan")) -> str:
     if len(data) < 2 or data["gpu_ms"].isna().any():
         return ""
     slow, fast = data.iloc[0], data.iloc[1]
-    syncs = "" if math.isnan(syncs_per_row) else f" at its {syncs_per_row:.0f} syncs a row"
+    syncs = "" if math.isnan(syncs_per_row) else f" (at its {syncs_per_row:.0f} syncs a row)"
     build = fast["wall_ms"] - fast["gpu_ms"]
     rest = slow["wall_ms"] - slow["gpu_ms"] - build
     text = (f"The per-row loop takes {slow['wall_ms']:.2f} ms per batch: the GPU works "
             f"{slow['gpu_ms']:.2f} ms of it")
     if rest > 0:
-        text += (f", building the lists takes roughly {build:.2f} ms (by subtraction: the host copy's "
+        text += (f", building the lists takes roughly {build:.2f} ms (an estimate: the host copy's "
                  f"call less its copies, if the per-row loop builds them as fast), and the other "
-                 f"{rest:.2f} ms is Python issuing tiny kernels and waiting{syncs}")
+                 f"{rest:.2f} ms is launch overhead and sync latency{syncs} beyond the GPU's "
+                 "kernel time")
     else:
         text += f"; the host copy's list building alone takes {build:.2f} ms"
     return (text + f". The host copy takes {fast['wall_ms']:.2f} ms, {fast['gpu_ms']:.2f} ms of "

@@ -167,113 +167,80 @@ def test_notebook_00_and_01_say_alike_what_warmup_removes_and_what_every_timed_r
         assert "a first call pays the allocator" not in text
 
 
-def test_terms_state_the_fit_and_what_a_and_b_mean():
-    """The eighth review: the fit's method was unstated where a and b were printed. The line says
-    the totals were fitted as a·N + b·N² and what a and b mean; the N² share's table, not this
-    line, says which term is the larger where."""
+def test_terms_state_the_fit_and_split_a_with_the_gpus_line():
+    """The eighth review: the fit's method was unstated where a and b were printed. The
+    fourteenth: a was "roughly" host and GPU work, never split; the GPU's own line through the
+    profiled runs' time gives its part of a, and the rest is the GPU waiting for the host."""
     a, b = 3.87e-3, 42.6e-6
     table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0))
-    # the twelfth review: "a = 6.66 ms per step that does not grow with N" contradicted the
-    # budget panel; the thirteenth: the crossover a/b was leaned on, never printed
     head = ("Fitting the median total times as a·N + b·N² gives a = 3.87 ms and b = 42.6 µs: the "
-            "average step costs a + b·N")
-    placed = pd.DataFrame({"new tokens": [100, 200, 300], "N² share %": [52, 69, 77],
-                           "interval %": ["10\u201345", "55\u201380", "60\u201385"]})
-    assert intro.terms(table, placed) == head + (
-        ", so the b·N² work passes half the time at N = a/b ≈ 91 tokens.")
-    # the thirteenth review: "≈ 121 tokens" was printed flatly while every range held 50%
-    straddle = placed.assign(**{"interval %": ["13\u201355", "23\u201371", "31\u201378"]})
-    assert intro.terms(table, straddle) == head + (
-        "; by the fit the b·N² work passes half the time at N = a/b ≈ 91 tokens, but these rounds "
-        "cannot place that length: the N² share's range holds 50% at 100, 200 and 300 tokens.")
-    above = placed.assign(**{"interval %": ["51\u201360", "55\u201380", "60\u201385"]})
-    assert intro.terms(table, above).endswith("; the b·N² work is more than half the time at every "
-                                              "length measured (the fit puts the crossing at N = "
-                                              "a/b ≈ 91 tokens).")
+            "average step of an N-token run costs a + b·N")
+    assert intro.terms(table) == head + "."  # no GPU times: no split
+    table["gpu_busy_s"] = [n * (1.5e-3 + 40e-6 * n) for n in (100, 200, 300)]
     assert intro.terms(table) == head + (
-        "; by the fit alone the b·N² work passes half the time at N = a/b ≈ 91 tokens.")
-    flat = pd.DataFrame(rows("naive", {n: a * n for n in (100, 200, 300)}, spread=0))
-    assert intro.terms(flat).endswith("with no length where the b·N² work passes half the time.")
-    assert "does not grow" not in intro.terms(table)
-    # the twelfth round: the exponent, the doubling, a/b and the GPU's own b restated one point
-    table["alloc_retries"], table["gpu_busy_s"] = [0, 8, 12], [0.565, 1.933, 4.138]
-    assert intro.terms(table, placed) == intro.terms(table.drop(columns=["alloc_retries", "gpu_busy_s"]),
-                                                     placed)
+        ". The GPU's kernel time per step, fitted the same way, is 1.50 ms at N = 0: the other "
+        "2.37 ms of a is the GPU waiting for the host (Python, launches, the EOS sync), a cost "
+        "that does not grow with the length.")
+    table["gpu_busy_s"] = [n * (5e-3 + 40e-6 * n) for n in (100, 200, 300)]  # GPU line above a
+    assert intro.terms(table) == head + "."
+    table["gpu_busy_s"] = [0.0, 0.0, 1.0]  # one length profiled: no line
+    assert intro.terms(table) == head + "."
 
 
-def test_doubling_answers_the_articles_claim_with_08s_factor_per_doubling():
+def test_doubling_answers_the_articles_claim_with_the_rounds_ratio():
     """The twelfth review: the article's "doubling roughly quadruples" was set up, never answered.
-    The factor is 2**k, as notebook 08 judges it, and the sentence holds for every outcome."""
-    from helpers.course import claims
-    assert intro.QUADRUPLE == claims.QUADRUPLE_RANGE
-    published = pd.DataFrame(rows("naive", {100: 1.0619, 200: 2.6691, 300: 5.1332}, spread=0))
-    # the thirteenth review: 2.75x came from the fit; the measured 100 -> 200 is said beside it
-    assert intro.doubling(published) == (
-        "A power law through the medians gives 2.68x per doubling of the length (time ∝ N^1.42), "
-        "short of the 4x of pure N² growth: the a·N part only doubles; measured from 100 to 200 tokens: 2.51x.")
-    quad = pd.DataFrame(rows("naive", {n: 1e-4 * n * n for n in (100, 200, 400)}, spread=0))
-    assert intro.doubling(quad).endswith("gives 4.00x per doubling of the length (time ∝ N^2.00), about the 4x of pure N² "
-                                         "growth; measured from 100 to 200 tokens: 4.00x.")
-    steep = pd.DataFrame(rows("naive", {n: 1e-6 * n ** 2.5 for n in (100, 300)}, spread=0))
-    assert intro.doubling(steep).endswith("more than the 4x of pure N² growth.")  # no doubling measured
+    The fourteenth: growth was told four ways; the rounds' ratio of a length's time to its half's,
+    with its interval, answers it, and the sentence holds for every outcome."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    frozen = pd.read_csv(data / "01_naive_generation-65eabbe.csv")  # the 04:18 run's table
+    assert intro.doubling(frozen) == (
+        "Doubling the length from 100 to 200 tokens multiplied the time by 2.75x (2.52–3.00), "
+        "less than the 4x of pure N² growth: the a·N part only doubles.")
+    assert intro.takeaway(frozen) == (
+        "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.75x "
+        "(2.52–3.00), less than the 4x of pure N² growth: the a·N part only doubles.")
+    quad = pd.DataFrame(rows("naive", {n: 1e-4 * n * n for n in (100, 200, 400)}))
+    assert "can't tell apart from the 4x of pure N² growth." in intro.doubling(quad)
+    steep = pd.DataFrame(rows("naive", {n: 1e-6 * n ** 2.5 for n in (100, 300)}))
+    assert intro.doubling(steep).startswith("From 100 to 300 tokens (3x longer) the time grew ")
+    assert intro.doubling(steep).endswith("more than the 9x of pure N² growth.")
+    few = pd.DataFrame(rows("naive", {50: 0.5, 100: 1.2}, rounds=3))
+    assert intro.doubling(few).endswith("(only 3 runs: too few to judge against the 4x of pure N² growth).")
+    assert intro.doubling(few.iloc[:1]) == "" and intro.takeaway(few.iloc[:1]) == ""
 
 
-def test_card_reading_says_where_the_reserve_filled_the_card():
+def test_furthest_round_names_the_round_that_moves_the_estimate():
+    """The fourteenth review: round 7 (A / B = 1.387, one trial slowed) lifted 1.02 to 1.06."""
+    by_round = pd.DataFrame({"round": [1, 2, 3, 4], "A / B": [1.0, 1.02, 1.5, 0.98]})
+    assert intro.furthest_round(by_round) == (
+        "Round 3 lies furthest from 1 (A / B = 1.500); the other 3 rounds alone give 1.00x.")
+    assert intro.furthest_round(by_round.iloc[:2]) == ""
+
+
+def test_card_reading_says_where_the_reserve_filled_the_card_and_the_retries_per_length():
     """01's table showed 79884 MiB reserved on a 79.2 GiB card at 200 and 300 tokens and said
-    only "(notebook 03)"."""
+    only "(notebook 03)". The fourteenth review: "20 retries" had no column to check, and an
+    unsized "inflates b" led the takeaway; the retries are now listed per length, as measured."""
     card = 79.2 * 2**30
-    table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.5, 300: 5.0}))
+    table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.5, 300: 5.0}, rounds=5))
     table["peak_reserved_bytes"] = [40754 * 2**20, 79884 * 2**20, 79884 * 2**20]
-    table["alloc_retries"] = [0, 7, 12]
-    text = intro.card_reading(table, card)
-    # the tenth review: "78.0 GiB reserved with 4.3 GiB allocated" was left unexplained
-    assert text == ("At 200 and 300 tokens the allocator's reserve reached 78.0 GiB of the card's "
-                    "79.2 GiB: each step's logits are one position longer than the last, so no "
-                    "cached block fits them and the reserve keeps growing (notebook 03's subject). "
-                    "It had to free its cache and retry, 19 times over the timed runs: time added "
-                    "to those runs, which the fit reads as growth with the length, so it raises b "
-                    "and the N² shares by an amount these runs do not measure.")
-    table["alloc_retries"] = [3, 7, 12]  # retries at every length: no bias in b to name
-    assert intro.card_reading(table, card).endswith("22 times over the timed runs: time added to "
-                                                    "those runs.")
-    table["alloc_retries"] = [0, 0, 0]  # full without a retry
-    assert intro.card_reading(table, card).startswith(
-        "At 200 and 300 tokens the allocator's reserve reached 78.0 GiB of the card's 79.2 GiB, "
-        "close to filling it: each step's logits") and "retry" not in intro.card_reading(table, card)
+    table["alloc_retries"] = [0, 5, 15]
+    head = ("At 200 and 300 tokens the allocator's reserve reached 78.0 GiB of the card's 79.2 GiB: "
+            "each step's logits are one position longer than the last, so no cached block fits "
+            "them and the reserve keeps growing (notebook 03's subject).")
+    assert intro.card_reading(table, card) == head + (
+        " It freed its cache and asked the driver again 0, 5 and 15 times over the 5 timed runs "
+        "at 100, 200 and 300 tokens; that time is part of the timed runs the fit reads.")
     table["alloc_retries"] = 0
+    assert intro.card_reading(table, card) == head + " It never had to free its cache and retry."
+    assert intro.card_reading(table.drop(columns="alloc_retries"), card) == head
     table["peak_reserved_bytes"] = [2 * 2**30] * 3
     assert intro.card_reading(table, card) == (
-        "The allocator reserved at most 2.0 GiB of the card's 79.2 GiB: it never had to free its "
-        "cached blocks.")
+        "The allocator reserved at most 2.0 GiB of the card's 79.2 GiB. It never had to free its "
+        "cache and retry.")
     assert intro.card_reading(table, 0) == ""
-
-
-def test_fit_against_medians_sets_the_fitted_step_beside_the_measured_one():
-    table = pd.DataFrame(rows("naive", {n: 6e-3 * n + 40e-6 * n * n for n in (100, 200, 300)}, spread=0))
-    assert intro.fit_against_medians(table) == (
-        "The fitted step a + b·N at 100, 200 and 300 tokens: 10.00 / 14.00 / 18.00 ms; the measured "
-        "median step: 10.00 / 14.00 / 18.00 ms.")
-
-
-def test_takeaway_gives_the_share_with_its_range_and_the_retries():
-    """The thirteenth review: "61%" was printed without the 31-77% the shares table gave, nor the
-    retries that inflate it."""
-    table = pd.DataFrame(rows("naive", {100: 1.02, 200: 2.72, 300: 5.12}))
-    shares = pd.DataFrame({"new tokens": [100, 200, 300], "N² share %": [34, 51, 61],
-                           "interval %": ["13\u201352", "23\u201369", "31\u201377"]})
-    table["alloc_retries"] = [0, 8, 12]
-    assert intro.takeaway(table, shares) == (
-        "In one line: at 300 tokens the work on the whole sequence (b·N²) is 61% of the naive "
-        "loop's time by the fit (31–77%: so these rounds cannot tell whether it is more or less "
-        "than half), a share the allocator's retries at the longer lengths inflate by an amount "
-        "not measured here.")
-    table["alloc_retries"] = 0
-    above = shares.assign(**{"interval %": ["x", "x", "55\u201377"]})
-    assert intro.takeaway(table, above).endswith("by the fit (55–77%: more than half).")
-    below = shares.assign(**{"interval %": ["x", "x", "21\u201347"]})
-    assert intro.takeaway(table, below).endswith("(21–47%: less than half).")
-    few = shares.assign(**{"interval %": ["x", "x", "only 3 runs: too few to judge"]})
-    assert intro.takeaway(table.drop(columns="alloc_retries"), few).endswith("by the fit.")
 
 
 def test_stairs_line_dates_the_stairs_from_the_measured_history():
@@ -365,83 +332,69 @@ def test_growth_line_answers_first_then_the_first_failed_condition():
     assert growth.growth_answer(dip, "kv_cache", "naive", True) == "not shown"
     # the tenth review: the first condition that fails comes first, and alone
     g = growth.gains(dip, "kv_cache", "naive").set_index("seq_len")["speedup"]
-    assert growth.growth_line(dip, "kv_cache", "naive", True) == (
+    line = growth.growth_line(dip, "kv_cache", "naive", True)
+    assert line.startswith(
         "Does the gain grow with the length? Not shown on this run: the gain fell from "
-        f"{g[50]:.2f}x at 50 tokens to {g[100]:.2f}x at 100 tokens.")
+        f"{g[50]:.2f}x at 50 tokens to {g[100]:.2f}x at 100 tokens; the gain at 200 tokens was ")
+    # the fourteenth review: the rule's second condition, as measured, is printed too
+    assert line.endswith(")." ) and "its size at 50 (" in line
     assert growth.first_failure(dip, "kv_cache", "naive", False) == ""
     shrink = pd.DataFrame(rows("naive", {50: 0.60, 200: 1.6}) + rows("kv_cache", {50: 0.30, 200: 1.5}, seed=1))
     assert growth.growth_answer(shrink, "kv_cache", "naive", True) == "no"
 
 
-def test_step_times_and_host_lines_read_where_the_saved_gpu_work_went():
-    """The twelfth review: 02 concluded "the host's time per step grew with the cache" from two
-    points inside the runs' spread; the thirteenth found the replacement line unreadable, so
-    ``host_lines`` now says only where the saved GPU work went, at the longest length."""
-    from pathlib import Path
-
-    # the 01:49 run's table of 2026-11-27, frozen: the published one changes with every run
-    table = pd.read_csv(Path(__file__).parent / "data" / "02_kv_cache-c635f9e.csv")
-    labels = {"naive": "naive", "kv_cache": "KV cache"}
-    times = growth.step_times(table, labels)
-    assert list(times["method"]) == ["naive"] * 3 + ["KV cache"] * 3
-    kv = times[times["method"] == "KV cache"].set_index("tokens")
-    assert kv.loc[120, "wall ms/step"] == 7.93 and kv.loc[75, "wall ms/step"] == 12.82
-    assert kv.loc[120, "fastest ms/step"] == 6.54 and kv.loc[120, "slowest ms/step"] == 11.18
-    assert growth.host_lines(times) == [
-        "Per step at 120 tokens the cache saved 4.83 ms of GPU work, and 3.18 ms of it "
-        "came back as time the GPU waits for the host (idle 3.15 -> 6.33 ms): in the "
-        "naive loop the host prepared the next kernels while the GPU worked, so the "
-        "GPU's work hid much of the host's time; the wall time fell from 9.59 to 7.93 ms."]
-    # made up: the cache saved no GPU work: no "came back" reading
-    flat = table.copy()
-    flat.loc[flat["method"] == "kv_cache", "gpu_busy_s"] = flat["seq_len"] * 0.007
-    first = growth.host_lines(growth.step_times(flat, labels))[0]
-    assert "came back" not in first and first.startswith("Per step at 120 tokens the GPU's work rose")
-    assert growth.host_lines(growth.step_times(table.drop(columns="gpu_busy_s"), labels)) == []
-    assert len(growth.host_lines(growth.step_times(table[table["seq_len"] == 120], labels))) == 1
-
-
-def test_length_verdicts_carry_each_lengths_word_and_name_slow_runs_only_where_they_exist():
+def test_length_verdicts_carry_each_lengths_word_and_name_the_runs_that_widened_only_where_they_exist():
     """The thirteenth review: 02's one-line summary said "1.24x at 120" where the verdict line
-    said "can't tell apart". Each length now carries its verdict word; slow runs far above the
-    others are named beside "can't tell apart" only where the trials show them."""
+    said "can't tell apart". Each length now carries its verdict word. The fourteenth: "one slow
+    naive run widened the interval" named the wrong loop; the rounds on the far side of 1 name it."""
     from pathlib import Path
 
-    root = Path(__file__).parents[1]
     names = {"naive": "naive", "kv_cache": "KV cache"}
-    published = pd.read_csv(root / "tests" / "data" / "02_kv_cache-c635f9e.csv")  # the 01:49 run's
-    assert growth.length_verdicts(published, "kv_cache", "naive", names) == (
-        "1.18x faster at 30 tokens, can't tell apart at 75 and 1.25x faster at 120")
-    check = Path("/tmp/y/runs/full/data/02_kv_cache.csv")  # the 02:46 check run, where present
-    if check.exists():
-        assert growth.length_verdicts(pd.read_csv(check), "kv_cache", "naive", names) == (
-            "1.12x faster at 30 tokens, 1.26x faster at 75 and can't tell apart at 120 "
-            "(two slow KV cache runs widened the interval)")
-    assert growth.slow_runs([813, 849, 851, 887, 921, 942, 1512, 1584]) == 2
-    assert growth.slow_runs([813, 849, 851, 887, 921, 942, 960, 1584]) == 1
-    assert growth.slow_runs([197, 201, 207, 216, 292, 319, 321, 356]) == 0
-    assert growth.slow_runs([1.0, 5.0, 9.0]) == 0  # too few runs to call one far out
+    data = Path(__file__).parent / "data"
+    # the 01:49 run's table (c635f9e), frozen: at 75 tokens rounds 2 and 3 fell below 1 because
+    # the naive loop ran 41% and 24% under its median
+    earlier = pd.read_csv(data / "02_kv_cache-c635f9e.csv")
+    assert growth.length_verdicts(earlier, "kv_cache", "naive", names) == (
+        "1.18x faster at 30 tokens, can't tell apart at 75 (two fast naive runs widened the "
+        "interval) and 1.25x faster at 120")
+    # the 04:18 run's table (65eabbe), frozen: at 75 tokens the KV cache ran 18% and 44% over its
+    # median in the two rounds below 1 (the naive loop's slowest run, +17%, was one of them)
+    later = pd.read_csv(data / "02_kv_cache-65eabbe.csv")
+    assert growth.length_verdicts(later, "kv_cache", "naive", names) == (
+        "1.26x faster at 30 tokens, can't tell apart at 75 (two slow KV cache runs widened the "
+        "interval) and 1.22x faster at 120")
+    # made up: rounds on the far side caused by different loops: nothing named
+    mixed = pd.DataFrame(rows("naive", {30: 1.0}, spread=0) + rows("kv_cache", {30: 0.9}, spread=0))
+    naive_t = [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
+    kv_t = [0.8, 0.8, 1.5, 0.8, 0.8, 0.8, 0.8, 0.8]
+    mixed["trials_wall_ms"] = [" ".join(f"{1e3 * x:.4f}" for x in t) for t in (naive_t, kv_t)]
+    assert growth.wide_rounds(mixed, "kv_cache", "naive", names, seq_len=30) == ""
+    naive_t[5], kv_t[5] = 1.0, 1.2  # now both far rounds are slow KV cache runs
+    mixed["trials_wall_ms"] = [" ".join(f"{1e3 * x:.4f}" for x in t) for t in (naive_t, kv_t)]
+    assert growth.wide_rounds(mixed, "kv_cache", "naive", names, seq_len=30) == "two slow KV cache runs"
     # made up: the KV cache slower at one length
-    slower = published.copy()
-    rows = (slower["method"] == "kv_cache") & (slower["seq_len"] == 30)
-    slower.loc[rows, "trials_wall_ms"] = slower.loc[
+    slower = earlier.copy()
+    rows_ = (slower["method"] == "kv_cache") & (slower["seq_len"] == 30)
+    slower.loc[rows_, "trials_wall_ms"] = slower.loc[
         (slower["method"] == "naive") & (slower["seq_len"] == 30), "trials_wall_ms"].map(
         lambda t: " ".join(f"{2 * float(x):.4f}" for x in t.split())).values
     assert growth.length_verdicts(slower, "kv_cache", "naive", names).startswith("2.00x slower at 30 tokens")
 
 
-def test_naive_step_is_compared_with_notebook_00s_step_only_where_shorter():
-    """The tenth review: a timed naive step at 100 tokens (9.92 ms) was shorter than 00's KV-cache
-    step (11.66 ms), and 01 said nothing of it. Said where the data show it, else nothing."""
-    setup = pd.DataFrame(rows("loop A", {40: 0.4665}, spread=0))
-    table = pd.DataFrame(rows("naive", {100: 0.992, 200: 2.47, 300: 5.03}, spread=0))
-    assert intro.against_setup(table, setup) == (
-        "A timed naive step (9.92 ms at 100 tokens) is shorter than notebook 00's KV-cache step "
-        "(11.66 ms at 40), though it recomputes every position: notebook 02 shows why (the host's "
-        "work per step).")
-    assert intro.against_setup(table, setup.assign(median_s=0.3)) == ""  # 7.50 ms: not shorter
-    assert intro.against_setup(table, setup.assign(seq_len=200)) == ""  # 00 ran longer
-    assert intro.against_setup(table, setup.assign(method="x")) == ""
+def test_medians_note_speaks_only_where_medians_and_speedups_move_apart():
+    """The fourteenth review: 02 read 1.26x at 30 tokens ("medians alone: 1.08x") and said the
+    gain fell, while the medians rose at every length. Said where the two part, else nothing."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    later = pd.read_csv(data / "02_kv_cache-65eabbe.csv")
+    note = growth.medians_note(later, "kv_cache", "naive", True)
+    assert note.startswith("The table's medians alone give 1.08x, 1.10x and 1.26x at 30, 75 and 120 "
+                           "tokens, rising at every length, unlike the speedups above")
+    assert note.endswith("where the two disagree, the interval is what to trust.")
+    assert growth.medians_note(later, "kv_cache", "naive", False) == ""
+    earlier = pd.read_csv(data / "02_kv_cache-c635f9e.csv")  # both fell, then rose: nothing to say
+    assert growth.medians_note(earlier, "kv_cache", "naive", True) == ""
 
 
 def test_gain_panel_draws_the_gains_with_their_intervals():

@@ -458,3 +458,27 @@ def test_kv_cache_memory_reads_the_allocator_before_every_forward(tiny, monkeypa
     assert len(steps) == len(forwards) >= 2
     assert all(s["allocated"] == 1 and s["reserved"] == 2 for s in steps)
     assert [s["time_us"] for s in steps] == sorted(s["time_us"] for s in steps)
+
+
+def test_05_idle_line_gives_each_mode_s_share_of_the_eager_idle():
+    """Lesson 05: the GPU idle each compiled step removes, in ms and as a share of the eager
+    step's idle; a step that got longer gets no share; a CPU run says so."""
+    import pandas as pd
+
+    from helpers.course import compiled as lesson
+
+    methods = [lesson.EAGER, lesson.name("default"), lesson.name("reduce-overhead")]
+    steps = pd.DataFrame({"method": methods, "wall_ms": [7.66, 3.56, 1.63],
+                          "gpu_ms": [1.58, 1.11, 1.13]})
+    steps["idle_ms"] = steps["wall_ms"] - steps["gpu_ms"]
+    assert lesson.idle_line(steps, methods) == (
+        "Per step against eager: default 4.10 ms shorter (3.63 ms less GPU idle, 60% of eager's "
+        "6.08 ms; 0.47 ms less GPU work); reduce-overhead 6.03 ms shorter (5.58 ms less GPU idle, "
+        "92% of eager's 6.08 ms; 0.45 ms less GPU work). Most of each gain is time the GPU waited "
+        "on the host, not faster kernels.")
+    slower = steps.assign(wall_ms=[7.66, 9.0, 1.63])
+    line = lesson.idle_line(slower, methods)
+    assert "default 1.34 ms longer (1.81 ms more GPU idle; 0.47 ms less GPU work)" in line
+    assert "Most of each gain" not in line
+    assert lesson.idle_line(steps.assign(idle_ms=float("nan")), methods) == (
+        "GPU idle per step: no GPU time on a CPU run.")

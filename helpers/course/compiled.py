@@ -194,12 +194,10 @@ def repay_line(compile_table, table) -> str:
             "loop (the only eager loop timed here): " + "; ".join(parts) + check + "." + again)
 
 
-def idle_line(steps_budget, methods, table=None, seq_len=None) -> str:
+def idle_line(steps_budget, methods) -> str:
     """Each compiled step against the eager one (``methods``, eager first; ``budget.per_step``'s
     numbers, rounded as the budget sentence prints them): how much of the change is GPU idle (the
-    host's time) and how much GPU work. Then, from ``table``, the eager step's fastest and slowest
-    timed run at ``seq_len``: where they lie apart, its time moves with the host's state, so the speedups are read
-    against this lesson's own eager runs, not notebook 04's."""
+    host's time), as ms and as a share of the eager step's idle, and how much GPU work."""
     frame = steps_budget.set_index("method")
     shown = [m for m in methods if m in frame.index]
     if not shown or frame["idle_ms"].isna().all():
@@ -207,26 +205,17 @@ def idle_line(steps_budget, methods, table=None, seq_len=None) -> str:
     wall = {m: round(frame.at[m, "wall_ms"], 2) for m in shown}
     gpu = {m: round(frame.at[m, "gpu_ms"], 2) for m in shown}
     eager, parts = shown[0], []
+    idle = wall[eager] - gpu[eager]
     for method in shown[1:]:
         mode = method.split("(")[-1].rstrip(")")
         dw, dg = wall[eager] - wall[method], gpu[eager] - gpu[method]
         di = dw - dg
+        share = f", {di / idle:.0%} of eager's {idle:.2f} ms" if di > 0 and idle > 0 else ""
         parts.append(f"{mode} {abs(dw):.2f} ms {'shorter' if dw >= 0 else 'longer'} "
-                     f"({abs(di):.2f} ms {'less' if di >= 0 else 'more'} GPU idle, "
+                     f"({abs(di):.2f} ms {'less' if di >= 0 else 'more'} GPU idle{share}; "
                      f"{abs(dg):.2f} ms {'less' if dg >= 0 else 'more'} GPU work)")
     line = "Per step against eager: " + "; ".join(parts) + "."
     if len(shown) > 1 and all(wall[eager] - wall[m] > 0 and wall[eager] - wall[m] > 2 * (
             gpu[eager] - gpu[m]) for m in shown[1:]):
         line += " Most of each gain is time the GPU waited on the host, not faster kernels."
-    if table is not None and seq_len is not None:
-        row = table[(table["method"] == eager) & (table["seq_len"] == seq_len)].iloc[0]
-        low, high = 1e3 * row["min_s"] / seq_len, 1e3 * row["max_s"] / seq_len
-        line += (f" The eager step took {low:.2f} to {high:.2f} ms across this lesson's timed runs "
-                 f"(GPU work {gpu[eager]:.2f} ms, one profiled run): "
-                 + ("its time moves with the host's state from run to run and between processes, "
-                    "so notebook 04's eager static-cache step need not match it" if high > 1.05 * low
-                    else "notebook 04's eager static-cache step, timed in another process where "
-                    "the host's state differs, need not match it")
-                 + "; each speedup here is read against this lesson's own eager runs, timed in "
-                 "the same rounds.")
     return line

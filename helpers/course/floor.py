@@ -147,23 +147,21 @@ def without_prompt(step_ms, cost, new_tokens, floor_ms) -> str:
             f"{(step_ms - per) / floor_ms:.2f}x")
 
 
-def prompt_rung_line(saved_ms, eager, graph, new_tokens) -> str:
-    """Notebook 11's "+ prompt in a graph" rung: the per-step time it saved (``saved_ms``, the
-    medians) read against the prompt's forward timed alone, eagerly and from its graph
-    (``eager``, ``graph``: ``prefill_cost``). Both rungs run the same decode step, so a saving
-    beyond the prompt's own difference is said to be no gain of the step. Empty without numbers."""
-    if not (math.isfinite(saved_ms) and math.isfinite(eager[0]) and math.isfinite(graph[0])
-            and new_tokens > 0):
-        return ""
-    e, g = eager[0] / new_tokens, graph[0] / new_tokens
-    head = (f"per step it saved {saved_ms:.3f} ms (medians)" if saved_ms > 0 else
-            "per step its median is no lower") + (
-        f"; the prompt's forward timed alone costs {e:.3f} ms of each step eagerly and {g:.3f} ms "
-        f"from its graph, {e - g:.3f} ms apart")
-    if saved_ms <= (e - g) + 0.005:
-        return head
-    return (head + f"; the other {saved_ms - (e - g):.3f} ms is not in the prompt's forward as timed "
-            "alone, and both rungs run the same decode step, so it is no gain of the step")
+def prompt_idle(sentence: str, budget_frame, method: str, eager, new_tokens) -> str:
+    """``budget.sentence``'s reading of ``method`` with the cause of its idle GPU named where the
+    prompt's forward, run eagerly once per run (``eager``: ``prefill_cost``) and so counted in
+    every step's time, takes at least half that idle time by itself; else the sentence as is."""
+    from . import budget  # budget imports this module
+
+    rows = budget_frame.set_index("method")
+    if (budget.IDLE_WHY not in sentence or method not in rows.index or not new_tokens > 0
+            or not math.isfinite(eager[0])):
+        return sentence
+    idle, per = budget.printed_idle(rows.loc[method]), eager[0] / new_tokens
+    if not (idle > 0 and per >= idle / 2):
+        return sentence
+    return sentence.replace(budget.IDLE_WHY, "timed alone, the prompt's forward, run eagerly once "
+                            f"per run, takes {per:.2f} ms of each step, its GPU work included")
 
 
 def show_reference(stem: str) -> None:

@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from . import analysis, budget, harness, stats
+from . import analysis, harness, stats
 
 
 def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
@@ -208,6 +208,18 @@ def _growth_rule(table, candidate: str, baseline: str, judge: bool):
     return "not shown", why
 
 
+def _growth_interval(table, candidate: str, baseline: str) -> str:
+    """"the gain at 120 tokens was 0.97x its size at 30 (0.80–1.15)": the rule's second
+    condition, as measured; empty with too few runs."""
+    values = sorted(int(n) for n in table["seq_len"].unique())
+    r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
+    if len(values) < 2 or r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
+        return ""
+    digits = stats._digits(r.low, r.high)
+    return (f"the gain at {values[-1]} tokens was {r.estimate:.{digits}f}x its size at {values[0]} "
+            f"({r.low:.{digits}f}\u2013{r.high:.{digits}f})")
+
+
 def growth_answer(table, candidate: str, baseline: str, judge: bool) -> str:
     """Does the gain grow with the length? "yes", "no" (the gain shrinks) or "not shown", by
     ``_growth_rule``; empty on a smoke run or with too few runs."""
@@ -229,6 +241,9 @@ def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
     and "no" by ``gain_growth`` over every length."""
     answer, why = _growth_rule(table, candidate, baseline, judge)
     if answer == "not shown" and why:
+        said = _growth_interval(table, candidate, baseline)
+        if said and said not in why:  # the interval of the longest against the shortest, always
+            why = f"{why[:-1]}; {said}."
         return f"Does the gain grow with the length? Not shown on this run: {why}"
     said = gain_growth(table, candidate, baseline, judge)
     if answer != "yes":  # "grows" is the answer's word alone
@@ -237,80 +252,48 @@ def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
         f"{said[0].upper()}{said[1:]}."
 
 
-def step_times(table, labels: dict) -> pd.DataFrame:
-    """Notebook 02: per method (``labels``: name -> label) and length, the wall time per step
-    (median / N, with the fastest and slowest run / N), the GPU's work per step
-    (``gpu_busy_s`` / N, one profiled run) and the time the GPU waited for the host (median wall
-    minus that work), all in ms, prefill included. Empty without GPU work."""
-    if "gpu_busy_s" not in table:
-        return pd.DataFrame()
-    lengths = sorted(int(n) for n in table["seq_len"].unique())
-    out = pd.concat([budget.per_step(table, list(labels), labels=labels, seq_len=n).assign(tokens=n)
-                     for n in lengths], ignore_index=True)  # methods in labels' order at each length
-    ok = table[table["status"] == harness.OK] if "status" in table else table
-    runs = {((labels.get(m, m)), int(n)): (1e3 * lo / n, 1e3 * hi / n)
-            for m, n, lo, hi in zip(ok["method"], ok["seq_len"], ok["min_s"], ok["max_s"])}
-    out["fastest ms/step"] = [runs.get((m, n), (math.nan,) * 2)[0] for m, n in zip(out["method"], out["tokens"])]
-    out["slowest ms/step"] = [runs.get((m, n), (math.nan,) * 2)[1] for m, n in zip(out["method"], out["tokens"])]
-    out = out.rename(columns={"wall_ms": "wall ms/step", "gpu_ms": "GPU ms/step",
-                              "idle_ms": "GPU idle ms/step"})
-    out = out[["method", "tokens", "wall ms/step", "fastest ms/step", "slowest ms/step",
-               "GPU ms/step", "GPU idle ms/step"]].dropna()
-    out["order"] = out["method"].map({v: i for i, v in enumerate(labels.values())})
-    return out.sort_values(["order", "tokens"]).drop(columns="order").reset_index(drop=True).round(2)
+FAR = math.log(1.1)  # a run more than 10% off its loop's median is far out
 
 
-def _went(a: float, b: float) -> str:
-    """"rose from 4.40 to 7.23 ms", "fell from ...", or "stayed at 4.40 ms" (as printed)."""
-    if f"{a:.2f}" == f"{b:.2f}":
-        return f"stayed at {a:.2f} ms"
-    return f"{'rose' if b > a else 'fell'} from {a:.2f} to {b:.2f} ms"
-
-
-def host_lines(times, naive: str = "naive", cached: str = "KV cache") -> list:
-    """Notebook 02, read from ``step_times`` (labels as there), at the longest length: how much
-    of the GPU work the cache saved came back as GPU idle time (in the naive loop the GPU's work
-    hid much of the host's time). Empty without both loops at one length."""
-    if times.empty or not {naive, cached} <= set(times["method"]):
-        return []
-    t = times.set_index(["method", "tokens"])
-    lengths = sorted(set(t.loc[naive].index) & set(t.loc[cached].index))
-    if not lengths:
-        return []
-    at = lengths[-1]
-    n, k = t.loc[(naive, at)], t.loc[(cached, at)]
-    saved = n["GPU ms/step"] - k["GPU ms/step"]
-    back = k["GPU idle ms/step"] - n["GPU idle ms/step"]
-    if saved > 0 and back > 0:
-        first = (f"Per step at {at} tokens the cache saved {saved:.2f} ms of GPU work, and "
-                 f"{min(back, saved):.2f} ms of it came back as time the GPU waits for the host "
-                 f"(idle {n['GPU idle ms/step']:.2f} -> {k['GPU idle ms/step']:.2f} ms): in the naive "
-                 "loop the host prepared the next kernels while the GPU worked, so the GPU's work "
-                 "hid much of the host's time")
-    else:
-        first = (f"Per step at {at} tokens the GPU's work {_went(n['GPU ms/step'], k['GPU ms/step'])} "
-                 f"and its idle time {_went(n['GPU idle ms/step'], k['GPU idle ms/step'])}")
-    return [first + f"; the wall time {_went(n['wall ms/step'], k['wall ms/step'])}."]
-
-
-def slow_runs(trials) -> int:
-    """How many runs (1 or 2) lie far above the others: the slowest k runs sit farther above the
-    next-slowest run than the whole range of the remaining runs (at least four of them). 0 where
-    no run does."""
-    t = sorted(float(x) for x in trials)
-    for k in (1, 2):
-        rest = t[:-k]
-        if len(rest) >= 4 and t[-k] - rest[-1] > rest[-1] - rest[0]:
-            return k
-    return 0
+def wide_rounds(table, candidate: str, baseline: str, labels=None, **where) -> str:
+    """Why an interval that reaches across 1 did: the rounds whose ratio lies on the far side of 1
+    from the estimate, and in each the loop whose run pulled it there most (a slow run of the loop
+    that lost that round, or a fast run of the one that won), measured against that loop's own
+    median. Named ("two slow KV cache runs") only where one or two such rounds exist, the same
+    loop did it the same way in each, and by more than 10%; else empty."""
+    labels = labels or {}
+    c = [float(x) for x in stats.method_trials(table, candidate, **where)]
+    b = [float(x) for x in stats.method_trials(table, baseline, **where)]
+    if len(c) != len(b) or len(c) < stats.MIN_TRIALS:
+        return ""
+    mc, mb = sorted(c)[len(c) // 2], sorted(b)[len(b) // 2]
+    ratios = [y / x for x, y in zip(c, b)]
+    estimate = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    far = [i for i, r in enumerate(ratios) if (r < 1 if estimate >= 1 else r > 1)]
+    if not 1 <= len(far) <= 2:
+        return ""
+    causes = set()
+    for i in far:
+        dc, db = math.log(c[i] / mc), math.log(b[i] / mb)
+        # below 1 the candidate lost: its run slow (dc > 0) or the baseline's fast (db < 0)
+        pull = {(candidate, "slow"): dc, (baseline, "fast"): -db} if estimate >= 1 else \
+            {(baseline, "slow"): db, (candidate, "fast"): -dc}
+        cause, size = max(pull.items(), key=lambda kv: kv[1])
+        if size <= FAR:
+            return ""
+        causes.add(cause)
+    if len(causes) != 1:
+        return ""
+    (method, how), = causes
+    return f"{'one' if len(far) == 1 else 'two'} {how} {labels.get(method, method)} run{'s' if len(far) > 1 else ''}"
 
 
 def length_verdicts(table, candidate: str, baseline: str, labels=None) -> str:
     """Notebook 02's one-line summary of the gain at every length, each with its verdict word:
-    "1.12x faster at 30 tokens, 1.26x faster at 75 and can't tell apart at 120 (two slow KV cache
-    runs widened the interval)". The slow runs (``slow_runs``) are named only beside "can't tell
-    apart", and only where they exist; "too few runs" where a length has too few rounds."""
-    labels = labels or {}
+    "1.12x faster at 30 tokens, can't tell apart at 75 (two slow KV cache runs widened the
+    interval) and 1.22x faster at 120". The runs that widened an interval (``wide_rounds``) are
+    named only beside "can't tell apart", and only where they exist; "too few runs" where a
+    length has too few rounds."""
     values = sorted(int(n) for n in table["seq_len"].unique())
     said = []
     for i, n in enumerate(values):
@@ -319,14 +302,43 @@ def length_verdicts(table, candidate: str, baseline: str, labels=None) -> str:
         if r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
             said.append(f"{r.estimate:.2f}x {where} (too few runs to judge)")
             continue
-        why = ""
-        if stats.verdict(r) == stats.NOISE:
-            slow = [(k, m) for m in (candidate, baseline)
-                    if (k := slow_runs(stats.method_trials(table, m, seq_len=n)))]
-            why = "; ".join(f"{'one slow' if k == 1 else 'two slow'} {labels.get(m, m)} "
-                            f"run{'s' if k > 1 else ''}" for k, m in slow)
+        why = (wide_rounds(table, candidate, baseline, labels, seq_len=n)
+               if stats.verdict(r) == stats.NOISE else "")
         said.append(f"{stats.short(r)} {where}" + (f" ({why} widened the interval)" if why else ""))
     return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+
+
+def _direction(values) -> str:
+    """"rising at every length", "falling at every length" or "not in one direction"."""
+    steps = list(zip(values, values[1:]))
+    if all(b > a for a, b in steps):
+        return "rising at every length"
+    if all(b < a for a, b in steps):
+        return "falling at every length"
+    return "not in one direction"
+
+
+def medians_note(table, candidate: str, baseline: str, judge: bool) -> str:
+    """Notebook 02: where the ratios of the medians move across the lengths in another direction
+    than the speedups the lesson reads (geometric means of the rounds' ratios), one sentence
+    saying so and which to trust; else empty (and on a smoke run)."""
+    values = sorted(int(n) for n in table["seq_len"].unique())
+    if not judge or len(values) < 2:
+        return ""
+    speedups, medians = [], []
+    for n in values:
+        c, b = (stats.method_trials(table, m, seq_len=n) for m in (candidate, baseline))
+        if not c or not b:
+            return ""
+        speedups.append(stats.row_speedup(table, candidate, baseline, seq_len=n).estimate)
+        medians.append(float(pd.Series(b).median() / pd.Series(c).median()))
+    if _direction(speedups) == _direction(medians):
+        return ""
+    said = ", ".join(f"{m:.2f}x" for m in medians[:-1]) + f" and {medians[-1]:.2f}x"
+    return (f"The table's medians alone give {said} at {_tokens(values)}, "
+            f"{_direction(medians)}, unlike the speedups above: a ratio of medians sets runs from "
+            "different rounds against each other, a speedup compares the two loops round by round. "
+            "This lesson reads the speedups; where the two disagree, the interval is what to trust.")
 
 
 def _tokens(lengths) -> str:

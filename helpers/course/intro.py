@@ -1,6 +1,6 @@
 """The two ideas of notebook 00 made visible: the rounds of an interleaved comparison, the floor
 as bytes over bandwidth, and what an A/A comparison's interval resolves; and notebook 01's
-readings of its fit (a and b in plain words) and of its memory."""
+answer (the fit's a and b, the measured growth against pure N² growth) and its memory reading."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,6 @@ import pandas as pd
 
 from . import floor as _floor
 from . import budget, growth, harness, stats
-from .results import run_dir
 from ..model import parameter_bytes
 
 
@@ -89,176 +88,128 @@ def _tokens(lengths) -> str:
     return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + " tokens"
 
 
-def _ranges(shares) -> list:
-    """(new tokens, low %, high %) for each length of ``growth.quadratic_shares`` with a range."""
-    out = []
-    if shares is None:
-        return out
-    for _, row in shares.iterrows():
-        try:
-            low, high = (float(v) for v in str(row["interval %"]).split("\u2013"))
-        except ValueError:
-            continue
-        out.append((int(row["new tokens"]), low, high))
-    return out
-
-
-def terms(table, shares=None) -> str:
-    """Notebook 01: the fit in plain words. The median total times are fitted as a·N + b·N²
-    (``growth.fit``), so the average step costs a + b·N: b what each token of length adds to it,
-    a that line's value at N = 0 (an intercept: host and GPU work overlap, so no cost a step
-    pays apart). The N² term passes half the time where b·N passes a, at N = a/b; that length
-    is stated as placed only where the N² share's ranges (``shares``) lie below 50% at one
-    measured length and above at another (the thirteenth review: "≈ 121 tokens" was printed
-    flatly while every share's range held 50%)."""
+def terms(table) -> str:
+    """Notebook 01's answer, first half: the fit in plain words. The median total times are fitted
+    as a·N + b·N² (``growth.fit``), so the average step of an N-token run costs a + b·N; and,
+    where the profiled runs' GPU time (``gpu_busy_s``) puts the GPU's own per-step line below a at
+    N = 0, the rest of a is the GPU waiting for the host (the fourteenth review: a = 4.54 ms was
+    "roughly" host and GPU work, never split, while the GPU's line starts near 1.6 ms)."""
     f = growth.fit(table)
     text = (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms and "
-            f"b = {f['b_us']:.1f} µs: the average step costs a + b·N")
-    if not (f["a_ms"] > 0 and round(f["b_us"], 1) > 0):  # b as printed: no crossover from rounding noise
-        return text + ", with no length where the b·N² work passes half the time."
-    cross = f"N = a/b ≈ {1e3 * f['a_ms'] / f['b_us']:.0f} tokens"
-    ranges = _ranges(shares)
-    below = [n for n, low, high in ranges if high <= 50]  # as ``takeaway`` reads a range
-    above = [n for n, low, high in ranges if low >= 50]
-    both = [n for n, low, high in ranges if low < 50 < high]
-    if below and above:
-        return text + f", so the b·N² work passes half the time at {cross}."
-    if ranges and not both:
-        side = "more" if above else "less"
-        return text + (f"; the b·N² work is {side} than half the time at every length measured "
-                       f"(the fit puts the crossing at {cross}).")
-    if both:
-        return text + (f"; by the fit the b·N² work passes half the time at {cross}, but these "
-                       f"rounds cannot place that length: the N² share's range holds 50% at "
-                       f"{_tokens(both)}.")
-    return text + f"; by the fit alone the b·N² work passes half the time at {cross}."
-
-
-QUADRUPLE = (3.5, 4.5)  # "about 4x per doubling": claims.QUADRUPLE_RANGE, which notebook 08 judges
-
-
-def doubling(table) -> str:
-    """Notebook 01: the article's claim that doubling the length roughly quadruples the runtime,
-    answered with the factor per doubling that notebook 08 judges (2**k, k the growth exponent of
-    the median total times), and, where a length and its double were both measured, the measured
-    factor (the twelfth review: 2.75x came from the fit, the measured 100 -> 200 was 2.66x)."""
-    k = growth.fit(table)["exponent"]
-    if not math.isfinite(k):
-        return ""
-    x = 2 ** k
-    low, high = QUADRUPLE
-    said = ("short of the 4x of pure N² growth: the a·N part only doubles" if x < low else
-            "about the 4x of pure N² growth" if x <= high else "more than the 4x of pure N² growth")
-    text = (f"A power law through the medians gives {x:.2f}x per doubling of the length "
-            f"(time ∝ N^{k:.2f}), {said}")
-    ok = table[table["status"] == harness.OK]
-    median = dict(zip(ok["seq_len"].astype(int), ok["median_s"].astype(float)))
-    pairs = [(n, 2 * n) for n in sorted(median) if 2 * n in median]
-    if pairs:
-        n, m = pairs[0]
-        text += f"; measured from {n} to {m} tokens: {median[m] / median[n]:.2f}x"
+            f"b = {f['b_us']:.1f} µs: the average step of an N-token run costs a + b·N")
+    gpu0 = _gpu_at_zero(table)
+    if math.isfinite(gpu0) and 0 <= gpu0 < f["a_ms"]:
+        text += (f". The GPU's kernel time per step, fitted the same way, is {gpu0:.2f} ms at N = 0: "
+                 f"the other {f['a_ms'] - gpu0:.2f} ms of a is the GPU waiting for the host (Python, "
+                 "launches, the EOS sync), a cost that does not grow with the length")
     return text + "."
 
 
-def against_setup(table, setup=None) -> str:
-    """Notebook 01: where the naive loop's timed step at its shortest length (median run ÷ its
-    length, no shorter than notebook 00's) is shorter than notebook 00's timed KV-cache step of
-    the same run (loop A, from this run's ``00_setup`` table unless ``setup`` is given), one
-    sentence saying so and that notebook 02 explains it; else empty (also where that table is
-    missing)."""
-    if setup is None:
-        path = run_dir() / "data" / "00_setup.csv"
-        if not path.exists():
-            return ""
-        setup = pd.read_csv(path)
-    row = setup[(setup["method"] == "loop A") & (setup["status"] == harness.OK)]
+def _gpu_at_zero(table) -> float:
+    """The GPU's kernel time per step (ms) at N = 0 by a straight line through each length's
+    profiled GPU time ÷ N; NaN without two lengths' GPU times."""
+    if "gpu_busy_s" not in table:
+        return float("nan")
     ok = table[table["status"] == harness.OK]
-    if len(row) != 1 or ok.empty:
+    busy = ok["gpu_busy_s"].astype(float)
+    ok = ok[busy > 0]
+    if ok["seq_len"].nunique() < 2:
+        return float("nan")
+    n = ok["seq_len"].astype(float).to_numpy()
+    per = 1e3 * ok["gpu_busy_s"].astype(float).to_numpy() / n
+    return float(np.polyfit(n, per, 1)[1])
+
+
+def _growth(table):
+    """(short, long, Ratio of the long length's time to the short one's) for the first length
+    whose double was measured, else the shortest and longest; None under two lengths."""
+    ok = table[table["status"] == harness.OK]
+    runs = {int(r["seq_len"]): harness.trials(r) for _, r in ok.iterrows()}
+    lengths = sorted(runs)
+    if len(lengths) < 2:
+        return None
+    pairs = [(n, 2 * n) for n in lengths if 2 * n in runs]
+    n, m = pairs[0] if pairs else (lengths[0], lengths[-1])
+    paired = len(runs[n]) == len(runs[m])
+    return n, m, stats.speedup(runs[n], runs[m], paired=paired)
+
+
+def doubling(table) -> str:
+    """Notebook 01's answer, second half: the article's claim that doubling the length roughly
+    quadruples the runtime, against the measured growth from a length to its double (else from
+    the shortest to the longest length, against the square of their ratio): the rounds' ratio
+    with its interval, and whether it lies below, above or around pure N² growth (the fourteenth
+    review: growth was told four ways; the fit and this ratio are the two kept)."""
+    got = _growth(table)
+    if got is None or math.isnan(got[2].estimate):
         return ""
-    n0 = int(row["seq_len"].iloc[0])
-    kv = 1e3 * float(row["median_s"].iloc[0]) / n0
-    first = ok.sort_values("seq_len").iloc[0]
-    n1 = int(first["seq_len"])
-    naive = 1e3 * float(first["median_s"]) / n1
-    if n1 < n0 or not naive < kv:
-        return ""
-    return (f"A timed naive step ({naive:.2f} ms at {n1} tokens) is shorter than notebook 00's "
-            f"KV-cache step ({kv:.2f} ms at {n0}), though it recomputes every position: notebook "
-            "02 shows why (the host's work per step).")
+    n, m, ratio = got
+    r = m / n
+    pure = f"the {r * r:.3g}x of pure N² growth"
+    lead = (f"Doubling the length from {n} to {m} tokens multiplied the time by" if r == 2 else
+            f"From {n} to {m} tokens ({r:.3g}x longer) the time grew")
+    if ratio.n < stats.MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
+        return (f"{lead} {ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge against "
+                f"{pure}).")
+    ok = table[table["status"] == harness.OK]
+    median = dict(zip(ok["seq_len"].astype(int), ok["median_s"].astype(float)))
+    medians = median[m] / median[n]
+    note = f"; medians alone: {medians:.2f}x" if stats.medians_apart(medians, ratio.estimate) else ""
+    said = (f"less than {pure}: the a·N part " + ("only doubles" if r == 2 else f"grows only {r:.3g}x") if ratio.high < r * r else
+            f"more than {pure}" if ratio.low > r * r else f"can't tell apart from {pure}")
+    return f"{lead} {ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f}{note}), {said}."
 
 
 CARD_FULL = 0.95  # a peak reserve within 5% of the card's memory: the allocator filled the card
 
 
 def card_reading(table, total_bytes) -> str:
-    """Notebook 01: whether the allocator's reserve filled the card. Lengths whose peak reserved
-    memory came within 5% of the card's ``total_bytes``, or whose timed runs made the allocator
-    free its cached blocks and retry (``alloc_retries``, summed over the timed runs), are named:
-    there it filled the card and had to ask the driver again, which costs time inside those runs;
-    and why the reserve climbs (each step's logits one position longer: no cached block fits).
-    Empty without a GPU (``total_bytes`` 0 or NaN)."""
+    """Notebook 01: whether the allocator's reserve filled the card (a peak reserve within 5% of
+    ``total_bytes``) and why it climbs (each step's logits one position longer: no cached block
+    fits), then how often it freed its cache and retried at each length (``alloc_retries``,
+    summed over the timed runs), as measured (the fourteenth review: a total of 20 with no
+    column to check, and an unsized "inflates b" caveat). Empty without a GPU."""
     if not total_bytes or not total_bytes > 0:
         return ""
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    full = [(int(r["seq_len"]), r["peak_reserved_bytes"], r.get("alloc_retries", 0) or 0)
-            for _, r in ok.iterrows()
-            if r["peak_reserved_bytes"] >= CARD_FULL * total_bytes or (r.get("alloc_retries", 0) or 0) > 0]
+    full = [int(r["seq_len"]) for _, r in ok.iterrows()
+            if r["peak_reserved_bytes"] >= CARD_FULL * total_bytes]
     card = f"{total_bytes / 2**30:.1f} GiB"
-    if not full:
-        return (f"The allocator reserved at most {ok['peak_reserved_bytes'].max() / 2**30:.1f} GiB of "
-                f"the card's {card}: it never had to free its cached blocks.")
-    retries = sum(int(t) for _, _, t in full if t == t)
-    top = max(r for _, r, _ in full)
-    text = (f"At {_tokens([n for n, _, _ in full])} the allocator's reserve reached "
-            f"{top / 2**30:.1f} GiB of the card's {card}{'' if retries else ', close to filling it'}"
-            ": each step's logits are one position longer than the last, so no cached block fits "
-            "them and the reserve keeps growing (notebook 03's subject).")
-    if retries:
-        later = _retries_only_later(table)
-        text += (f" It had to free its cache and retry, {retries} times over the timed runs: time "
-                 "added to those runs" + (", which the fit reads as growth with the length, so it "
-                 "raises b and the N² shares by an amount these runs do not measure." if later
-                                          else "."))
-    return text
+    top = ok["peak_reserved_bytes"].max() / 2**30
+    if full:
+        text = (f"At {_tokens(full)} the allocator's reserve reached {top:.1f} GiB of the card's "
+                f"{card}: each step's logits are one position longer than the last, so no cached "
+                "block fits them and the reserve keeps growing (notebook 03's subject).")
+    else:
+        text = f"The allocator reserved at most {top:.1f} GiB of the card's {card}."
+    if "alloc_retries" not in ok or ok["alloc_retries"].isna().all():
+        return text
+    tries = ok["alloc_retries"].fillna(0).astype(int).tolist()
+    if not any(tries):
+        return text + " It never had to free its cache and retry."
+    counts = {len(harness.trials(r)) for _, r in ok.iterrows()}
+    runs = f"the {counts.pop()} timed runs" if len(counts) == 1 and 0 not in counts else "the timed runs"
+    listed = (f"{tries[0]} times" if len(tries) == 1 else
+              ", ".join(map(str, tries[:-1])) + f" and {tries[-1]} times")
+    return text + (f" It freed its cache and asked the driver again {listed} over {runs} at "
+                   f"{_tokens(ok['seq_len'])}; that time is part of the timed runs the fit reads.")
 
 
-def _retries_only_later(table) -> bool:
-    """Whether the allocator retried at some longer length but not at the shortest: time the fit
-    reads as growth with the length."""
-    if "alloc_retries" not in table:
-        return False
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    tries = ok["alloc_retries"].fillna(0).astype(float)
-    return len(tries) > 1 and tries.iloc[0] == 0 and tries.iloc[1:].max() > 0
+def takeaway(table) -> str:
+    """Notebook 01's one line: the measured growth against pure N² growth (``doubling``)."""
+    said = doubling(table)
+    return f"In one line: {said[0].lower() + said[1:]}" if said else ""
 
 
-def fit_against_medians(table) -> str:
-    """Notebook 01: the fitted step a + b·N against the measured median step at each length (the
-    twelfth review: "within every min-max bar" could hardly fail; this is the evidence)."""
-    f = growth.fit(table)
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    n = ok["seq_len"].astype(float)
-    fitted = " / ".join(f"{f['a_ms'] + f['b_us'] * 1e-3 * x:.2f}" for x in n)
-    measured = " / ".join(f"{1e3 * t / x:.2f}" for t, x in zip(ok["median_s"], n))
-    return (f"The fitted step a + b·N at {_tokens(n)}: {fitted} ms; the measured median step: "
-            f"{measured} ms.")
-
-
-def takeaway(table, shares) -> str:
-    """Notebook 01's one line: the N² share at the longest length with the range the rounds
-    allow (``growth.quadratic_shares``), said plainly when that range holds 50%, and the
-    allocator's retries named where they inflate it (the twelfth review: "61%" was printed
-    without its 31-77% or the retries)."""
-    last = shares.iloc[-1]
-    text = (f"In one line: at {last['new tokens']} tokens the work on the whole sequence (b·N²) is "
-            f"{last['N² share %']}% of the naive loop's time by the fit")
-    last_range = _ranges(shares.iloc[-1:])
-    if last_range:
-        _, low, high = last_range[0]
-        where = ("so these rounds cannot tell whether it is more or less than half" if low < 50 < high
-                 else "more than half" if low >= 50 else "less than half")
-        text += f" ({low:.0f}–{high:.0f}%: {where})"
-    if _retries_only_later(table):
-        text += (", a share the allocator's retries at the longer lengths inflate by an amount "
-                 "not measured here")
-    return text + "."
+def furthest_round(by_round) -> str:
+    """Notebook 00: the round whose A / B ratio sits furthest from 1 and the rounds' estimate
+    without it (the fourteenth review: one round slowed in one trial only lifted 1.02 to 1.06,
+    and the lesson never pointed at it). Empty under three rounds."""
+    if by_round is None or len(by_round) < 3:
+        return ""
+    logs = np.log(by_round["A / B"].astype(float).to_numpy())
+    far = int(np.argmax(np.abs(logs)))
+    rest = float(np.exp(np.delete(logs, far).mean()))
+    return (f"Round {int(by_round['round'].iloc[far])} lies furthest from 1 (A / B = "
+            f"{by_round['A / B'].iloc[far]:.3f}); the other {len(logs) - 1} rounds alone give "
+            f"{rest:.2f}x.")

@@ -27,8 +27,8 @@ from ..graphs import cache_bytes, capture_graph, decode_step, hf_decode_step, pr
 BLOCK_GEMMS = ("QKV", "attention out", "MLP up", "MLP down")
 LM_HEAD = "LM head"
 UNATTRIBUTED = "GEMM (unattributed)"  # GEMM kernels that do not match the step's plan
-PARTS_ORDER = (*BLOCK_GEMMS, LM_HEAD, UNATTRIBUTED, "attention", "element-wise", "copies",
-               "idle between kernels")
+IDLE = "idle between kernels"  # the GPU's time in the step with no kernel running
+PARTS_ORDER = (*BLOCK_GEMMS, LM_HEAD, UNATTRIBUTED, "attention", "element-wise", "copies", IDLE)
 
 
 def gemm_kernel(name: str) -> bool:
@@ -233,7 +233,8 @@ def gaps_ranked(table: pd.DataFrame) -> str:
     """A ``kernel_table``'s layer GEMMs together (or its unattributed GEMMs), attention and
     element-wise, ranked by µs above their floors, each with its µs, floor and kernels per step:
     "above their floors: the layer GEMMs together, 161 µs (276 µs against 115, 48 kernels), ...";
-    the element-wise group also gives its µs per kernel ("27 kernels of 2.2 µs each")."""
+    the element-wise group also gives its µs per kernel ("27 kernels of 2.2 µs each"), and the
+    GPU's idle time between kernels is ranked with them ("idle between kernels, 40 µs")."""
     parts = table.set_index("part")
     groups = {"the layer GEMMs together": [p for p in BLOCK_GEMMS if p in parts.index],
               "GEMMs (unattributed)": [p for p in (UNATTRIBUTED,) if p in parts.index],
@@ -241,10 +242,13 @@ def gaps_ranked(table: pd.DataFrame) -> str:
               "element-wise": [p for p in ("element-wise",) if p in parts.index]}
     rows = [(name, parts.loc[members, ["us", "floor_us", "kernels"]].sum())
             for name, members in groups.items() if members]
+    if IDLE in parts.index:  # no kernel runs: all of it is above the floor
+        rows.append((IDLE, parts.loc[IDLE, ["us", "floor_us", "kernels"]]))
     rows.sort(key=lambda r: r[1]["us"] - r[1]["floor_us"], reverse=True)
-    said = "; ".join(f"{name}, {r['us'] - r['floor_us']:.0f} µs ({r['us']:.0f} µs against "
-                     f"{r['floor_us']:.0f}, {r['kernels']:.0f} kernels{_each(name, r)})"
-                     for name, r in rows)
+    said = "; ".join(f"{name}, {r['us'] - r['floor_us']:.0f} µs" + (
+                     " (no kernel runs)" if name == IDLE else
+                     f" ({r['us']:.0f} µs against {r['floor_us']:.0f}, {r['kernels']:.0f} "
+                     f"kernels{_each(name, r)})") for name, r in rows)
     return f"above their floors, per step: {said}"
 
 
@@ -338,7 +342,7 @@ def kernel_table(kernels: pd.DataFrame, model, batch_size, prompt_len, new_token
                      "MB": nbytes / 1e6, "GBps": nbytes / us / 1e3 if us else float("nan"),
                      "floor_us": floor_bytes / bandwidth * 1e6})
     idle = (span - busy) / steps
-    rows.append({"part": "idle between kernels", "kernels": 0.0, "us": idle, "MB": float("nan"),
+    rows.append({"part": IDLE, "kernels": 0.0, "us": idle, "MB": float("nan"),
                  "GBps": float("nan"), "floor_us": 0.0})
     table = pd.DataFrame(rows)
     table["above_floor_us"] = table["us"] - table["floor_us"]

@@ -383,17 +383,6 @@ def recovered_pct(sync_s, method_s, free_s) -> float:
     return 100.0 * (float(sync_s) - float(method_s)) / cost
 
 
-def profiler_host_cost(cpu_us: float, timed_us: float) -> str:
-    """Why a gap under the profiler can be larger than the timed rounds say, where the data show
-    it: a profiled step's CPU time (``cpu_us``) longer than the whole step timed without the
-    profiler (``timed_us``) means the profiler's own cost per recorded operation slowed the
-    host, and with it every gap the host sets. Empty where the data do not show it."""
-    if not cpu_us > timed_us:
-        return ""
-    return (f"a profiled step's CPU time ({cpu_us:.0f} µs) exceeds the whole step timed without "
-            f"the profiler ({timed_us:.0f} µs), so the profiler's own host cost is the likely cause")
-
-
 def check_cost(step_budget: pd.DataFrame, unclear=(), check: str = "check every step",
                free: str = "no check") -> pd.DataFrame:
     """Notebook 06's per-step view of ``budget.per_step`` rows named "<regime>, <loop>": wall

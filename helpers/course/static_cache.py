@@ -175,53 +175,31 @@ def _per_step(table, seq_lens) -> dict:
     return steps
 
 
-def gpu_line(table, seq_lens) -> str:
-    """At the longest length: the attention pairs the static cache does over the dynamic one's,
-    and the two caches' GPU work per decode step (as ``budget.per_step`` computes it; one profiled
-    run per loop). The GPU time is the whole run's, not split by kernel: it holds both the extra
-    attention and the dynamic cache's per-step copy, so it is read as their net only."""
-    rows = table[table["status"] == harness.OK].set_index(["seq_len", "method"])
-    point = max(seq_lens)
-    steps = _per_step(table, [point])
-    s, d = steps[(point, STATIC)][1], steps[(point, DYNAMIC)][1]
-    if any(math.isnan(v) or v <= 0 for v in (s, d)):
-        return f"{STATIC} against {DYNAMIC}: no GPU time on a CPU run."
-    change = 0 if abs(s / d - 1) <= SAME_GPU else 1 if s > d else -1
-    how = {0: "about the same", 1: f"{s / d - 1:.0%} larger", -1: f"{1 - s / d:.0%} smaller"}
-    pairs = rows.loc[(point, STATIC), "attended_pairs"] / rows.loc[(point, DYNAMIC), "attended_pairs"]
-    return (f"At {point} tokens the static cache attends over {pairs:.1f}x the pairs, and its GPU "
-            f"work per decode step was {how[change]} ({s:.2f} against {d:.2f} ms, one profiled run "
-            "per loop): that total holds both the extra attention and the dynamic cache's per-step "
-            "copy, so it shows their net, not what either cost alone.")
-
-
 def memory_line(table, model, seq_len) -> str:
-    """Each eager loop's peak above the weights less its own cache tensors (the memory panel's
-    two bars per loop, the subtraction written out), then the dynamic cache's old copy (what its
-    growth holds twice); on a CPU run (no peak) only the growing copy."""
-    copy = growth_copy_line(table, model, seq_len)
+    """The two loops' allocated peak above the weights at one length (the memory panel's right
+    bars, rounded as it labels them), read as one conclusion: about the same (within
+    ``SAME_MEMORY``) or the static cache's smaller or larger by so much. On a CPU run (no peak)
+    a short note."""
     rows = table[(table["seq_len"] == seq_len) & table["method"].isin(EAGER)].set_index("method")
     rows = rows.dropna(subset=["own_peak_bytes"])
     if not {DYNAMIC, STATIC} <= set(rows.index):
-        return copy
-    # the figure's two bars, rounded as it labels them, and their difference
-    mib = {m: (int(f"{rows.at[m, 'own_peak_bytes'] / 2**20:.0f}"),
-               int(f"{rows.at[m, 'cache_bytes'] / 2**20:.0f}")) for m in rows.index}
-    each = ", ".join(f"{m} {mib[m][0]} − {mib[m][1]} = {mib[m][0] - mib[m][1]} MiB"
-                     for m in EAGER if m in mib)
-    static = table[(table["seq_len"] == seq_len) & (table["method"] == STATIC)].iloc[0]
-    logits = (static["batch_size"] * (static["cache_len"] - seq_len) * model.config.vocab_size
-              * 4 / 2**20)  # float32 logits of every prompt position, kept alive by their last row
-    return (f"Memory at {seq_len} tokens, each run's allocated peak above the weights less its own "
-            f"cache tensors (the difference of each loop's two bars in the figure): {each}. The "
-            "static cache is whole before the prefill, whose logits (batch × prompt × vocabulary "
-            f"× 4 bytes, {logits:.0f} MiB) live beside it. " + copy)
+        return f"Memory at {seq_len} tokens: no allocated peak on a CPU run."
+    s, d = (int(f"{rows.at[m, 'own_peak_bytes'] / 2**20:.0f}") for m in (STATIC, DYNAMIC))
+    if d <= 0:
+        return f"Memory at {seq_len} tokens: no allocated peak on a CPU run."
+    how = ("about the same" if abs(s / d - 1) <= SAME_MEMORY
+           else f"{abs(s - d)} MiB {'smaller' if s < d else 'larger'} with the static cache")
+    return (f"Memory at {seq_len} tokens, one run's allocated peak above the weights (its cache "
+            f"included): {d} MiB with the dynamic cache, {s} MiB with the static one: {how}.")
+
+
+SAME_MEMORY = 0.05  # peaks within 5% read "about the same"
 
 
 def host_line(table, seq_lens) -> str:
     """At each length where the rounds tell the caches apart (a clear verdict) while the GPU's
     work per step was about the same (within ``SAME_GPU``), the gap is the host's: wall clock
-    minus GPU work per step for both caches there (which host work makes it is not measured).
+    minus GPU work per step for both caches there (which host work makes it is not timed).
     Empty where no length is told apart, and on a CPU run."""
     steps = _per_step(table, seq_lens)
     if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
@@ -241,7 +219,38 @@ def host_line(table, seq_lens) -> str:
         return ""
     return ("Where the rounds tell the caches apart and their GPU work per step is about the same, "
             "the gap is the host's: wall clock minus GPU work per step, " + "; ".join(parts)
-            + ". Which host work makes it is not measured here.")
+            + ". This lesson does not time which host work that is (the static step, for one, "
+            "also builds a mask over every position).")
+
+
+SLOW_SPELL = 0.05  # a step slower by more than this than at a longer length flags a slow spell
+
+
+def disturbed_line(table, seq_lens) -> str:
+    """The lengths where a loop's step took longer (by more than ``SLOW_SPELL``) than at a longer
+    length although its GPU had less work per step there: the host ran slow during those runs.
+    Empty where no length is flagged, with one length, and on a CPU run."""
+    steps = _per_step(table, seq_lens)
+    if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
+        return ""
+    parts = []
+    for n in sorted(seq_lens):
+        flagged = []
+        for m in (DYNAMIC, STATIC):
+            w, g = steps[(n, m)]
+            longer = [k for k in seq_lens if k > n and steps[(k, m)][1] >= g
+                      and w > (1 + SLOW_SPELL) * steps[(k, m)][0]]
+            if longer:
+                k = min(longer, key=lambda k: steps[(k, m)][0])
+                flagged.append(f"{m} {w:.2f} ms against {steps[(k, m)][0]:.2f} ms at {k}")
+        if flagged:
+            parts.append(f"at {n} tokens ({', '.join(flagged)})")
+    if not parts:
+        return ""
+    return ("A slow spell of the host: a step took longer than at a longer length, where the GPU "
+            "had more work, " + "; ".join(parts) + ". Those times are disturbed: read "
+            + ("that length's verdict" if len(parts) == 1 else "those lengths' verdicts")
+            + " with care.")
 
 
 def plot_runs_range(ax, table, seq_len, methods=EAGER):
@@ -259,17 +268,6 @@ def plot_runs_range(ax, table, seq_len, methods=EAGER):
     return ax
 
 
-def growth_copy_line(table, model, seq_len) -> str:
-    """The most memory the dynamic cache's growth holds twice: torch.cat copies one layer's keys
-    (or values) at a time, so the old and the new tensor of one layer live together."""
-    row = table[(table["seq_len"] == seq_len) & (table["method"] == DYNAMIC)]
-    one = float(row["cache_bytes"].iloc[0]) / (2 * model.config.n_layer)
-    unit, scale = ("MiB", 2**-20) if one >= 2**20 else ("KiB", 2**-10)
-    return (f"Growing, the dynamic cache copies one layer's keys or values at a time: at "
-            f"{seq_len} tokens the old copy alive beside the new one is at most "
-            f"{one * scale:.1f} {unit}.")
-
-
 def summary_line(table, steps, seq_lens, judge: bool) -> str:
     """The lesson in one line: the eager verdict at each length beside the article's, every
     length in one form (its ratio or "can't tell apart"; the ranges are in the verdict lines), and
@@ -279,6 +277,11 @@ def summary_line(table, steps, seq_lens, judge: bool) -> str:
     wall = steps.set_index("method")["wall_ms"]
     times = (f"at {point} tokens a step took {wall[STATIC]:.2f} ms with the static cache and "
              f"{wall[DYNAMIC]:.2f} ms with the dynamic one (median run \u00f7 {point} steps)")
+    gpu = steps.set_index("method")["gpu_ms"] if "gpu_ms" in steps else None
+    if gpu is not None and all(v > 0 for v in (gpu[STATIC], gpu[DYNAMIC])):  # NaN on a CPU
+        times += (f"; the GPU worked {gpu[STATIC]:.2f} and {gpu[DYNAMIC]:.2f} ms of it, and sat "
+                  f"idle the rest ({wall[STATIC] - gpu[STATIC]:.2f} and "
+                  f"{wall[DYNAMIC] - gpu[DYNAMIC]:.2f} ms), waiting for the host")
     if not judge:
         return ("In one line: a smoke run only exercises the code (the H100 reference above "
                 f"holds this lesson's answer); here {times}.")

@@ -275,7 +275,9 @@ def _eager_cache(data, names) -> str:
         extra = round(b["wall_ms"], 2) - round(a["wall_ms"], 2)
         if extra < 0:
             continue
-        text = (f"The {new} is no faster than the {old} by the medians: {b['wall_ms']:.2f} against "
+        pace = (f"is {b['wall_ms'] / a['wall_ms']:.2f}x slower than" if extra > 0 else
+                "takes as long as")  # "no faster" would understate a slower rung
+        text = (f"The {new} {pace} the {old} by the medians: {b['wall_ms']:.2f} against "
                 f"{a['wall_ms']:.2f} ms per step, with GPU work of {b['gpu_ms']:.2f} against "
                 f"{a['gpu_ms']:.2f} ms")
         if b["gpu_ms"] - a["gpu_ms"] < extra / 2:
