@@ -107,7 +107,9 @@ def print_report(info: dict, params=None) -> dict:
         head = [f"preset {values.pop('preset', '?')!s}", f"model {values.pop('model', '?')!s}",
                 f"on {values.pop('device', '?')!s}"]
         values.pop("notebook", None)
-        rest = [f"{key} {value}" for key, value in values.items()]
+        # budget_s read as "the time budget is zero" (the fifteenth review): say what it is
+        rest = [f"{key} {value}" + (_budget_note(value) if key == "budget_s" else "")
+                for key, value in values.items()]
         line, lines = ", ".join(head), []
         for item in rest:
             if len(line) + len(item) > 96:
@@ -118,3 +120,13 @@ def print_report(info: dict, params=None) -> dict:
         for text in lines + [line]:
             print(text)
     return info
+
+
+def _budget_note(value) -> str:
+    """What the harness's ``budget_s`` parameter means, beside its value in the parameter line."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return ""
+    return " (no extra rounds)" if seconds <= 0 else f" (extra timing rounds for up to {value} s)"
+
