@@ -149,3 +149,11 @@ def test_a_runs_floor_bandwidth_is_measured_once_and_shared(tmp_path, monkeypatc
     assert floor.run_shared("bw", "H200", measure) == 3.0e12 + 4 and len(calls) == 4  # another run
     (tmp_path / "bw.json").write_text("not json")
     assert floor.run_shared("bw", "H200", measure) == 3.0e12 + 5  # broken file: measured again
+
+
+def test_pace_reads_the_share_as_printed():
+    """A share of 20.3% printed as "20%" read "host and GPU share the pace" (the fifteenth review)."""
+    assert budget.pace(20.3) == "the GPU sets the pace"
+    assert budget.pace(49.6) == "the host sets the pace"
+    assert "share the pace" in budget.pace(20.6)
+    assert budget.pace(float("nan")).startswith("host and GPU")

@@ -202,6 +202,8 @@ def pace(idle_pct: float, why: bool = True) -> str:
     the host where the GPU waits most of the step (00's definition), the GPU where it waits
     little, and both in between (then faster kernels and less host work both pay; said unless
     ``why`` is False)."""
+    if not math.isnan(idle_pct):  # as printed beside it: "20%" never reads "share the pace"
+        idle_pct = round(idle_pct)
     if idle_pct >= HOST_PACE_PCT:
         return "the host sets the pace"
     if idle_pct <= GPU_PACE_PCT:
