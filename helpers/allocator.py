@@ -75,7 +75,8 @@ def use_allocator(conf: str) -> None:
     """Choose this process's caching-allocator setting. PyTorch reads it once, when CUDA
     starts, so it must come before the first CUDA call: in practice, in a fresh process."""
     if torch.cuda.is_initialized():
-        raise RuntimeError("CUDA has started: the allocator setting can no longer change")
+        raise RuntimeError("CUDA has started: setting the environment variable now "
+                           "would be silently ignored")
     os.environ["PYTORCH_ALLOC_CONF"] = conf  # before PyTorch 2.9: PYTORCH_CUDA_ALLOC_CONF
 
 

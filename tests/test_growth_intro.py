@@ -104,32 +104,69 @@ def test_floor_reading_says_the_keys_and_values_are_an_average(monkeypatch):
 
 
 def test_resolution_gives_the_intervals_bounds_of_this_run():
-    """00's run printed "about ±20%" for the interval 0.93-1.34: the bounds are not symmetric."""
+    """00's run printed "about ±20%" for the interval 0.93-1.34: the bounds are not symmetric.
+    The fifteenth review: "a difference smaller than about 23% could not show" read one end of
+    0.81-1.18 only, five statistics shared one sentence, and nothing said whether interleaving
+    cancelled anything: the noise is now told in its own sentence, the interval at both ends."""
     from helpers.course import stats
     text = intro.resolution(stats.Ratio(1.03, 0.93, 1.34, 8), True)
-    # the 15:50 run printed "a difference of B against A between -17% and +4%": percent of what?
-    # round 7 read "would not show in this run" as the smallest detectable difference: the
-    # bounds are what the rounds are consistent with
-    assert text == ("these 8 rounds are consistent with B taking anywhere from 25% less to 8% more "
-                    "time than A: a difference smaller than about 25% could not show in 8 rounds "
-                    "on this machine")
-    # the twelfth review: the same loop ran 197-512 ms and the line did not say so
-    by_round = pd.DataFrame({"A ms": [341.01, 511.64, 197.12], "B ms": [348.36, 418.82, 325.26]})
+    assert text == ("These 8 rounds are consistent with B taking anywhere from 25% less to 8% more "
+                    "time than A: a real difference anywhere in that range could hide in this "
+                    "machine's noise over 8 rounds.")
+    # the twelfth review: the same loop ran 197-512 ms and the line did not say so (the 01:49
+    # run's rounds: round 3's two trials 1.80x apart, more than half the runs' 2.6x in log terms)
+    by_round = pd.DataFrame({"round": [1, 2, 3], "A ms": [341.01, 511.64, 405.34],
+                             "B ms": [348.36, 418.82, 224.80], "A / B": [0.979, 1.222, 1.803],
+                             })
+    by_round.loc[2, "A ms"] = 197.12 * 1.803  # keeps the runs' range 197-512 ms
+    by_round.loc[2, "B ms"] = 197.12
     assert intro.resolution(stats.Ratio(1.01, 0.82, 1.25, 8), True, by_round) == (
-        "the same loop's runs took 197 to 512 ms (2.6x apart), and these 8 rounds are consistent "
-        "with B taking anywhere from 20% less to 22% more time than A: a difference smaller than "
-        "about 22% could not show in 8 rounds on this machine")
+        "The same loop's 6 runs took 197 to 512 ms (2.6x apart), and the two trials of one round "
+        "differed by up to 1.80x (round 3): much of that noise hit one trial of a round, which "
+        "interleaving does not cancel. These 8 rounds are consistent with B taking anywhere from "
+        "20% less to 22% more time than A: a real difference anywhere in that range could hide "
+        "in this machine's noise over 8 rounds.")
+    # a round's two trials close together while the rounds spread: the ratio cancels the spread
+    together = pd.DataFrame({"round": [1, 2, 3], "A ms": [200.0, 300.0, 400.0],
+                             "B ms": [204.0, 297.0, 410.0], "A / B": [0.980, 1.010, 0.976]})
+    assert intro.resolution(stats.Ratio(0.99, 0.95, 1.03, 8), True, together).startswith(
+        "The same loop's 6 runs took 200 to 410 ms (2.0x apart), and the two trials of one round "
+        "differed by up to 1.02x (round 3): most of it slowed a round's two trials together, "
+        "which their ratio cancels. These 8 rounds")
     assert intro.resolution(stats.Ratio(1.03, 0.89, 1.19, 8), False) == ""
     assert intro.resolution(stats.Ratio(1.03, float("-inf"), float("inf"), 3), True) == ""
     # the 12:48 run of 2026-11-26 told its identical loops apart (1.18x slower, 1.06-1.32) and
     # printed "a difference between -24% and -6% would not show": a clear verdict gets no bounds
-    text = intro.resolution(stats.Ratio(1 / 1.18, 1 / 1.32, 1 / 1.06, 8), True)
-    assert "consistent" not in text
+    text = intro.resolution(stats.Ratio(1 / 1.18, 1 / 1.32, 1 / 1.06, 8), True, by_round)
+    assert "consistent" not in text and "runs took" not in text
     # the thirteenth review: the false alarm was blamed on host drift that interleaving cancels
-    assert text == ("identical loops told apart: with a 95% interval about one identical pair in 20 "
+    assert text == ("Identical loops told apart: with a 95% interval about one identical pair in 20 "
                     "shows a difference by chance: this run is such a case, or the host's speed "
                     "drifted within its rounds, which interleaving does not cancel; this is why the "
-                    "course reads an effect only with its interval, and across runs")
+                    "course reads an effect only with its interval, and across runs.")
+
+
+def test_resolution_on_the_three_published_runs_tables():
+    """The 05:14 run (196-375 ms, round 4 at 0.613) and the two before it: each run's trials of
+    one round differed by more than half the runs' spread, so each says the noise hit single
+    trials; frozen copies of 00's table are not kept, so the rounds are written out here."""
+    from helpers.course import stats
+    runs = {  # A ms, B ms per round, (estimate, low, high)
+        "05:14": ([293.77, 218.80, 295.15, 229.75, 316.40, 213.10, 241.65, 209.49],
+                  [317.39, 248.38, 213.41, 374.55, 237.90, 203.50, 196.14, 288.57], (0.98, 0.81, 1.18)),
+        "04:18": ([263.97, 228.21, 271.28, 233.31, 270.35, 260.77, 364.57, 389.88],
+                  [246.00, 240.39, 231.77, 229.98, 292.04, 282.68, 262.77, 338.28], (1.06, 0.98, 1.17)),
+    }
+    for name, (a, b, (est, low, high)) in runs.items():
+        by_round = pd.DataFrame({"round": range(1, 9), "A ms": a, "B ms": b,
+                                 "A / B": [round(x / y, 3) for x, y in zip(a, b)]})
+        text = intro.resolution(stats.Ratio(est, low, high, 8), True, by_round)
+        assert "much of that noise hit one trial of a round" in text, name
+        less, more = 100 * (1 - 1 / high), 100 * (1 / low - 1)
+        assert f"from {less:.0f}% less to {more:.0f}% more" in text, name
+    assert "(round 4)" in intro.resolution(stats.Ratio(0.98, 0.81, 1.18, 8), True, pd.DataFrame(
+        {"round": range(1, 9), "A ms": runs["05:14"][0], "B ms": runs["05:14"][1],
+         "A / B": [0.926, 0.881, 1.383, 0.613, 1.330, 1.047, 1.232, 0.726]}))
 
 
 def test_a_cant_tell_line_leads_with_the_estimate():
@@ -167,24 +204,49 @@ def test_notebook_00_and_01_say_alike_what_warmup_removes_and_what_every_timed_r
         assert "a first call pays the allocator" not in text
 
 
-def test_terms_state_the_fit_and_split_a_with_the_gpus_line():
+def test_terms_state_the_fit_and_read_it_against_the_gpus_growth():
     """The eighth review: the fit's method was unstated where a and b were printed. The
-    fourteenth: a was "roughly" host and GPU work, never split; the GPU's own line through the
-    profiled runs' time gives its part of a, and the rest is the GPU waiting for the host."""
+    fifteenth: "the other 5.99 ms of a is the GPU waiting for the host, a cost that does not
+    grow" while the idle time fell 6.03 -> 2.51 ms, and "b is mostly the GPU recomputing" while
+    b (28.6 µs) sat below the GPU's own 40.6 µs: b is now the wall clock's growth, read against
+    the GPU's with the idle time at both ends, and the pace at each."""
     a, b = 3.87e-3, 42.6e-6
     table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0))
-    head = ("Fitting the median total times as a·N + b·N² gives a = 3.87 ms and b = 42.6 µs: the "
-            "average step of an N-token run costs a + b·N")
-    assert intro.terms(table) == head + "."  # no GPU times: no split
-    table["gpu_busy_s"] = [n * (1.5e-3 + 40e-6 * n) for n in (100, 200, 300)]
+    head = ("Fitting the median total times as a·N + b·N² gives a = 3.87 ms and b = 42.6 µs: over "
+            "these lengths the average step costs about a + b·N, b being the wall clock's average "
+            "growth per token")
+    assert intro.terms(table) == head + "."  # no GPU times: no reading
+    # the GPU's work grows faster than the wall clock: its idle time falls
+    table["gpu_busy_s"] = [n * (1.0e-3 + 50e-6 * n) for n in (100, 200, 300)]
     assert intro.terms(table) == head + (
-        ". The GPU's kernel time per step, fitted the same way, is 1.50 ms at N = 0: the other "
-        "2.37 ms of a is the GPU waiting for the host (Python, launches, the EOS sync), a cost "
-        "that does not grow with the length.")
-    table["gpu_busy_s"] = [n * (5e-3 + 40e-6 * n) for n in (100, 200, 300)]  # GPU line above a
+        ". The wall clock grew more slowly than the GPU's own work (50.0 µs per token, fitted the "
+        "same way) because the GPU's idle time per step fell as its work grew: from 2.13 ms at "
+        "100 tokens (26% of the step: host and GPU share the pace) to 0.65 ms at 300 tokens (4%: "
+        "the GPU sets the pace).")
+    # the GPU's work grows more slowly: its idle time rises
+    table["gpu_busy_s"] = [n * (1.5e-3 + 20e-6 * n) for n in (100, 200, 300)]
+    said = intro.terms(table)
+    assert said.startswith(head + ". The wall clock grew faster than the GPU's own work (20.0 µs "
+                           "per token, fitted the same way) because the GPU's idle time per step "
+                           "rose: from ")
+    # slopes and ends disagree (a bent idle curve): both stated, no "because"
+    table["gpu_busy_s"] = [100 * 1e-3, 200 * 1e-3, 300 * 13e-3]
+    said = intro.terms(table)
+    assert "because" not in said and "the GPU's own work grew" in said and "idle time per step went from" in said
+    table["gpu_busy_s"] = [0.0, 0.0, 1.0]  # one length profiled: no reading
     assert intro.terms(table) == head + "."
-    table["gpu_busy_s"] = [0.0, 0.0, 1.0]  # one length profiled: no line
-    assert intro.terms(table) == head + "."
+
+
+def test_terms_on_the_three_published_runs_tables():
+    """All three runs (05:14, 04:18, 01:49) put b below the GPU's own growth with the idle time
+    falling from 100 to 300 tokens; the frozen 04:18 table checks the printed numbers."""
+    from pathlib import Path
+
+    frozen = pd.read_csv(Path(__file__).parent / "data" / "01_naive_generation-65eabbe.csv")
+    said = intro.terms(frozen)
+    if "gpu_busy_s" in frozen:
+        assert "grew more slowly than the GPU's own work" in said
+        assert "from 3.20 ms at 100 tokens (36% of the step: host and GPU share the pace) to 2.32 ms at 300 tokens (14%: the GPU sets the pace)." in said
 
 
 def test_doubling_answers_the_articles_claim_with_the_rounds_ratio():
@@ -211,14 +273,6 @@ def test_doubling_answers_the_articles_claim_with_the_rounds_ratio():
     assert intro.doubling(few.iloc[:1]) == "" and intro.takeaway(few.iloc[:1]) == ""
 
 
-def test_furthest_round_names_the_round_that_moves_the_estimate():
-    """The fourteenth review: round 7 (A / B = 1.387, one trial slowed) lifted 1.02 to 1.06."""
-    by_round = pd.DataFrame({"round": [1, 2, 3, 4], "A / B": [1.0, 1.02, 1.5, 0.98]})
-    assert intro.furthest_round(by_round) == (
-        "Round 3 lies furthest from 1 (A / B = 1.500); the other 3 rounds alone give 1.00x.")
-    assert intro.furthest_round(by_round.iloc[:2]) == ""
-
-
 def test_card_reading_says_where_the_reserve_filled_the_card_and_the_retries_per_length():
     """01's table showed 79884 MiB reserved on a 79.2 GiB card at 200 and 300 tokens and said
     only "(notebook 03)". The fourteenth review: "20 retries" had no column to check, and an
@@ -227,9 +281,9 @@ def test_card_reading_says_where_the_reserve_filled_the_card_and_the_retries_per
     table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.5, 300: 5.0}, rounds=5))
     table["peak_reserved_bytes"] = [40754 * 2**20, 79884 * 2**20, 79884 * 2**20]
     table["alloc_retries"] = [0, 5, 15]
-    head = ("At 200 and 300 tokens the allocator's reserve reached 78.0 GiB of the card's 79.2 GiB: "
-            "each step's logits are one position longer than the last, so no cached block fits "
-            "them and the reserve keeps growing (notebook 03's subject).")
+    # the fifteenth review: why the reserve climbs is notebook 03's subject
+    head = ("At 200 and 300 tokens the allocator's reserve filled the card (78.0 of 79.2 GiB; "
+            "notebook 03 explains why).")
     assert intro.card_reading(table, card) == head + (
         " It freed its cache and asked the driver again 0, 5 and 15 times over the 5 timed runs "
         "at 100, 200 and 300 tokens; that time is part of the timed runs the fit reads.")
@@ -241,6 +295,46 @@ def test_card_reading_says_where_the_reserve_filled_the_card_and_the_retries_per
         "The allocator reserved at most 2.0 GiB of the card's 79.2 GiB. It never had to free its "
         "cache and retry.")
     assert intro.card_reading(table, 0) == ""
+
+
+def test_speed_line_states_the_gpu_work_under_both_settings():
+    """The fifteenth review: 03's Speed line said only "the small panel shows whether"."""
+    from helpers.course import expandable
+
+    steps = pd.DataFrame({"method": ["default", "expandable_segments:True"],
+                          "gpu_ms": [2.52, 2.53], "wall_ms": [9.0, 9.0]})
+    assert expandable.speed_line(steps, "default", "expandable_segments:True").startswith(
+        "Speed: the GPU's work per decode step was about the same, 2.53 ms with "
+        "expandable_segments:True against 2.52 ms with default;")
+    steps.loc[1, "gpu_ms"] = 3.3
+    assert "one profiled run each: too few to judge" in expandable.speed_line(
+        steps, "default", "expandable_segments:True")
+    steps.loc[1, "gpu_ms"] = float("nan")
+    assert expandable.speed_line(steps, "default", "expandable_segments:True") == ""
+
+
+def test_timeline_draws_overlapping_allocated_lines_with_one_legend_entry():
+    """The fifteenth review: figure 2's two dashed allocated lines coincide and the legend's
+    second one could not be seen."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from helpers.course import expandable, plotting
+
+    mib = 2**20
+    rows = [{"setting": c, "step": s, "allocated": (500 + s + (3 if i else 0)) * mib,
+             "reserved": (800 + s * (5 if i == 0 else 1)) * mib}
+            for i, c in enumerate(["default", "expandable_segments:True"]) for s in range(50)]
+    fig, (a, b) = plotting.subplots(ncols=2)
+    expandable.plot_timeline(a, b, pd.DataFrame(rows))
+    labels = [t.get_text() for t in a.get_legend().get_texts()]
+    assert labels == ["default: reserved", "allocated, every setting (within 3 MiB: the lines overlap)",
+                      "expandable_segments:True: reserved"]
+    apart = pd.DataFrame(rows)
+    apart.loc[apart["setting"] == "default", "allocated"] *= 2
+    fig, (a, b) = plotting.subplots(ncols=2)
+    expandable.plot_timeline(a, b, apart)
+    assert "default: allocated" in [t.get_text() for t in a.get_legend().get_texts()]
 
 
 def test_stairs_line_dates_the_stairs_from_the_measured_history():
@@ -263,7 +357,8 @@ def test_stairs_line_dates_the_stairs_from_the_measured_history():
     assert text.startswith("With default, at 10 separate decode steps reserved memory jumped by more than "
                            "the combined size of all 24 cache tensors: first in decode step 198, "
                            "when each layer's keys "
-                           "(and values) reached 20.1 MiB (just past the 20 MiB segments")
+                           "(and values) reached 20.1 MiB (just past 20 MiB: no freed 20 MiB segment could hold "
+                           "them any longer)")
     assert "then every 21 steps, " in text
     flat = history.assign(reserved=700 * mib)
     assert expandable.stairs_line(flat, config, 32, 16) == (
@@ -343,7 +438,7 @@ def test_growth_line_answers_first_then_the_first_failed_condition():
     assert growth.growth_answer(shrink, "kv_cache", "naive", True) == "no"
 
 
-def test_length_verdicts_carry_each_lengths_word_and_name_the_runs_that_widened_only_where_they_exist():
+def test_length_lines_name_the_runs_that_widened_only_where_they_exist():
     """The thirteenth review: 02's one-line summary said "1.24x at 120" where the verdict line
     said "can't tell apart". Each length now carries its verdict word. The fourteenth: "one slow
     naive run widened the interval" named the wrong loop; the rounds on the far side of 1 name it."""
@@ -354,15 +449,14 @@ def test_length_verdicts_carry_each_lengths_word_and_name_the_runs_that_widened_
     # the 01:49 run's table (c635f9e), frozen: at 75 tokens rounds 2 and 3 fell below 1 because
     # the naive loop ran 41% and 24% under its median
     earlier = pd.read_csv(data / "02_kv_cache-c635f9e.csv")
-    assert growth.length_verdicts(earlier, "kv_cache", "naive", names) == (
-        "1.18x faster at 30 tokens, can't tell apart at 75 (two fast naive runs widened the "
-        "interval) and 1.25x faster at 120")
+    assert growth.length_line(earlier, "kv_cache", "naive", True, 75, names).endswith(
+        "its speedup 1.09x, two fast naive runs widened the interval")
     # the 04:18 run's table (65eabbe), frozen: at 75 tokens the KV cache ran 18% and 44% over its
     # median in the two rounds below 1 (the naive loop's slowest run, +17%, was one of them)
     later = pd.read_csv(data / "02_kv_cache-65eabbe.csv")
-    assert growth.length_verdicts(later, "kv_cache", "naive", names) == (
-        "1.26x faster at 30 tokens, can't tell apart at 75 (two slow KV cache runs widened the "
-        "interval) and 1.22x faster at 120")
+    assert growth.length_line(later, "kv_cache", "naive", True, 75, names).endswith(
+        "its speedup 1.08x, two slow KV cache runs widened the interval")
+    assert "widened" not in growth.length_line(later, "kv_cache", "naive", True, 30, names)
     # made up: rounds on the far side caused by different loops: nothing named
     mixed = pd.DataFrame(rows("naive", {30: 1.0}, spread=0) + rows("kv_cache", {30: 0.9}, spread=0))
     naive_t = [1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.0, 1.0]
@@ -378,7 +472,7 @@ def test_length_verdicts_carry_each_lengths_word_and_name_the_runs_that_widened_
     slower.loc[rows_, "trials_wall_ms"] = slower.loc[
         (slower["method"] == "naive") & (slower["seq_len"] == 30), "trials_wall_ms"].map(
         lambda t: " ".join(f"{2 * float(x):.4f}" for x in t.split())).values
-    assert growth.length_verdicts(slower, "kv_cache", "naive", names).startswith("2.00x slower at 30 tokens")
+    assert "2.00x slower" in growth.length_line(slower, "kv_cache", "naive", True, 30, names)
 
 
 def test_medians_note_speaks_only_where_medians_and_speedups_move_apart():
@@ -395,6 +489,42 @@ def test_medians_note_speaks_only_where_medians_and_speedups_move_apart():
     assert growth.medians_note(later, "kv_cache", "naive", False) == ""
     earlier = pd.read_csv(data / "02_kv_cache-c635f9e.csv")  # both fell, then rose: nothing to say
     assert growth.medians_note(earlier, "kv_cache", "naive", True) == ""
+
+
+def test_pace_lines_read_the_budget_at_every_length_and_say_where_the_host_pace_moved():
+    """The fifteenth review: 02 read its "why" at 120 tokens alone while the KV step took 5.04,
+    10.20 and 8.65 ms at 30, 75 and 120, and said the naive loop's GPU work hid the host's time
+    while its GPU idled 40%. Every length is read, and both loops' idle shares."""
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    names = {"naive": "naive", "kv_cache": "KV cache"}
+    noisy = pd.read_csv(data / "02_kv_cache-eb4fe0c.csv")
+    lines = growth.pace_lines(noisy, "kv_cache", "naive", names)
+    assert lines[0].startswith("Per decode step (the median run ÷ its tokens) the KV cache took 5.04, "
+                               "10.20 and 8.65 ms at 30, 75 and 120 tokens, its GPU idle 73%, 85% and 81%")
+    assert "naive loop's GPU idled 58%, 56% and 40% of its own step" in lines[0]
+    assert lines[1].startswith("The KV cache's step moved 2.0x between lengths while its GPU work moved 1.2x")
+    assert lines[2].startswith("At every length the cache cut the GPU's work per step 2.1x or more, but the "
+                               "wall clock fell at most 1.18x: the naive loop's GPU also idled at least 40%")
+    assert lines[2].endswith("for the KV cache the host sets the pace at every length.")
+    steady = pd.read_csv(data / "02_kv_cache-65eabbe.csv")  # its KV step moved 1.3x, its GPU 1.2x
+    assert len(growth.pace_lines(steady, "kv_cache", "naive", names)) == 2
+    busy = noisy.copy()  # a naive loop whose GPU works its whole step: not "both wait on the host"
+    busy.loc[busy["method"] == "naive", "gpu_busy_s"] = busy.loc[busy["method"] == "naive", "median_s"]
+    assert "GPU was busy most of its step at some length" in growth.pace_lines(busy, "kv_cache", "naive", names)[-1]
+    assert growth.pace_lines(noisy.drop(columns="gpu_busy_s"), "kv_cache", "naive", names) == []
+
+
+def test_length_line_gives_the_estimate_beside_cant_tell_apart_only():
+    from pathlib import Path
+
+    names = {"naive": "naive", "kv_cache": "KV cache"}
+    table = pd.read_csv(Path(__file__).parent / "data" / "02_kv_cache-eb4fe0c.csv")
+    assert growth.length_line(table, "kv_cache", "naive", True, 30, names).endswith(
+        "; its speedup 1.18x, two slow KV cache runs widened the interval")
+    assert "its speedup" not in growth.length_line(table, "kv_cache", "naive", True, 120, names)
+    assert "its speedup" not in growth.length_line(table, "kv_cache", "naive", False, 30, names)
 
 
 def test_gain_panel_draws_the_gains_with_their_intervals():

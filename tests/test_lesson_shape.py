@@ -22,7 +22,8 @@ JARGON = re.compile(r"\b(felt|paired|bootstrap\w*|family|within noise|95% CI)\b"
 TARGETS = re.compile(r"MISSED|NOT MET")
 # budget.plot / budget.sentence, or a lesson's own wrapper of them (its source calls them).
 DRAW_BUDGET = ("budget.plot(", "late_check.plot(", "expandable.plot_gpu_work(", "lesson.plot_gpu_work(")
-READ_BUDGET = ("budget.sentence(", "postprocess.call_sentence(", "GPU's work per decode step")
+READ_BUDGET = ("budget.sentence(", "postprocess.call_sentence(", "growth.pace_lines(",
+               "lesson.speed_line(")
 INTERVAL = re.compile(r"\(\d+\.\d+\s*[–-]\s*\d+\.\d+[;)]")  # "(1.70–1.80; medians alone: 1.69x)" too
 
 
@@ -87,6 +88,9 @@ def test_the_wrappers_really_draw_and_read_the_budget():
     assert "budget.plot(" in inspect.getsource(late_check.plot)
     assert "budget.per_step" in inspect.getsource(postprocess) or \
         "budget" in inspect.getsource(postprocess.call_sentence)
+    from helpers.course import expandable, growth
+    assert "budget.per_step(" in inspect.getsource(growth.pace_lines)  # 02 reads every length's
+    assert '"gpu_ms"' in inspect.getsource(expandable.speed_line)  # 03 reads budget.per_step's rows
 
 
 # The published copies in figures/notebooks/ come from the last full GPU run, made before the

@@ -65,11 +65,13 @@ def test_call_budget_reads_one_call_three_ways():
     text = postprocess.call_sentence(call, 4.0)
     # 10 ms: 2 of GPU work, 1.5 of list building (the host copy's 2 ms less its 0.5 of copies),
     # 6.5 of launches and waits
-    assert text == ("The per-row loop takes 10.00 ms per batch: the GPU works 2.00 ms of it, "
-                    "building the lists takes roughly 1.50 ms (an estimate: the host copy's "
-                    "call less its copies, if the per-row loop builds them as fast), and the other "
-                    "6.50 ms is launch overhead and sync latency (at its 4 syncs a row) beyond the "
-                    "GPU's kernel time. The host copy takes 2.00 ms, 0.50 ms of it its copies.")
+    # the subtraction's condition stated (the 05:14 review): the loop waits at every sync
+    assert text == ("The per-row loop takes 10.00 ms per batch: the GPU works 2.00 ms of it. It "
+                    "waits for the GPU at every sync (4 a row), so the GPU's work and the host's "
+                    "add up rather than overlap: building the lists takes roughly 1.50 ms (an "
+                    "estimate: the host copy's call less its copies, if the per-row loop builds "
+                    "them as fast), and the other 6.50 ms is launch overhead and sync latency. "
+                    "The host copy takes 2.00 ms, 0.50 ms of it its copies.")
     slow_build = call.assign(wall_ms=[10.0, 9.5])  # list building past the rest: no negative rest
     assert "the host copy's list building alone takes 9.00 ms" in \
         postprocess.call_sentence(slow_build, 4.0)
@@ -105,8 +107,9 @@ def test_contention_line_reads_a_factor_below_one_as_inconsistent_and_quotes_no_
     slow = {"per row": [3.0, 4.5], "on host": [0.9, 1.7]}
     line = postprocess.contention_line(_contention_table(slow))
     assert line.startswith("This side load slows the per-row loop 3.0x to 4.5x (at every point); ")
-    assert ("the host copy is faster under load than alone at 1 of 2 points: its times under load "
-            "are not consistent, so no effect of the load on it is read.") in line
+    assert ("the host copy is faster under load than alone at 1 of 2 points by the medians (1 of "
+            "them told apart): a host-bound call, which the host's own pace moves more than the "
+            "load does, so no effect of the load on it is read.") in line
     assert "faster (" not in line and "per sync" not in line  # no speedup under load, no per-sync
     assert "slows the host copy 1.1x to 1.7x (at every point)." in postprocess.contention_line(
         _contention_table({**slow, "on host": [1.1, 1.7]}))
@@ -131,8 +134,8 @@ def test_speedups_carry_the_load_and_one_line_reads_alone_only():
 def test_contention_line_states_a_majority_of_faster_points_plainly():
     slow = {"per row": [3.0, 4.5], "on host": [0.9, 0.8]}
     line = postprocess.contention_line(_contention_table(slow, trials=True))
-    assert ("the host copy is faster under load than alone at 2 of 2 points: its times under load "
-            "are not consistent, so no effect of the load on it is read.") in line
+    assert ("the host copy is faster under load than alone at 2 of 2 points by the medians (2 of "
+            "them told apart)") in line
     assert "variation" not in line
 
 
@@ -162,7 +165,10 @@ def test_plots_of_notebook_09_draw_from_the_long_table():
                        _length_table([0.2, 0.3], [0.01, 0.03], batches=(16, 256)).assign(
                            condition="contended")])
     fig = postprocess.plot(table, [16, 256], [128, 2048])
-    assert len(fig.axes) == 2 and len(fig.axes[1].lines) == 5  # 4 speedup lines and 1 at 1.0
+    # alone only on the right (the 05:14 review: contended speedups squashed the result): 2 lines
+    # and 1 at 1.0
+    assert len(fig.axes) == 2 and len(fig.axes[1].lines) == 3
+    assert all("contended" not in line.get_label() for line in fig.axes[1].lines)
     call = pd.DataFrame({"method": ["per row", "on host"], "wall_ms": [43.17, 11.44],
                          "gpu_ms": [5.2, 1.33], "idle_ms": [37.97, 10.11],
                          "floor_ms": [float("nan")] * 2})
@@ -177,9 +183,7 @@ def test_batch_line_reads_one_transfers_list_building_across_the_batch():
     wide = pd.DataFrame({"condition": ["alone"] * 2, "batch_size": [16, 256], "seq_len": [2048] * 2,
                          "per row": [0.0027, 0.0471], "on host": [0.00072, 0.01264]})
     wide["speedup"] = wide["per row"] / wide["on host"]
-    syncs = pd.DataFrame({"method": ["per row", "on host"], "batch_size": [256, 256],
-                          "syncs": [1024, 4]})
-    line = postprocess.batch_line(wide, 2048, syncs)
+    line = postprocess.batch_line(wide, 2048)
     assert ("from 0.72 ms at batch 16 to 12.64 ms at batch 256: 17.6x the time for 16x the rows, "
             "about in proportion.") in line
     # the 23:18 run: 0.70 -> 17.58 ms, 25x the time for 16x the rows
@@ -189,16 +193,12 @@ def test_batch_line_reads_one_transfers_list_building_across_the_batch():
     flat = wide.assign(**{"on host": [0.00070, 0.00700]})
     assert "10.0x the time for 16x the rows, less than in proportion." in \
         postprocess.batch_line(flat, 2048)
-    assert ("cutting its syncs 256x (1024 -> 4 at batch 256) still leaves the host copy's 12.64 ms, "
-            "so the speedup is 3.73x (ratio of the medians), not 256x.") in line
+    # one headline only (the 05:14 review): no second speedup, from the medians, in this line
+    assert "speedup" not in line and "x (ratio of the medians)" not in line
     assert "syncs plus" not in line  # no share of the time named that was not measured as one
     assert "per sync" not in line  # a second-order reading, cut
-    assert "cutting" not in postprocess.batch_line(wide, 2048)
+    assert "cutting" not in line
     assert postprocess.batch_line(wide[wide["batch_size"] == 16], 2048) == ""
-    # counted at every completion length, as notebook 09 now does: one row per (method, batch,
-    # length), the same reading (the full run of 2026-11-27 00:2x failed here on a Series' truth)
-    per_length = pd.concat([syncs.assign(seq_len=n) for n in (128, 2048)], ignore_index=True)
-    assert postprocess.batch_line(wide, 2048, per_length) == line
 
 
 def test_compare_host_clock_interleaves_and_fills_the_shared_columns():
@@ -368,32 +368,6 @@ def test_graph_decoder_rejects_bad_buckets(tiny6, options, wrong):
         graphs.GraphDecoder(model, 6, 5 + 8, eos, **options)
 
 
-def test_medians_outside_line_speaks_only_where_the_medians_leave_the_interval():
-    import pandas as pd
-    from helpers.course import floor, harness
-
-    def table(**methods):  # method -> per-round ms, interleaved (paired)
-        return pd.DataFrame([dict(method=m, seq_len=100, status=harness.OK,
-                                  trials_wall_ms=" ".join(str(v) for v in ms))
-                             for m, ms in methods.items()])
-    # both loops slow down together in the last rounds (host drift): every round's ratio ~1.00,
-    # but the medians fall in different stretches
-    drift = table(a=[1.00, 1.00, 1.00, 1.00, 1.50, 1.50, 1.50],
-                  b=[1.00, 1.00, 1.00, 1.50, 1.50, 1.50, 1.50])
-    line = floor.medians_outside_line(drift, [("a vs b", "a", "b")], True, seq_len=100)
-    assert line.startswith("For 'a vs b' the medians' ratio, ") and "lies outside" in line
-    assert line.endswith("the verdict follows the rounds.")
-    assert floor.medians_outside_line(drift, [("a vs b", "a", "b")], False, seq_len=100) == ""
-    steady = table(a=[1.00, 1.01, 0.99, 1.00, 1.02, 1.00, 0.98],
-                   b=[2.00, 2.02, 1.98, 2.00, 2.04, 2.00, 1.96])
-    assert floor.medians_outside_line(steady, [("x", "a", "b")], True, seq_len=100) == ""
-    assert floor.medians_outside_line(steady, [("x", "a", "absent")], True, seq_len=100) == ""
-    # slower, printed inverted: the medians' ratio is inverted with the interval
-    slow = table(a=drift["trials_wall_ms"][1].split(), b=drift["trials_wall_ms"][0].split())
-    inverted = floor.medians_outside_line(slow, [("b vs a", "a", "b")], True, seq_len=100)
-    assert inverted == "" or "lies outside" in inverted
-
-
 def test_peer_idle_line_names_the_host_only_where_the_gpu_idles_most_of_the_step():
     import pandas as pd
     from helpers.course import floor
@@ -401,8 +375,8 @@ def test_peer_idle_line_names_the_host_only_where_the_gpu_idles_most_of_the_step
     b = pd.DataFrame({"method": ["generate() static", "graph"], "wall_ms": [2.35, 1.34],
                       "gpu_ms": [1.18, 1.16]})
     assert floor.peer_idle_line(b, "generate() static") == (
-        "generate() static: the GPU is idle 1.17 ms of each 2.35 ms (50%): the host takes about "
-        "2.0x the GPU's time to issue each step, so the GPU waits.")
+        "generate() static: the GPU is idle 1.17 ms of each 2.35 ms (50%): the wall clock is "
+        "2.0x the GPU's work, so the host sets the pace.")
     assert floor.peer_idle_line(b.assign(gpu_ms=[1.60, 1.16]), "generate() static") == (
         "generate() static: the GPU is idle 0.75 ms of each 2.35 ms (32%): host and GPU share "
         "the pace.")
@@ -412,25 +386,49 @@ def test_peer_idle_line_names_the_host_only_where_the_gpu_idles_most_of_the_step
     assert floor.peer_idle_line(b, "absent") == ""
 
 
-def test_without_prompt_takes_the_prompts_share_out():
-    from helpers.course import floor
-    assert floor.without_prompt(1.339, (18.66, 2.06), 100, 0.220) == \
-        "that counts the prompt's forward, 0.187 ms of each step; without it, about 5.24x"
-
-
-def test_prompt_idle_names_the_eager_prompt_only_where_it_covers_half_the_idle():
+def test_prompt_idle_prints_the_eager_prompt_and_names_it_where_it_covers_half_the_idle():
     import pandas as pd
     from helpers.course import budget, floor
     # 11's 04:18 run, Triton rung: wall 0.744, GPU 0.52 ms; the eager prompt 18.3 ms per 100 tokens
     b = pd.DataFrame({"method": ["t"], "wall_ms": [0.744], "gpu_ms": [0.52], "floor_ms": [0.22]})
     said = f"The GPU is idle 0.22 ms of each 0.74 ms (30%: {budget.IDLE_WHY}): both."
     assert floor.prompt_idle(said, b, "t", (18.3, 2.5), 100) == (
-        "The GPU is idle 0.22 ms of each 0.74 ms (30%: timed alone, the prompt's forward, run eagerly "
-        "once per run, takes 0.18 ms of each step, its GPU work included): both.")
-    assert floor.prompt_idle(said, b, "t", (5.0, 1.0), 100) == said  # under half the idle
+        "The GPU is idle 0.22 ms of each 0.74 ms (30%: the prompt's forward, run eagerly once per "
+        "run and timed alone, takes 0.18 ms of each step, its GPU work included): both.")
+    # under half the idle (10's 05:14 run: idle 0.21 ms): printed beside the idle's causes
+    assert floor.prompt_idle(said, b, "t", (9.0, 1.0), 100) == (
+        f"The GPU is idle 0.22 ms of each 0.74 ms (30%: {budget.IDLE_WHY}; the prompt's forward, "
+        "run eagerly once per run and timed alone, takes 90 µs of each step, its GPU work "
+        "included): both.")
     assert floor.prompt_idle(said, b, "t", (float("nan"), 1.0), 100) == said
     assert floor.prompt_idle(said, b, "absent", (18.3, 2.5), 100) == said
     assert floor.prompt_idle("", b, "t", (18.3, 2.5), 100) == ""
+
+
+def test_start_line_reads_rung_one_against_this_runs_tenth_step(tmp_path, monkeypatch):
+    import pandas as pd
+    from helpers.course import floor
+    line = floor.start_line("s", 1.554, 1.371)  # the 05:14 run's two medians
+    assert line.endswith("it takes 1.554 ms per step, 1.13x the 1.371 ms of 10's 'graph, "
+                         "decode_step, 1/launch' in this run (the two tables' medians).")
+    faster = floor.start_line("s", 1.2, 1.371).split("; ")[-1]  # rung 1 below 10's: the same words
+    assert faster.startswith("uncompiled, in its graph, it takes 1.200 ms per step, 0.88x")
+    assert line.startswith("Rung 1, 's', is not notebook 10's graphed step")
+    assert floor.start_line("s", 1.554, float("nan")).endswith(
+        "(notebook 10's step was not timed in this run on this GPU).")
+    # this run's table only: none outside a runner run, another GPU or point gives NaN
+    monkeypatch.delenv("COURSE_RUN_DIR", raising=False)
+    assert math.isnan(floor.this_run_ms("10_x", "g", "H100", seq_len=100))
+    (tmp_path / "data").mkdir()
+    pd.DataFrame([dict(method="g", device_name="H100", batch_size=32, seq_len=100, status="ok",
+                       median_s=0.1371), dict(method="e", device_name="H100", batch_size=32,
+                                              seq_len=100, status="ok", median_s=0.4)]
+                 ).to_csv(tmp_path / "data" / "10_x.csv", index=False)
+    monkeypatch.setenv("COURSE_RUN_DIR", str(tmp_path))
+    assert floor.this_run_ms("10_x", "g", "H100", batch_size=32, seq_len=100) == pytest.approx(1.371)
+    assert math.isnan(floor.this_run_ms("10_x", "g", "H200", batch_size=32, seq_len=100))
+    assert math.isnan(floor.this_run_ms("10_x", "g", "H100", batch_size=8, seq_len=100))
+    assert math.isnan(floor.this_run_ms("10_y", "g", "H100", seq_len=100))
 
 
 def test_gaps_ranked_groups_the_layer_gemms_beside_attention_and_element_wise():
@@ -480,3 +478,31 @@ def test_contended_points_that_cannot_be_told_from_alone_are_left_out_of_the_ran
     assert "can't be told" not in postprocess.contention_line(_contention_table(slow, trials=True))
 
 
+
+
+def test_say_ratio_names_medians_outside_the_interval_by_less_than_the_rounding():
+    import pandas as pd
+    from helpers.course import floor, harness, stats
+
+    def table(**methods):  # method -> per-round ms, interleaved (paired)
+        return pd.DataFrame([dict(method=m, seq_len=100, status=harness.OK,
+                                  trials_wall_ms=" ".join(str(v) for v in ms))
+                             for m, ms in methods.items()])
+    steady = table(a=[1.00, 1.01, 0.99, 1.00, 1.02, 1.00, 0.98],
+                   b=[2.00, 2.02, 1.98, 2.00, 2.04, 2.00, 1.96])
+    said = stats.say(steady, "a", "b", True, seq_len=100)
+    assert floor.say_ratio(steady, "a", "b", True, seq_len=100) == said
+    assert floor.say_ratio(steady, "a", "b", False, seq_len=100).endswith("not a measurement)")
+    # host drift: each round's ratio ~1.03, the medians' ratio lower, outside the interval
+    drift = table(a=[1.00, 1.00, 1.00, 1.00, 1.46, 1.46, 1.46, 1.46],
+                  b=[1.03, 1.03, 1.03, 1.50, 1.50, 1.51, 1.50, 1.50])
+    line = floor.say_ratio(drift, "a", "b", True, seq_len=100)
+    assert "medians alone" in line and line.endswith(")")
+    # 11's 05:14 run (frozen): the medians' ratio 1.0154 against 1.0158-1.0552, which stats
+    # rounds into "1.02-1.06" and leaves unnamed
+    from pathlib import Path
+    frozen = pd.read_csv(Path(__file__).parent / "data" / "11_toward_the_floor-eb4fe0c.csv")
+    new, old = "11: + 10 steps/replay", "11: + prompt in a graph"
+    assert "medians alone" not in stats.say(frozen, new, old, True, seq_len=100)
+    assert floor.say_ratio(frozen, new, old, True, seq_len=100) == \
+        "1.03x faster (1.02\u20131.06; medians alone: 1.015x)"

@@ -190,8 +190,8 @@ def printed_idle(row) -> float:
     return max(round(row["wall_ms"], 2) - round(row["gpu_ms"], 2), 0.0)
 
 
-IDLE_WHY = ("waiting for the host to issue work, for the decode steps and the prompt's forward, "
-            "or in the gaps between kernels")
+IDLE_WHY = ("waiting while the host issues the decode steps and the prompt's forward, or in "
+            "gaps between kernels")
 HOST_PACE_PCT = 50  # the GPU idle at least this share of the step: the host sets the pace
 GPU_PACE_PCT = 100 - harness.BOUND_BUSY_PCT  # idle at most this (busy 80%): the GPU does, as
                                              # the tables' 'GPU-bound' label says

@@ -152,6 +152,17 @@ def _medians_note(pairs) -> str:
             + _and([f"{m:.2f}x" for m in medians]) + ")")
 
 
+def _medians_alone(pairs) -> str:
+    """" (medians alone: 4.87x and 1.83x)" after point speedups read from the rounds
+    (``(ratio, candidate_trials, baseline_trials)``), where any differs from its medians' ratio
+    by more than ``stats.MEDIANS_APART`` (the rule of every printed line); empty otherwise."""
+    medians = [stats.medians_ratio(cand, base) for _, cand, base in pairs]
+    if not any(m == m and r.estimate == r.estimate and stats.medians_apart(m, r.estimate)
+               for (r, _, _), m in zip(pairs, medians)):
+        return ""
+    return " (medians alone: " + _and([f"{m:.2f}x" for m in medians]) + ")"
+
+
 def plain(ratio, judge=True, medians=None) -> str:
     """``stats.plain``: a bound that would print as 1.00 gets more digits, "(0.962–1.003)"."""
     return stats.plain(ratio, judge, medians)
@@ -171,8 +182,8 @@ def _estimated(said, ratio, words=("faster", "slower")) -> str:
 def _larger(said, ratio) -> str:
     """A gain against a gain, with its estimate in front (``_estimated``): larger or smaller,
     never faster or slower: "1.30x larger (1.10–1.52)"."""
-    return _estimated(said, ratio, ("larger", "smaller")).replace("x faster (", "x larger (") \
-        .replace("x slower (", "x smaller (")
+    text = _estimated(said, ratio, ("larger", "smaller"))  # its medians' note too:
+    return re.sub(r"x slower\b", "x smaller", re.sub(r"x faster\b", "x larger", text))
 
 
 _PART_WORDS = {REPRODUCED: "borne out", NOT_REPRODUCED: "not borne out", CANT_TELL: "can't tell"}
@@ -329,12 +340,14 @@ def claim_static(ctx):
 def _ladder_disagrees(ctx, frame, ratios, batch) -> str:
     """Where 08's ladder times the same two eager loops (KV cache, static cache) at 04's batch
     size and one of 04's lengths, and its medians point the other way from 04's clear verdict
-    there: one sentence saying so and which timing the claim is judged on (empty otherwise)."""
+    there: one sentence naming the part, both timings and which one the claim rests on (empty
+    otherwise). Printed under the claims table (``notes``)."""
     ladder = _ok(ctx.ladder)
     if ladder is None or not {KV, STATIC} <= set(ladder["method"]) or len(batch) != 1 \
             or set(ladder["batch_size"]) != batch:
         return ""
-    for n, ratio in ratios.items():
+    number = list(CLAIMS.values()).index((claim_static, "04")) + 1
+    for i, (n, ratio) in enumerate(ratios.items()):
         word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else stats.NOISE
         here = {m: _medians(ladder, m, "per_step_s" if "per_step_s" in ladder else "median_s")
                 for m in (KV, STATIC)}
@@ -344,12 +357,21 @@ def _ladder_disagrees(ctx, frame, ratios, batch) -> str:
         if static_faster == (word == stats.FASTER):
             continue
         unit = "ms per step" if "per_step_s" in ladder else "ms per run"
-        return (f"08's ladder times the same two eager loops at batch {int(next(iter(batch)))}, "
-                f"{int(n)} tokens, the other way: static cache {here[STATIC][n] * 1e3:.2f} "
-                f"against KV cache {here[KV][n] * 1e3:.2f} {unit}. Two timings of eager loops "
-                "on a host-bound step, in two notebooks, move with the host's speed between "
-                "them; the claim is judged on notebook 04's interleaved rounds")
+        return (f"Claim {number}{chr(ord('a') + i)} and this notebook's ladder disagree in "
+                f"direction at batch {int(next(iter(batch)))}, {int(n)} tokens: notebook 04's "
+                f"rounds found the static cache {plain(ratio, ctx.judge)}; the ladder above "
+                f"timed it {'faster' if static_faster else 'slower'}, "
+                f"{here[STATIC][n] * 1e3:.2f} against the KV cache's {here[KV][n] * 1e3:.2f} "
+                f"{unit} (medians, in this notebook's one call). Both eager loops are "
+                "host-bound, so each timing follows the host's speed in its own process; "
+                f"claim {number} rests on notebook 04's interleaved rounds, made for this pair.")
     return ""
+
+
+def notes(verdicts) -> list:
+    """The saved notes (where 08's ladder and another notebook's table disagree), to print
+    under the claims table."""
+    return [n for n in verdicts["note"] if isinstance(n, str) and n]
 
 
 def _partly(named, outcomes) -> tuple:
@@ -364,7 +386,15 @@ def _partly(named, outcomes) -> tuple:
     words = _PART_WORDS
     parts = "; ".join(f"{words[o]}: " + _and([n for n, v in zip(named, outcomes) if v == o])
                       for o in words if o in outcomes)
-    return (PARTLY if REPRODUCED in outcomes else _combine(outcomes)), parts
+    return _overall(outcomes), parts
+
+
+def _overall(outcomes) -> str:
+    """One rule for every claim of several parts: all borne out -> reproduced; some borne out
+    and the rest not borne out or can't tell -> partly reproduced; none borne out -> not
+    reproduced where any part is, else can't tell (``_combine``)."""
+    outcomes = list(outcomes)
+    return PARTLY if REPRODUCED in outcomes and len(set(outcomes)) > 1 else _combine(outcomes)
 
 
 def _ladder_pair(ctx, batch_size) -> str:
@@ -416,7 +446,7 @@ def claim_compile_static(ctx):
     grew = plain(more, ctx.judge, _growth_medians(dyn, static))
     return _expect(more, stats.FASTER), f"{evidence}; the static gain is {_larger(grew, more)}", "", "", "", \
         (f"compile + CUDA graphs (static) {_point(gains[0][0])} vs compile alone (dynamic) "
-         f"{_point(gains[1][0])}: " + _larger(grew, more)
+         f"{_point(gains[1][0])}{_medians_alone(gains)}: " + _larger(grew, more)
          + f"; static's eager baseline took {took} ({eager[STATIC]:.2f} vs {eager[KV]:.2f} ms)")
 
 
@@ -450,7 +480,7 @@ def claim_interleave_small_batch(ctx):
         pair = lambda b: (stats.method_trials(part, "interleaved", batch_size=b),  # noqa: E731
                           stats.method_trials(part, "sync", batch_size=b))
         against = [stats.speedup_growth(pair(b), pair(batches[0])) for b in batches[1:]]
-        outcomes.append(_combine(_expect(r, stats.FASTER) for r in against))
+        outcomes += [_expect(r, stats.FASTER) for r in against]  # one per part, as claim 4
         # the verdict rests on these: the smallest batch's gain against each larger batch's
         # a gain against a gain is larger or smaller, not faster or slower
         said = [_larger(plain(r, ctx.judge, _growth_medians(pair(b), pair(batches[0]))), r)
@@ -468,7 +498,7 @@ def claim_interleave_small_batch(ctx):
     if not outcomes and not heads:
         return ctx.short("needs notebook 07 at two batch sizes or more with 5 runs per point; "
                          + "; ".join(short))
-    verdict = _combine(outcomes) if outcomes else PREMISE
+    verdict = _overall(outcomes) if outcomes else PREMISE
     return verdict, "; ".join(heads), "; ".join(parts + short), "", "", \
         "two streams' gain over the per-step sync", rows
 
@@ -545,17 +575,17 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
 
 
 def _uncut(number) -> str:
-    """A number cell without its "medians alone" note (the saved evidence keeps it)."""
-    return "" if pd.isna(number) else re.sub(r"; medians alone: [^)]*", "", str(number))
+    """A number cell whole, its "medians alone" note included (empty for a missing one)."""
+    return "" if pd.isna(number) else str(number)
 
 
 def table(verdicts) -> pd.DataFrame:
     """The claims as a table, one row per claim: its number ("#"), the claim in the article's
     words, this run's number (with its range where it has one) and the verdict; a claim of
     several parts gets a short row per part under it ("4a", "4b", ...), with the part's own
-    word ("borne out", "not borne out", "can't tell"). The full evidence, its source and where
-    08's ladder disagrees stay in the saved table. The number cells drop their "medians alone"
-    notes (kept in the saved evidence), so every cell shows whole under ``summary.WIDE``."""
+    word ("borne out", "not borne out", "can't tell"). The full evidence and its source stay
+    in the saved table; where 08's ladder disagrees is printed under it (``notes``). The number
+    cells keep their "medians alone" notes, and every cell shows whole under ``summary.WIDE``."""
     out = []
     for i, row in enumerate(verdicts.itertuples(index=False), 1):
         out.append({"#": str(i), "claim": row.claim, "this run's number": _uncut(row.number),

@@ -1,5 +1,6 @@
 """Notebook 06's readings, kept out of the lesson: the early-stopping figure, token ratio and
-eager drift, the regimes whose check cost the rounds cannot resolve, and the profiler's view."""
+gain, the drift between calls, the check's cost per regime (those the rounds cannot resolve
+read "can't tell apart"), and the profiler's view."""
 from __future__ import annotations
 
 import pandas as pd
@@ -21,58 +22,96 @@ def stop_bound(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
             f"ratio of {free / check:.2f})")
 
 
-def per_token_line(table: pd.DataFrame, judge: bool = True) -> str:
-    """Why the timed gain need not equal the token ratio: each loop's eager time per token
-    (median over its tokens per row) at each cap. Where they differ by more than a tenth, eager
-    tokens are not all priced alike, so the gain need not match the ratio. Empty on a smoke run."""
+def other_caps_line(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
+    """Early stopping's verdict at every cap but ``cap`` (whose verdict the answer line gives):
+    its token ratio and the rounds' verdict of the checking loop against running to that cap.
+    Empty on a smoke run or with one cap."""
     ok = table[table["status"] == harness.OK]
-    if not judge or ok.empty or not {CHECK, FREE} <= set(ok["method"]):
-        return ""
-    per = {(m, int(c)): 1e3 * s / t for m, c, s, t in
-           zip(ok["method"], ok["seq_len"], ok["median_s"], ok["tokens"])}
-    text = "Per token, eager: " + "; ".join(
-        f"{m} {', '.join(f'{v:.2f} ms at cap {c}' for (mm, c), v in sorted(per.items()) if mm == m)}"
-        for m in (CHECK, FREE)) + "."
-    if max(per.values()) > 1.1 * min(per.values()):
-        return text + (" Eager tokens are not all priced alike, so the timed gain need not match "
-                       "the token ratio, which is the saving in steps.")
-    return text + " Eager tokens cost about the same, so the gain should sit near the token ratio."
+    caps = sorted(int(c) for c in ok["seq_len"].unique() if int(c) != int(cap))
+    parts = []
+    for c in caps if judge else []:
+        rows = ok[ok["seq_len"] == c].set_index("method")
+        if not {CHECK, FREE} <= set(rows.index):
+            continue
+        ratio = rows.at[FREE, "tokens"] / rows.at[CHECK, "tokens"]
+        parts.append(f"at cap {c} (a token ratio of {ratio:.2f}), timed against running to the "
+                     f"cap: {stats.say(ok, CHECK, FREE, judge, seq_len=c)}")
+    return ("; ".join(parts)[:1].upper() + "; ".join(parts)[1:] + ".") if parts else ""
 
 
-def eager_drift_line(early: pd.DataFrame, cost: pd.DataFrame, n_cost: int,
-                     judge: bool = True) -> str:
-    """The same eager no-check run of ``n_cost`` tokens in the early-stop call and in the budget
-    call, per token, with the budget call's fastest and slowest round: eager steps are set by the
-    host, whose speed drifts between and within calls. Empty where either row is missing."""
-    ok = early[(early["status"] == harness.OK) & (early["method"] == FREE)
-               & (early["seq_len"] == n_cost)]
-    row = cost[cost["method"] == f"eager, {FREE}"]
-    if not judge or ok.empty or row.empty:
+def gain_line(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
+    """Why the timed gain at ``cap`` need not equal the token ratio, as the identity behind it:
+    the medians' ratio is the token ratio times the two loops' times per token (no check over
+    the checking loop's). Empty on a smoke run or without both rows."""
+    ok = table[(table["status"] == harness.OK) & (table["seq_len"] == cap)].set_index("method")
+    if not judge or not {CHECK, FREE} <= set(ok.index):
         return ""
-    a = 1e3 * float(ok["median_s"].iloc[0]) / n_cost
-    b, lo, hi = (1e3 * float(row[k].iloc[0]) / n_cost for k in ("median_s", "min_s", "max_s"))
-    return (f"Eager times drift: the same {n_cost}-token run without the check took {a:.2f} ms "
-            f"per token in the early-stop call and {b:.2f} ms in the budget call (its rounds "
-            f"there: {lo:.2f} to {hi:.2f} ms), so compare eager rows only within one table.")
+    tokens = {m: float(ok.at[m, "tokens"]) for m in (CHECK, FREE)}
+    per = {m: 1e3 * float(ok.at[m, "median_s"]) / tokens[m] for m in (CHECK, FREE)}
+    gain, ratio = float(ok.at[FREE, "median_s"] / ok.at[CHECK, "median_s"]), tokens[FREE] / tokens[CHECK]
+    if per[CHECK] > 1.02 * per[FREE]:
+        how = "each of the checking loop's tokens took longer, so the gain falls short of the token ratio"
+    elif per[FREE] > 1.02 * per[CHECK]:
+        how = "each of the checking loop's tokens took less time, so the gain exceeds the token ratio"
+    else:
+        how = "the two loops' tokens took about as long, so the gain sits near the token ratio"
+    return (f"By the medians the gain at cap {cap} is {gain:.2f}x: the token ratio ({ratio:.2f}) "
+            f"times the two loops' times per token ({per[FREE]:.2f} ms without the check over "
+            f"{per[CHECK]:.2f} ms with it): {how}.")
 
 
-def idle_line(step_budget: pd.DataFrame, regime: str, resolved: bool) -> str:
-    """What the check does to one step of ``regime``: where the rounds resolved a cost, the
-    GPU's idle time per step without and with it; otherwise that the two loops could not be told
-    apart (so a bar that looks shorter with the check is noise). Empty without GPU numbers."""
-    data = step_budget.set_index("method")
-    check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
-    if not {check, free} <= set(data.index):
+def same_work_line(table: pd.DataFrame, judge: bool = True) -> str:
+    """The checking loop's same tokens timed at two caps, two separate calls: how far apart
+    its medians are. Eager steps are paced by the host, whose speed drifts between calls.
+    Empty on a smoke run or where the checking loop's tokens differ at every cap."""
+    ok = table[(table["status"] == harness.OK) & (table["method"] == CHECK)].sort_values("seq_len")
+    if not judge or ok.empty:
         return ""
-    name = regime[:1].upper() + regime[1:]
-    if not resolved:
-        return (f"{name} step: the rounds can't tell the two loops apart "
-                f"({data.at[check, 'wall_ms']:.2f} against {data.at[free, 'wall_ms']:.2f} ms per "
-                "step); the difference between its bars is noise.")
-    i0, i1 = data.at[free, "idle_ms"], data.at[check, "idle_ms"]
-    if i0 != i0 or i1 != i1:  # NaN: no GPU numbers
+    same = ok[ok["tokens"] == ok["tokens"].iloc[-1]]
+    if len(same) < 2:
         return ""
-    return f"The GPU idles {i0:.2f} ms per step without the check, {i1:.2f} ms with it."
+    first, last = same.iloc[0], same.iloc[-1]
+    a, b = 1e3 * float(first["median_s"]), 1e3 * float(last["median_s"])
+    apart = 100 * (max(a, b) / min(a, b) - 1)
+    head = (f"The same work in two calls: the checking loop ran its {int(last['tokens'])} tokens "
+            f"per row in {a:.1f} ms at cap {int(first['seq_len'])} and {b:.1f} ms at cap "
+            f"{int(last['seq_len'])}, {apart:.0f}% apart")
+    if apart >= 5:
+        return (head + ": the eager step's speed drifts between calls, so compare loops only "
+                "within one cap, and the cost table below (another call) only with itself.")
+    return head + ": between these two calls the eager step's speed held."
+
+
+def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: bool = True) -> str:
+    """What the check costs per step in each regime, in µs and as a share of the step without
+    it, with the rounds' verdict of the loop without it; then which regime pays more in µs and
+    which as a share of its step (they can differ: a long eager step hides a large cost in a
+    small share). A regime in ``unclear`` reads "can't tell apart". Empty on a smoke run."""
+    if not judge:
+        return ""
+    wall = step_budget.set_index("method")["wall_ms"]
+    parts, paid = [], {}
+    for regime in ("eager", "CUDA graph"):
+        check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
+        if not {check, free} <= set(wall.index):
+            continue
+        said = stats.say(cost, free, check, judge)
+        us = 1e3 * (wall[check] - wall[free])
+        if regime in unclear or not us > 0:
+            parts.append(f"with the {regime} step, without it against with it: {said}")
+            continue
+        paid[regime] = (us, 100 * (wall[check] - wall[free]) / wall[free])
+        parts.append(f"with the {regime} step it costs {us:.0f} µs per step, {paid[regime][1]:.0f}% "
+                     f"of the {wall[free]:.2f} ms step without it, which runs {said}")
+    if not parts:
+        return ""
+    text = "The check every step: " + "; ".join(parts) + "."
+    if len(paid) == 2:
+        by_us = max(paid, key=lambda r: paid[r][0])
+        by_share = max(paid, key=lambda r: paid[r][1])
+        text += (f" The {by_us} step pays more, in µs and as a share of its step." if by_us == by_share
+                 else f" In µs the {by_us} step pays more; as a share of the step, the {by_share} step.")
+    return text
 
 
 def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
@@ -95,25 +134,12 @@ def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
 
 
-def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame, regime: str = "CUDA graph") -> str:
-    """The idle the check adds under the profiler (the checking loop's median GPU gap before a
-    step less the no-check loop's; ``gaps``: a row per loop, ``gap_before_us``) against its timed
-    cost per step at ``regime`` (``step_budget``'s wall clock with the check less without).
-    Where they differ by more than a fifth of the cost, the timed cost is the one to quote: the
-    timed rounds ran without the profiler, which adds host time to every op it records."""
-    wall = 1e3 * step_budget.set_index("method")["wall_ms"]
-    cost = wall[f"{regime}, {CHECK}"] - wall[f"{regime}, {FREE}"]
+def gap_line(gaps: pd.DataFrame) -> str:
+    """The profiled CUDA-graph steps in one sentence (``gaps``: a row per loop, medians of
+    ``gap_before_us``): the GPU's idle before a step with the check and without it."""
     with_gap, free_gap = gaps.at[CHECK, "gap_before_us"], gaps.at[FREE, "gap_before_us"]
-    added = with_gap - free_gap
-    head = (f"Under the profiler the GPU idles {with_gap:.0f} µs before each step with the check "
-            f"and {free_gap:.0f} µs without, so the check adds {added:.0f} µs of idle")
-    if cost <= 0:
-        return head + "; the timed rounds show no cost per step."
-    head += f" against its timed cost of {cost:.0f} µs per step"
-    if abs(added - cost) <= 0.2 * cost:
-        return head + ", within a fifth of each other: the check's cost is the idle gap it opens."
-    return (f"{head}: the profiler adds host time to every op it records, so the timed cost, "
-            "measured without it, is the one to quote.")
+    return (f"Profiled, the GPU idles {with_gap:.0f} µs before each step with the check and "
+            f"{free_gap:.0f} µs without: the check's wait is that gap.")
 
 
 def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:

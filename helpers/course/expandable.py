@@ -118,7 +118,7 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
                 f"once in this run: its largest rise was {rise.max() / MIB:.0f} MiB, in decode "
                 f"step {at}.")
     first = found.iloc[0]
-    past = (" (just past the 20 MiB segments that smaller tensors share)"
+    past = (" (just past 20 MiB: no freed 20 MiB segment could hold them any longer)"
             if LARGE_BUFFER < first["size"] <= LARGE_BUFFER + ROUND_LARGE else "")
     steps = "one decode step" if len(found) == 1 else f"{len(found)} separate decode steps"
     text = (f"With {conf}, at {steps} reserved memory jumped by more than the combined size of "
@@ -245,6 +245,21 @@ def plot_memory(ax, table, on_gpu: bool):
     return ax
 
 
+def speed_line(steps: pd.DataFrame, old: str, new: str) -> str:
+    """The small panel's result in words: the GPU's work per decode step under both settings
+    (``budget.per_step``, one profiled run each), "about the same" within 5%; the allocator's
+    own cost is host time, not timed here. Empty without GPU work (a CPU run)."""
+    gpu = steps.set_index("method")["gpu_ms"]
+    if not {old, new} <= set(gpu.index) or gpu[[old, new]].isna().any() or gpu[old] <= 0:
+        return ""
+    ratio = gpu[new] / gpu[old]
+    said = f"{gpu[new]:.2f} ms with {new} against {gpu[old]:.2f} ms with {old}"
+    said = (f"about the same, {said}" if 0.95 <= ratio <= 1.05
+            else f"{said}, one profiled run each: too few to judge")
+    return (f"Speed: the GPU's work per decode step was {said}; the allocator's own cost is on "
+            "the host, not timed here.")
+
+
 def plot_gpu_work(ax, steps: pd.DataFrame, title: str):
     """A small panel: the GPU's work per decode step under each setting (bars, first on top),
     from ``budget.per_step``, with short names and no floor: the allocator setting is not meant
@@ -266,12 +281,19 @@ def plot_gpu_work(ax, steps: pd.DataFrame, title: str):
 def plot_timeline(ax_abs, ax_gap, frame):
     """Reserved (solid) and allocated (dashed) memory over the steps of one run (left) and
     their gap, memory reserved but unused (right), one colour a setting; each panel has its
-    legend."""
+    legend. Where the settings' allocated memory lies within 2% of its largest value at every
+    step, its dashed lines are grey with one legend entry that says they overlap."""
+    allocated = frame.pivot_table(index="step", columns="setting", values="allocated")
+    spread = (allocated.max(axis=1) - allocated.min(axis=1)).max()
+    overlap = (allocated.shape[1] > 1 and not allocated.isna().any().any()
+               and spread <= 0.02 * allocated.max().max())  # dashed lines drawn on top of each other
     for i, (conf, part) in enumerate(frame.groupby("setting", sort=False)):
         color = plotting.PALETTE[i]
         ax_abs.plot(part["step"], part["reserved"] / MIB, color=color, label=f"{conf}: reserved")
-        ax_abs.plot(part["step"], part["allocated"] / MIB, color=color, ls="--",
-                    label=f"{conf}: allocated")
+        label = (f"{conf}: allocated" if not overlap else "_nolegend_" if i else
+                 f"allocated, every setting (within {spread / MIB:.0f} MiB: the lines overlap)")
+        ax_abs.plot(part["step"], part["allocated"] / MIB, color="0.3" if overlap else color,
+                    ls="--", label=label)
         ax_gap.plot(part["step"], (part["reserved"] - part["allocated"]) / MIB, color=color,
                     label=conf)
     ax_abs.set(xlabel="decode step", ylabel="MiB",

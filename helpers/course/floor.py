@@ -89,31 +89,33 @@ def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
 EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H100 run)
 
 
-def medians_outside_line(table, pairs, judge: bool = True, **where) -> str:
-    """One sentence for the comparisons (``pairs``: (what, candidate, baseline)) whose ratio of
-    medians lies outside the interval their line prints (``stats.say``, the same direction and
-    decimals): why the two disagree and which one the verdict follows. Empty where none does, in
-    a smoke run, and with too few rounds for an interval."""
-    outside = []
-    for what, new, old in pairs:
-        if found := stats.medians_outside(table, new, old, judge, **where):
-            medians, low, high, digits = found
-            outside.append(f"for '{what}' the medians' ratio, {medians:.{digits}f}x, lies outside "
-                           f"{low:.{digits}f}\u2013{high:.{digits}f}")
-    if not outside:
-        return ""
-    text = "; ".join(outside)
-    return (text[0].upper() + text[1:] + ": the interval comes from each round's ratio of the "
-            "two loops, while the medians pool all runs, so the medians' extra difference came "
-            "from rounds in which both loops sped up or slowed down together (the host's speed "
-            "drifting), which a round's ratio cancels; the verdict follows the rounds.")
+def say_ratio(table, candidate: str, baseline: str, judge: bool = True, **where) -> str:
+    """``stats.say``, with the ratio of the medians named also where it lies outside the interval
+    by less than the printed rounding (``stats`` compares the two rounded to the printed
+    decimals): 11's 05:14 run printed "1.03x faster (1.02-1.06)" for a medians' ratio of 1.0154
+    against an interval from 1.0158; here "(1.02-1.06; medians alone: 1.015x)"."""
+    text = stats.say(table, candidate, baseline, judge, **where)
+    if not judge or "medians alone" in text or not text.endswith(")"):
+        return text
+    cand, base = stats._row_trials(table, candidate, baseline, "wall", where)
+    ratio, medians = stats._trials_speedup(cand, base), stats.medians_ratio(cand, base)
+    if ratio.n < stats.MIN_TRIALS or not all(math.isfinite(x) and x > 0
+                                            for x in (ratio.low, ratio.high, medians)):
+        return text
+    word, _, low, high, medians, _ = stats._printed(ratio, medians)
+    if word == stats.NOISE or low <= medians <= high or medians < 1:
+        return text
+    bound, digits = (low if medians < low else high), 3
+    while digits < 4 and f"{medians:.{digits}f}" == f"{bound:.{digits}f}":
+        digits += 1
+    return text[:-1] + f"; medians alone: {medians:.{digits}f}x)"
 
 
 def peer_idle_line(budget_frame, method: str) -> str:
     """Why a method's GPU bar is short of its wall clock (``budget_frame``: ``budget.per_step``):
-    where the GPU idles at least ``budget.HOST_PACE_PCT`` % of the step (as printed), how many
-    times the GPU's time the host takes to issue a step; otherwise who sets the pace. Empty without
-    GPU numbers."""
+    where the GPU idles at least ``budget.HOST_PACE_PCT`` % of the step (as printed), the wall
+    clock as a multiple of the GPU's work (the host issuing the step and waiting on it); otherwise
+    who sets the pace. Empty without GPU numbers."""
     from . import budget  # here, not at the top: budget imports this module
     data = budget_frame.set_index("method")
     if method not in data.index or not data.loc[method, "wall_ms"] > 0 or \
@@ -125,8 +127,8 @@ def peer_idle_line(budget_frame, method: str) -> str:
             else f"{max(wall - gpu, 0.0) * 1e3:.0f} µs")  # as budget.sentence writes it
     text = f"{method}: the GPU is idle {idle} of each {wall:.2f} ms ({share}%)"
     if share >= budget.HOST_PACE_PCT:
-        return text + (f": the host takes about {wall / gpu:.1f}x the GPU's time to issue each "
-                       "step, so the GPU waits.")
+        return text + (f": the wall clock is {wall / gpu:.1f}x the GPU's work, so "
+                       f"{budget.pace(share, why=False)}.")
     return text + f": {budget.pace(share, why=False)}."
 
 
@@ -139,18 +141,17 @@ def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
     return 1e3 * rows[0]["median_s"], 1e3 * rows[0]["gpu_busy_s"]
 
 
-def without_prompt(step_ms, cost, new_tokens, floor_ms) -> str:
-    """A time per step that counts the prompt's forward (``cost``: ``prefill_cost``, spread over
-    ``new_tokens`` steps) read against the floor with that share taken out."""
-    per = cost[0] / new_tokens
-    return (f"that counts the prompt's forward, {per:.3f} ms of each step; without it, about "
-            f"{(step_ms - per) / floor_ms:.2f}x")
+def _ms(value: float) -> str:
+    """A time per step as ``budget.sentence`` writes an idle time: ms to two decimals from 0.1 ms,
+    else µs (0.004 ms would print as 0.00)."""
+    return f"{value:.2f} ms" if value >= 0.1 else f"{value * 1e3:.0f} µs"
 
 
 def prompt_idle(sentence: str, budget_frame, method: str, eager, new_tokens) -> str:
-    """``budget.sentence``'s reading of ``method`` with the cause of its idle GPU named where the
-    prompt's forward, run eagerly once per run (``eager``: ``prefill_cost``) and so counted in
-    every step's time, takes at least half that idle time by itself; else the sentence as is."""
+    """``budget.sentence``'s reading of ``method`` with the prompt's forward, timed alone
+    (``eager``: ``prefill_cost``; it runs eagerly once per run, so every step's time counts its
+    share), printed beside the idle time: as the cause where it takes at least half that idle,
+    else as a part of it. The sentence as is without that time or the idle reading."""
     from . import budget  # budget imports this module
 
     rows = budget_frame.set_index("method")
@@ -158,10 +159,46 @@ def prompt_idle(sentence: str, budget_frame, method: str, eager, new_tokens) -> 
             or not math.isfinite(eager[0])):
         return sentence
     idle, per = budget.printed_idle(rows.loc[method]), eager[0] / new_tokens
-    if not (idle > 0 and per >= idle / 2):
-        return sentence
-    return sentence.replace(budget.IDLE_WHY, "timed alone, the prompt's forward, run eagerly once "
-                            f"per run, takes {per:.2f} ms of each step, its GPU work included")
+    alone = (f"the prompt's forward, run eagerly once per run and timed alone, takes {_ms(per)} "
+             "of each step, its GPU work included")
+    if idle > 0 and per >= idle / 2:
+        return sentence.replace(budget.IDLE_WHY, alone)
+    return sentence.replace(budget.IDLE_WHY, f"{budget.IDLE_WHY}; {alone}")
+
+
+def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:
+    """ms per step (``median_s`` over ``seq_len``, the prompt included) of ``method`` in lesson
+    ``stem``'s table of this runner run (``COURSE_RUN_DIR``), measured on ``device_name`` at the
+    point ``where`` (e.g. ``batch_size=32, seq_len=100``); NaN outside a runner run, before that
+    lesson ran in it, or with another GPU or point (never another run's number)."""
+    run_dir = os.environ.get("COURSE_RUN_DIR")
+    path = Path(run_dir) / "data" / f"{stem}.csv" if run_dir else None
+    if path is None or not path.exists():
+        return float("nan")
+    try:
+        rows = pd.read_csv(path)
+        rows = rows[(rows["method"] == method) & (rows["device_name"] == device_name)]
+        for key, value in where.items():
+            rows = rows[rows[key] == value]
+        if "status" in rows:
+            rows = rows[rows["status"] == harness.OK]
+        if len(rows) != 1:
+            return float("nan")
+        return float(1e3 * rows["median_s"].iloc[0] / rows["seq_len"].iloc[0])
+    except (OSError, ValueError, KeyError, TypeError):
+        return float("nan")
+
+
+def start_line(start: str, start_ms: float, tenth_ms: float) -> str:
+    """How notebook 11's first rung relates to notebook 10's graphed step (``tenth_ms``:
+    ``this_run_ms``, NaN where this run has none): the same graph with another attention."""
+    text = (f"Rung 1, '{start}', is not notebook 10's graphed step: its attention is written as "
+            "products and sums for Inductor to fuse, where 10's runs two batched matmuls")
+    if not (math.isfinite(tenth_ms) and math.isfinite(start_ms) and tenth_ms > 0):
+        return text + " (notebook 10's step was not timed in this run on this GPU)."
+    return (text + f"; uncompiled, in its graph, it takes {start_ms:.3f} ms per step, "
+            f"{start_ms / tenth_ms:.2f}x the {tenth_ms:.3f} ms of 10's 'graph, decode_step, "
+            "1/launch' in this run (the two tables' medians).")
 
 
 def show_reference(stem: str) -> None:

@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from . import analysis, harness, stats
+from . import analysis, budget, harness, stats
 
 
 def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
@@ -288,24 +288,83 @@ def wide_rounds(table, candidate: str, baseline: str, labels=None, **where) -> s
     return f"{'one' if len(far) == 1 else 'two'} {how} {labels.get(method, method)} run{'s' if len(far) > 1 else ''}"
 
 
-def length_verdicts(table, candidate: str, baseline: str, labels=None) -> str:
-    """Notebook 02's one-line summary of the gain at every length, each with its verdict word:
-    "1.12x faster at 30 tokens, can't tell apart at 75 (two slow KV cache runs widened the
-    interval) and 1.22x faster at 120". The runs that widened an interval (``wide_rounds``) are
-    named only beside "can't tell apart", and only where they exist; "too few runs" where a
-    length has too few rounds."""
+def length_line(table, candidate: str, baseline: str, judge: bool, n: int, labels=None) -> str:
+    """Notebook 02's verdict at one length: ``stats.say``, and beside "can't tell apart" the
+    speedup's estimate (the number the growth line reads) and the runs that widened the
+    interval (``wide_rounds``), where they exist."""
+    labels = labels or {}
+    said = (f"{n:>4} tokens: {labels.get(candidate, candidate)} against "
+            f"{labels.get(baseline, baseline)}: {stats.say(table, candidate, baseline, judge, seq_len=n)}")
+    r = stats.row_speedup(table, candidate, baseline, seq_len=n)
+    if not judge or r.n < stats.MIN_TRIALS or stats.verdict(r) != stats.NOISE:
+        return said
+    why = wide_rounds(table, candidate, baseline, labels, seq_len=n)
+    return said + f"; its speedup {r.estimate:.2f}x" + (f", {why} widened the interval" if why else "")
+
+
+def _listed(values, unit: str = "") -> str:
+    """"5.04, 10.20 and 8.65 ms"."""
+    names = list(values)
+    return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + unit
+
+
+def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
+    """Notebook 02's step budget read at every length, not one: the candidate's wall time per
+    step and both loops' GPU idle share at each length; how far the candidate's step moved
+    between lengths against its GPU work (said only where the wall clock moved clearly more,
+    i.e. the host's pace varied over the run); and the GPU-work cut against the speedups, with
+    whether the baseline's GPU idled too (both loops wait on the host) and who sets the
+    candidate's pace. Empty without GPU work (a CPU run)."""
+    labels = labels or {}
+    cand, base = labels.get(candidate, candidate), labels.get(baseline, baseline)
     values = sorted(int(n) for n in table["seq_len"].unique())
-    said = []
-    for i, n in enumerate(values):
-        r = stats.row_speedup(table, candidate, baseline, seq_len=n)
-        where = f"at {n} tokens" if i == 0 else f"at {n}"
-        if r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
-            said.append(f"{r.estimate:.2f}x {where} (too few runs to judge)")
-            continue
-        why = (wide_rounds(table, candidate, baseline, labels, seq_len=n)
-               if stats.verdict(r) == stats.NOISE else "")
-        said.append(f"{stats.short(r)} {where}" + (f" ({why} widened the interval)" if why else ""))
-    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+    rows = {}
+    for n in values:
+        step = budget.per_step(table, [baseline, candidate], seq_len=n).set_index("method")
+        if len(step) != 2 or step["gpu_ms"].isna().any() or (step["wall_ms"] <= 0).any():
+            return []
+        rows[n] = step
+    wall = [rows[n].loc[candidate, "wall_ms"] for n in values]
+    gpu = [rows[n].loc[candidate, "gpu_ms"] for n in values]
+    idle = {m: [100 * rows[n].loc[m, "idle_ms"] / rows[n].loc[m, "wall_ms"] for n in values]
+            for m in (candidate, baseline)}
+    cut = [rows[n].loc[baseline, "gpu_ms"] / rows[n].loc[candidate, "gpu_ms"] for n in values]
+    lines = [f"Per decode step (the median run ÷ its tokens) the {cand} took "
+             f"{_listed([f'{w:.2f}' for w in wall], ' ms')} at {_tokens(values)}, its GPU idle "
+             f"{_listed([f'{i:.0f}%' for i in idle[candidate]])} of it; the {base} loop's GPU idled "
+             f"{_listed([f'{i:.0f}%' for i in idle[baseline]])} of its own step."]
+    moved_wall, moved_gpu = max(wall) / min(wall), max(gpu) / min(gpu)
+    if len(values) > 1 and moved_wall > 1.25 * moved_gpu:
+        lines.append(f"The {cand}'s step moved {moved_wall:.1f}x between lengths while its GPU work "
+                     f"moved {moved_gpu:.1f}x: the host's pace varied over this run, so a step's "
+                     "milliseconds hold for its own length, its idle share is what to compare.")
+    gains = [stats.row_speedup(table, candidate, baseline, seq_len=n).estimate for n in values]
+    if min(cut) > 1:
+        wall_fell = (f"the wall clock fell at most {max(gains):.2f}x" if max(gains) > 1
+                     else "the wall clock did not fall")
+        said = (f"At every length the cache cut the GPU's work per step {min(cut):.1f}x or more, "
+                f"{'but' if max(gains) < min(cut) else 'and'} {wall_fell}")
+    else:
+        said = "The cache did not cut the GPU's work per step at every length"
+    if min(idle[baseline]) >= budget.GPU_PACE_PCT:
+        said += (f": the {base} loop's GPU also idled at least {min(idle[baseline]):.0f}% of its "
+                 "step, so both loops wait on the host for part of theirs")
+    else:
+        said += f": the {base} loop's GPU was busy most of its step at some length"
+    kv_paces = {budget.pace(i, why=False) for i in idle[candidate]}
+    said += (f", and for the {cand} {kv_paces.pop()} at every length." if len(kv_paces) == 1
+             else f", and who sets the {cand}'s pace differs between lengths.")
+    return lines + [said]
+    (pc,), (pb,) = paces[candidate], paces[baseline]
+    fell = (f"the cache cut the GPU's work per step {min(cut):.1f}x or more" if min(cut) > 1
+            else "the cache did not cut the GPU's work per step at every length")
+    if pc == pb:
+        tail = (f"in both loops {pc}: the GPU work the cache removed was mostly not what set "
+                "the naive loop's pace" if pc == "the host sets the pace" else f"in both loops {pc}")
+    else:
+        tail = f"in the {cand} loop {pc}, in the {base} loop {pb}"
+    lines.append(f"At every length {fell}; {tail}.")
+    return lines
 
 
 def _direction(values) -> str:

@@ -46,31 +46,41 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
 
 
 def resolution(ratio, judge: bool, by_round=None) -> str:
-    """What an A/A comparison's interval says about this run, in B's time against A's: the
-    rounds are consistent with B taking from 1 - 1/high less to 1/low - 1 more time than A (not
-    symmetric: e.g. 25% less to 8% more), so a smaller difference could not show in this many
-    rounds; with ``by_round`` (``rounds``), led by how far the identical loop's runs spread (the
-    twelfth review: 197-512 ms went unsaid). Empty without an interval."""
+    """What an A/A comparison says about this machine's noise, as whole sentences. With
+    ``by_round`` (``rounds``): how far the identical loop's runs spread and how far the two trials
+    of one round differed (the round furthest from 1), so the reader sees whether the noise hit a
+    round's two trials together (the ratio cancels it) or one trial (it does not; the fifteenth
+    review: nothing visibly cancelled, and the lesson did not say so). Then the interval read
+    honestly at both ends, in B's time against A's (not symmetric: e.g. 15% less to 23% more): a
+    real difference anywhere in that range could hide in the noise. Empty without an interval."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
             or not math.isfinite(ratio.high):
         return ""
     if stats.verdict(ratio) != stats.NOISE:  # identical loops told apart: say what that means
         # the thirteenth review: "more often when the host's speed drifts" blamed the drift that
         # interleaving was said to cancel; what it does not cancel is drift within a round
-        return (f"identical loops told apart: with a {100 * ratio.level:.0f}% interval about one "
+        return (f"Identical loops told apart: with a {100 * ratio.level:.0f}% interval about one "
                 f"identical pair in {1 / (1 - ratio.level):.0f} shows a difference by chance: "
                 "this run is such a case, or the host's speed drifted within its rounds, which "
                 "interleaving does not cancel; this is why the course reads an effect only with "
-                "its interval, and across runs")
-    spread = ""
+                "its interval, and across runs.")
+    text = ""
     if by_round is not None and len(by_round):
-        runs = by_round[["A ms", "B ms"]].to_numpy().ravel()
-        spread = (f"the same loop's runs took {runs.min():.0f} to {runs.max():.0f} ms "
-                  f"({runs.max() / runs.min():.1f}x apart), and ")
+        runs = by_round[["A ms", "B ms"]].to_numpy(dtype=float).ravel()
+        logs = np.abs(np.log(by_round["A / B"].astype(float).to_numpy()))
+        far = int(np.argmax(logs))
+        apart, within = runs.max() / runs.min(), math.exp(logs[far])
+        text = (f"The same loop's {runs.size} runs took {runs.min():.0f} to {runs.max():.0f} ms "
+                f"({apart:.1f}x apart), and the two trials of one round differed by up to "
+                f"{within:.2f}x (round {int(by_round['round'].iloc[far])}): ")
+        # in log terms: a round's two trials apart by more than half the runs' whole spread
+        text += ("much of that noise hit one trial of a round, which interleaving does not "
+                 "cancel. " if 2 * logs[far] >= math.log(apart) else
+                 "most of it slowed a round's two trials together, which their ratio cancels. ")
     less, more = 100 * (1 - 1 / ratio.high), 100 * (1 / ratio.low - 1)
-    return (f"{spread}these {ratio.n} rounds are consistent with B taking anywhere from "
-            f"{less:.0f}% less to {more:.0f}% more time than A: a difference smaller than about "
-            f"{max(less, more):.0f}% could not show in {ratio.n} rounds on this machine")
+    return text + (f"These {ratio.n} rounds are consistent with B taking anywhere from {less:.0f}% "
+                   f"less to {more:.0f}% more time than A: a real difference anywhere in that range "
+                   f"could hide in this machine's noise over {ratio.n} rounds.")
 
 
 def with_estimate(said: str, ratio) -> str:
@@ -89,35 +99,65 @@ def _tokens(lengths) -> str:
 
 
 def terms(table) -> str:
-    """Notebook 01's answer, first half: the fit in plain words. The median total times are fitted
-    as a·N + b·N² (``growth.fit``), so the average step of an N-token run costs a + b·N; and,
-    where the profiled runs' GPU time (``gpu_busy_s``) puts the GPU's own per-step line below a at
-    N = 0, the rest of a is the GPU waiting for the host (the fourteenth review: a = 4.54 ms was
-    "roughly" host and GPU work, never split, while the GPU's line starts near 1.6 ms)."""
+    """Notebook 01's fit in plain words: the median total times fitted as a·N + b·N²
+    (``growth.fit``), so b is the wall clock's average growth per token over these lengths; then,
+    with the profiled runs' GPU time (``gpu_busy_s``), the GPU's own growth fitted the same way and
+    the GPU's idle time per step at the shortest and longest length, with who sets the pace at
+    each (the fifteenth review: "b is mostly the GPU recomputing" while b sat below the GPU's own
+    slope, and "the rest of a is waiting, a cost that does not grow" while the idle time fell)."""
     f = growth.fit(table)
     text = (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms and "
-            f"b = {f['b_us']:.1f} µs: the average step of an N-token run costs a + b·N")
-    gpu0 = _gpu_at_zero(table)
-    if math.isfinite(gpu0) and 0 <= gpu0 < f["a_ms"]:
-        text += (f". The GPU's kernel time per step, fitted the same way, is {gpu0:.2f} ms at N = 0: "
-                 f"the other {f['a_ms'] - gpu0:.2f} ms of a is the GPU waiting for the host (Python, "
-                 "launches, the EOS sync), a cost that does not grow with the length")
-    return text + "."
+            f"b = {f['b_us']:.1f} µs: over these lengths the average step costs about a + b·N, "
+            "b being the wall clock's average growth per token")
+    gpu_b, idle = _gpu_slope(table), _idle_ends(table)
+    if not math.isfinite(gpu_b) or idle is None:
+        return text + "."
+    (n, i0, s0), (m, i1, s1) = idle
+    ends = (f"from {i0:.2f} ms at {n} tokens ({s0:.0f}% of the step: {budget.pace(s0, why=False)}) "
+            f"to {i1:.2f} ms at {m} tokens ({s1:.0f}%: {budget.pace(s1, why=False)})")
+    gpu = f"the GPU's own work ({gpu_b:.1f} µs per token, fitted the same way)"
+    if f["b_us"] < gpu_b and i1 < i0:
+        return text + (f". The wall clock grew more slowly than {gpu} because the GPU's idle time "
+                       f"per step fell as its work grew: {ends}.")
+    if f["b_us"] > gpu_b and i1 > i0:
+        return text + (f". The wall clock grew faster than {gpu} because the GPU's idle time per "
+                       f"step rose: {ends}.")
+    return text + (f"; the GPU's own work grew {gpu_b:.1f} µs per token, fitted the same way, and "
+                   f"the GPU's idle time per step went {ends}.")
 
 
-def _gpu_at_zero(table) -> float:
-    """The GPU's kernel time per step (ms) at N = 0 by a straight line through each length's
-    profiled GPU time ÷ N; NaN without two lengths' GPU times."""
+def _gpu_slope(table) -> float:
+    """b (µs) of the profiled runs' GPU time (``gpu_busy_s``) fitted as ``growth.fit`` fits the
+    wall clock; NaN without two lengths' GPU times."""
     if "gpu_busy_s" not in table:
         return float("nan")
     ok = table[table["status"] == harness.OK]
-    busy = ok["gpu_busy_s"].astype(float)
-    ok = ok[busy > 0]
+    ok = ok[ok["gpu_busy_s"].astype(float) > 0]
     if ok["seq_len"].nunique() < 2:
         return float("nan")
-    n = ok["seq_len"].astype(float).to_numpy()
-    per = 1e3 * ok["gpu_busy_s"].astype(float).to_numpy() / n
-    return float(np.polyfit(n, per, 1)[1])
+    return growth.fit(ok.assign(median_s=ok["gpu_busy_s"].astype(float)))["b_us"]
+
+
+def _idle_ends(table):
+    """((N, idle ms, idle %), (N, idle ms, idle %)) per step at the shortest and longest profiled
+    length, as the budget prints them (``budget.printed_idle``: the wall clock minus the GPU's
+    work, each rounded to 0.01 ms); None without two profiled lengths."""
+    if "gpu_busy_s" not in table:
+        return None
+    ok = table[table["status"] == harness.OK]
+    ok = ok[ok["gpu_busy_s"].astype(float) > 0].sort_values("seq_len")
+    if ok["seq_len"].nunique() < 2:
+        return None
+    ends = []
+    for _, r in ok.iloc[[0, -1]].iterrows():
+        n = int(r["seq_len"])
+        row = {"wall_ms": 1e3 * float(r["median_s"]) / n, "gpu_ms": 1e3 * float(r["gpu_busy_s"]) / n}
+        idle = budget.printed_idle(row)
+        wall = round(row["wall_ms"], 2)
+        if not wall > 0:
+            return None
+        ends.append((n, idle, 100 * idle / wall))
+    return tuple(ends)
 
 
 def _growth(table):
@@ -165,8 +205,7 @@ CARD_FULL = 0.95  # a peak reserve within 5% of the card's memory: the allocator
 
 def card_reading(table, total_bytes) -> str:
     """Notebook 01: whether the allocator's reserve filled the card (a peak reserve within 5% of
-    ``total_bytes``) and why it climbs (each step's logits one position longer: no cached block
-    fits), then how often it freed its cache and retried at each length (``alloc_retries``,
+    ``total_bytes``; why is notebook 03's subject, the fifteenth review), then how often it freed its cache and retried at each length (``alloc_retries``,
     summed over the timed runs), as measured (the fourteenth review: a total of 20 with no
     column to check, and an unsized "inflates b" caveat). Empty without a GPU."""
     if not total_bytes or not total_bytes > 0:
@@ -177,9 +216,8 @@ def card_reading(table, total_bytes) -> str:
     card = f"{total_bytes / 2**30:.1f} GiB"
     top = ok["peak_reserved_bytes"].max() / 2**30
     if full:
-        text = (f"At {_tokens(full)} the allocator's reserve reached {top:.1f} GiB of the card's "
-                f"{card}: each step's logits are one position longer than the last, so no cached "
-                "block fits them and the reserve keeps growing (notebook 03's subject).")
+        text = (f"At {_tokens(full)} the allocator's reserve filled the card ({top:.1f} of "
+                f"{card}; notebook 03 explains why).")
     else:
         text = f"The allocator reserved at most {top:.1f} GiB of the card's {card}."
     if "alloc_retries" not in ok or ok["alloc_retries"].isna().all():
@@ -199,17 +237,3 @@ def takeaway(table) -> str:
     """Notebook 01's one line: the measured growth against pure N² growth (``doubling``)."""
     said = doubling(table)
     return f"In one line: {said[0].lower() + said[1:]}" if said else ""
-
-
-def furthest_round(by_round) -> str:
-    """Notebook 00: the round whose A / B ratio sits furthest from 1 and the rounds' estimate
-    without it (the fourteenth review: one round slowed in one trial only lifted 1.02 to 1.06,
-    and the lesson never pointed at it). Empty under three rounds."""
-    if by_round is None or len(by_round) < 3:
-        return ""
-    logs = np.log(by_round["A / B"].astype(float).to_numpy())
-    far = int(np.argmax(np.abs(logs)))
-    rest = float(np.exp(np.delete(logs, far).mean()))
-    return (f"Round {int(by_round['round'].iloc[far])} lies furthest from 1 (A / B = "
-            f"{by_round['A / B'].iloc[far]:.3f}); the other {len(logs) - 1} rounds alone give "
-            f"{rest:.2f}x.")

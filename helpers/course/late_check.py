@@ -212,22 +212,27 @@ def _smallest_batch_gains(table, summary_frame, regime):
 
 def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> str:
     """The article's claim (interleaving gains most at the smallest batch) against what was
-    measured, in one line: two streams' speedup over the per-step sync at each batch size of
-    ``regime`` (the rounds' estimate), then supported where the smallest batch's gain is told
-    apart as larger than every larger batch's (``stats.row_growth``), not supported where it is
-    told apart as smaller than any, else can't tell. Empty with fewer than two batch sizes or on
-    a smoke run."""
+    measured: two streams' speedup over the per-step sync at each batch size of ``regime`` (the
+    rounds' estimate), then the smallest batch's speedup against each larger batch's
+    (``stats.row_growth``, as notebook 08's claim judges it: "larger", "smaller" or "can't tell
+    apart", with its range), and the rule: supported where it is told apart as larger than every
+    larger batch's, not supported where it is told apart as smaller than any, else can't tell.
+    Empty with fewer than two batch sizes or on a smoke run."""
     if not judge or not (found := _smallest_batch_gains(table, summary_frame, regime)):
         return ""
     gains, batches, growth = found
     words = [stats.verdict(r) if r.n >= stats.MIN_TRIALS else stats.NOISE for r in growth]
     said = ("not supported" if stats.SLOWER in words else
             "supported" if all(w == stats.FASTER for w in words) else "can't tell on this machine")
-    return ("The article claims interleaving gains most at the smallest batch; measured, two "
-            f"streams against the per-step sync ({REGIME_LABELS[regime]} step): "
-            + claims._and([f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)])
-            + " (the rounds' estimates, not the medians' ratios)"
-            + f". The claim: {said}.")
+    against = [f"against batch {b}'s: " + (
+        stats.plain(r).replace(f" {stats.FASTER} (", " larger (").replace(f" {stats.SLOWER} (", " smaller (")
+        if r.n >= stats.MIN_TRIALS else "too few rounds to judge") for r, b in zip(growth, batches[1:])]
+    return ("The article claims interleaving gains most at the smallest batch. Two streams' "
+            f"speedup over the per-step sync ({REGIME_LABELS[regime]} step, the rounds' "
+            "estimates): " + claims._and([f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)])
+            + f". Batch {batches[0]}'s speedup " + "; ".join(against)
+            + f". The claim needs batch {batches[0]}'s told apart as larger than every larger "
+            f"batch's: {said}.")
 
 
 CALLED = {"interleaved": "two streams", "event": "one stream and an event"}  # in sentences
@@ -260,8 +265,7 @@ def answer_line(row, part, judge=True) -> str:
 def summary_line(row, table, judge=True) -> str:
     """The lesson in one line at one point of the CUDA-graph step (a ``summary`` row): the
     per-step sync's and no check's ms per step, then each late loop told apart as faster with
-    its ms per step and the share won back, then those not told apart, then
-    ``stream_event_line``."""
+    its ms per step and the share won back, then those not told apart."""
     part = table[(table["regime"] == row.name if isinstance(row.name, str) else True)
                  & (table["batch_size"] == row["batch_size"])]
     verdicts = _late_verdicts(part, judge)
@@ -273,7 +277,7 @@ def summary_line(row, table, judge=True) -> str:
     text += claims._and(done) if done else "no late loop was told apart from the per-step sync"
     if done and open_:
         text += "; " + claims._and(open_) + ": can't tell apart from the per-step sync on this machine"
-    return text + ". " + stream_event_line(table, judge)
+    return text + "."
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
@@ -316,6 +320,32 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
     return f"{head}; with the {REGIME_LABELS[regime]} step, " + claims._and(parts) + "." + why
 
 
+def check_cost_line(summary_frame, batch, judge=True) -> str:
+    """What the per-step check costs at ``batch`` with each step (eager, CUDA graph), in µs and
+    as a share of the step without it, and which step pays more each way (they can differ: a
+    long eager step hides a large cost in a small share). A cost the rounds do not resolve
+    reads "can't tell apart from no check". Empty on a smoke run or without a regime."""
+    rows = summary_frame[summary_frame["batch_size"] == batch].set_index("regime")
+    if not judge or rows.empty:
+        return ""
+    parts, paid = [], {}
+    for regime in [r for r in ("eager", "compiled") if r in rows.index]:
+        row, name = rows.loc[regime], REGIME_LABELS[regime]
+        if not bool(row["check_resolved"]) or not row["check_cost_us"] > 0:
+            parts.append(f"with the {name} step the per-step sync can't be told apart from no check")
+            continue
+        paid[name] = (row["check_cost_us"], 100 * (row["sync"] - row["no_check"]) / row["no_check"])
+        parts.append(f"with the {name} step {row['check_cost_us']:.0f} µs per step, "
+                     f"{paid[name][1]:.0f}% of its {row['no_check']:.2f} ms step without the check")
+    text = f"The check itself at batch {int(batch)}: " + "; ".join(parts) + "."
+    if len(paid) == 2:
+        by_us = max(paid, key=lambda r: paid[r][0])
+        by_share = max(paid, key=lambda r: paid[r][1])
+        text += (f" The {by_us} step pays more, in µs and as a share of its step." if by_us == by_share
+                 else f" In µs the {by_us} step pays more; as a share of the step, the {by_share} step.")
+    return text
+
+
 def _batches(sizes) -> str:
     return ("batches " if len(sizes) > 1 else "batch ") + claims._and([str(b) for b in sizes])
 
@@ -344,32 +374,34 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
 def profile_line(gaps, timed_us=None) -> str:
     """The profiled CUDA-graph steps in words (``gaps``: a row per loop, medians of
     ``gap_before_us``, and ``cpu_us``, ``cpu_wait_us``, ``busy_us`` where known): each loop's GPU
-    gap before a step and the share of the per-step sync's gap a late loop leaves. For a late
-    loop that still leaves over a fifth of it: where its host worked longer per step than the GPU
-    and than the whole step timed without the profiler (``timed_us``, by loop), the profiler made
-    it host-bound, so the timed table is the one to believe; otherwise this lesson does not
-    measure why."""
+    gap before a step. The caveat for every loop (the per-step sync included) whose host worked
+    longer per step (CPU less waiting) than the GPU and ran longer than the whole step timed
+    without the profiler (``timed_us``, by loop): the profiler made it host-bound, so its gap
+    holds the profiler's launches too. The share of the per-step sync's gap a late loop leaves
+    only where neither loop was made host-bound."""
     gap = gaps["gap_before_us"]
     late = [n for n in ("interleaved", "event") if n in gaps.index]
     if not late or "sync" not in gaps.index or not gap["sync"] > 0:
         return ""
+    loops = ["sync", *late]
     text = ("The GPU's median gap before a step, profiled: "
-            + claims._and([f"{LOOP_LABELS[n]} {gap[n]:.0f} µs" for n in ("sync", *late)]) + ". "
-            + "A late read leaves " + claims._and(
-                [f"{100 * gap[n] / gap['sync']:.0f}% ({LOOP_LABELS[n]})" for n in late])
-            + " of the per-step sync's gap.")
+            + claims._and([f"{LOOP_LABELS[n]} {gap[n]:.0f} µs" for n in loops]) + ".")
     known = timed_us is not None and {"cpu_us", "busy_us"} <= set(gaps.columns)
-    for n in [n for n in late if gap[n] > 0.2 * gap["sync"]]:
-        own = gaps.at[n, "cpu_us"] - (gaps.at[n, "cpu_wait_us"] if "cpu_wait_us" in gaps else 0)
-        if known and own > gaps.at[n, "busy_us"] and gaps.at[n, "cpu_us"] > timed_us[n]:
-            text += (f" Under the profiler, with {CALLED[n]} the host worked {own:.0f} µs per step, "
-                     f"longer than the GPU's {gaps.at[n, 'busy_us']:.0f} µs and than the whole step timed "
-                     f"without the profiler ({timed_us[n]:.0f} µs): the profiler slowed the host "
-                     "until it set the pace, so the GPU waited for its launches, not for the flag. "
-                     "The timed table, run without the profiler, is the one to believe.")
-        else:
-            text += (f" With {CALLED[n]} the GPU still idles before each step; this lesson does "
-                     "not measure why.")
+    own = {n: gaps.at[n, "cpu_us"] - (gaps.at[n, "cpu_wait_us"] if "cpu_wait_us" in gaps else 0)
+           for n in loops} if known else {}
+    slowed = [n for n in loops if known and n in timed_us and own[n] > gaps.at[n, "busy_us"]
+              and gaps.at[n, "cpu_us"] > timed_us[n]]
+    if slowed:
+        text += (" Under the profiler the host's own work per step (CPU less waiting) outlasted "
+                 "the GPU's and the whole step timed without the profiler for "
+                 + claims._and([f"{LOOP_LABELS[n]} ({own[n]:.0f} against {gaps.at[n, 'busy_us']:.0f}"
+                                f" and {timed_us[n]:.0f} µs)" for n in slowed])
+                 + ": the profiler slowed the host until it set the pace, so "
+                 + ("that gap holds" if len(slowed) == 1 else "those gaps hold")
+                 + " its launches too; the timed table is the evidence.")
+    clean = [n for n in late if n not in slowed] if "sync" not in slowed else []
+    if clean:
+        text += (" A late read leaves " + claims._and(
+            [f"{100 * gap[n] / gap['sync']:.0f}% ({LOOP_LABELS[n]})" for n in clean])
+            + " of the per-step sync's gap.")
     return text
-
-

@@ -2,8 +2,8 @@
 (dynamic cache and static cache sized to the run) as interleaved trials, and each loop's own
 memory.
 
-``measure`` returns one table; ``shown`` is its readable view; ``plot_memory`` draws the memory
-panel; ``plot_runs_range`` adds the runs' spread to the time-budget panel.
+``measure`` returns one table; ``shown`` is its readable view; ``plot_runs_range`` adds the
+runs' spread to the time-budget panel.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from transformers import DynamicCache
 
 from ..generation import generate_kv_cache
 from ..static import attention_work, generate_static_cache, make_static_cache, sdpa_calls
-from . import budget, harness, plotting, stats
+from . import budget, harness, stats
 from .claims import CACHE_DYNAMIC as DYNAMIC, CACHE_STATIC as STATIC  # the names 08's claim reads
 
 # One name per loop in every table, figure and sentence.
@@ -114,39 +114,12 @@ def measure(model, prompt, eos, P) -> pd.DataFrame:
 
 def shown(table) -> pd.DataFrame:
     """The measurement table in readable units, one row per loop and length: cache positions,
-    median wall clock, GPU work and the attention work over the useful work (the cache sizes
-    are in the memory panel)."""
+    median wall clock and GPU work."""
     out = pd.DataFrame({
         "tokens": table["seq_len"], "loop": table["method"],
         "positions": table["cache_len"], "wall ms": (1e3 * table["median_s"]).round(1),
-        "GPU ms": (1e3 * table["gpu_busy_s"]).round(1),
-        "attended ÷ useful": table["attended_over_useful"].round(2)})
+        "GPU ms": (1e3 * table["gpu_busy_s"]).round(1)})
     return out.set_index(["tokens", "loop"])
-
-
-def plot_memory(ax, table, seq_len, on_gpu: bool):
-    """Each eager loop's KV-cache tensors and, on a GPU, the peak it allocates on its own (only
-    its cache alive), at one length."""
-    part = table[(table["seq_len"] == seq_len) & table["method"].isin(EAGER)].set_index("method")
-    part = part.loc[[m for m in EAGER if m in part.index]]
-    x = range(len(part))
-    width = 0.38
-    unit, scale = ("MiB", 2**-20) if part["cache_bytes"].max() >= 2**20 else ("KiB", 2**-10)
-    bars = ax.bar([i - width / 2 for i in x], part["cache_bytes"] * scale, width,
-                  color=plotting.PALETTE[0], label="KV-cache tensors")
-    plotting.label_bars(ax, bars, fmt="{:.0f}")
-    if on_gpu:
-        bars = ax.bar([i + width / 2 for i in x], part["own_peak_bytes"] * scale, width,
-                      color=plotting.PALETTE[1], label="peak of one run, above the weights")
-        plotting.label_bars(ax, bars, fmt="{:.0f}")
-    else:
-        ax.set_xlabel("no GPU memory on a CPU run: cache tensors only")
-    names = {DYNAMIC: "dynamic", STATIC: "static\n(sized to the run)"}
-    ax.set_xticks(list(x), [names[m] for m in part.index], fontsize=9)
-    ax.set(ylabel=unit, title=f"Memory of each loop, {seq_len} tokens")
-    ax.set_ylim(0, ax.get_ylim()[1] * 1.15)
-    ax.legend(loc="upper left", fontsize=9)
-    return ax
 
 
 ARTICLE = {100: stats.SLOWER, 200: stats.FASTER, 400: stats.FASTER}  # the article's static
@@ -176,10 +149,10 @@ def _per_step(table, seq_lens) -> dict:
 
 
 def memory_line(table, model, seq_len) -> str:
-    """The two loops' allocated peak above the weights at one length (the memory panel's right
-    bars, rounded as it labels them), read as one conclusion: about the same (within
-    ``SAME_MEMORY``) or the static cache's smaller or larger by so much. On a CPU run (no peak)
-    a short note."""
+    """The two loops' allocated peak above the weights at one length, in whole MiB, read as one
+    conclusion: about the same (within ``SAME_MEMORY``) or the static cache's smaller or larger
+    by so much. Allocated memory counts no fragments (those show in the memory reserved,
+    notebook 03's measure), and the line says so. On a CPU run (no peak) a short note."""
     rows = table[(table["seq_len"] == seq_len) & table["method"].isin(EAGER)].set_index("method")
     rows = rows.dropna(subset=["own_peak_bytes"])
     if not {DYNAMIC, STATIC} <= set(rows.index):
@@ -190,7 +163,9 @@ def memory_line(table, model, seq_len) -> str:
     how = ("about the same" if abs(s / d - 1) <= SAME_MEMORY
            else f"{abs(s - d)} MiB {'smaller' if s < d else 'larger'} with the static cache")
     return (f"Memory at {seq_len} tokens, one run's allocated peak above the weights (its cache "
-            f"included): {d} MiB with the dynamic cache, {s} MiB with the static one: {how}.")
+            f"included): {d} MiB with the dynamic cache, {s} MiB with the static one: {how}. "
+            "Allocated memory cannot show fragmentation, the article's reason for the static "
+            "cache: that would show in the memory reserved, which notebook 03 compares.")
 
 
 SAME_MEMORY = 0.05  # peaks within 5% read "about the same"
@@ -199,12 +174,13 @@ SAME_MEMORY = 0.05  # peaks within 5% read "about the same"
 def host_line(table, seq_lens) -> str:
     """At each length where the rounds tell the caches apart (a clear verdict) while the GPU's
     work per step was about the same (within ``SAME_GPU``), the gap is the host's: wall clock
-    minus GPU work per step for both caches there (which host work makes it is not timed).
-    Empty where no length is told apart, and on a CPU run."""
+    minus GPU work per step for both caches there. Which host work makes the gap is not timed:
+    the last sentence names the likely one for the cache whose host time is larger at every such
+    length. Empty where no length is told apart, and on a CPU run."""
     steps = _per_step(table, seq_lens)
     if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
         return ""
-    parts = []
+    parts, static_more = [], []
     for n in sorted(seq_lens):
         (ws, gs), (wd, gd) = steps[(n, STATIC)], steps[(n, DYNAMIC)]
         # told apart by the rounds, not by the medians alone: "can't tell apart" and "the gap
@@ -215,25 +191,37 @@ def host_line(table, seq_lens) -> str:
             parts.append(f"at {n} tokens {ws - gs:.2f} ms with the static cache against "
                          f"{wd - gd:.2f} ms with the dynamic one (GPU work {gs:.2f} against "
                          f"{gd:.2f} ms)")
+            static_more.append(ws - gs > wd - gd)
     if not parts:
         return ""
     return ("Where the rounds tell the caches apart and their GPU work per step is about the same, "
             "the gap is the host's: wall clock minus GPU work per step, " + "; ".join(parts)
-            + ". This lesson does not time which host work that is (the static step, for one, "
-            "also builds a mask over every position).")
+            + ". " + HOST_WORK.get(STATIC if all(static_more) else
+                                   DYNAMIC if not any(static_more) else None,
+                                   "Which host work makes these gaps is not timed here."))
+
+
+HOST_WORK = {  # the untimed host work host_line names, keyed by the cache whose host time is
+    # larger at every length it reports (where that differs between lengths, neither is named)
+    STATIC: ("That host work is not timed here; most likely it is the Python the static cache adds to "
+        "each step: building a mask over every position and writing each layer's keys and "
+        "values in place."),
+    DYNAMIC: ("That host work is not timed here; most likely it is the dynamic cache's per-step "
+         "allocation and copy (torch.cat) in every layer.")}
 
 
 SLOW_SPELL = 0.05  # a step slower by more than this than at a longer length flags a slow spell
 
 
-def disturbed_line(table, seq_lens) -> str:
-    """The lengths where a loop's step took longer (by more than ``SLOW_SPELL``) than at a longer
-    length although its GPU had less work per step there: the host ran slow during those runs.
-    Empty where no length is flagged, with one length, and on a CPU run."""
+def disturbed(table, seq_lens) -> dict:
+    """{length: what flags it} where a loop's median step took longer (by more than
+    ``SLOW_SPELL``) than at a longer length although its GPU had less work per step there: the
+    host ran slow during that loop's runs. One loop's medians across lengths, not the rounds.
+    Empty with one length and on a CPU run."""
     steps = _per_step(table, seq_lens)
     if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
-        return ""
-    parts = []
+        return {}
+    out = {}
     for n in sorted(seq_lens):
         flagged = []
         for m in (DYNAMIC, STATIC):
@@ -244,13 +232,24 @@ def disturbed_line(table, seq_lens) -> str:
                 k = min(longer, key=lambda k: steps[(k, m)][0])
                 flagged.append(f"{m} {w:.2f} ms against {steps[(k, m)][0]:.2f} ms at {k}")
         if flagged:
-            parts.append(f"at {n} tokens ({', '.join(flagged)})")
-    if not parts:
+            out[n] = ", ".join(flagged)
+    return out
+
+
+def disturbed_line(table, seq_lens) -> str:
+    """``disturbed`` in one sentence, and what it means for those lengths' verdicts. Empty where
+    no length is flagged."""
+    flags = disturbed(table, seq_lens)
+    if not flags:
         return ""
-    return ("A slow spell of the host: a step took longer than at a longer length, where the GPU "
-            "had more work, " + "; ".join(parts) + ". Those times are disturbed: read "
-            + ("that length's verdict" if len(parts) == 1 else "those lengths' verdicts")
-            + " with care.")
+    one = len(flags) == 1
+    return ("A slow spell of the host: one loop's median step took longer than at a longer length, "
+            "where its GPU had more work, "
+            + "; ".join(f"at {n} tokens ({what})" for n, what in flags.items())
+            + ". The rounds pair the two loops, but a spell that slows one loop's runs more than "
+            "the other's is not cancelled by them, so " + ("that length's verdict is"
+                                                           if one else "those lengths' verdicts are")
+            + " uncertain (marked \"disturbed\" in the summary).")
 
 
 def plot_runs_range(ax, table, seq_len, methods=EAGER):
@@ -272,7 +271,8 @@ def summary_line(table, steps, seq_lens, judge: bool) -> str:
     """The lesson in one line: the eager verdict at each length beside the article's, every
     length in one form (its ratio or "can't tell apart"; the ranges are in the verdict lines), and
     the two caches' wall clock per step at the longest length (``steps`` from ``budget.per_step``:
-    the median run over its steps). A run that cannot judge prints the times only."""
+    the median run over its steps). A length ``disturbed`` flags is marked so, in the verdicts
+    and beside the article's. A run that cannot judge prints the times only."""
     point = max(seq_lens)
     wall = steps.set_index("method")["wall_ms"]
     times = (f"at {point} tokens a step took {wall[STATIC]:.2f} ms with the static cache and "
@@ -281,16 +281,18 @@ def summary_line(table, steps, seq_lens, judge: bool) -> str:
     if gpu is not None and all(v > 0 for v in (gpu[STATIC], gpu[DYNAMIC])):  # NaN on a CPU
         times += (f"; the GPU worked {gpu[STATIC]:.2f} and {gpu[DYNAMIC]:.2f} ms of it, and sat "
                   f"idle the rest ({wall[STATIC] - gpu[STATIC]:.2f} and "
-                  f"{wall[DYNAMIC] - gpu[DYNAMIC]:.2f} ms), waiting for the host")
+                  f"{wall[DYNAMIC] - gpu[DYNAMIC]:.2f} ms)")
     if not judge:
         return ("In one line: a smoke run only exercises the code (the H100 reference above "
                 f"holds this lesson's answer); here {times}.")
-    words = []
+    words, flags = [], disturbed(table, seq_lens)
     for n in seq_lens:
         ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
         said = "not judged" if ratio.n < stats.MIN_TRIALS else stats.short(ratio)
-        words.append(f"{said} at {n} tokens")
-    told = [f"{ARTICLE[n]} at {n}" for n in seq_lens if n in ARTICLE]
+        words.append(f"{said} at {n} tokens" + (" (disturbed)" if n in flags else ""))
+    told = ", ".join(f"{ARTICLE[n]} at {n}" for n in seq_lens if n in ARTICLE)
+    if told and any(n in ARTICLE for n in flags):
+        told += "; at the disturbed lengths the comparison is uncertain"
     return ("In one line: eager, the static cache against the dynamic one: "
-            + ", ".join(words) + (f" (the article: {', '.join(told)})" if told else "")
+            + ", ".join(words) + (f" (the article: {told})" if told else "")
             + f"; {times}.")
