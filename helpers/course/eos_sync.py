@@ -106,12 +106,18 @@ def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: 
     if not parts:
         return ""
     text = "The check every step: " + "; ".join(parts) + "."
-    if len(paid) == 2:
-        by_us = max(paid, key=lambda r: paid[r][0])
-        by_share = max(paid, key=lambda r: paid[r][1])
-        text += (f" The {by_us} step pays more, in µs and as a share of its step." if by_us == by_share
-                 else f" In µs the {by_us} step pays more; as a share of the step, the {by_share} step.")
-    return text
+    return text + who_pays(paid)
+
+
+def who_pays(paid: dict) -> str:
+    """Which step pays more for the check, in µs and as a share of its step, from ``paid``
+    ({step name: (µs, % of the step without the check)}); said only where both steps paid."""
+    if len(paid) != 2:
+        return ""
+    by_us = max(paid, key=lambda r: paid[r][0])
+    by_share = max(paid, key=lambda r: paid[r][1])
+    return (f" The {by_us} step pays more, in µs and as a share of its step." if by_us == by_share
+            else f" In µs the {by_us} step pays more; as a share of the step, the {by_share} step.")
 
 
 def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):

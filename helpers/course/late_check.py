@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import torch
 
-from . import budget, claims, harness, plotting, profiling, stats
+from . import budget, claims, eos_sync, harness, plotting, profiling, stats
 from .. import static
 from ..model import make_prompt
 from ..streams import eager_step, generate_sync
@@ -338,12 +338,7 @@ def check_cost_line(summary_frame, batch, judge=True) -> str:
         parts.append(f"with the {name} step {row['check_cost_us']:.0f} µs per step, "
                      f"{paid[name][1]:.0f}% of its {row['no_check']:.2f} ms step without the check")
     text = f"The check itself at batch {int(batch)}: " + "; ".join(parts) + "."
-    if len(paid) == 2:
-        by_us = max(paid, key=lambda r: paid[r][0])
-        by_share = max(paid, key=lambda r: paid[r][1])
-        text += (f" The {by_us} step pays more, in µs and as a share of its step." if by_us == by_share
-                 else f" In µs the {by_us} step pays more; as a share of the step, the {by_share} step.")
-    return text
+    return text + eos_sync.who_pays(paid)
 
 
 def _batches(sizes) -> str:
