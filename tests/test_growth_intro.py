@@ -505,6 +505,9 @@ def test_pace_lines_read_the_budget_at_every_length_and_say_where_the_host_pace_
                                "10.20 and 8.65 ms at 30, 75 and 120 tokens, its GPU idle 73%, 85% and 81%")
     assert "naive loop's GPU idled 58%, 56% and 40% of its own step" in lines[0]
     assert lines[1].startswith("The KV cache's step moved 2.0x between lengths while its GPU work moved 1.2x")
+    # the preflight of 2a1ce27: one sentence, not two clauses spliced with a comma
+    assert lines[1].endswith("so compare the lengths by their idle shares; a step's milliseconds "
+                             "hold only for its own length.")
     assert lines[2].startswith("At every length the cache cut the GPU's work per step 2.1x or more, but the "
                                "wall clock fell at most 1.18x: the naive loop's GPU also idled at least 40%")
     assert lines[2].endswith("for the KV cache the host sets the pace at every length.")

@@ -106,7 +106,7 @@ def test_claims_from_notebooks_01_and_02_tables():
     assert result[QUAD] == claims.REPRODUCED  # x4.0 per doubling
     assert "x4.00 per doubling" in evidence[QUAD]
     assert result[KV] == claims.NOT_REPRODUCED  # gain 2.0x, then 1.33x: shrinks
-    assert "(" in evidence[KV] and "slower" in evidence[KV]  # stats.plain's words and range
+    assert "(" in evidence[KV] and "smaller" in evidence[KV]  # stats.plain's range, a gain's words
     linear = pd.DataFrame(rows("naive", {100: 1.0, 200: 2.0, 400: 4.0}))
     growing = pd.DataFrame(rows("naive", {100: 1.0, 200: 4.0}) + rows("kv_cache", {100: 0.5, 200: 1.0}))
     result, _ = verdicts([], {T01: linear, T02: growing})
@@ -580,6 +580,19 @@ def test_a_gain_against_a_gain_says_larger_or_smaller_in_its_medians_note_too():
     ratio = stats.Ratio(0.99, 0.79, 1.23, 8)
     said = claims._larger(stats.plain(ratio, medians=0.93), ratio)
     assert "faster" not in said and "slower" not in said and "i.e. 1.08x smaller)" in said
+
+
+def test_claim_kv_gain_says_larger_or_smaller_in_its_evidence_as_in_its_number():
+    """Pre-flight on the 05:14 tables: the evidence read "medians alone: 0.93x, i.e. 1.07x
+    slower" for a gain against a gain while the table's number read "smaller"."""
+    shrinking = pd.DataFrame(rows("naive", {30: 1.0, 120: 4.0}) + rows("kv_cache", {30: 0.5, 120: 3.0}))
+    growing = pd.DataFrame(rows("naive", {30: 1.0, 120: 4.0}) + rows("kv_cache", {30: 0.5, 120: 1.0}))
+    for table02, word in ((shrinking, "smaller"), (growing, "larger")):
+        frame = claims.check_claims(pd.DataFrame([]), {T02: table02}).set_index("claim")
+        evidence, number = frame.loc[KV, "evidence"], frame.loc[KV, "number"]
+        assert word in evidence and word in number
+        gain = evidence.split("the gain at")[1]
+        assert "faster" not in gain and "slower" not in gain
 
 
 def test_one_rule_combines_a_claims_parts():

@@ -233,17 +233,20 @@ def test_late_check_summary_and_its_words():
                        cpu_wait_us=[791.0, 39.0, 9.0], gap_before_us=[478.0, 9.0, 301.0])
     timed = pd.Series({"sync": 1704.0, "interleaved": 1306.0, "event": 1304.0})
     assert late_check.profile_line(busy, timed).endswith(
-        "Under the profiler the host's own work per step (CPU less waiting) outlasted the GPU's and "
-        "the whole step timed without the profiler for event (1643 against 1115 and 1304 µs): the "
-        "profiler slowed the host until it set the pace, so that gap holds its launches too; the "
+        "Under the profiler the host set the pace for event (its own work, CPU less waiting, 1643 "
+        "µs per step against the GPU's 1115; its profiled step 1652 µs against 1304 timed without "
+        "the profiler): the profiler slowed the host, so that gap holds its launches too; the "
         "timed table is the evidence. A late read leaves 2% (two streams) of the per-step sync's gap.")
     # the 05:14 run: every loop met the condition, the per-step sync included: no share at all
     every = pd.DataFrame({"gap_before_us": [584.1, 73.4, 232.8], "busy_us": [1109.4, 1110.4, 1109.4],
                           "cpu_us": [1914.1, 1401.8, 1619.4], "cpu_wait_us": [645.4, 8.4, 9.2]},
                          index=["sync", "interleaved", "event"])
     line = late_check.profile_line(every, pd.Series({"sync": 1657.0, "interleaved": 1302.0, "event": 1294.0}))
-    assert "per-step sync (1269 against 1109 and 1657 µs), two streams (1393 against 1110 and 1302 µs) " \
-        "and event (1610 against 1109 and 1294 µs)" in line and "those gaps hold" in line
+    # each comparison with its own pair: the sync's own work (1269 µs) is shorter than its
+    # timed step (1657 µs), so it must not read as outlasting it; its profiled step (1914) does
+    assert ("per-step sync (its own work, CPU less waiting, 1269 µs per step against the GPU's "
+            "1109; its profiled step 1914 µs against 1657 timed without the profiler)") in line
+    assert "1269 against 1109 and 1657" not in line and "those gaps hold" in line
     assert "A late read leaves" not in line
     # host faster than the timed step, or no timed steps: the shares, no caveat
     assert late_check.profile_line(busy.assign(cpu_us=[1808.0, 1261.0, 1200.0]), timed).endswith(
@@ -291,8 +294,20 @@ def test_06_gap_line():
     gaps = pd.DataFrame({"gap_before_us": [838.4, 196.6], "cpu_us": [2179.2, 1479.8]},
                         index=[eos_sync.CHECK, eos_sync.FREE])
     assert eos_sync.gap_line(gaps) == (
-        "Profiled, the GPU idles 838 µs before each step with the check and 197 µs without: the "
-        "check's wait is that gap.")
+        "Profiled, the GPU idles 838 µs before each step with the check and 197 µs without.")
+    # the profiled gap beside the timed cost (the 05:14 run: 558 µs profiled, 399 µs timed), never
+    # called "the check's wait" (the CPU's wait is another number)
+    budget = pd.DataFrame({"method": ["CUDA graph, check every step", "CUDA graph, no check"],
+                           "wall_ms": [1.679, 1.280]})
+    line = eos_sync.gap_line(gaps, budget)
+    assert line == ("Profiled, the GPU idles 838 µs before each step with the check and 197 µs "
+                    "without: under the profiler the check adds 641 µs of idle per step; timed "
+                    "without the profiler it costs 399 µs, the number to quote.")
+    assert "can't" not in line and "wait is" not in line
+    # the rounds did not resolve the cost: no signed number beside the gap
+    assert eos_sync.gap_line(gaps, budget, ["CUDA graph"]).endswith(
+        "timed without the profiler, the rounds do not tell the check's cost apart, so this gap "
+        "is the profiler's view only.")
 
 
 def test_step_ranges_and_profile_steps_on_cpu(tiny_batch6):

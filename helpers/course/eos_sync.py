@@ -140,12 +140,25 @@ def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
 
 
-def gap_line(gaps: pd.DataFrame) -> str:
+def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -> str:
     """The profiled CUDA-graph steps in one sentence (``gaps``: a row per loop, medians of
-    ``gap_before_us``): the GPU's idle before a step with the check and without it."""
+    ``gap_before_us``): the GPU's idle before a step with the check and without it, the idle the
+    check adds under the profiler, and beside it the cost timed without the profiler (from
+    ``step_budget``, the one to quote), or that the rounds left it unresolved (``unclear``)."""
     with_gap, free_gap = gaps.at[CHECK, "gap_before_us"], gaps.at[FREE, "gap_before_us"]
-    return (f"Profiled, the GPU idles {with_gap:.0f} µs before each step with the check and "
-            f"{free_gap:.0f} µs without: the check's wait is that gap.")
+    text = (f"Profiled, the GPU idles {with_gap:.0f} µs before each step with the check and "
+            f"{free_gap:.0f} µs without")
+    wall = None if step_budget is None else step_budget.set_index("method")["wall_ms"]
+    check, free = f"CUDA graph, {CHECK}", f"CUDA graph, {FREE}"
+    if wall is None or not {check, free} <= set(wall.index):
+        return text + "."
+    if "CUDA graph" in unclear or not wall[check] > wall[free]:
+        return (text + "; timed without the profiler, the rounds do not tell the check's cost "
+                "apart, so this gap is the profiler's view only.")
+    added = int(f"{with_gap:.0f}") - int(f"{free_gap:.0f}")  # the difference of the printed gaps
+    return (text + f": under the profiler the check adds {added} µs of idle per "
+            f"step; timed without the profiler it costs {1e3 * (wall[check] - wall[free]):.0f} µs, "
+            "the number to quote.")
 
 
 def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:

@@ -336,8 +336,9 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     moved_wall, moved_gpu = max(wall) / min(wall), max(gpu) / min(gpu)
     if len(values) > 1 and moved_wall > 1.25 * moved_gpu:
         lines.append(f"The {cand}'s step moved {moved_wall:.1f}x between lengths while its GPU work "
-                     f"moved {moved_gpu:.1f}x: the host's pace varied over this run, so a step's "
-                     "milliseconds hold for its own length, its idle share is what to compare.")
+                     f"moved {moved_gpu:.1f}x: the host's pace varied over this run, so compare "
+                     "the lengths by their idle shares; a step's milliseconds hold only for its "
+                     "own length.")
     gains = [stats.row_speedup(table, candidate, baseline, seq_len=n).estimate for n in values]
     if min(cut) > 1:
         wall_fell = (f"the wall clock fell at most {max(gains):.2f}x" if max(gains) > 1
@@ -355,16 +356,6 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     said += (f", and for the {cand} {kv_paces.pop()} at every length." if len(kv_paces) == 1
              else f", and who sets the {cand}'s pace differs between lengths.")
     return lines + [said]
-    (pc,), (pb,) = paces[candidate], paces[baseline]
-    fell = (f"the cache cut the GPU's work per step {min(cut):.1f}x or more" if min(cut) > 1
-            else "the cache did not cut the GPU's work per step at every length")
-    if pc == pb:
-        tail = (f"in both loops {pc}: the GPU work the cache removed was mostly not what set "
-                "the naive loop's pace" if pc == "the host sets the pace" else f"in both loops {pc}")
-    else:
-        tail = f"in the {cand} loop {pc}, in the {base} loop {pb}"
-    lines.append(f"At every length {fell}; {tail}.")
-    return lines
 
 
 def _direction(values) -> str:

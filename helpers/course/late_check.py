@@ -372,8 +372,8 @@ def profile_line(gaps, timed_us=None) -> str:
     gap before a step. The caveat for every loop (the per-step sync included) whose host worked
     longer per step (CPU less waiting) than the GPU and ran longer than the whole step timed
     without the profiler (``timed_us``, by loop): the profiler made it host-bound, so its gap
-    holds the profiler's launches too. The share of the per-step sync's gap a late loop leaves
-    only where neither loop was made host-bound."""
+    holds the profiler's launches too; each comparison is printed with its own pair. The share
+    of the per-step sync's gap a late loop leaves only where neither loop was made host-bound."""
     gap = gaps["gap_before_us"]
     late = [n for n in ("interleaved", "event") if n in gaps.index]
     if not late or "sync" not in gaps.index or not gap["sync"] > 0:
@@ -387,11 +387,15 @@ def profile_line(gaps, timed_us=None) -> str:
     slowed = [n for n in loops if known and n in timed_us and own[n] > gaps.at[n, "busy_us"]
               and gaps.at[n, "cpu_us"] > timed_us[n]]
     if slowed:
-        text += (" Under the profiler the host's own work per step (CPU less waiting) outlasted "
-                 "the GPU's and the whole step timed without the profiler for "
-                 + claims._and([f"{LOOP_LABELS[n]} ({own[n]:.0f} against {gaps.at[n, 'busy_us']:.0f}"
-                                f" and {timed_us[n]:.0f} µs)" for n in slowed])
-                 + ": the profiler slowed the host until it set the pace, so "
+        # two comparisons, each printed with its own pair: the host's own work (CPU less
+        # waiting) against the GPU's, and the profiled step (CPU, waits included) against the
+        # step timed without the profiler
+        text += (" Under the profiler the host set the pace for "
+                 + claims._and([f"{LOOP_LABELS[n]} (its own work, CPU less waiting, {own[n]:.0f} µs "
+                                f"per step against the GPU's {gaps.at[n, 'busy_us']:.0f}; its "
+                                f"profiled step {gaps.at[n, 'cpu_us']:.0f} µs against "
+                                f"{timed_us[n]:.0f} timed without the profiler)" for n in slowed])
+                 + ": the profiler slowed the host, so "
                  + ("that gap holds" if len(slowed) == 1 else "those gaps hold")
                  + " its launches too; the timed table is the evidence.")
     clean = [n for n in late if n not in slowed] if "sync" not in slowed else []
