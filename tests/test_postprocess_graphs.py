@@ -386,23 +386,26 @@ def test_peer_idle_line_names_the_host_only_where_the_gpu_idles_most_of_the_step
     assert floor.peer_idle_line(b, "absent") == ""
 
 
-def test_prompt_idle_prints_the_eager_prompt_and_names_it_where_it_covers_half_the_idle():
+def test_prompt_why_prints_the_eager_prompt_and_names_it_where_it_covers_half_the_idle():
     import pandas as pd
     from helpers.course import budget, floor
     # 11's 04:18 run, Triton rung: wall 0.744, GPU 0.52 ms; the eager prompt 18.3 ms per 100 tokens
-    b = pd.DataFrame({"method": ["t"], "wall_ms": [0.744], "gpu_ms": [0.52], "floor_ms": [0.22]})
-    said = f"The GPU is idle 0.22 ms of each 0.74 ms (30%: {budget.IDLE_WHY}): both."
-    assert floor.prompt_idle(said, b, "t", (18.3, 2.5), 100) == (
-        "The GPU is idle 0.22 ms of each 0.74 ms (30%: the prompt's forward, run eagerly once per "
-        "run and timed alone, takes 0.18 ms of each step, its GPU work included): both.")
+    b = pd.DataFrame({"method": ["t", "old"], "wall_ms": [0.744, 1.0], "gpu_ms": [0.52, 0.8],
+                      "floor_ms": [0.22, 0.22]})
+    b["idle_ms"] = b["wall_ms"] - b["gpu_ms"]
+    alone = floor.prompt_why(b, "t", (18.3, 2.5), 100)
+    assert alone == ("the prompt's forward, run eagerly once per run and timed alone, takes "
+                     "0.18 ms of each step, its GPU work included")
+    assert (f"The GPU is idle 0.22 ms of each 0.74 ms (30%: {alone}): host and GPU share the pace"
+            in budget.sentence(b, "t", "old", why=alone))
     # under half the idle (10's 05:14 run: idle 0.21 ms): printed beside the idle's causes
-    assert floor.prompt_idle(said, b, "t", (9.0, 1.0), 100) == (
-        f"The GPU is idle 0.22 ms of each 0.74 ms (30%: {budget.IDLE_WHY}; the prompt's forward, "
-        "run eagerly once per run and timed alone, takes 90 µs of each step, its GPU work "
-        "included): both.")
-    assert floor.prompt_idle(said, b, "t", (float("nan"), 1.0), 100) == said
-    assert floor.prompt_idle(said, b, "absent", (18.3, 2.5), 100) == said
-    assert floor.prompt_idle("", b, "t", (18.3, 2.5), 100) == ""
+    assert floor.prompt_why(b, "t", (9.0, 1.0), 100) == (
+        f"{budget.IDLE_WHY}; the prompt's forward, run eagerly once per run and timed alone, "
+        "takes 90 µs of each step, its GPU work included")
+    assert floor.prompt_why(b, "t", (float("nan"), 1.0), 100) == budget.IDLE_WHY
+    assert floor.prompt_why(b, "absent", (18.3, 2.5), 100) == budget.IDLE_WHY
+    assert budget.sentence(b, "t", "old", why="") == budget.sentence(b, "t", "old")
+    assert f"(30%: {budget.IDLE_WHY})" in budget.sentence(b, "t", "old")
 
 
 def test_start_line_reads_rung_one_against_this_runs_tenth_step(tmp_path, monkeypatch):

@@ -387,3 +387,9 @@ def test_an_interval_never_prints_both_ends_as_one_number():
     ratio = stats.Ratio(1 / 1.0101, 1 / 1.014, 1 / 1.006, 8)
     assert stats.plain(ratio) == "1.010x slower (1.006–1.014)"
     assert stats.plain(stats.Ratio(1.30, 1.25, 1.36, 8)) == "1.30x faster (1.25–1.36)"
+
+
+def test_listed_joins_items_as_prose():
+    assert stats.listed([100]) == "100"
+    assert stats.listed([100, 200], " tokens") == "100 and 200 tokens"
+    assert stats.listed(["1.18x", "1.14x", "0.99x"]) == "1.18x, 1.14x and 0.99x"

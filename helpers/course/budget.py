@@ -140,11 +140,12 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
     return ax
 
 
-def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
+def sentence(budget: pd.DataFrame, new: str, old: str, why: str = "") -> str:
     """One plain sentence reading the figure for ``new`` against ``old`` (method labels as in
     the budget), e.g. "Per decode step, the GPU's work fell 8.0x (5.71 -> 0.71 ms), but the GPU still
     waits 5.1 ms for the host, so the wall clock fell only 1.4x (8.12 -> 5.80 ms); the floor is
-    0.22 ms." Empty without GPU numbers (a CPU run)."""
+    0.22 ms." ``why``: what the idle time holds, in place of ``IDLE_WHY`` (e.g.
+    ``floor.prompt_why``). Empty without GPU numbers (a CPU run)."""
     data = budget.set_index("method")
     if new not in data.index or old not in data.index:
         return ""
@@ -174,14 +175,21 @@ def sentence(budget: pd.DataFrame, new: str, old: str) -> str:
                  else 100 * b["idle_ms"] / b["wall_ms"] if b["wall_ms"] > 0 else float("nan"))
         # in ms, the difference of the two rounded values printed beside it (a reader checks
         # 15.41 - 13.77 = 1.64, not the unrounded 1.65)
-        idle = (f"{printed_idle(b):.2f} ms" if b["idle_ms"] >= 0.1
-                else f"{max(b['idle_ms'], 0.0) * 1e3:.0f} µs")  # 0.01 ms would print as 0.00
-        text += (f"The GPU is idle {idle} of each {b['wall_ms']:.2f} ms ({share:.0f}%: "
-                 f"{IDLE_WHY}): {pace(share)}.")
+        text += (f"The GPU is idle {ms_or_us(b['idle_ms'], printed_idle(b))} of each "
+                 f"{b['wall_ms']:.2f} ms ({share:.0f}%: {why or IDLE_WHY}): {pace(share)}.")
     if not math.isnan(b["floor_ms"]):
         text += (f" The floor is {b['floor_ms']:.2f} ms: this step takes "
                  f"{b['wall_ms'] / b['floor_ms']:.3g}x that.")
     return text
+
+
+def ms_or_us(ms: float, printed: float | None = None) -> str:
+    """A time per step as the budget's sentences write it: ms to two decimals from 0.1 ms
+    (``printed`` where given: the difference of two printed values, which a reader checks), else
+    µs (0.01 ms would print as 0.00)."""
+    if ms >= 0.1:
+        return f"{ms if printed is None else printed:.2f} ms"
+    return f"{max(ms, 0.0) * 1e3:.0f} µs"
 
 
 def printed_idle(row) -> float:

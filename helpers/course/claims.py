@@ -128,12 +128,6 @@ def _combine(outcomes) -> str:
     return REPRODUCED
 
 
-def _and(items) -> str:
-    """"100, 200 and 400"."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def _point(ratio) -> str:
     return "n/a" if ratio.estimate != ratio.estimate else f"{ratio.estimate:.2f}x"
 
@@ -149,7 +143,7 @@ def _medians_note(pairs) -> str:
                for (r, _, _), m in zip(pairs, medians)):
         return " (estimates from the rounds)"
     return (" (estimates from the rounds; ratios of the medians: "
-            + _and([f"{m:.2f}x" for m in medians]) + ")")
+            + stats.listed([f"{m:.2f}x" for m in medians]) + ")")
 
 
 def _medians_alone(pairs) -> str:
@@ -160,7 +154,7 @@ def _medians_alone(pairs) -> str:
     if not any(m == m and r.estimate == r.estimate and stats.medians_apart(m, r.estimate)
                for (r, _, _), m in zip(pairs, medians)):
         return ""
-    return " (medians alone: " + _and([f"{m:.2f}x" for m in medians]) + ")"
+    return " (medians alone: " + stats.listed([f"{m:.2f}x" for m in medians]) + ")"
 
 
 def plain(ratio, judge=True, medians=None) -> str:
@@ -385,7 +379,7 @@ def _partly(named, outcomes) -> tuple:
     if len(set(outcomes)) < 2:
         return _combine(outcomes), ""
     words = _PART_WORDS
-    parts = "; ".join(f"{words[o]}: " + _and([n for n, v in zip(named, outcomes) if v == o])
+    parts = "; ".join(f"{words[o]}: " + stats.listed([n for n, v in zip(named, outcomes) if v == o])
                       for o in words if o in outcomes)
     return _overall(outcomes), parts
 

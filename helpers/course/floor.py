@@ -123,8 +123,7 @@ def peer_idle_line(budget_frame, method: str) -> str:
         return ""
     wall, gpu = data.loc[method, "wall_ms"], data.loc[method, "gpu_ms"]
     share = round(100 * max(wall - gpu, 0.0) / wall)  # the verdict goes with the printed share
-    idle = (f"{round(wall, 2) - round(gpu, 2):.2f} ms" if wall - gpu >= 0.1
-            else f"{max(wall - gpu, 0.0) * 1e3:.0f} µs")  # as budget.sentence writes it
+    idle = budget.ms_or_us(wall - gpu, round(wall, 2) - round(gpu, 2))  # as budget.sentence
     text = f"{method}: the GPU is idle {idle} of each {wall:.2f} ms ({share}%)"
     if share >= budget.HOST_PACE_PCT:
         return text + (f": the wall clock is {wall / gpu:.1f}x the GPU's work, so "
@@ -141,29 +140,22 @@ def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
     return 1e3 * rows[0]["median_s"], 1e3 * rows[0]["gpu_busy_s"]
 
 
-def _ms(value: float) -> str:
-    """A time per step as ``budget.sentence`` writes an idle time: ms to two decimals from 0.1 ms,
-    else µs (0.004 ms would print as 0.00)."""
-    return f"{value:.2f} ms" if value >= 0.1 else f"{value * 1e3:.0f} µs"
-
-
-def prompt_idle(sentence: str, budget_frame, method: str, eager, new_tokens) -> str:
-    """``budget.sentence``'s reading of ``method`` with the prompt's forward, timed alone
-    (``eager``: ``prefill_cost``; it runs eagerly once per run, so every step's time counts its
-    share), printed beside the idle time: as the cause where it takes at least half that idle,
-    else as a part of it. The sentence as is without that time or the idle reading."""
+def prompt_why(budget_frame, method: str, eager, new_tokens) -> str:
+    """What ``method``'s idle time holds, for ``budget.sentence(..., why=...)``: the prompt's
+    forward, timed alone (``eager``: ``prefill_cost``; it runs eagerly once per run, so every
+    step's time counts its share), as the cause where it takes at least half that idle, else
+    beside ``budget.IDLE_WHY``; ``budget.IDLE_WHY`` alone without that time or the method."""
     from . import budget  # budget imports this module
 
     rows = budget_frame.set_index("method")
-    if (budget.IDLE_WHY not in sentence or method not in rows.index or not new_tokens > 0
-            or not math.isfinite(eager[0])):
-        return sentence
+    if method not in rows.index or not new_tokens > 0 or not math.isfinite(eager[0]):
+        return budget.IDLE_WHY
     idle, per = budget.printed_idle(rows.loc[method]), eager[0] / new_tokens
-    alone = (f"the prompt's forward, run eagerly once per run and timed alone, takes {_ms(per)} "
-             "of each step, its GPU work included")
+    alone = (f"the prompt's forward, run eagerly once per run and timed alone, takes "
+             f"{budget.ms_or_us(per)} of each step, its GPU work included")
     if idle > 0 and per >= idle / 2:
-        return sentence.replace(budget.IDLE_WHY, alone)
-    return sentence.replace(budget.IDLE_WHY, f"{budget.IDLE_WHY}; {alone}")
+        return alone
+    return f"{budget.IDLE_WHY}; {alone}"
 
 
 def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:

@@ -302,12 +302,6 @@ def length_line(table, candidate: str, baseline: str, judge: bool, n: int, label
     return said + f"; its speedup {r.estimate:.2f}x" + (f", {why} widened the interval" if why else "")
 
 
-def _listed(values, unit: str = "") -> str:
-    """"5.04, 10.20 and 8.65 ms"."""
-    names = list(values)
-    return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + unit
-
-
 def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     """Notebook 02's step budget read at every length, not one: the candidate's wall time per
     step and both loops' GPU idle share at each length; how far the candidate's step moved
@@ -330,9 +324,9 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
             for m in (candidate, baseline)}
     cut = [rows[n].loc[baseline, "gpu_ms"] / rows[n].loc[candidate, "gpu_ms"] for n in values]
     lines = [f"Per decode step (the median run ÷ its tokens) the {cand} took "
-             f"{_listed([f'{w:.2f}' for w in wall], ' ms')} at {_tokens(values)}, its GPU idle "
-             f"{_listed([f'{i:.0f}%' for i in idle[candidate]])} of it; the {base} loop's GPU idled "
-             f"{_listed([f'{i:.0f}%' for i in idle[baseline]])} of its own step."]
+             f"{stats.listed([f'{w:.2f}' for w in wall], ' ms')} at {_tokens(values)}, its GPU idle "
+             f"{stats.listed([f'{i:.0f}%' for i in idle[candidate]])} of it; the {base} loop's GPU idled "
+             f"{stats.listed([f'{i:.0f}%' for i in idle[baseline]])} of its own step."]
     moved_wall, moved_gpu = max(wall) / min(wall), max(gpu) / min(gpu)
     if len(values) > 1 and moved_wall > 1.25 * moved_gpu:
         lines.append(f"The {cand}'s step moved {moved_wall:.1f}x between lengths while its GPU work "
@@ -381,7 +375,7 @@ def medians_note(table, candidate: str, baseline: str, judge: bool) -> str:
         if not c or not b:
             return ""
         speedups.append(stats.row_speedup(table, candidate, baseline, seq_len=n).estimate)
-        medians.append(float(pd.Series(b).median() / pd.Series(c).median()))
+        medians.append(stats.medians_ratio(c, b))
     if _direction(speedups) == _direction(medians):
         return ""
     said = ", ".join(f"{m:.2f}x" for m in medians[:-1]) + f" and {medians[-1]:.2f}x"
@@ -393,8 +387,7 @@ def medians_note(table, candidate: str, baseline: str, judge: bool) -> str:
 
 def _tokens(lengths) -> str:
     """"50 and 100 tokens", "200 tokens", "50, 100 and 200 tokens"."""
-    names = [str(n) for n in lengths]
-    return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + " tokens"
+    return stats.listed([int(n) for n in lengths], " tokens")
 
 
 def plot_memory(ax, table, device, methods):

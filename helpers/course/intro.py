@@ -92,12 +92,6 @@ def with_estimate(said: str, ratio) -> str:
     return f"{ratio.estimate:.2f}x, {said}"
 
 
-def _tokens(lengths) -> str:
-    """"100 tokens", "200 and 300 tokens", "100, 200 and 300 tokens"."""
-    names = [str(int(n)) for n in lengths]
-    return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + " tokens"
-
-
 def terms(table) -> str:
     """Notebook 01's fit in plain words: the median total times fitted as a·N + b·N²
     (``growth.fit``), so b is the wall clock's average growth per token over these lengths; then,
@@ -149,9 +143,11 @@ def _idle_ends(table):
     if ok["seq_len"].nunique() < 2:
         return None
     ends = []
-    for _, r in ok.iloc[[0, -1]].iterrows():
-        n = int(r["seq_len"])
-        row = {"wall_ms": 1e3 * float(r["median_s"]) / n, "gpu_ms": 1e3 * float(r["gpu_busy_s"]) / n}
+    for n in (int(ok["seq_len"].iloc[0]), int(ok["seq_len"].iloc[-1])):
+        step = budget.per_step(ok, seq_len=n)
+        if step.empty:
+            return None
+        row = step.iloc[0]
         idle = budget.printed_idle(row)
         wall = round(row["wall_ms"], 2)
         if not wall > 0:
@@ -216,7 +212,7 @@ def card_reading(table, total_bytes) -> str:
     card = f"{total_bytes / 2**30:.1f} GiB"
     top = ok["peak_reserved_bytes"].max() / 2**30
     if full:
-        text = (f"At {_tokens(full)} the allocator's reserve filled the card ({top:.1f} of "
+        text = (f"At {stats.listed(full, ' tokens')} the allocator's reserve filled the card ({top:.1f} of "
                 f"{card}; notebook 03 explains why).")
     else:
         text = f"The allocator reserved at most {top:.1f} GiB of the card's {card}."
@@ -227,10 +223,10 @@ def card_reading(table, total_bytes) -> str:
         return text + " It never had to free its cache and retry."
     counts = {len(harness.trials(r)) for _, r in ok.iterrows()}
     runs = f"the {counts.pop()} timed runs" if len(counts) == 1 and 0 not in counts else "the timed runs"
-    listed = (f"{tries[0]} times" if len(tries) == 1 else
-              ", ".join(map(str, tries[:-1])) + f" and {tries[-1]} times")
+    listed = stats.listed(tries, " times")
     return text + (f" It freed its cache and asked the driver again {listed} over {runs} at "
-                   f"{_tokens(ok['seq_len'])}; that time is part of the timed runs the fit reads.")
+                   f"{stats.listed(ok['seq_len'].astype(int), ' tokens')}; that time is part of "
+                   "the timed runs the fit reads.")
 
 
 def takeaway(table) -> str:

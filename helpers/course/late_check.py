@@ -229,7 +229,7 @@ def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> s
         if r.n >= stats.MIN_TRIALS else "too few rounds to judge") for r, b in zip(growth, batches[1:])]
     return ("The article claims interleaving gains most at the smallest batch. Two streams' "
             f"speedup over the per-step sync ({REGIME_LABELS[regime]} step, the rounds' "
-            "estimates): " + claims._and([f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)])
+            "estimates): " + stats.listed([f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)])
             + f". Batch {batches[0]}'s speedup " + "; ".join(against)
             + f". The claim needs batch {batches[0]}'s told apart as larger than every larger "
             f"batch's: {said}.")
@@ -274,9 +274,9 @@ def summary_line(row, table, judge=True) -> str:
     open_ = [CALLED[n] for n, (_, known) in verdicts.items() if not known]
     text = (f"This run, CUDA-graph step at batch {int(row['batch_size'])}: per-step sync "
             f"{row['sync']:.3f} ms per step, no check {row['no_check']:.3f} ms; ")
-    text += claims._and(done) if done else "no late loop was told apart from the per-step sync"
+    text += stats.listed(done) if done else "no late loop was told apart from the per-step sync"
     if done and open_:
-        text += "; " + claims._and(open_) + ": can't tell apart from the per-step sync on this machine"
+        text += "; " + stats.listed(open_) + ": can't tell apart from the per-step sync on this machine"
     return text + "."
 
 
@@ -313,11 +313,11 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
                              (stats.SLOWER, "two streams", "the event")):
         if won := at(kind):
             parts.append(f"{fast} is faster at {_batches(won)} ({slow} "
-                         "ran " + claims._and([f"{words[b][1]:.0f} µs per step slower at batch {b}"
+                         "ran " + stats.listed([f"{words[b][1]:.0f} µs per step slower at batch {b}"
                                                for b in won]) + ", by the medians)")
     why = (" This lesson does not measure what makes one slower than the other."
            if kinds - {stats.NOISE} else "")
-    return f"{head}; with the {REGIME_LABELS[regime]} step, " + claims._and(parts) + "." + why
+    return f"{head}; with the {REGIME_LABELS[regime]} step, " + stats.listed(parts) + "." + why
 
 
 def check_cost_line(summary_frame, batch, judge=True) -> str:
@@ -342,7 +342,7 @@ def check_cost_line(summary_frame, batch, judge=True) -> str:
 
 
 def _batches(sizes) -> str:
-    return ("batches " if len(sizes) > 1 else "batch ") + claims._and([str(b) for b in sizes])
+    return ("batches " if len(sizes) > 1 else "batch ") + stats.listed([str(b) for b in sizes])
 
 
 def recovered_line(row, name, judge=True, cost=False) -> str:
@@ -380,7 +380,7 @@ def profile_line(gaps, timed_us=None) -> str:
         return ""
     loops = ["sync", *late]
     text = ("The GPU's median gap before a step, profiled: "
-            + claims._and([f"{LOOP_LABELS[n]} {gap[n]:.0f} µs" for n in loops]) + ".")
+            + stats.listed([f"{LOOP_LABELS[n]} {gap[n]:.0f} µs" for n in loops]) + ".")
     known = timed_us is not None and {"cpu_us", "busy_us"} <= set(gaps.columns)
     own = {n: gaps.at[n, "cpu_us"] - (gaps.at[n, "cpu_wait_us"] if "cpu_wait_us" in gaps else 0)
            for n in loops} if known else {}
@@ -391,7 +391,7 @@ def profile_line(gaps, timed_us=None) -> str:
         # waiting) against the GPU's, and the profiled step (CPU, waits included) against the
         # step timed without the profiler
         text += (" Under the profiler the host set the pace for "
-                 + claims._and([f"{LOOP_LABELS[n]} (its own work, CPU less waiting, {own[n]:.0f} µs "
+                 + stats.listed([f"{LOOP_LABELS[n]} (its own work, CPU less waiting, {own[n]:.0f} µs "
                                 f"per step against the GPU's {gaps.at[n, 'busy_us']:.0f}; its "
                                 f"profiled step {gaps.at[n, 'cpu_us']:.0f} µs against "
                                 f"{timed_us[n]:.0f} timed without the profiler)" for n in slowed])
@@ -400,7 +400,7 @@ def profile_line(gaps, timed_us=None) -> str:
                  + " its launches too; the timed table is the evidence.")
     clean = [n for n in late if n not in slowed] if "sync" not in slowed else []
     if clean:
-        text += (" A late read leaves " + claims._and(
+        text += (" A late read leaves " + stats.listed(
             [f"{100 * gap[n] / gap['sync']:.0f}% ({LOOP_LABELS[n]})" for n in clean])
             + " of the per-step sync's gap.")
     return text

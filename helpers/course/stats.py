@@ -174,6 +174,12 @@ def method_trials(table, method: str, metric: str = "wall", **where) -> list:
     return harness.trials(rows.iloc[0], metric)
 
 
+def listed(items, unit: str = "") -> str:
+    """Items joined as prose, then ``unit``: "100, 200 and 400", "5.04 and 8.65 ms"."""
+    names = [str(item) for item in items]
+    return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + unit
+
+
 def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str:
     """The one way a lesson states a speedup: "1.42x faster (1.34-1.65)", "1.20x slower
     (1.10-1.31)", "can't tell apart on this machine (0.96-1.10)", or the ratio with "too few
