@@ -8,7 +8,7 @@ import pytest
 
 from helpers.course import published, report, results
 
-LINE = ("**On an H100** (this run): 61 s, at most 2.5 GiB of GPU memory allocated at once, in the full "
+LINE = ("**On an H100** (this run): 61 s, a peak of about 2.5 GiB of GPU memory allocated at once, in the full "
         "preset; 12 s in the workshop "
         "preset. **Needs** a CUDA GPU to measure; without one the smoke preset runs on the CPU.")
 

@@ -317,7 +317,7 @@ def header_line(stem: str, info: dict) -> str:
     if row.get("full_s") is None:
         return f"**On an {gpu}**: not timed in the published run yet. {needs}"
     # the whole notebook's peak, not one loop's: the fifteenth review read it against a panel's
-    peak = (f", at most {row['peak_gib']:.1f} GiB of GPU memory allocated at once,"
+    peak = (f", a peak of about {row['peak_gib']:.1f} GiB of GPU memory allocated at once,"
             if row.get("peak_gib") is not None else "")
     workshop = (f"; {_seconds(row['workshop_s'])} s in the workshop preset"
                 if row.get("workshop_s") is not None else "; the workshop preset is not timed yet")
