@@ -396,7 +396,7 @@ def test_prompt_why_prints_the_eager_prompt_and_names_it_where_it_covers_half_th
     alone = floor.prompt_why(b, "t", (18.3, 2.5), 100)
     assert alone == ("the prompt's forward, run eagerly once per run and timed alone, takes "
                      "0.18 ms of each step, its GPU work included")
-    assert (f"The GPU is idle 0.22 ms of each 0.74 ms (30%: {alone}): host and GPU share the pace"
+    assert (f"The GPU's idle time went from 0.20 ms to 0.22 ms per step (30% of 0.74 ms: {alone}): host and GPU share the pace"
             in budget.sentence(b, "t", "old", why=alone))
     # under half the idle (10's 05:14 run: idle 0.21 ms): printed beside the idle's causes
     assert floor.prompt_why(b, "t", (9.0, 1.0), 100) == (
@@ -405,7 +405,7 @@ def test_prompt_why_prints_the_eager_prompt_and_names_it_where_it_covers_half_th
     assert floor.prompt_why(b, "t", (float("nan"), 1.0), 100) == budget.IDLE_WHY
     assert floor.prompt_why(b, "absent", (18.3, 2.5), 100) == budget.IDLE_WHY
     assert budget.sentence(b, "t", "old", why="") == budget.sentence(b, "t", "old")
-    assert f"(30%: {budget.IDLE_WHY})" in budget.sentence(b, "t", "old")
+    assert f"(30% of 0.74 ms: {budget.IDLE_WHY})" in budget.sentence(b, "t", "old")
 
 
 def test_start_line_reads_rung_one_against_this_runs_tenth_step(tmp_path, monkeypatch):

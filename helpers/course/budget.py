@@ -175,8 +175,11 @@ def sentence(budget: pd.DataFrame, new: str, old: str, why: str = "") -> str:
                  else 100 * b["idle_ms"] / b["wall_ms"] if b["wall_ms"] > 0 else float("nan"))
         # in ms, the difference of the two rounded values printed beside it (a reader checks
         # 15.41 - 13.77 = 1.64, not the unrounded 1.65)
-        text += (f"The GPU is idle {ms_or_us(b['idle_ms'], printed_idle(b))} of each "
-                 f"{b['wall_ms']:.2f} ms ({share:.0f}%: {why or IDLE_WHY}): {pace(share)}.")
+        # the old method's idle beside the new one's: what the change did to the wait is the
+        # budget's point (the sixteenth review of 06 asked for 'without the check, with it')
+        text += (f"The GPU's idle time went from {ms_or_us(a['idle_ms'], printed_idle(a))} to "
+                 f"{ms_or_us(b['idle_ms'], printed_idle(b))} per step ({share:.0f}% of "
+                 f"{b['wall_ms']:.2f} ms: {why or IDLE_WHY}): {pace(share)}.")
     if not math.isnan(b["floor_ms"]):
         text += (f" The floor is {b['floor_ms']:.2f} ms: this step takes "
                  f"{b['wall_ms'] / b['floor_ms']:.3g}x that.")
