@@ -372,7 +372,10 @@ def default_preset() -> str:
 
 # Common values a notebook does not use: left out of its parameters (and of the setup lines it
 # prints), so a reader is not shown sizes that play no part in the lesson.
-UNUSED = {"09": ("batch_size", "seq_lens", "budget_s")}  # 09 sweeps batch_sizes x completion_lens
+UNUSED = {"09": ("batch_size", "seq_lens", "budget_s"),  # 09 sweeps batch_sizes x completion_lens
+          # 03 compares memory from one run per setting and length: extra rounds buy nothing
+          # (its setup line printed 'budget_s 20' beside a lesson that says so)
+          "03": ("budget_s",)}
 
 
 def preset_values(notebook: str, preset: str) -> dict:
