@@ -142,7 +142,7 @@ def sync_lanes(steps=3):
             t = max(t, ready)
             _box(ax, t, 1, read, 0.6, READ)
             t += read
-    ax.set_title("Check one step late: the next step is already queued, the GPU stays busy; the "
+    ax.set_title("Check one step late: the next step is already queued, so the GPU idles less; the "
                  "CPU waits only as long as the GPU's step outlasts its own", fontsize=10, loc="left")
     for ax in axes:
         ax.set_yticks([0.3, 1.3], ["GPU", "CPU"])

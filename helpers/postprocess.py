@@ -15,6 +15,7 @@ import math
 import time
 
 from matplotlib.ticker import LogLocator
+import pandas as pd
 import torch
 
 from .course import budget, harness, plotting, stats
@@ -205,14 +206,61 @@ def _told(table, method, batch_size, seq_len) -> bool:
 
 def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
     """The summary's sentence: the host copy's speedup over per-row syncs at one point timed
-    alone, as ``stats.say`` gives it (estimate, range, medians where apart; "ratio of the
-    medians" here, since "alone" names the condition in this lesson)."""
+    alone, as ``stats.say`` gives it (estimate, range, "medians alone" where apart, as in every
+    lesson)."""
     said = stats.say(table, "on host", "per row", True, condition="alone",
-                     batch_size=batch_size, seq_len=seq_len).replace("medians alone",
-                                                                     "ratio of the medians")
+                     batch_size=batch_size, seq_len=seq_len)
     return (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
             f"to the host first (4 syncs in all instead of {syncs_per_row:.0f} a row) gives identical "
             f"lists, timed alone: {said}.")
+
+
+def load_line(start_s, end_s) -> str:
+    """The side load as sized before the contended timing: where it started (``contention_s``)
+    and how many doublings (``timed_call``) made it outlast the per-row loop's call at the
+    largest batch: "side load: 50 ms of matmuls queued per call, doubled 3 times to 400 ms"."""
+    doublings = round(math.log2(end_s / start_s)) if end_s > 0 and start_s > 0 else 0
+    if doublings < 1:
+        return (f"side load: {start_s * 1e3:.0f} ms of matmuls queued per call (it already "
+                "outlasted the per-row loop at the largest batch)")
+    return (f"side load: {start_s * 1e3:.0f} ms of matmuls queued per call, doubled {doublings} "
+            f"time{'s' * (doublings > 1)} to {end_s * 1e3:.0f} ms until it outlasted the per-row "
+            "loop at the largest batch")
+
+
+def sync_cost(wide, syncs, condition="alone"):
+    """The time each sync the host copy saves is worth, per point: (per-row median - host-copy
+    median) / (per-row syncs - host-copy syncs), in seconds; the per-row loop's small kernels
+    and their launches come with its syncs, so this is the cost of one sync as the loop pays it.
+    A Series indexed by (batch_size, seq_len); empty without sync counts."""
+    if syncs is None or not len(syncs):
+        return pd.Series(dtype=float)
+    counts = syncs.pivot_table(index=["batch_size", "seq_len"], columns="method", values="syncs")
+    part = wide[wide["condition"] == condition].set_index(["batch_size", "seq_len"])
+    saved = (counts["per row"] - counts["on host"]).reindex(part.index)
+    return ((part["per row"] - part["on host"]) / saved.where(saved > 0)).dropna()
+
+
+def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
+    """``sync_cost`` in one sentence: at the headline point, with its sum, and its range over
+    every point timed alone; empty without sync counts or where the point is missing."""
+    cost = sync_cost(wide, syncs)
+    if (batch_size, seq_len) not in cost.index:
+        return ""
+    w = wide[(wide["condition"] == "alone") & (wide["batch_size"] == batch_size)
+             & (wide["seq_len"] == seq_len)].iloc[0]
+    n = syncs[(syncs["batch_size"] == batch_size) & (syncs["seq_len"] == seq_len)] \
+        .set_index("method")["syncs"]
+    head = (f"({w['per row'] * 1e3:.2f} - {w['on host'] * 1e3:.2f} ms) / "
+            f"({int(n['per row'])} - {int(n['on host'])} syncs)")
+    us = cost * 1e6
+    if us[(batch_size, seq_len)] <= 0:
+        return (f"Alone, at this point the per-row loop's syncs cost it no time over the host "
+                f"copy: {head} = {us[(batch_size, seq_len)]:.1f} µs per sync.")
+    span = (f"; {us.min():.0f} to {us.max():.0f} µs at the {len(us)} points timed alone"
+            if len(us) > 1 else "")
+    return (f"One sync of the per-row loop (with its small kernels) costs about "
+            f"{us[(batch_size, seq_len)]:.0f} µs: {head}{span}.")
 
 
 def batch_line(wide, seq_len, condition="alone") -> str:

@@ -127,8 +127,39 @@ def test_speedups_carry_the_load_and_one_line_reads_alone_only():
     line = postprocess.one_line(table, 4, 8, 4.0)
     assert line == ("In one line: at batch 4 and completions of 8, copying the tensors to the host "
                     "first (4 syncs in all instead of 4 a row) gives identical lists, timed alone: "
-                    "3.56x faster (2.83–4.00; ratio of the medians: 2.67x).")
-    assert "side load" not in line and "medians alone" not in line
+                    "3.56x faster (2.83–4.00; medians alone: 2.67x).")  # the course's one name
+    assert "side load" not in line and "ratio of the medians" not in line
+
+
+def test_load_line_says_where_the_side_load_started_and_how_often_it_doubled():
+    """The 06:54 review: "400 ms" beside "contention_s 0.05" with the doubling unsaid."""
+    assert postprocess.load_line(0.05, 0.4) == (
+        "side load: 50 ms of matmuls queued per call, doubled 3 times to 400 ms until it "
+        "outlasted the per-row loop at the largest batch")
+    assert "doubled 1 time to 100 ms" in postprocess.load_line(0.05, 0.1)
+    assert "already outlasted" in postprocess.load_line(0.05, 0.05)
+
+
+def test_sync_cost_line_divides_the_time_saved_by_the_syncs_saved():
+    """The 06:54 review: the cost of one sync, (per-row ms - host-copy ms) / (syncs saved), at
+    the headline point, with its range over the points timed alone."""
+    def rows(cond, b, per_row, on_host):
+        return [{"method": m, "condition": cond, "batch_size": b, "seq_len": 8, "median_s": t}
+                for m, t in (("per row", per_row), ("on host", on_host))]
+    table = pd.DataFrame(rows("alone", 16, 0.0030, 0.0010) + rows("alone", 64, 0.0110, 0.0010)
+                         + rows("contended", 64, 0.2, 0.01))
+    syncs = pd.DataFrame([{"method": m, "batch_size": b, "seq_len": 8, "syncs": s}
+                          for b in (16, 64) for m, s in (("per row", 4 * b), ("on host", 4))])
+    wide = postprocess.speedups(table)
+    cost = postprocess.sync_cost(wide, syncs) * 1e6
+    assert cost[(64, 8)] == pytest.approx(1e4 / 252) and cost[(16, 8)] == pytest.approx(2e3 / 60)
+    line = postprocess.sync_cost_line(wide, syncs, 64, 8)
+    assert line == ("One sync of the per-row loop (with its small kernels) costs about 40 µs: "
+                    "(11.00 - 1.00 ms) / (256 - 4 syncs); 33 to 40 µs at the 2 points timed alone.")
+    slower = postprocess.speedups(pd.DataFrame(rows("alone", 64, 0.0010, 0.0012)))
+    assert "no time over the host copy" in postprocess.sync_cost_line(slower, syncs, 64, 8)
+    assert postprocess.sync_cost_line(wide, syncs.iloc[:0], 64, 8) == ""
+    assert postprocess.sync_cost_line(wide, syncs, 128, 8) == ""
 
 
 def test_contention_line_states_a_majority_of_faster_points_plainly():
@@ -386,20 +417,26 @@ def test_peer_idle_line_names_the_host_only_where_the_gpu_idles_most_of_the_step
     assert floor.peer_idle_line(b, "absent") == ""
 
 
-def test_prompt_why_prints_the_eager_prompt_and_names_it_where_it_covers_half_the_idle():
+def test_prompt_why_splits_the_idle_between_the_eager_prompt_and_the_decode_loop():
     import pandas as pd
     from helpers.course import budget, floor
-    # 11's 04:18 run, Triton rung: wall 0.744, GPU 0.52 ms; the eager prompt 18.3 ms per 100 tokens
+    # 11's 04:18 run, Triton rung: wall 0.744, GPU 0.52 ms; the eager prompt 18.3 ms per 100
+    # tokens, 2.5 ms of it GPU work: 0.16 ms of idle per step, the decode loop the other 0.06
     b = pd.DataFrame({"method": ["t", "old"], "wall_ms": [0.744, 1.0], "gpu_ms": [0.52, 0.8],
                       "floor_ms": [0.22, 0.22]})
     b["idle_ms"] = b["wall_ms"] - b["gpu_ms"]
-    alone = floor.prompt_why(b, "t", (18.3, 2.5), 100)
-    assert alone == ("the prompt's forward, run eagerly once per run and timed alone, takes "
-                     "0.18 ms of each step, its GPU work included")
-    assert (f"The GPU's idle time went from 0.20 ms to 0.22 ms per step (30% of 0.74 ms: {alone}): host and GPU share the pace"
-            in budget.sentence(b, "t", "old", why=alone))
-    # under half the idle (10's 05:14 run: idle 0.21 ms): printed beside the idle's causes
-    assert floor.prompt_why(b, "t", (9.0, 1.0), 100) == (
+    split = floor.prompt_why(b, "t", (18.3, 2.5), 100)
+    assert split == ("the prompt's forward, run eagerly once per run and timed alone, leaves the "
+                     "GPU idle 0.16 ms of each step, the decode loop the other 60 µs")
+    assert (f"The GPU's idle time went from 0.20 ms to 0.22 ms per step (30% of 0.74 ms: {split}): host and GPU share the pace"
+            in budget.sentence(b, "t", "old", why=split))
+    # a small prompt idle prints in µs, and the rest still adds up to the printed 0.22 ms
+    assert floor.prompt_why(b, "t", (9.0, 4.0), 100).endswith(
+        "idle 50 µs of each step, the decode loop the other 0.17 ms")
+    # the prompt alone, timed apart, covers the whole idle time or more
+    assert floor.prompt_why(b, "t", (30.0, 2.0), 100).endswith("idle 0.28 ms of each step, all of it or more")
+    # no GPU work of the prompt: its whole time per step, beside the idle's causes
+    assert floor.prompt_why(b, "t", (9.0, float("nan")), 100) == (
         f"{budget.IDLE_WHY}; the prompt's forward, run eagerly once per run and timed alone, "
         "takes 90 µs of each step, its GPU work included")
     assert floor.prompt_why(b, "t", (float("nan"), 1.0), 100) == budget.IDLE_WHY
@@ -408,17 +445,17 @@ def test_prompt_why_prints_the_eager_prompt_and_names_it_where_it_covers_half_th
     assert f"(30% of 0.74 ms: {budget.IDLE_WHY})" in budget.sentence(b, "t", "old")
 
 
-def test_start_line_reads_rung_one_against_this_runs_tenth_step(tmp_path, monkeypatch):
+def test_tenth_line_reads_the_answer_against_this_runs_tenth_step(tmp_path, monkeypatch):
     import pandas as pd
     from helpers.course import floor
-    line = floor.start_line("s", 1.554, 1.371)  # the 05:14 run's two medians
-    assert line.endswith("it takes 1.554 ms per step, 1.13x the 1.371 ms of 10's 'graph, "
-                         "decode_step, 1/launch' in this run (the two tables' medians).")
-    faster = floor.start_line("s", 1.2, 1.371).split("; ")[-1]  # rung 1 below 10's: the same words
-    assert faster.startswith("uncompiled, in its graph, it takes 1.200 ms per step, 0.88x")
-    assert line.startswith("Rung 1, 's', is not notebook 10's graphed step")
-    assert floor.start_line("s", 1.554, float("nan")).endswith(
-        "(notebook 10's step was not timed in this run on this GPU).")
+    # the 06:54 run: 11's last rung 0.481, rung 1 1.623, 10's graphed step 1.387 ms per step
+    line = floor.tenth_line(0.4812, 1.6234, 1.3871)
+    assert line == ("against notebook 10's 'graph, decode_step, 1/launch' (1.387 ms, its table in "
+                    "this run): 2.88x faster (the two tables' medians, no interval); rung 1 takes "
+                    "1.17x 10's time")
+    assert "): 2.00x slower (" in floor.tenth_line(2.0, 1.6, 1.0)  # either way
+    assert floor.tenth_line(0.48, 1.62, float("nan")).endswith(
+        "not compared (no time of it from this run on this GPU)")
     # this run's table only: none outside a runner run, another GPU or point gives NaN
     monkeypatch.delenv("COURSE_RUN_DIR", raising=False)
     assert math.isnan(floor.this_run_ms("10_x", "g", "H100", seq_len=100))
@@ -445,14 +482,14 @@ def test_gaps_ranked_groups_the_layer_gemms_beside_attention_and_element_wise():
                           "us": [65.7, 42.4, 86.3, 81.8, 56.3, 111.7, 60.3, 39.8, 545.6],
                           "floor_us": [28.7, 9.6, 38.3, 38.3, 52.2, 52.2, 0.0, 0.0, 219.1]})
     assert kernels.gaps_ranked(table) == (
-        "above their floors, per step: the layer GEMMs together, 161 µs (276 µs against 115, 48 "
-        "kernels); element-wise, 60 µs (60 µs against 0, 75 kernels of 0.8 µs each); attention, 60 µs (112 µs "
-        "against 52, 12 kernels); idle between kernels, 40 µs (no kernel runs)")
+        "above their floors, per step: the layer GEMMs together 161 µs (276 against 115, 48 "
+        "kernels); element-wise 60 µs (60 against 0, 75 kernels of 0.8 µs each); attention 60 µs "
+        "(112 against 52, 12 kernels); idle between kernels 40 µs")
     # GEMMs off the plan: one unattributed group in their place
     odd = table.assign(part=["GEMM (unattributed)"] * 5 + list(table["part"][5:]))
-    assert kernels.gaps_ranked(odd).startswith("above their floors, per step: GEMMs (unattributed), ")
+    assert kernels.gaps_ranked(odd).startswith("above their floors, per step: GEMMs (unattributed) ")
     none = table.assign(kernels=[12, 12, 12, 12, 1, 12, 0, 0, 136])  # no element-wise kernel
-    assert "element-wise, 60 µs (60 µs against 0, 0 kernels);" in kernels.gaps_ranked(none)
+    assert "element-wise 60 µs (60 against 0, 0 kernels);" in kernels.gaps_ranked(none)
 
 
 def test_profiler_note_reads_either_way():
@@ -509,3 +546,13 @@ def test_say_ratio_names_medians_outside_the_interval_by_less_than_the_rounding(
     assert "medians alone" not in stats.say(frozen, new, old, True, seq_len=100)
     assert floor.say_ratio(frozen, new, old, True, seq_len=100) == \
         "1.03x faster (1.02\u20131.06; medians alone: 1.015x)"
+    # can't tell apart, the medians' ratio outside the interval: the rounds' estimate named too,
+    # with its direction (10's 06:54 run printed "(0.982-1.005; medians alone: 1.013x faster)")
+    noise = table(a=[1.00, 1.01, 1.00, 1.02, 0.99, 1.46, 1.47, 1.46],
+                  b=[1.00, 1.00, 1.01, 1.00, 0.99, 1.50, 1.50, 1.49])
+    line = floor.say_ratio(noise, "a", "b", True, seq_len=100)
+    assert line.startswith("can't tell apart on this machine (")
+    assert "; estimate from the rounds: " in line and "; medians alone: " in line
+    est = float(line.split("estimate from the rounds: ")[1].split("x")[0])
+    assert (", i.e. " in line and "x slower; medians" in line) if est < 1 else "x faster; medians" in line
+    assert "estimate from the rounds" not in floor.say_ratio(steady, "a", "b", True, seq_len=100)

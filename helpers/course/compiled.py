@@ -170,8 +170,8 @@ def graphs_line(compile_table, table, check_tokens: bool) -> str:
 def repay_line(compile_table, table) -> str:
     """The timed graph's compile time and the runs each compiled loop needs to repay it against
     the eager static-cache loop (the only eager loop this lesson times), with the course's float32
-    check graphs in one parenthesis (where they ran): ``table``'s ``compile_s`` holds both
-    graphs' compile time."""
+    check graphs on a line of their own (where they ran): ``table``'s ``compile_s`` holds both
+    graphs' compile time. Short lines, one a mode."""
     both = table.set_index(["method", "seq_len"])["compile_s"]
     parts, checks = [], []
     for _, row in compile_table.iterrows():
@@ -181,17 +181,18 @@ def repay_line(compile_table, table) -> str:
         timed = row["compile s"]
         extra = both.get((row["method"], row["tokens"]), timed) - timed
         state = CACHE_WORDS.get(row.get("Inductor cache", ""))
-        parts.append(f"{mode} {timed:.1f} s" + (f", {state}" if state else "") + f", {runs}")
+        parts.append(f"  {mode}: {timed:.1f} s" + (f", {state}" if state else "") + f"; {runs}")
         if extra > 0.05:
             checks.append(f"{extra:.1f} s ({mode})")
-    check = ("" if not checks else "; besides these, the float32 check graphs, compiled just "
-             f"before, took {' and '.join(checks)}")
-    again = ("" if compile_table.empty else " Each graph is compiled for one cache length "
-             "(prompt + new tokens): a run of another length compiles again, up to "
-             f"{compile_table['compile s'].max():.1f} s here, so these counts hold only while "
-             "every run has the same length.")
-    return ("Compiling the timed graph, and the runs that repay it against the eager static-cache "
-            "loop (the only eager loop timed here): " + "; ".join(parts) + check + "." + again)
+    lines = ["Compiling the timed graph, and the runs that repay it against the eager static-cache "
+             "loop:", *parts]
+    if checks:
+        lines.append(f"The float32 check graphs, compiled just before: {' and '.join(checks)}.")
+    if not compile_table.empty:
+        lines.append(f"Another cache length compiles again (up to "
+                     f"{compile_table['compile s'].max():.1f} s here): these counts hold only "
+                     "while every run has the same length.")
+    return "\n".join(lines)
 
 
 def idle_line(steps_budget, methods) -> str:

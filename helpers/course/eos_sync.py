@@ -3,9 +3,11 @@ gain, the drift between calls, the check's cost per regime (those the rounds can
 read "can't tell apart"), and the profiler's view."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
-from . import harness, plotting, stats
+from . import budget, harness, plotting, stats
 
 CHECK, FREE = "check every step", "no check"  # the two loops' names in every table and figure
 
@@ -40,24 +42,33 @@ def other_caps_line(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
 
 
 def gain_line(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
-    """Why the timed gain at ``cap`` need not equal the token ratio, as the identity behind it:
-    the medians' ratio is the token ratio times the two loops' times per token (no check over
-    the checking loop's). Empty on a smoke run or without both rows."""
+    """Whether the timed gain at ``cap`` falls short of the token ratio, from the rounds' range
+    (the one the answer line prints): short only where the whole range lies below the token
+    ratio, and then the two loops' times per step of the batch (a run's median over its steps)
+    say which loop's steps took longer; above it likewise; a range that holds the token ratio
+    says the gain is the steps skipped, within this machine's noise. Empty on a smoke run,
+    without both rows or with too few rounds for a range."""
     ok = table[(table["status"] == harness.OK) & (table["seq_len"] == cap)].set_index("method")
     if not judge or not {CHECK, FREE} <= set(ok.index):
         return ""
+    rounds = stats.row_speedup(table, CHECK, FREE, seq_len=cap)
+    if rounds.n < stats.MIN_TRIALS or not (math.isfinite(rounds.low) and math.isfinite(rounds.high)):
+        return ""
     tokens = {m: float(ok.at[m, "tokens"]) for m in (CHECK, FREE)}
+    ratio = tokens[FREE] / tokens[CHECK]
+    head = f"At cap {cap} the rounds' range"
+    if rounds.low <= ratio <= rounds.high:
+        return (f"{head} holds the token ratio ({ratio:.2f}): early stopping gained the steps it "
+                "skipped, within this machine's noise.")
     per = {m: 1e3 * float(ok.at[m, "median_s"]) / tokens[m] for m in (CHECK, FREE)}
-    gain, ratio = float(ok.at[FREE, "median_s"] / ok.at[CHECK, "median_s"]), tokens[FREE] / tokens[CHECK]
-    if per[CHECK] > 1.02 * per[FREE]:
-        how = "each of the checking loop's tokens took longer, so the gain falls short of the token ratio"
-    elif per[FREE] > 1.02 * per[CHECK]:
-        how = "each of the checking loop's tokens took less time, so the gain exceeds the token ratio"
-    else:
-        how = "the two loops' tokens took about as long, so the gain sits near the token ratio"
-    return (f"By the medians the gain at cap {cap} is {gain:.2f}x: the token ratio ({ratio:.2f}) "
-            f"times the two loops' times per token ({per[FREE]:.2f} ms without the check over "
-            f"{per[CHECK]:.2f} ms with it): {how}.")
+    steps = (f"{per[CHECK]:.2f} ms per step of the batch with the check against "
+             f"{per[FREE]:.2f} ms without it, by the medians")
+    if rounds.high < ratio:
+        return (f"{head} lies wholly below the token ratio ({ratio:.2f}): the checking loop's steps "
+                f"took longer ({steps}), so the gain falls short of the steps skipped.")
+    return (f"{head} lies wholly above the token ratio ({ratio:.2f}): the checking loop's steps "
+            f"took less time ({steps}): they run on shorter sequences (at most {int(tokens[CHECK])} "
+            f"tokens against {cap}), and a check itself cannot speed a step up.")
 
 
 def same_work_line(table: pd.DataFrame, judge: bool = True) -> str:
@@ -97,8 +108,9 @@ def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: 
             continue
         said = stats.say(cost, free, check, judge)
         us = 1e3 * (wall[check] - wall[free])
-        if regime in unclear or not us > 0:
-            parts.append(f"with the {regime} step, without it against with it: {said}")
+        if regime in unclear or not us > 0:  # no medians' note: its direction read backwards
+            parts.append(f"with the {regime} step, the loops with and without it: "
+                         f"{stats.plain(stats.row_speedup(cost, free, check), judge)}")
             continue
         paid[regime] = (us, 100 * (wall[check] - wall[free]) / wall[free])
         parts.append(f"with the {regime} step it costs {us:.0f} µs per step, {paid[regime][1]:.0f}% "
@@ -170,3 +182,16 @@ def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:
     return sorted(r for r in regimes if {f"{r}, {CHECK}", f"{r}, {FREE}"} <= set(cost["method"])
                   and stats.verdict(stats.row_speedup(cost, f"{r}, {FREE}", f"{r}, {CHECK}"))
                   != stats.FASTER)
+
+
+def idle_why(step_budget: pd.DataFrame, regime: str = "CUDA graph") -> str:
+    """What the checking loop's idle per step holds, for ``budget.sentence(..., why=...)`` read
+    from the loop without the check: what the check adds, as the budget's figure prints them (each
+    rounded to 0.01 ms first, so they subtract). Empty without both loops' GPU time."""
+    data = step_budget.set_index("method")
+    check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
+    if not {check, free} <= set(data.index) or data.loc[[check, free], "gpu_ms"].isna().any():
+        return ""
+    with_idle, free_idle = budget.printed_idle(data.loc[check]), budget.printed_idle(data.loc[free])
+    # the idle without the check is budget.sentence's own 'went from' (its old method)
+    return f"the check adds {max(with_idle - free_idle, 0.0):.2f} ms of it"

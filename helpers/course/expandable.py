@@ -102,12 +102,13 @@ def stairs(history, config, batch_size: int, prompt_len: int, conf: str = "defau
     return found.reset_index(drop=True)
 
 
-def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "default") -> str:
+def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "default",
+                dtype_bytes: int = 4) -> str:
     """Figure 2's stairs in one sentence, read from the measured history (``stairs``): where the
     first came, how far apart and how high they were, or, where there were none, the largest
     rise of reserved memory."""
     tensors = 2 * config.n_layer
-    found = stairs(history, config, batch_size, prompt_len, conf)
+    found = stairs(history, config, batch_size, prompt_len, conf, dtype_bytes)
     if found.empty:
         part = history[history["setting"] == conf].sort_values("step")
         rise = part["reserved"].diff()[part["step"] >= 2]  # rises in the decode steps
@@ -127,8 +128,11 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
     if len(found) > 1:
         gaps = found["step"].diff().dropna().astype(int)
         apart = (f"{gaps.min()}" if gaps.min() == gaps.max() else f"{gaps.min()} to {gaps.max()}")
+        per = batch_size * config.n_embd * dtype_bytes
         text += (f", then every {apart} steps, {found['rise'].min() / MIB:.0f} to "
-                 f"{found['rise'].max() / MIB:.0f} MiB a rise")
+                 f"{found['rise'].max() / MIB:.0f} MiB a rise (a tensor grows {per / 1024:.0f} KiB "
+                 f"a step, so a segment rounded up to 2 MiB holds {ROUND_LARGE / per:.1f} steps' "
+                 f"growth; a rise is {tensors} new segments, each a tensor's size rounded up)")
     return (text + ". Each time every tensor had outgrown its segment and got a new, larger one, "
             "while the outgrown ones stayed cached, too small for any later tensor: the stairs "
             "of the figure.")
@@ -190,13 +194,13 @@ def gap_line(history, conf: str) -> str:
     gap = (part["reserved"] - part["allocated_peak"]) / MIB
     rise = ((part["allocated_peak"] - part["allocated"]) / MIB).max()
     at = part.loc[gap.idxmax(), "step"]
-    explain = (f"inside a step, allocated rose at most {rise:.0f} MiB above the step's start (old "
-               f"and new cache tensors alive together), so that overlap explains at most "
-               f"{rise:.0f} MiB of it" if rise < gap.max() / 2 else
-               f"inside a step, allocated rose up to {rise:.0f} MiB above the step's start (old and "
-               "new cache tensors alive together), a good part of it")
-    return (f"With {conf}, up to {gap.max():.0f} MiB stayed reserved but unused even at a step's "
-            f"busiest moment (decode step {at}); {explain}.")
+    share = 100 * gap.max() * MIB / part.loc[gap.idxmax(), "reserved"]
+    explain = (f": not the overlap of old and new cache tensors inside a step, which lifted "
+               f"allocated at most {rise:.0f} MiB above the step's start" if rise < gap.max() / 2 else
+               f"; old and new cache tensors alive together lifted allocated up to {rise:.0f} MiB "
+               "above a step's start, a good part of it")
+    return (f"With {conf}, up to {gap.max():.0f} MiB, {share:.0f}% of reserved then, stayed "
+            f"reserved but unused even at a step's busiest moment (decode step {at}){explain}.")
 
 
 def timeline(runs: dict) -> list:
@@ -246,18 +250,40 @@ def plot_memory(ax, table, on_gpu: bool):
 
 
 def speed_line(steps: pd.DataFrame, old: str, new: str) -> str:
-    """The small panel's result in words: the GPU's work per decode step under both settings
-    (``budget.per_step``, one profiled run each), "about the same" within 5%; the allocator's
-    own cost is host time, not timed here. Empty without GPU work (a CPU run)."""
+    """The small panel in words: it shows the GPU's kernel time per decode step under both
+    settings (``budget.per_step``, one profiled run each), which an allocator setting does not
+    change, so it checks that both ran the same work; "about the same" within 5%. The setting's
+    own cost is host time, not timed. Empty without GPU work (a CPU run)."""
     gpu = steps.set_index("method")["gpu_ms"]
     if not {old, new} <= set(gpu.index) or gpu[[old, new]].isna().any() or gpu[old] <= 0:
         return ""
     ratio = gpu[new] / gpu[old]
     said = f"{gpu[new]:.2f} ms with {new} against {gpu[old]:.2f} ms with {old}"
     said = (f"about the same, {said}" if 0.95 <= ratio <= 1.05
-            else f"{said}, one profiled run each: too few to judge")
-    return (f"Speed: the GPU's work per decode step was {said}; the allocator's own cost is on "
-            "the host, not timed here.")
+            else f"{said}, one profiled run each: a difference an allocator setting does not make "
+            "in the kernels")
+    return (f"The small panel's GPU kernel time per decode step was {said}: an allocator setting "
+            "changes no kernel, so the panel only checks that both ran the same work; the "
+            "setting's own time is the host's (its trips to the driver), not timed here.")
+
+
+def buys_line(mem, runs: dict, steps: int, old: str, new: str, point: int) -> str:
+    """What the setting buys on this loop, in one sentence: peak reserved memory under both
+    settings for the same peak allocated (``mem``: ``memory(table)`` at ``point`` tokens), and
+    the trips to the driver in the recorded run (``driver_calls``), where recorded."""
+    before, after = (float(mem.loc[c, "peak reserved MiB"]) for c in (old, new))
+    change = (f"{before - after:.0f} MiB less, {100 * after / before:.0f}% of {old}'s" if after <= before
+              else f"{after - before:.0f} MiB more, {100 * after / before:.0f}% of {old}'s")
+    said = (f"What {new} bought on this loop at {point} tokens: a peak reserve of {after:.0f} MiB "
+            f"against {before:.0f} MiB ({change}) for the same "
+            f"{float(mem.loc[new, 'peak allocated MiB']):.0f} MiB peak allocated")
+    calls = driver_calls(runs, steps)
+    if not calls.empty and {old, new} <= set(calls.index):
+        trips = {c: int(sum(calls.loc[c, a] for a in DRIVER_ACTIONS if a in calls.columns))
+                 for c in (old, new)}
+        said += (f", and {trips[new]} trips to the CUDA driver against {trips[old]} in the "
+                 "recorded run")
+    return said + "; no change in the GPU's work, which no allocator setting makes."
 
 
 def plot_gpu_work(ax, steps: pd.DataFrame, title: str):

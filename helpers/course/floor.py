@@ -93,17 +93,29 @@ def say_ratio(table, candidate: str, baseline: str, judge: bool = True, **where)
     """``stats.say``, with the ratio of the medians named also where it lies outside the interval
     by less than the printed rounding (``stats`` compares the two rounded to the printed
     decimals): 11's 05:14 run printed "1.03x faster (1.02-1.06)" for a medians' ratio of 1.0154
-    against an interval from 1.0158; here "(1.02-1.06; medians alone: 1.015x)"."""
+    against an interval from 1.0158; here "(1.02-1.06; medians alone: 1.015x)". Beside "can't
+    tell apart" with the medians' ratio outside the interval, the rounds' own estimate is named
+    too, with its direction (10's 06:54 run: "(0.982-1.005; estimate from the rounds: 0.994x,
+    i.e. 1.006x slower; medians alone: 1.013x faster)")."""
     text = stats.say(table, candidate, baseline, judge, **where)
-    if not judge or "medians alone" in text or not text.endswith(")"):
+    if not judge or not text.endswith(")"):
         return text
     cand, base = stats._row_trials(table, candidate, baseline, "wall", where)
     ratio, medians = stats._trials_speedup(cand, base), stats.medians_ratio(cand, base)
     if ratio.n < stats.MIN_TRIALS or not all(math.isfinite(x) and x > 0
                                             for x in (ratio.low, ratio.high, medians)):
         return text
-    word, _, low, high, medians, _ = stats._printed(ratio, medians)
-    if word == stats.NOISE or low <= medians <= high or medians < 1:
+    word, estimate, low, high, medians, digits = stats._printed(ratio, medians)
+    inside = round(low, digits) <= round(medians, digits) <= round(high, digits)
+    if word == stats.NOISE:
+        if inside or "; medians alone" not in text:
+            return text
+        said = f"{estimate:.{digits}f}x"
+        if said != f"{1:.{digits}f}x":  # its direction, as the medians' note gives theirs
+            said += (f" {stats.FASTER}" if estimate > 1 else
+                     f", i.e. {1 / estimate:.{digits}f}x {stats.SLOWER}")
+        return text.replace("; medians alone", f"; estimate from the rounds: {said}; medians alone", 1)
+    if "medians alone" in text or low <= medians <= high or medians < 1:
         return text
     bound, digits = (low if medians < low else high), 3
     while digits < 4 and f"{medians:.{digits}f}" == f"{bound:.{digits}f}":
@@ -141,21 +153,29 @@ def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
 
 
 def prompt_why(budget_frame, method: str, eager, new_tokens) -> str:
-    """What ``method``'s idle time holds, for ``budget.sentence(..., why=...)``: the prompt's
-    forward, timed alone (``eager``: ``prefill_cost``; it runs eagerly once per run, so every
-    step's time counts its share), as the cause where it takes at least half that idle, else
-    beside ``budget.IDLE_WHY``; ``budget.IDLE_WHY`` alone without that time or the method."""
+    """What ``method``'s idle time holds, for ``budget.sentence(..., why=...)``. ``eager``
+    (``prefill_cost``: the prompt's forward timed alone, wall clock and GPU work in ms) runs
+    eagerly once per run, so every step's idle time holds its share of that forward's idle
+    time (wall clock less GPU work, over ``new_tokens``): that share, and the rest, which falls
+    in the decode loop, each printed apart (they add up to the printed idle time). Without the
+    prompt's GPU work, its whole time per step beside ``budget.IDLE_WHY``; ``budget.IDLE_WHY``
+    alone without the prompt's time or the method."""
     from . import budget  # budget imports this module
 
     rows = budget_frame.set_index("method")
     if method not in rows.index or not new_tokens > 0 or not math.isfinite(eager[0]):
         return budget.IDLE_WHY
     idle, per = budget.printed_idle(rows.loc[method]), eager[0] / new_tokens
-    alone = (f"the prompt's forward, run eagerly once per run and timed alone, takes "
-             f"{budget.ms_or_us(per)} of each step, its GPU work included")
-    if idle > 0 and per >= idle / 2:
-        return alone
-    return f"{budget.IDLE_WHY}; {alone}"
+    said = "the prompt's forward, run eagerly once per run and timed alone,"
+    if idle > 0 and math.isfinite(eager[1]):
+        waits = max(eager[0] - eager[1], 0.0) / new_tokens  # its idle time, per step
+        rest = idle - (round(waits, 2) if waits >= 0.1 else waits)  # as the two print
+        if rest * 1e3 < 0.5:  # "0 µs" or less: timed apart, the prompt alone covers it
+            return f"{said} leaves the GPU idle {budget.ms_or_us(waits)} of each step, all of it or more"
+        return (f"{said} leaves the GPU idle {budget.ms_or_us(waits)} of each step, the decode "
+                f"loop the other {budget.ms_or_us(rest)}")
+    return (f"{budget.IDLE_WHY}; {said} takes {budget.ms_or_us(per)} of each step, its GPU "
+            "work included")
 
 
 def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:
@@ -181,16 +201,19 @@ def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:
         return float("nan")
 
 
-def start_line(start: str, start_ms: float, tenth_ms: float) -> str:
-    """How notebook 11's first rung relates to notebook 10's graphed step (``tenth_ms``:
-    ``this_run_ms``, NaN where this run has none): the same graph with another attention."""
-    text = (f"Rung 1, '{start}', is not notebook 10's graphed step: its attention is written as "
-            "products and sums for Inductor to fuse, where 10's runs two batched matmuls")
-    if not (math.isfinite(tenth_ms) and math.isfinite(start_ms) and tenth_ms > 0):
-        return text + " (notebook 10's step was not timed in this run on this GPU)."
-    return (text + f"; uncompiled, in its graph, it takes {start_ms:.3f} ms per step, "
-            f"{start_ms / tenth_ms:.2f}x the {tenth_ms:.3f} ms of 10's 'graph, decode_step, "
-            "1/launch' in this run (the two tables' medians).")
+def tenth_line(fast_ms: float, start_ms: float, tenth_ms: float) -> str:
+    """Notebook 11's answer against notebook 10's graphed step (``tenth_ms``: ``this_run_ms``,
+    NaN where this run has none), the ratio of the two tables' printed medians (no interval:
+    the two lessons time in their own rounds), and 11's rung 1 against the same step."""
+    if not all(math.isfinite(x) and x > 0 for x in (fast_ms, start_ms, tenth_ms)):
+        return ("against notebook 10's 'graph, decode_step, 1/launch': not compared (no time of "
+                "it from this run on this GPU)")
+    fast, start, tenth = round(fast_ms, 3), round(start_ms, 3), round(tenth_ms, 3)
+    ratio = tenth / fast
+    said = f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
+    return (f"against notebook 10's 'graph, decode_step, 1/launch' ({tenth:.3f} ms, its table in "
+            f"this run): {said} (the two tables' medians, no interval); rung 1 takes "
+            f"{start / tenth:.2f}x 10's time")
 
 
 def show_reference(stem: str) -> None:

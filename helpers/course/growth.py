@@ -304,11 +304,11 @@ def length_line(table, candidate: str, baseline: str, judge: bool, n: int, label
 
 def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     """Notebook 02's step budget read at every length, not one: the candidate's wall time per
-    step and both loops' GPU idle share at each length; how far the candidate's step moved
-    between lengths against its GPU work (said only where the wall clock moved clearly more,
-    i.e. the host's pace varied over the run); and the GPU-work cut against the speedups, with
-    whether the baseline's GPU idled too (both loops wait on the host) and who sets the
-    candidate's pace. Empty without GPU work (a CPU run)."""
+    step and both loops' GPU idle share at each length; and the GPU-work cut against the
+    speedups (beside them the ratio of the figure's bars, the median runs at the longest length,
+    where it prints otherwise than the largest speedup), with whether the baseline's GPU idled too
+    (both loops wait on the host) and who sets the candidate's pace. Empty without GPU work (a
+    CPU run)."""
     labels = labels or {}
     cand, base = labels.get(candidate, candidate), labels.get(baseline, baseline)
     values = sorted(int(n) for n in table["seq_len"].unique())
@@ -319,7 +319,6 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
             return []
         rows[n] = step
     wall = [rows[n].loc[candidate, "wall_ms"] for n in values]
-    gpu = [rows[n].loc[candidate, "gpu_ms"] for n in values]
     idle = {m: [100 * rows[n].loc[m, "idle_ms"] / rows[n].loc[m, "wall_ms"] for n in values]
             for m in (candidate, baseline)}
     cut = [rows[n].loc[baseline, "gpu_ms"] / rows[n].loc[candidate, "gpu_ms"] for n in values]
@@ -327,16 +326,15 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
              f"{stats.listed([f'{w:.2f}' for w in wall], ' ms')} at {_tokens(values)}, its GPU idle "
              f"{stats.listed([f'{i:.0f}%' for i in idle[candidate]])} of it; the {base} loop's GPU idled "
              f"{stats.listed([f'{i:.0f}%' for i in idle[baseline]])} of its own step."]
-    moved_wall, moved_gpu = max(wall) / min(wall), max(gpu) / min(gpu)
-    if len(values) > 1 and moved_wall > 1.25 * moved_gpu:
-        lines.append(f"The {cand}'s step moved {moved_wall:.1f}x between lengths while its GPU work "
-                     f"moved {moved_gpu:.1f}x: the host's pace varied over this run, so compare "
-                     "the lengths by their idle shares; a step's milliseconds hold only for its "
-                     "own length.")
     gains = [stats.row_speedup(table, candidate, baseline, seq_len=n).estimate for n in values]
     if min(cut) > 1:
         wall_fell = (f"the wall clock fell at most {max(gains):.2f}x" if max(gains) > 1
                      else "the wall clock did not fall")
+        at = values[-1]  # the figure's bars: the two median runs at the longest length
+        bars = rows[at].loc[baseline, "wall_ms"] / rows[at].loc[candidate, "wall_ms"]
+        if f"{bars:.2f}" != f"{max(gains):.2f}":
+            wall_fell += (f" (the speedups, round by round; the figure's bars at {at} tokens, two "
+                          f"median runs, differ {bars:.2f}x)")
         said = (f"At every length the cache cut the GPU's work per step {min(cut):.1f}x or more, "
                 f"{'but' if max(gains) < min(cut) else 'and'} {wall_fell}")
     else:
@@ -350,6 +348,48 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     said += (f", and for the {cand} {kv_paces.pop()} at every length." if len(kv_paces) == 1
              else f", and who sets the {cand}'s pace differs between lengths.")
     return lines + [said]
+
+
+OUT_OF_LINE = 1.2  # a host-paced step this far (either way) from its median over the lengths
+
+
+def out_of_line(table, candidate: str, baseline: str, labels=None) -> str:
+    """Notebook 02, beside the growth verdict: the lengths whose rounds met another host pace
+    than the others'. Where the host sets the candidate's pace at every length (its GPU idles at
+    least ``budget.HOST_PACE_PCT`` % of the step), its step is the host's time, which the length
+    barely changes; a length whose median step lies more than ``OUT_OF_LINE`` times above or
+    below the median over the lengths ran while the host was slower or faster (each length runs
+    in its own rounds), and its gain carries that. One sentence naming them; else empty (a CPU
+    run, fewer than three lengths, a step the GPU paces, or none out of line)."""
+    labels = labels or {}
+    cand = labels.get(candidate, candidate)
+    values = sorted(int(n) for n in table["seq_len"].unique())
+    if len(values) < 3:
+        return ""
+    wall = {}
+    for n in values:
+        step = budget.per_step(table, [baseline, candidate], seq_len=n).set_index("method")
+        if candidate not in step.index or pd.isna(step.loc[candidate, "gpu_ms"]) or \
+                not step.loc[candidate, "wall_ms"] > 0:
+            return ""
+        if 100 * step.loc[candidate, "idle_ms"] / step.loc[candidate, "wall_ms"] < budget.HOST_PACE_PCT:
+            return ""
+        wall[n] = float(step.loc[candidate, "wall_ms"])
+    middle = float(pd.Series(list(wall.values())).median())
+    off = [n for n in values if max(wall[n] / middle, middle / wall[n]) > OUT_OF_LINE]
+    if not off:
+        return ""
+    slower = {wall[n] > middle for n in off}
+    pace = ("slower" if slower == {True} else "faster" if slower == {False} else
+            "slower or faster")
+    one = len(off) == 1
+    took = stats.listed([f"{wall[n]:.2f} ms at {n} tokens" for n in off])
+    times = stats.listed([f"{wall[n] / middle:.2f}x" for n in off])
+    return (f"Out of line: the {cand}'s step, which the host paces at every length, took {took} "
+            f"({times} its median over the lengths, {middle:.2f} ms), though the length barely "
+            f"changes the host's work: the host ran {pace} in {'that length' if one else 'those lengths'}"
+            f"{chr(39) + 's' if one else chr(39)} rounds (each length runs its own), so the gain there "
+            f"is partly the host's pace, and the growth verdict above leans on {'it' if one else 'them'}.")
 
 
 def _direction(values) -> str:

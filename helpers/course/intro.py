@@ -1,6 +1,6 @@
 """The two ideas of notebook 00 made visible: the rounds of an interleaved comparison, the floor
 as bytes over bandwidth, and what an A/A comparison's interval resolves; and notebook 01's
-answer (the fit's a and b, the measured growth against pure N² growth) and its memory reading."""
+answer (the fit's a and b, the measured growth against pure N² growth) and what its idle time holds."""
 from __future__ import annotations
 
 import math
@@ -45,14 +45,18 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
             f"({mean:g} positions on average; {last} at the last step, {kv_last / 1e6:.0f} MB)")
 
 
+NOISY = math.log(1.10)  # a round moved (together or apart) when it moved more than 10%
+
+
 def resolution(ratio, judge: bool, by_round=None) -> str:
-    """What an A/A comparison says about this machine's noise, as whole sentences. With
-    ``by_round`` (``rounds``): how far the identical loop's runs spread and how far the two trials
-    of one round differed (the round furthest from 1), so the reader sees whether the noise hit a
-    round's two trials together (the ratio cancels it) or one trial (it does not; the fifteenth
-    review: nothing visibly cancelled, and the lesson did not say so). Then the interval read
-    honestly at both ends, in B's time against A's (not symmetric: e.g. 15% less to 23% more): a
-    real difference anywhere in that range could hide in the noise. Empty without an interval."""
+    """What an A/A comparison's rounds say about this machine's noise, read round by round from
+    ``by_round`` (``rounds``): a round whose two trials both ran far from the runs' median, and
+    closer to each other than to it, moved together (their ratio cancels that); a round whose
+    two trials differed more than they moved together was hit in one trial (interleaving does
+    not cancel that). The sixteenth review: "much of that noise hit one trial" where two rounds
+    had moved together and one alone was a one-trial hit; and the interval was read a second
+    time, in the other scale, with its ends swapped (now said once, in the verdict). Empty
+    without an interval or without rounds."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
             or not math.isfinite(ratio.high):
         return ""
@@ -64,23 +68,52 @@ def resolution(ratio, judge: bool, by_round=None) -> str:
                 "this run is such a case, or the host's speed drifted within its rounds, which "
                 "interleaving does not cancel; this is why the course reads an effect only with "
                 "its interval, and across runs.")
-    text = ""
-    if by_round is not None and len(by_round):
-        runs = by_round[["A ms", "B ms"]].to_numpy(dtype=float).ravel()
-        logs = np.abs(np.log(by_round["A / B"].astype(float).to_numpy()))
-        far = int(np.argmax(logs))
-        apart, within = runs.max() / runs.min(), math.exp(logs[far])
-        text = (f"The same loop's {runs.size} runs took {runs.min():.0f} to {runs.max():.0f} ms "
-                f"({apart:.1f}x apart), and the two trials of one round differed by up to "
-                f"{within:.2f}x (round {int(by_round['round'].iloc[far])}): ")
-        # in log terms: a round's two trials apart by more than half the runs' whole spread
-        text += ("much of that noise hit one trial of a round, which interleaving does not "
-                 "cancel. " if 2 * logs[far] >= math.log(apart) else
-                 "most of it slowed a round's two trials together, which their ratio cancels. ")
-    less, more = 100 * (1 - 1 / ratio.high), 100 * (1 / ratio.low - 1)
-    return text + (f"These {ratio.n} rounds are consistent with B taking anywhere from {less:.0f}% "
-                   f"less to {more:.0f}% more time than A: a real difference anywhere in that range "
-                   f"could hide in this machine's noise over {ratio.n} rounds.")
+    if by_round is None or not len(by_round):
+        return ""
+    a, b = (by_round[k].to_numpy(dtype=float) for k in ("A ms", "B ms"))
+    middle = float(np.median(np.concatenate([a, b])))
+    common = np.abs(np.log(np.sqrt(a * b) / middle))  # how far the round moved as a whole
+    split = np.abs(np.log(a / b))                     # how far its two trials moved apart
+    names = by_round["round"].astype(int).to_numpy()
+    together = [int(r) for r, c, d in zip(names, common, split) if c > NOISY and c > d]
+    apart = [i for i, (c, d) in enumerate(zip(common, split)) if d > NOISY and d >= c]
+    rounds = lambda found: ("round " if len(found) == 1 else "rounds ") + stats.listed(found)
+    said = []
+    if together:
+        said.append(f"in {rounds(together)} both trials moved together, far from the runs' "
+                    f"median of {middle:.0f} ms, which their ratio cancels")
+    if apart:
+        far = max(apart, key=lambda i: split[i])
+        by = (f"by {math.exp(split[far]):.2f}x" if len(apart) == 1 else
+              f"by up to {math.exp(split[far]):.2f}x, round {int(names[far])}")
+        said.append(f"in {rounds([int(names[i]) for i in apart])} the two trials differed ({by}), "
+                    "which interleaving does not cancel")
+    if not said:
+        return (f"No round moved more than {100 * (math.exp(NOISY) - 1):.0f}% from the runs' "
+                f"median of {middle:.0f} ms, nor its two trials apart: this machine was quiet.")
+    text = "; ".join(said)
+    return text[0].upper() + text[1:] + "."
+
+
+def spread(by_round, n: int, gpu_ms: float) -> str:
+    """Notebook 00: the budget's wall clock is one reading of a host whose speed varies (the
+    sixteenth review: the budget read as one fixed fact beside runs of the same loop 1.9x apart):
+    the same code's runs per step, fastest to slowest, and the GPU's idle share at both ends with
+    the GPU's profiled work (the same kernels in every run), with who sets the pace there. Empty
+    without two runs or without the GPU's work."""
+    runs = by_round[["A ms", "B ms"]].to_numpy(dtype=float).ravel() / n if len(by_round) else []
+    if len(runs) < 2 or not gpu_ms > 0:
+        return ""
+    fast, slow = float(np.min(runs)), float(np.max(runs))
+    idle = [100 * max(t - gpu_ms, 0.0) / t for t in (fast, slow)]
+    paces = [budget.pace(i, why=False) for i in idle]
+    text = (f"The same code's {len(runs)} runs (loops A and B) took {fast:.1f} to {slow:.1f} ms per "
+            "step: the budget is one reading of a host whose speed varies, the noise Idea 2 deals "
+            f"with. With {gpu_ms:.1f} ms of GPU work in every run, the GPU idles {idle[0]:.0f}% of "
+            "the fastest run's step")
+    if paces[0] == paces[1]:
+        return text + f" and {idle[1]:.0f}% of the slowest's: {paces[0]} in every run."
+    return text + f" ({paces[0]}) and {idle[1]:.0f}% of the slowest's ({paces[1]})."
 
 
 def with_estimate(said: str, ratio) -> str:
@@ -170,12 +203,15 @@ def _growth(table):
     return n, m, stats.speedup(runs[n], runs[m], paired=paired)
 
 
-def doubling(table) -> str:
+def doubling(table, why: bool = True) -> str:
     """Notebook 01's answer, second half: the article's claim that doubling the length roughly
     quadruples the runtime, against the measured growth from a length to its double (else from
     the shortest to the longest length, against the square of their ratio): the rounds' ratio
-    with its interval, and whether it lies below, above or around pure N² growth (the fourteenth
-    review: growth was told four ways; the fit and this ratio are the two kept)."""
+    with its interval, and whether it lies below, above or around pure N² growth. Where the
+    medians' ratio lies apart from the rounds' (``stats.medians_apart``), it leads, as the fit
+    reads the medians, and (``why``) a second sentence says why the two differ from the run that
+    pulls the rounds' ratio that way (the sixteenth review: "2.72x" led above the medians' 2.40x
+    and the fit's 2.48x with no word why)."""
     got = _growth(table)
     if got is None or math.isnan(got[2].estimate):
         return ""
@@ -187,49 +223,61 @@ def doubling(table) -> str:
     if ratio.n < stats.MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
         return (f"{lead} {ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge against "
                 f"{pure}).")
-    ok = table[table["status"] == harness.OK]
-    median = dict(zip(ok["seq_len"].astype(int), ok["median_s"].astype(float)))
-    medians = median[m] / median[n]
-    note = f"; medians alone: {medians:.2f}x" if stats.medians_apart(medians, ratio.estimate) else ""
     said = (f"less than {pure}: the a·N part " + ("only doubles" if r == 2 else f"grows only {r:.3g}x") if ratio.high < r * r else
             f"more than {pure}" if ratio.low > r * r else f"can't tell apart from {pure}")
-    return f"{lead} {ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f}{note}), {said}."
+    measured = f"{ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f})"
+    ok = table[table["status"] == harness.OK]
+    runs = {int(row["seq_len"]): np.asarray(harness.trials(row), dtype=float)
+            for _, row in ok.iterrows()}
+    medians = float(np.median(runs[m]) / np.median(runs[n]))
+    if not stats.medians_apart(medians, ratio.estimate):
+        return f"{lead} {measured}, {said}."
+    head = (f"Doubling the length from {n} to {m} tokens multiplied the median time by "
+            f"{medians:.2f}x; round by round the time grew {measured}, {said}." if r == 2 else
+            f"From {n} to {m} tokens ({r:.3g}x longer) the median time grew {medians:.2f}x; round "
+            f"by round it grew {measured}, {said}.")
+    return head + (" " + _pull(runs[n], runs[m], n, m, ratio.estimate > medians) if why else "")
 
 
-CARD_FULL = 0.95  # a peak reserve within 5% of the card's memory: the allocator filled the card
+def _pull(short, long, n: int, m: int, higher: bool) -> str:
+    """Why the rounds' ratio sits above (``higher``) or below the medians': it counts every run,
+    and the run furthest from its length's median in the direction that pulls it that way (a
+    fast run at the short length or a slow one at the long length raises it) is one the median
+    sets aside; the run is the table's min or max."""
+    found = []
+    for length, runs, is_short in ((n, short, True), (m, long, False)):
+        median = float(np.median(runs))
+        run = float(np.min(runs) if higher == is_short else np.max(runs))
+        found.append((abs(math.log(run / median)), length, run, median))
+    _, length, run, median = max(found)
+    side = "below" if run < median else "above"
+    return (f"The rounds' ratio sits {'above' if higher else 'below'} the medians' because it "
+            f"counts every run, and the {length}-token runs reach {'down' if run < median else 'up'} "
+            f"to {1e3 * run:.1f} ms, {100 * abs(run / median - 1):.0f}% {side} their median: a "
+            "run the median sets aside.")
 
 
-def card_reading(table, total_bytes) -> str:
-    """Notebook 01: whether the allocator's reserve filled the card (a peak reserve within 5% of
-    ``total_bytes``; why is notebook 03's subject, the fifteenth review), then how often it freed its cache and retried at each length (``alloc_retries``,
-    summed over the timed runs), as measured (the fourteenth review: a total of 20 with no
-    column to check, and an unsized "inflates b" caveat). Empty without a GPU."""
-    if not total_bytes or not total_bytes > 0:
-        return ""
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    full = [int(r["seq_len"]) for _, r in ok.iterrows()
-            if r["peak_reserved_bytes"] >= CARD_FULL * total_bytes]
-    card = f"{total_bytes / 2**30:.1f} GiB"
-    top = ok["peak_reserved_bytes"].max() / 2**30
-    if full:
-        text = (f"At {stats.listed(full, ' tokens')} the allocator's reserve filled the card ({top:.1f} of "
-                f"{card}; notebook 03 explains why).")
-    else:
-        text = f"The allocator reserved at most {top:.1f} GiB of the card's {card}."
-    if "alloc_retries" not in ok or ok["alloc_retries"].isna().all():
-        return text
-    tries = ok["alloc_retries"].fillna(0).astype(int).tolist()
-    if not any(tries):
-        return text + " It never had to free its cache and retry."
-    counts = {len(harness.trials(r)) for _, r in ok.iterrows()}
-    runs = f"the {counts.pop()} timed runs" if len(counts) == 1 and 0 not in counts else "the timed runs"
-    listed = stats.listed(tries, " times")
-    return text + (f" It freed its cache and asked the driver again {listed} over {runs} at "
-                   f"{stats.listed(ok['seq_len'].astype(int), ' tokens')}; that time is part of "
-                   "the timed runs the fit reads.")
+def idle_why(table, n: int) -> str:
+    """Notebook 01: what the GPU's idle time holds in the naive loop at ``n`` tokens, for
+    ``budget.sentence``'s ``why`` (the sixteenth review: ``budget.IDLE_WHY`` named a prompt's
+    forward this loop does not have, and not the allocator's trips to the driver): the host
+    issuing each step's forward after the previous step's EOS check, the allocator getting memory
+    from the driver (every timed run starts with an emptied cache), with its retries where the
+    table counts any (``alloc_retries``, summed over the timed runs), and gaps between kernels."""
+    text = ("waiting for the host, which issues each step's forward only after the previous "
+            "step's EOS check; for the allocator, which gets its memory from the driver")
+    ok = table[(table["status"] == harness.OK) & (table["seq_len"] == n)]
+    if "alloc_retries" in ok and len(ok) and ok["alloc_retries"].notna().any():
+        tries = int(ok["alloc_retries"].fillna(0).sum())
+        if tries:
+            runs = len(harness.trials(ok.iloc[0]))
+            text += (f" and, over the {runs} timed runs, freed its whole cache and asked again "
+                     f"{tries} time{'s' if tries > 1 else ''}")
+    return text + "; or in gaps between kernels"
 
 
 def takeaway(table) -> str:
-    """Notebook 01's one line: the measured growth against pure N² growth (``doubling``)."""
-    said = doubling(table)
+    """Notebook 01's one line: the measured growth against pure N² growth (``doubling``'s first
+    sentence)."""
+    said = doubling(table, why=False)
     return f"In one line: {said[0].lower() + said[1:]}" if said else ""

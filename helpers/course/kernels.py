@@ -234,7 +234,7 @@ def gaps_ranked(table: pd.DataFrame) -> str:
     element-wise, ranked by µs above their floors, each with its µs, floor and kernels per step:
     "above their floors: the layer GEMMs together, 161 µs (276 µs against 115, 48 kernels), ...";
     the element-wise group also gives its µs per kernel ("27 kernels of 2.2 µs each"), and the
-    GPU's idle time between kernels is ranked with them ("idle between kernels, 40 µs")."""
+    GPU's idle time between kernels is ranked with them ("idle between kernels 40 µs")."""
     parts = table.set_index("part")
     groups = {"the layer GEMMs together": [p for p in BLOCK_GEMMS if p in parts.index],
               "GEMMs (unattributed)": [p for p in (UNATTRIBUTED,) if p in parts.index],
@@ -245,9 +245,9 @@ def gaps_ranked(table: pd.DataFrame) -> str:
     if IDLE in parts.index:  # no kernel runs: all of it is above the floor
         rows.append((IDLE, parts.loc[IDLE, ["us", "floor_us", "kernels"]]))
     rows.sort(key=lambda r: r[1]["us"] - r[1]["floor_us"], reverse=True)
-    said = "; ".join(f"{name}, {r['us'] - r['floor_us']:.0f} µs" + (
-                     " (no kernel runs)" if name == IDLE else
-                     f" ({r['us']:.0f} µs against {r['floor_us']:.0f}, {r['kernels']:.0f} "
+    said = "; ".join(f"{name} {r['us'] - r['floor_us']:.0f} µs" + (
+                     "" if name == IDLE else
+                     f" ({r['us']:.0f} against {r['floor_us']:.0f}, {r['kernels']:.0f} "
                      f"kernels{_each(name, r)})") for name, r in rows)
     return f"above their floors, per step: {said}"
 
@@ -365,18 +365,22 @@ TRITON_GEMMS = {"QKV": "tk.qkv_attention (its GEMM)", "attention out": "tk.linea
                 LM_HEAD: "tk.lm_head_argmax"}
 
 
+GBPS = "GB/s (weight, input, output)"  # the bytes gemm_bytes counts, not split-K's partial sums
+
+
 def gemm_rows(table: pd.DataFrame, model, batch_size, names=None) -> pd.DataFrame:
     """The weight GEMM rows of a ``kernel_table``, one per shape: the kernel (``names``, default
     ``TRITON_GEMMS``), its shape, calls per step, µs per step and the GB/s it reached on the bytes
-    it moves (the weight, its input and output)."""
+    it must move (``GBPS``: the weight, its input and output, once each; not split-K's partial
+    sums)."""
     names = TRITON_GEMMS if names is None else names
     parts = table.set_index("part")
     rows = [{"part": s["gemm"], "kernel": names.get(s["gemm"], ""),
              "shape": f"{s['m']}x{s['k']} @ {s['k']}x{s['n']}", "calls per step": s["per_step"],
              "µs per step": float(parts.loc[s["gemm"], "us"]),
-             "GB/s": float(parts.loc[s["gemm"], "GBps"])}
+             GBPS: float(parts.loc[s["gemm"], "GBps"])}
             for s in gemm_shapes(model, batch_size) if s["gemm"] in parts.index]
-    return pd.DataFrame(rows).set_index("part").round({"µs per step": 1, "GB/s": 0})
+    return pd.DataFrame(rows).set_index("part").round({"µs per step": 1, GBPS: 0})
 
 
 # ------------------------------------------------------------------ the bf16 rung

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import torch
 
-from . import budget, claims, eos_sync, harness, plotting, profiling, stats
+from . import budget, claims, harness, plotting, profiling, stats
 from .. import static
 from ..model import make_prompt
 from ..streams import eager_step, generate_sync
@@ -159,6 +159,22 @@ def step_budget(model, table, params, methods):
     floor = budget.floor_ms(model, params.device, params.batch_size, params.prompt_len,
                             int(part["seq_len"].max()) if len(part) else 1)
     return budget.per_step(labelled, order, floor=floor)
+
+
+def idle_why(step_costs, shown="interleaved", old="sync") -> str:
+    """The GPU's idle per step of every other CUDA-graph loop in ``step_costs``, as the budget's
+    figure prints them (wall clock and GPU work each rounded to 0.01 ms), for
+    ``budget.sentence(..., why=...)`` on the ``shown`` loop against ``old`` (whose idle the
+    sentence gives itself). Empty without their GPU time."""
+    data = step_costs.set_index("method")
+    names = [n for n in LOOP_LABELS if n not in (shown, old)
+             and f"{REGIME_LABELS['compiled']}, {LOOP_LABELS[n]}" in data.index]
+    rows = [data.loc[f"{REGIME_LABELS['compiled']}, {LOOP_LABELS[n]}"] for n in names]
+    if not rows or any(math.isnan(r["gpu_ms"]) for r in rows):
+        return ""
+    the = {"sync": "the per-step sync", "event": "the event loop"}
+    return "against " + stats.listed([f"{budget.ms_or_us(r['idle_ms'], budget.printed_idle(r))} "
+                                      f"with {the.get(n, LOOP_LABELS[n])}" for n, r in zip(names, rows)])
 
 
 def plot(fig_axes, table, step_costs, params):
@@ -320,27 +336,6 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
     return f"{head}; with the {REGIME_LABELS[regime]} step, " + stats.listed(parts) + "." + why
 
 
-def check_cost_line(summary_frame, batch, judge=True) -> str:
-    """What the per-step check costs at ``batch`` with each step (eager, CUDA graph), in µs and
-    as a share of the step without it, and which step pays more each way (they can differ: a
-    long eager step hides a large cost in a small share). A cost the rounds do not resolve
-    reads "can't tell apart from no check". Empty on a smoke run or without a regime."""
-    rows = summary_frame[summary_frame["batch_size"] == batch].set_index("regime")
-    if not judge or rows.empty:
-        return ""
-    parts, paid = [], {}
-    for regime in [r for r in ("eager", "compiled") if r in rows.index]:
-        row, name = rows.loc[regime], REGIME_LABELS[regime]
-        if not bool(row["check_resolved"]) or not row["check_cost_us"] > 0:
-            parts.append(f"with the {name} step the per-step sync can't be told apart from no check")
-            continue
-        paid[name] = (row["check_cost_us"], 100 * (row["sync"] - row["no_check"]) / row["no_check"])
-        parts.append(f"with the {name} step {row['check_cost_us']:.0f} µs per step, "
-                     f"{paid[name][1]:.0f}% of its {row['no_check']:.2f} ms step without the check")
-    text = f"The check itself at batch {int(batch)}: " + "; ".join(parts) + "."
-    return text + eos_sync.who_pays(paid)
-
-
 def _batches(sizes) -> str:
     return ("batches " if len(sizes) > 1 else "batch ") + stats.listed([str(b) for b in sizes])
 
@@ -366,41 +361,34 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
 
 
 
+PROFILER_SLOWED = 1.10  # a profiled step this much longer than the timed one: the profiler slowed it
+
+
 def profile_line(gaps, timed_us=None) -> str:
     """The profiled CUDA-graph steps in words (``gaps``: a row per loop, medians of
     ``gap_before_us``, and ``cpu_us``, ``cpu_wait_us``, ``busy_us`` where known): each loop's GPU
-    gap before a step. The caveat for every loop (the per-step sync included) whose host worked
-    longer per step (CPU less waiting) than the GPU and ran longer than the whole step timed
-    without the profiler (``timed_us``, by loop): the profiler made it host-bound, so its gap
-    holds the profiler's launches too; each comparison is printed with its own pair. The share
-    of the per-step sync's gap a late loop leaves only where neither loop was made host-bound."""
+    gap before a step, a late loop's also as a share of the per-step sync's. Then the loops the
+    profiler slowed: their host worked longer per step (CPU time less its waits) than the GPU,
+    and their profiled step ran over ``PROFILER_SLOWED`` times the step timed without the
+    profiler (``timed_us``, by loop); their gap holds the profiler's launches too."""
     gap = gaps["gap_before_us"]
     late = [n for n in ("interleaved", "event") if n in gaps.index]
     if not late or "sync" not in gaps.index or not gap["sync"] > 0:
         return ""
     loops = ["sync", *late]
-    text = ("The GPU's median gap before a step, profiled: "
-            + stats.listed([f"{LOOP_LABELS[n]} {gap[n]:.0f} µs" for n in loops]) + ".")
+    text = (f"Profiled, the GPU idles before each step {gap['sync']:.0f} µs with the per-step sync; "
+            "with a late read " + stats.listed(
+                [f"{gap[n]:.0f} µs ({LOOP_LABELS[n]}, {100 * gap[n] / gap['sync']:.0f}% of it)"
+                 for n in late]) + ".")
     known = timed_us is not None and {"cpu_us", "busy_us"} <= set(gaps.columns)
     own = {n: gaps.at[n, "cpu_us"] - (gaps.at[n, "cpu_wait_us"] if "cpu_wait_us" in gaps else 0)
            for n in loops} if known else {}
     slowed = [n for n in loops if known and n in timed_us and own[n] > gaps.at[n, "busy_us"]
-              and gaps.at[n, "cpu_us"] > timed_us[n]]
+              and gaps.at[n, "cpu_us"] > PROFILER_SLOWED * timed_us[n]]
     if slowed:
-        # two comparisons, each printed with its own pair: the host's own work (CPU less
-        # waiting) against the GPU's, and the profiled step (CPU, waits included) against the
-        # step timed without the profiler
-        text += (" Under the profiler the host set the pace for "
-                 + stats.listed([f"{LOOP_LABELS[n]} (its own work, CPU less waiting, {own[n]:.0f} µs "
-                                f"per step against the GPU's {gaps.at[n, 'busy_us']:.0f}; its "
-                                f"profiled step {gaps.at[n, 'cpu_us']:.0f} µs against "
-                                f"{timed_us[n]:.0f} timed without the profiler)" for n in slowed])
-                 + ": the profiler slowed the host, so "
-                 + ("that gap holds" if len(slowed) == 1 else "those gaps hold")
-                 + " its launches too; the timed table is the evidence.")
-    clean = [n for n in late if n not in slowed] if "sync" not in slowed else []
-    if clean:
-        text += (" A late read leaves " + stats.listed(
-            [f"{100 * gap[n] / gap['sync']:.0f}% ({LOOP_LABELS[n]})" for n in clean])
-            + " of the per-step sync's gap.")
+        text += (" The profiler slowed the host of " + stats.listed(
+            [f"{LOOP_LABELS[n]} (a profiled step of {gaps.at[n, 'cpu_us']:.0f} µs against "
+             f"{timed_us[n]:.0f} timed)" for n in slowed])
+            + ", so " + ("that gap holds" if len(slowed) == 1 else "those gaps hold")
+            + " its launches too: the timed table's win-back is the measure.")
     return text

@@ -54,6 +54,16 @@ def attention_inputs(model, prompt, device) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("cache")
 
 
+def reads_line(prompt_len, seq_lens) -> str:
+    """What a static cache sized to the run reads per decode step against the positions filled
+    on average: (prompt + N) ÷ (prompt + N/2) for N new tokens, approaching 2."""
+    each = ", ".join(f"{(prompt_len + n) / (prompt_len + n / 2):.2f}x at {n} tokens"
+                     for n in sorted(seq_lens))
+    return (f"Per decode step a static cache sized to the run reads all prompt + N positions, while "
+            f"on average prompt + N/2 are filled ({prompt_len}-token prompt): {each}; the ratio "
+            "approaches 2 as runs grow longer.")
+
+
 def own_peak_bytes(fn, device) -> float:
     """Peak memory one call of ``fn`` allocates above what was allocated before it (NaN on a
     CPU). ``fn`` builds its own cache, so only that loop's cache is alive."""
@@ -174,12 +184,15 @@ SAME_MEMORY = 0.05  # peaks within 5% read "about the same"
 def host_line(table, seq_lens) -> str:
     """At each length where the rounds tell the caches apart (a clear verdict) while the GPU's
     work per step was about the same (within ``SAME_GPU``), the gap is the host's: wall clock
-    minus GPU work per step for both caches there. Which host work makes the gap is not timed:
-    the last sentence names the likely one for the cache whose host time is larger at every such
-    length. Empty where no length is told apart, and on a CPU run."""
+    minus GPU work per step for both caches there. Which host work makes the gap is not timed;
+    the closing sentences read the host times at every length: a cost added to each step would
+    keep the same cache's host time the larger at every length, so the line says whether it
+    does, and how the dynamic loop's own host time per step changes from the shortest length to
+    the longest. Empty where no length is told apart, and on a CPU run."""
     steps = _per_step(table, seq_lens)
     if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
         return ""
+    host = {key: w - g for key, (w, g) in steps.items()}
     parts, static_more = [], []
     for n in sorted(seq_lens):
         (ws, gs), (wd, gd) = steps[(n, STATIC)], steps[(n, DYNAMIC)]
@@ -194,20 +207,42 @@ def host_line(table, seq_lens) -> str:
             static_more.append(ws - gs > wd - gd)
     if not parts:
         return ""
+    flags = disturbed(table, seq_lens)
+    calm = [n for n in sorted(seq_lens) if n not in flags]  # a slow spell's host times mislead
     return ("Where the rounds tell the caches apart and their GPU work per step is about the same, "
             "the gap is the host's: wall clock minus GPU work per step, " + "; ".join(parts)
-            + ". " + HOST_WORK.get(STATIC if all(static_more) else
-                                   DYNAMIC if not any(static_more) else None,
-                                   "Which host work makes these gaps is not timed here."))
+            + ". " + _per_step_cost(host, calm, static_more, len(calm) < len(seq_lens))
+            + _dynamic_growth(host, calm))
 
 
-HOST_WORK = {  # the untimed host work host_line names, keyed by the cache whose host time is
-    # larger at every length it reports (where that differs between lengths, neither is named)
-    STATIC: ("That host work is not timed here; most likely it is the Python the static cache adds to "
-        "each step: building a mask over every position and writing each layer's keys and "
-        "values in place."),
-    DYNAMIC: ("That host work is not timed here; most likely it is the dynamic cache's per-step "
-         "allocation and copy (torch.cat) in every layer.")}
+def _per_step_cost(host, lengths, static_more, some_disturbed=False) -> str:
+    """Whether the gap reads as host work added to each step: only where the cache whose host
+    time is larger at the reported lengths is the larger at every length of ``lengths`` (those
+    ``disturbed`` does not flag), two at least."""
+    if len(lengths) < 2 or (any(static_more) and not all(static_more)):
+        return "Which host work makes the gap is not timed here."
+    more, less = (STATIC, DYNAMIC) if static_more[0] else (DYNAMIC, STATIC)
+    against = [n for n in lengths if host[(n, more)] <= host[(n, less)]]
+    if not against:
+        every = "every length the host did not disturb" if some_disturbed else "every length timed"
+        return (f"The {more} cache's host time is the larger at {every}, as host work added to "
+                "each step would be; which host work it is, is not timed here.")
+    n = against[0]
+    return (f"At {n} tokens the {less} cache's host time is the larger ({host[(n, less)]:.2f} "
+            f"against {host[(n, more)]:.2f} ms), so the gap is not a cost added to every step; "
+            "which host work makes it is not timed here.")
+
+
+def _dynamic_growth(host, lengths) -> str:
+    """The dynamic loop's own host time per step at the shortest and the longest length, read as
+    longer, shorter or about the same (within ``SLOW_SPELL``). Empty with one length."""
+    if len(lengths) < 2:
+        return ""
+    a, b = host[(lengths[0], DYNAMIC)], host[(lengths[-1], DYNAMIC)]
+    head, (l0, l1) = " The dynamic loop's own host time per step", (lengths[0], lengths[-1])
+    if abs(b / a - 1) <= SLOW_SPELL:
+        return f"{head} stays about the same from {l0} to {l1} tokens ({a:.2f} and {b:.2f} ms)."
+    return f"{head} {'grows' if b > a else 'falls'} from {a:.2f} ms at {l0} tokens to {b:.2f} ms at {l1}."
 
 
 SLOW_SPELL = 0.05  # a step slower by more than this than at a longer length flags a slow spell
@@ -237,11 +272,17 @@ def disturbed(table, seq_lens) -> dict:
 
 
 def disturbed_line(table, seq_lens) -> str:
-    """``disturbed`` in one sentence, and what it means for those lengths' verdicts. Empty where
-    no length is flagged."""
+    """``disturbed`` in one sentence, and what it means for those lengths' verdicts; where no
+    length is flagged, a sentence that says so. Empty with one length and on a CPU run (nothing
+    to compare)."""
     flags = disturbed(table, seq_lens)
-    if not flags:
+    steps = _per_step(table, seq_lens)
+    if not flags and (len(seq_lens) < 2 or len(steps) < 2 * len(seq_lens)
+                      or any(math.isnan(g) or g <= 0 for _, g in steps.values())):
         return ""
+    if not flags:
+        return ("No slow spell of the host flagged: at no length did a loop's median step take "
+                "longer than at a longer length, where its GPU had more work.")
     one = len(flags) == 1
     return ("A slow spell of the host: one loop's median step took longer than at a longer length, "
             "where its GPU had more work, "
@@ -250,6 +291,28 @@ def disturbed_line(table, seq_lens) -> str:
             "the other's is not cancelled by them, so " + ("that length's verdict is"
                                                            if one else "those lengths' verdicts are")
             + " uncertain (marked \"disturbed\" in the summary).")
+
+
+def drawn_length(table, seq_lens, judge: bool) -> int:
+    """The length the figure draws: of the lengths the rounds tell apart and ``disturbed`` does
+    not flag, the one whose ratio lies farthest from 1; else the longest."""
+    flags, clear = disturbed(table, seq_lens) if judge else {}, {}
+    for n in seq_lens if judge else []:
+        ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
+        if ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE and n not in flags:
+            clear[n] = abs(math.log(ratio.estimate))
+    return max(clear, key=clear.get) if clear else max(seq_lens)
+
+
+def drawn_line(table, seq_lens, point, judge: bool) -> str:
+    """Which length the figure draws, and why (``drawn_length``'s choice) with its verdict."""
+    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=point) if judge else None
+    if ratio is not None and ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE:
+        return (f"The figure draws {point} tokens, the clearest difference the rounds found: "
+                f"the static cache {stats.short(ratio)} than the dynamic one.")
+    why = ("no undisturbed length told the caches apart" if judge
+           else "a smoke run judges nothing")
+    return f"The figure draws {point} tokens, the longest length ({why})."
 
 
 def plot_runs_range(ax, table, seq_len, methods=EAGER):
@@ -267,13 +330,14 @@ def plot_runs_range(ax, table, seq_len, methods=EAGER):
     return ax
 
 
-def summary_line(table, steps, seq_lens, judge: bool) -> str:
+def summary_line(table, steps, seq_lens, judge: bool, point=None) -> str:
     """The lesson in one line: the eager verdict at each length beside the article's, every
     length in one form (its ratio or "can't tell apart"; the ranges are in the verdict lines), and
-    the two caches' wall clock per step at the longest length (``steps`` from ``budget.per_step``:
+    the two caches' wall clock per step at one length (``steps`` from ``budget.per_step``:
     the median run over its steps). A length ``disturbed`` flags is marked so, in the verdicts
-    and beside the article's. A run that cannot judge prints the times only."""
-    point = max(seq_lens)
+    and beside the article's. A run that cannot judge prints the times only. ``point``: the length
+    ``steps`` was read at (default the longest)."""
+    point = max(seq_lens) if point is None else point
     wall = steps.set_index("method")["wall_ms"]
     times = (f"at {point} tokens a step took {wall[STATIC]:.2f} ms with the static cache and "
              f"{wall[DYNAMIC]:.2f} ms with the dynamic one (median run \u00f7 {point} steps)")
