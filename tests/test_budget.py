@@ -47,7 +47,7 @@ def test_pace_has_a_middle_ground_and_overlapping_kernels_are_said_plainly():
     # 01's naive step at 300 tokens: the GPU idled 23% of it, busy 77%: not host-bound
     assert budget.pace(60) == "the host sets the pace"
     assert budget.pace(10) == "the GPU sets the pace"
-    assert "share the pace" in budget.pace(23) and "77%" in budget.pace(23)
+    assert budget.pace(23) == "host and GPU share the pace, so both less host work and faster kernels pay"
     # a profiled run a little slower than the timed ones: busy time above the wall clock
     b = budget.per_step(table(0.8, 0.5, 0.052, 0.053), seq_len=100)
     text = budget.sentence(b, "kv", "naive")
