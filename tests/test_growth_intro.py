@@ -240,19 +240,19 @@ def test_terms_state_the_fit_and_read_it_against_the_gpus_growth():
     table["gpu_busy_s"] = [n * (1.0e-3 + 50e-6 * n) for n in (100, 200, 300)]
     assert intro.terms(table) == head + (
         ". The wall clock grew more slowly than the GPU's own work (50.0 µs per token, fitted the "
-        "same way) because the GPU's idle time per step fell as its work grew: from 2.13 ms at "
-        "100 tokens (26% of the step: host and GPU share the pace) to 0.65 ms at 300 tokens (4%: "
-        "the GPU sets the pace).")
+        "same way) because the GPU's idle time per step fell as its work grew (the next line gives "
+        "it in ms at 100 and 300 tokens); at 100 tokens it was 26% of the step, where host and GPU "
+        "share the pace.")
     # the GPU's work grows more slowly: its idle time rises
     table["gpu_busy_s"] = [n * (1.5e-3 + 20e-6 * n) for n in (100, 200, 300)]
     said = intro.terms(table)
     assert said.startswith(head + ". The wall clock grew faster than the GPU's own work (20.0 µs "
                            "per token, fitted the same way) because the GPU's idle time per step "
-                           "rose: from ")
+                           "rose (the next line gives it in ms at 100 and 300 tokens); at 100 tokens")
     # slopes and ends disagree (a bent idle curve): both stated, no "because"
     table["gpu_busy_s"] = [100 * 1e-3, 200 * 1e-3, 300 * 13e-3]
     said = intro.terms(table)
-    assert "because" not in said and "the GPU's own work grew" in said and "idle time per step went from" in said
+    assert "because" not in said and "the GPU's own work grew" in said and "idle time per step fell (the next line" in said
     table["gpu_busy_s"] = [0.0, 0.0, 1.0]  # one length profiled: no reading
     assert intro.terms(table) == head + "."
 
@@ -266,7 +266,7 @@ def test_terms_on_the_three_published_runs_tables():
     said = intro.terms(frozen)
     if "gpu_busy_s" in frozen:
         assert "grew more slowly than the GPU's own work" in said
-        assert "from 3.20 ms at 100 tokens (36% of the step: host and GPU share the pace) to 2.32 ms at 300 tokens (14%: the GPU sets the pace)." in said
+        assert said.endswith("at 100 tokens it was 36% of the step, where host and GPU share the pace.")
 
 
 def test_doubling_answers_the_articles_claim_with_the_rounds_ratio():
@@ -617,3 +617,36 @@ def test_out_of_line_names_a_length_whose_host_pace_differed_beside_the_verdict(
     busy.loc[kv, "gpu_busy_s"] = busy.loc[kv, "median_s"]
     assert growth.out_of_line(busy, "kv_cache", "naive", names) == ""
     assert growth.out_of_line(t.drop(columns="gpu_busy_s"), "kv_cache", "naive", names) == ""
+
+
+def test_terms_leave_the_idle_time_in_ms_to_the_budget_line_printed_next():
+    """The round-18 preflight on the 06:54 table: terms() gave the idle time "from 6.09 ms at 100
+    tokens (52% ...) to 3.22 ms at 300 tokens (19%: the GPU sets the pace)" and budget.sentence,
+    printed next, "went from 6.09 ms to 3.22 ms per step (19% of 17.02 ms ...): the GPU sets the
+    pace". terms() now gives only the shortest length's share and pace; the ms are the budget's."""
+    from helpers.course import budget
+
+    a, b = 3.87e-3, 42.6e-6
+    table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0))
+    table["gpu_busy_s"] = [n * (1.0e-3 + 50e-6 * n) for n in (100, 200, 300)]
+    said = intro.terms(table)
+    steps = pd.concat([budget.per_step(table, labels={"naive": f"{n} tokens"}, seq_len=n)
+                       for n in (100, 300)], ignore_index=True)
+    line = budget.sentence(steps, "300 tokens", "100 tokens", why=intro.idle_why(table, 300))
+    assert "went from 2.13 ms to 0.65 ms per step (4% of" in line  # the ms, once, in the budget
+    for number in ("2.13 ms", "0.65 ms", "4%", "the GPU sets the pace"):
+        assert number not in said, number
+    assert "26% of the step, where host and GPU share the pace" in said
+
+
+def test_notebook_00_prints_the_floor_alike_in_its_reading_and_its_one_line():
+    """The round-18 preflight on the 06:54 table: "The floor is 0.196 ms ..." and, two cells on,
+    "In one line: ... the floor is 0.20 ms": one number, printed two ways. Both now 3 decimals."""
+    import inspect
+    import json
+
+    nb = json.load(open("notebooks/00_setup.ipynb"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    one_line = code[code.index("In one line: an eager decode step"):]
+    assert "{s['floor_ms']:.3f} ms, and" in one_line and "floor_ms']:.2f}" not in one_line
+    assert "{floor_ms:.3f} ms on average" in inspect.getsource(intro.floor_reading)

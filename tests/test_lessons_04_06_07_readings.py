@@ -180,8 +180,8 @@ def test_04_every_comparison_is_read_with_one_rule():
              f"{wall[lesson.DYNAMIC]:.2f} ms with the dynamic one (median run \u00f7 200 steps)")
     gpu = steps.set_index("method")["gpu_ms"]
     times += (f"; the GPU worked {gpu[lesson.STATIC]:.2f} and {gpu[lesson.DYNAMIC]:.2f} ms of it, "
-              f"and sat idle the rest ({wall[lesson.STATIC] - gpu[lesson.STATIC]:.2f} and "
-              f"{wall[lesson.DYNAMIC] - gpu[lesson.DYNAMIC]:.2f} ms)")
+              f"and sat idle the rest ({round(wall[lesson.STATIC], 2) - round(gpu[lesson.STATIC], 2):.2f} "
+              f"and {round(wall[lesson.DYNAMIC], 2) - round(gpu[lesson.DYNAMIC], 2):.2f} ms)")
     uncertain = "; at the disturbed lengths the comparison is uncertain" if flags else ""
     assert lesson.summary_line(table, steps, P.seq_lens, judge=True) == (
         "In one line: eager, the static cache against the dynamic one: " + ", ".join(words)
@@ -197,8 +197,8 @@ def test_04_every_comparison_is_read_with_one_rule():
     assert lesson.drawn_length(rounds, [100, 200, 400], judge=True) in (100, 400)
     drawn = lesson.drawn_length(rounds, [100, 200, 400], judge=True)
     assert lesson.drawn_line(rounds, [100, 200, 400], drawn, judge=True) == (
-        f"The figure draws {drawn} tokens, the clearest difference the rounds found: the static "
-        "cache 1.20x slower than the dynamic one.")
+        f"The figure draws {drawn} tokens, the clearest difference the rounds found at a length "
+        "no slow spell of the host disturbed: the static cache 1.20x slower than the dynamic one.")
     assert "at 100 tokens a step took" in lesson.summary_line(
         rounds, budget.per_step(rounds, lesson.METHODS, seq_len=100), [100, 200, 400], True, 100)
     assert "slower at 200 tokens (disturbed), 1.20x slower at 400 tokens (the article: slower at " \
@@ -520,3 +520,68 @@ def test_07_idle_why_lists_the_other_loops_idle():
             "the event loop and 0.24 ms with no check)") in reading
     assert late_check.idle_why(made.assign(gpu_ms=float("nan"))) == ""
     assert late_check.idle_why(made[made["method"] == "CUDA graph, two streams"]) == ""
+
+
+def _static_rounds(walls, busy, spell=None):
+    """A made-up 04 table: per (length, method) the median wall (s) and GPU busy (s), five
+    rounds around the median (the static cache's rounds ``walls``'s ratio apart throughout);
+    ``spell``: {(length, method): factor} for a loop slowed at one length."""
+    rows = []
+    for (n, method), wall in walls.items():
+        wall *= (spell or {}).get((n, method), 1.0)
+        rows.append({"method": method, "seq_len": n, "batch_size": 32, "status": "ok",
+                     "median_s": wall, "min_s": 0.97 * wall, "max_s": 1.03 * wall,
+                     "gpu_busy_s": busy[(n, method)],
+                     "trials_wall_ms": " ".join(f"{1e3 * wall * f:.4f}"
+                                                for f in (0.98, 1.0, 1.02, 0.99, 1.01))})
+    return pd.DataFrame(rows)
+
+
+def test_04_idle_lines_print_the_budget_sentence_s_idle():
+    # 6.2841 - 1.5482 = 4.7359 reads 4.74 unrounded, but the budget sentence subtracts the printed
+    # 6.28 and 1.55: 4.73. The host line and the summary must give the same 4.73.
+    walls = {(100, lesson.DYNAMIC): 0.62841, (100, lesson.STATIC): 0.73264,
+             (400, lesson.DYNAMIC): 4.0675, (400, lesson.STATIC): 4.8818}
+    busy = {(100, lesson.DYNAMIC): 0.154821, (100, lesson.STATIC): 0.15810,
+            (400, lesson.DYNAMIC): 1.00388, (400, lesson.STATIC): 0.97536}
+    table = _static_rounds(walls, busy)
+    steps = budget.per_step(table, lesson.METHODS, seq_len=100)
+    reading = budget.sentence(steps, lesson.STATIC, lesson.DYNAMIC)
+    assert "idle time went from 4.73 ms to 5.75 ms" in reading, reading
+    host = lesson.host_line(table, [100, 400])
+    assert "at 100 tokens 5.75 ms with the static cache against 4.73 ms with the dynamic" in host
+    assert "4.74" not in host
+    line = lesson.summary_line(table, steps, [100, 400], judge=True, point=100)
+    assert line.endswith("sat idle the rest (5.75 and 4.73 ms)."), line
+
+
+def test_04_drawn_line_says_a_disturbed_length_was_left_out():
+    # 1.35x slower at 100 (the clearest) but 100 is disturbed (its dynamic step slower than at
+    # 400); 400's 1.20x is drawn, and the line must not call it the clearest the rounds found
+    walls = {(100, lesson.DYNAMIC): 1.0, (100, lesson.STATIC): 1.35,
+             (400, lesson.DYNAMIC): 3.2, (400, lesson.STATIC): 3.84}
+    busy = {(100, lesson.DYNAMIC): 0.155, (100, lesson.STATIC): 0.158,
+            (400, lesson.DYNAMIC): 1.0, (400, lesson.STATIC): 0.98}
+    table = _static_rounds(walls, busy)
+    assert set(lesson.disturbed(table, [100, 400])) == {100}
+    drawn = lesson.drawn_length(table, [100, 400], judge=True)
+    assert drawn == 400
+    assert lesson.drawn_line(table, [100, 400], drawn, judge=True) == (
+        "The figure draws 400 tokens, the clearest difference the rounds found at a length no "
+        "slow spell of the host disturbed: the static cache 1.20x slower than the dynamic one.")
+    calm = _static_rounds({**walls, (100, lesson.DYNAMIC): 0.5, (100, lesson.STATIC): 0.675},
+                          busy)
+    assert not lesson.disturbed(calm, [100, 400])
+    assert lesson.drawn_line(calm, [100, 400], 100, judge=True) == (
+        "The figure draws 100 tokens, the clearest difference the rounds found: the static cache "
+        "1.35x slower than the dynamic one.")
+
+
+def test_07_profiled_gaps_name_the_host_s_launches():
+    gaps = pd.DataFrame({"gap_before_us": [620.0, 463.0], "busy_us": [1117.0, 1113.0],
+                         "cpu_us": [2032.0, 1766.0], "cpu_wait_us": [669.0, 11.0]},
+                        index=["sync", "interleaved"])
+    line = late_check.profile_line(gaps, pd.Series({"sync": 1990.0, "interleaved": 1425.0}))
+    assert line.endswith("so that gap holds the host's launches too: the timed table's win-back "
+                         "is the measure."), line
+    assert " its launches" not in line

@@ -375,8 +375,7 @@ def test_expandable_lesson_tables():
     assert lesson.buys_line(memory.loc[8], runs, 3, "default", "expandable_segments:True", 8) == (
         "What expandable_segments:True bought on this loop at 8 tokens: a peak reserve of 2 MiB "
         "against 4 MiB (2 MiB less, 50% of default's) for the same 1 MiB peak allocated, and 3 trips "
-        "to the CUDA driver against 6 in the recorded run; no change in the GPU's work, which no "
-        "allocator setting makes.")
+        "to the CUDA driver against 6 in the recorded run.")
     assert "trips" not in lesson.buys_line(memory.loc[8], {}, 3, "default", "expandable_segments:True", 8)
 
 
@@ -487,3 +486,23 @@ def test_05_idle_line_gives_each_mode_s_share_of_the_eager_idle():
     assert "Most of each gain" not in line
     assert lesson.idle_line(steps.assign(idle_ms=float("nan")), methods) == (
         "GPU idle per step: no GPU time on a CPU run.")
+
+
+def test_buys_line_leaves_the_gpu_work_to_the_speed_line_and_neither_says_not_timed():
+    """The round-18 preflight on the 06:54 tables: buys_line ended "no change in the GPU's work,
+    which no allocator setting makes" and speed_line, printed right after it, "an allocator
+    setting changes no kernel"; and speed_line called the host's cost "not timed here" while
+    the table holds each process's wall clock (one run each, not comparable)."""
+    import pandas as pd
+
+    from helpers.course import expandable as lesson
+
+    mem = pd.DataFrame({"peak reserved MiB": [4.0, 2.0], "peak allocated MiB": [1.0, 1.0],
+                        "unused %": [75.0, 50.0]}, index=["default", "expandable_segments:True"])
+    said = lesson.buys_line(mem, {}, 3, "default", "expandable_segments:True", 8)
+    assert said.endswith("for the same 1 MiB peak allocated.") and "GPU" not in said
+    steps = pd.DataFrame({"method": ["default", "expandable_segments:True"],
+                          "gpu_ms": [2.50, 2.52], "wall_ms": [7.8, 14.3]})
+    speed = lesson.speed_line(steps, "default", "expandable_segments:True")
+    assert "changes no kernel" in speed and "not timed" not in speed
+    assert speed.endswith("which one run in each process, on a host whose speed varies, cannot compare.")

@@ -509,7 +509,7 @@ def test_contended_points_that_cannot_be_told_from_alone_are_left_out_of_the_ran
     slow = {"per row": [3.0, 4.5], "on host": [1.05, 1.7]}
     line = postprocess.contention_line(_contention_table(slow, spread=0.2, trials=True))
     assert line == ("This side load slows the per-row loop 3.0x to 4.5x (at every point); it slows "
-                    "the host copy 1.7x (at 1 of 2 points; at the other 1 its runs under "
+                    "the host copy 1.7x (at 1 of 2 points; at the other one its runs under "
                     "load can't be told apart from its runs alone).")
     both = _contention_table({**slow, "on host": [1.02, 1.03]}, spread=0.2, trials=True)
     assert line.split("; ")[0] in postprocess.contention_line(both)
@@ -556,3 +556,17 @@ def test_say_ratio_names_medians_outside_the_interval_by_less_than_the_rounding(
     est = float(line.split("estimate from the rounds: ")[1].split("x")[0])
     assert (", i.e. " in line and "x slower; medians" in line) if est < 1 else "x faster; medians" in line
     assert "estimate from the rounds" not in floor.say_ratio(steady, "a", "b", True, seq_len=100)
+
+
+def test_notebook_09s_lines_compute_from_the_printed_values():
+    """The 06:54 preflight: 0.88 -> 14.02 ms printed 15.8x (15.9x by hand), 14.02 - 1.49 ms printed
+    12.52 ms of list building (12.53 by hand): each ratio and difference from the printed numbers."""
+    wide = pd.DataFrame({"condition": ["alone"] * 2, "batch_size": [16, 256], "seq_len": [2048] * 2,
+                         "per row": [0.00309, 0.05003], "on host": [0.000884, 0.014024]})
+    assert "from 0.88 ms at batch 16 to 14.02 ms at batch 256: 15.9x the time" in \
+        postprocess.batch_line(wide, 2048)
+    call = pd.DataFrame({"method": ["per row", "on host"], "wall_ms": [50.034, 14.024],
+                         "gpu_ms": [5.177, 1.494]})
+    text = postprocess.call_sentence(call, 4.0)
+    assert "building the lists takes roughly 12.53 ms" in text and "the other 32.32 ms" in text
+    assert "The host copy takes 14.02 ms, 1.49 ms of it its copies." in text

@@ -253,7 +253,8 @@ def speed_line(steps: pd.DataFrame, old: str, new: str) -> str:
     """The small panel in words: it shows the GPU's kernel time per decode step under both
     settings (``budget.per_step``, one profiled run each), which an allocator setting does not
     change, so it checks that both ran the same work; "about the same" within 5%. The setting's
-    own cost is host time, not timed. Empty without GPU work (a CPU run)."""
+    own cost is host time, which the processes' wall clocks (one run each, on a host whose speed
+    varies) cannot compare. Empty without GPU work (a CPU run)."""
     gpu = steps.set_index("method")["gpu_ms"]
     if not {old, new} <= set(gpu.index) or gpu[[old, new]].isna().any() or gpu[old] <= 0:
         return ""
@@ -264,13 +265,15 @@ def speed_line(steps: pd.DataFrame, old: str, new: str) -> str:
             "in the kernels")
     return (f"The small panel's GPU kernel time per decode step was {said}: an allocator setting "
             "changes no kernel, so the panel only checks that both ran the same work; the "
-            "setting's own time is the host's (its trips to the driver), not timed here.")
+            "setting's own time is the host's (its trips to the driver), which one run in each process, "
+            "on a host whose speed varies, cannot compare.")
 
 
 def buys_line(mem, runs: dict, steps: int, old: str, new: str, point: int) -> str:
     """What the setting buys on this loop, in one sentence: peak reserved memory under both
     settings for the same peak allocated (``mem``: ``memory(table)`` at ``point`` tokens), and
-    the trips to the driver in the recorded run (``driver_calls``), where recorded."""
+    the trips to the driver in the recorded run (``driver_calls``), where recorded. The GPU's
+    work is left to ``speed_line``, printed next, which measures it."""
     before, after = (float(mem.loc[c, "peak reserved MiB"]) for c in (old, new))
     change = (f"{before - after:.0f} MiB less, {100 * after / before:.0f}% of {old}'s" if after <= before
               else f"{after - before:.0f} MiB more, {100 * after / before:.0f}% of {old}'s")
@@ -283,7 +286,9 @@ def buys_line(mem, runs: dict, steps: int, old: str, new: str, point: int) -> st
                  for c in (old, new)}
         said += (f", and {trips[new]} trips to the CUDA driver against {trips[old]} in the "
                  "recorded run")
-    return said + "; no change in the GPU's work, which no allocator setting makes."
+    # the GPU's work is the next line's (speed_line, measured): said here too, it read twice in a
+    # row (the preflight of round 18)
+    return said + "."
 
 
 def plot_gpu_work(ax, steps: pd.DataFrame, title: str):

@@ -131,7 +131,10 @@ def terms(table) -> str:
     with the profiled runs' GPU time (``gpu_busy_s``), the GPU's own growth fitted the same way and
     the GPU's idle time per step at the shortest and longest length, with who sets the pace at
     each (the fifteenth review: "b is mostly the GPU recomputing" while b sat below the GPU's own
-    slope, and "the rest of a is waiting, a cost that does not grow" while the idle time fell)."""
+    slope, and "the rest of a is waiting, a cost that does not grow" while the idle time fell).
+    The idle time's share and pace are said at the shortest length only: notebook 01 prints
+    ``budget.sentence`` next, which gives the idle time in ms at both lengths and the longest
+    length's share and pace."""
     f = growth.fit(table)
     text = (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms and "
             f"b = {f['b_us']:.1f} µs: over these lengths the average step costs about a + b·N, "
@@ -140,17 +143,21 @@ def terms(table) -> str:
     if not math.isfinite(gpu_b) or idle is None:
         return text + "."
     (n, i0, s0), (m, i1, s1) = idle
-    ends = (f"from {i0:.2f} ms at {n} tokens ({s0:.0f}% of the step: {budget.pace(s0, why=False)}) "
-            f"to {i1:.2f} ms at {m} tokens ({s1:.0f}%: {budget.pace(s1, why=False)})")
+    # the idle time in ms at both lengths and the longest length's pace are the budget line's,
+    # printed next (budget.sentence: "went from 6.09 ms to 3.22 ms per step (19% ...)"); said
+    # here only at the shortest length (the preflight of round 18: both ends twice in a row)
+    start = (f"(the next line gives it in ms at {n} and {m} tokens); at {n} tokens it was "
+             f"{s0:.0f}% of the step, where {budget.pace(s0, why=False)}")
     gpu = f"the GPU's own work ({gpu_b:.1f} µs per token, fitted the same way)"
     if f["b_us"] < gpu_b and i1 < i0:
         return text + (f". The wall clock grew more slowly than {gpu} because the GPU's idle time "
-                       f"per step fell as its work grew: {ends}.")
+                       f"per step fell as its work grew {start}.")
     if f["b_us"] > gpu_b and i1 > i0:
         return text + (f". The wall clock grew faster than {gpu} because the GPU's idle time per "
-                       f"step rose: {ends}.")
+                       f"step rose {start}.")
     return text + (f"; the GPU's own work grew {gpu_b:.1f} µs per token, fitted the same way, and "
-                   f"the GPU's idle time per step went {ends}.")
+                   f"the GPU's idle time per step {'fell' if i1 < i0 else 'rose' if i1 > i0 else 'stayed the same'} "
+                   f"{start}.")
 
 
 def _gpu_slope(table) -> float:

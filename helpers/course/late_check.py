@@ -390,5 +390,5 @@ def profile_line(gaps, timed_us=None) -> str:
             [f"{LOOP_LABELS[n]} (a profiled step of {gaps.at[n, 'cpu_us']:.0f} µs against "
              f"{timed_us[n]:.0f} timed)" for n in slowed])
             + ", so " + ("that gap holds" if len(slowed) == 1 else "those gaps hold")
-            + " its launches too: the timed table's win-back is the measure.")
+            + " the host's launches too: the timed table's win-back is the measure.")
     return text

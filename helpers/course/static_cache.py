@@ -181,6 +181,13 @@ def memory_line(table, model, seq_len) -> str:
 SAME_MEMORY = 0.05  # peaks within 5% read "about the same"
 
 
+def _idle(wall_ms, gpu_ms) -> float:
+    """Wall clock minus GPU work per step, from the two values rounded to 0.01 ms as printed:
+    the same number the budget sentence gives (``budget.printed_idle``), so no line reads
+    4.74 ms where the budget's reads 4.73."""
+    return budget.printed_idle({"wall_ms": wall_ms, "gpu_ms": gpu_ms})
+
+
 def host_line(table, seq_lens) -> str:
     """At each length where the rounds tell the caches apart (a clear verdict) while the GPU's
     work per step was about the same (within ``SAME_GPU``), the gap is the host's: wall clock
@@ -192,7 +199,7 @@ def host_line(table, seq_lens) -> str:
     steps = _per_step(table, seq_lens)
     if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
         return ""
-    host = {key: w - g for key, (w, g) in steps.items()}
+    host = {key: _idle(w, g) for key, (w, g) in steps.items()}
     parts, static_more = [], []
     for n in sorted(seq_lens):
         (ws, gs), (wd, gd) = steps[(n, STATIC)], steps[(n, DYNAMIC)]
@@ -201,10 +208,11 @@ def host_line(table, seq_lens) -> str:
         ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
         if (ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE
                 and abs(gs / gd - 1) <= SAME_GPU):
-            parts.append(f"at {n} tokens {ws - gs:.2f} ms with the static cache against "
-                         f"{wd - gd:.2f} ms with the dynamic one (GPU work {gs:.2f} against "
+            hs, hd = host[(n, STATIC)], host[(n, DYNAMIC)]
+            parts.append(f"at {n} tokens {hs:.2f} ms with the static cache against "
+                         f"{hd:.2f} ms with the dynamic one (GPU work {gs:.2f} against "
                          f"{gd:.2f} ms)")
-            static_more.append(ws - gs > wd - gd)
+            static_more.append(hs > hd)
     if not parts:
         return ""
     flags = disturbed(table, seq_lens)
@@ -308,8 +316,11 @@ def drawn_line(table, seq_lens, point, judge: bool) -> str:
     """Which length the figure draws, and why (``drawn_length``'s choice) with its verdict."""
     ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=point) if judge else None
     if ratio is not None and ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE:
-        return (f"The figure draws {point} tokens, the clearest difference the rounds found: "
-                f"the static cache {stats.short(ratio)} than the dynamic one.")
+        # a flagged length is left out of the choice (``drawn_length``): say so, where one was
+        where = (" at a length no slow spell of the host disturbed"
+                 if disturbed(table, seq_lens) else "")
+        return (f"The figure draws {point} tokens, the clearest difference the rounds found"
+                f"{where}: the static cache {stats.short(ratio)} than the dynamic one.")
     why = ("no undisturbed length told the caches apart" if judge
            else "a smoke run judges nothing")
     return f"The figure draws {point} tokens, the longest length ({why})."
@@ -344,8 +355,8 @@ def summary_line(table, steps, seq_lens, judge: bool, point=None) -> str:
     gpu = steps.set_index("method")["gpu_ms"] if "gpu_ms" in steps else None
     if gpu is not None and all(v > 0 for v in (gpu[STATIC], gpu[DYNAMIC])):  # NaN on a CPU
         times += (f"; the GPU worked {gpu[STATIC]:.2f} and {gpu[DYNAMIC]:.2f} ms of it, and sat "
-                  f"idle the rest ({wall[STATIC] - gpu[STATIC]:.2f} and "
-                  f"{wall[DYNAMIC] - gpu[DYNAMIC]:.2f} ms)")
+                  f"idle the rest ({_idle(wall[STATIC], gpu[STATIC]):.2f} and "
+                  f"{_idle(wall[DYNAMIC], gpu[DYNAMIC]):.2f} ms)")
     if not judge:
         return ("In one line: a smoke run only exercises the code (the H100 reference above "
                 f"holds this lesson's answer); here {times}.")
