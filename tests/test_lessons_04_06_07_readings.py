@@ -314,18 +314,6 @@ def test_06_early_stop_bound_and_figure():
         "speed a step up.")
     assert eos_sync.gain_line(held.drop(columns="trials_wall_ms"), 200) == ""  # no rounds: no range
     assert eos_sync.gain_line(held, 200, judge=False) == eos_sync.gain_line(held, 300) == ""
-    # the same 80 tokens timed in two calls: apart (05:14) or held (04:18)
-    made = pd.DataFrame({"method": [eos_sync.CHECK, eos_sync.FREE] * 2, "seq_len": [100, 100, 200, 200],
-                         "status": "ok", "tokens": [80, 100, 80, 200],
-                         "median_s": [0.4823, 0.5187, 0.4752, 1.2143]})  # the 04:18 run's medians
-    dear = made.assign(median_s=[0.5786, 0.6099, 0.6898, 1.2895])  # the 05:14 run's medians
-    assert eos_sync.same_work_line(dear) == (
-        "The same work in two calls: the checking loop ran its 80 tokens per row in 578.6 ms at cap "
-        "100 and 689.8 ms at cap 200, 19% apart: the eager step's speed drifts between calls, so "
-        "compare loops only within one cap, and the cost table below (another call) only with itself.")
-    assert eos_sync.same_work_line(made).endswith("1% apart: between these two calls the eager step's speed held.")
-    assert eos_sync.same_work_line(made.assign(tokens=[80, 100, 90, 200])) == ""
-    assert eos_sync.same_work_line(made, judge=False) == ""
     # the other caps' verdicts, read with the one rule
     line = eos_sync.other_caps_line(table, 200)
     assert line.startswith("At cap 100 (a token ratio of 1.25), timed against running to the cap: ")

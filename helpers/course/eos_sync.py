@@ -1,6 +1,6 @@
 """Notebook 06's readings, kept out of the lesson: the early-stopping figure, token ratio and
-gain, the drift between calls, the check's cost per regime (those the rounds cannot resolve
-read "can't tell apart"), and the profiler's view."""
+gain, the check's cost per regime (those the rounds cannot resolve read "can't tell apart"),
+and the profiler's view."""
 from __future__ import annotations
 
 import math
@@ -69,28 +69,6 @@ def gain_line(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
     return (f"{head} lies wholly above the token ratio ({ratio:.2f}): the checking loop's steps "
             f"took less time ({steps}): they run on shorter sequences (at most {int(tokens[CHECK])} "
             f"tokens against {cap}), and a check itself cannot speed a step up.")
-
-
-def same_work_line(table: pd.DataFrame, judge: bool = True) -> str:
-    """The checking loop's same tokens timed at two caps, two separate calls: how far apart
-    its medians are. Eager steps are paced by the host, whose speed drifts between calls.
-    Empty on a smoke run or where the checking loop's tokens differ at every cap."""
-    ok = table[(table["status"] == harness.OK) & (table["method"] == CHECK)].sort_values("seq_len")
-    if not judge or ok.empty:
-        return ""
-    same = ok[ok["tokens"] == ok["tokens"].iloc[-1]]
-    if len(same) < 2:
-        return ""
-    first, last = same.iloc[0], same.iloc[-1]
-    a, b = 1e3 * float(first["median_s"]), 1e3 * float(last["median_s"])
-    apart = 100 * (max(a, b) / min(a, b) - 1)
-    head = (f"The same work in two calls: the checking loop ran its {int(last['tokens'])} tokens "
-            f"per row in {a:.1f} ms at cap {int(first['seq_len'])} and {b:.1f} ms at cap "
-            f"{int(last['seq_len'])}, {apart:.0f}% apart")
-    if apart >= 5:
-        return (head + ": the eager step's speed drifts between calls, so compare loops only "
-                "within one cap, and the cost table below (another call) only with itself.")
-    return head + ": between these two calls the eager step's speed held."
 
 
 def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: bool = True) -> str:

@@ -64,10 +64,8 @@ def resolution(ratio, judge: bool, by_round=None) -> str:
         # the thirteenth review: "more often when the host's speed drifts" blamed the drift that
         # interleaving was said to cancel; what it does not cancel is drift within a round
         return (f"Identical loops told apart: with a {100 * ratio.level:.0f}% interval about one "
-                f"identical pair in {1 / (1 - ratio.level):.0f} shows a difference by chance: "
-                "this run is such a case, or the host's speed drifted within its rounds, which "
-                "interleaving does not cancel; this is why the course reads an effect only with "
-                "its interval, and across runs.")
+                f"identical pair in {1 / (1 - ratio.level):.0f} shows a difference by chance, or "
+                "the host's speed drifted within its rounds, which interleaving does not cancel.")
     if by_round is None or not len(by_round):
         return ""
     a, b = (by_round[k].to_numpy(dtype=float) for k in ("A ms", "B ms"))
@@ -80,8 +78,8 @@ def resolution(ratio, judge: bool, by_round=None) -> str:
     rounds = lambda found: ("round " if len(found) == 1 else "rounds ") + stats.listed(found)
     said = []
     if together:
-        said.append(f"in {rounds(together)} both trials moved together, far from the runs' "
-                    f"median of {middle:.0f} ms, which their ratio cancels")
+        said.append(f"in {rounds(together)} both trials moved together, which their ratio "
+                    "cancels")
     if apart:
         far = max(apart, key=lambda i: split[i])
         by = (f"by {math.exp(split[far]):.2f}x" if len(apart) == 1 else
@@ -107,10 +105,9 @@ def spread(by_round, n: int, gpu_ms: float) -> str:
     fast, slow = float(np.min(runs)), float(np.max(runs))
     idle = [100 * max(t - gpu_ms, 0.0) / t for t in (fast, slow)]
     paces = [budget.pace(i, why=False) for i in idle]
-    text = (f"The same code's {len(runs)} runs (loops A and B) took {fast:.1f} to {slow:.1f} ms per "
-            "step: the budget is one reading of a host whose speed varies, the noise Idea 2 deals "
-            f"with. With {gpu_ms:.1f} ms of GPU work in every run, the GPU idles {idle[0]:.0f}% of "
-            "the fastest run's step")
+    text = (f"The same code's {len(runs)} runs took {fast:.1f} to {slow:.1f} ms per step: the "
+            "budget is one reading of a host whose speed varies, the noise Idea 2 deals with. The "
+            f"GPU idles {idle[0]:.0f}% of the fastest run's step")
     if paces[0] == paces[1]:
         return text + f" and {idle[1]:.0f}% of the slowest's: {paces[0]} in every run."
     return text + f" ({paces[0]}) and {idle[1]:.0f}% of the slowest's ({paces[1]})."
