@@ -31,7 +31,7 @@ def fast_decode_step(model, state, eos_token_id):
     residual in the GEMMs' epilogues, attention writes the cache and reads the filled positions,
     and the LM head keeps each tile's largest logit for ``finish_step``'s greedy choice."""
     gpt, n_head = model.transformer, model.config.n_head
-    norms = [block.ln_1 for block in gpt.h[1:]] + [gpt.ln_f]  # each block's last norm: the next's
+    norms = [block.ln_1 for block in gpt.h[1:]] + [gpt.ln_f]  # after block i: block i+1's ln_1 (ln_f last)
     h, x = tk.embed(state.token, state.position, gpt.wte.weight, gpt.wpe.weight, norm(gpt.h[0].ln_1))
     for i, block in enumerate(gpt.h):
         attn, mlp = block.attn, block.mlp

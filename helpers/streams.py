@@ -106,7 +106,7 @@ def generate_event_check(model, input_ids, max_new_tokens, eos_token_id, stop_le
     cache, logits = out.past_key_values, out.logits[:, -1, :]
     tokens = [input_ids]
     for i in range(max_new_tokens):
-        slot = i % 2  # NEW: steps alternate between two flags and two events
+        slot = i % 2  # NEW: two flags, two events: step i's may land while i-1's is read
         if i > 0:  # CHANGED: step i is queued first ...
             logits = step(tokens[-1], cache)  # CHANGED
         token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
