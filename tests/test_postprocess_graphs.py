@@ -342,6 +342,7 @@ def test_cache_bytes_of_the_tiny_model(tiny6):
 @pytest.mark.parametrize("notebook,kwargs,wrong", [
     ("10", dict(graph_steps=[0]), "graph_steps"),
     ("10", dict(graph_steps="4"), "graph_steps"),
+    ("10", dict(graph_steps=[4]), "graph_steps"),  # 1 must be among them
     ("11", dict(steps_per_launch=0), "steps_per_launch"),
     ("11", dict(bf16="yes"), "bf16"),
     ("11", dict(bucket=-4), "bucket"),

@@ -220,6 +220,16 @@ def positive_int_list(name, value):
     return _int_list(name, value, 1)
 
 
+def graph_step_list(name, value):
+    """10's steps per launch: positive integers, 1 among them (the lesson's graphed step, which
+    every other count is set against)."""
+    steps = _int_list(name, value, 1)
+    if 1 not in steps:
+        raise ParameterError(f"{name} must include 1 (the step every other count is compared "
+                             f"with), got {value!r}")
+    return steps
+
+
 def model_name(name, value):
     if value not in MODEL_CONFIGS:
         raise ParameterError(f"{name} must be one of {sorted(MODEL_CONFIGS)}, got {value!r}")
@@ -336,7 +346,7 @@ SCHEMA = {
     "peers": peer_list,
     "completion_lens": positive_int_list,
     "contention_s": positive_number,
-    "graph_steps": positive_int_list,
+    "graph_steps": graph_step_list,
     "target_floor_ratio": positive_number,
     "target_vs_naive": positive_number,
     "target_vs_generate": positive_number,
