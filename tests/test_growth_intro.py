@@ -137,9 +137,11 @@ def test_resolution_reads_round_by_round_which_kind_of_noise_hit():
     # the 12:48 run of 2026-11-26 told its identical loops apart (1.18x slower, 1.06-1.32)
     text = intro.resolution(stats.Ratio(1 / 1.18, 1 / 1.32, 1 / 1.06, 8), True, by_round)
     # the thirteenth review: the false alarm was blamed on host drift that interleaving cancels
-    assert text == ("Identical loops told apart: with a 95% interval about one identical pair in 20 "
-                    "shows a difference by chance, or the host's speed drifted within its rounds, "
-                    "which interleaving does not cancel.")
+    # round 18's cut: "about one pair in 20 shows a difference by chance, or the host's speed
+    # drifted" joined a general fact and a cause with "or"; the two causes are now parallel
+    assert text == ("Identical loops told apart: by chance (with a 95% interval, about one "
+                    "identical pair in 20 shows a difference), or because the host's speed "
+                    "drifted within its rounds, which interleaving does not cancel.")
 
 
 def test_resolution_on_the_three_published_runs_tables():

@@ -453,7 +453,7 @@ def test_tenth_line_reads_the_answer_against_this_runs_tenth_step(tmp_path, monk
     line = floor.tenth_line(0.4812, 1.6234, 1.3871)
     assert line == ("against notebook 10's 'graph, decode_step, 1/launch' (1.387 ms, its table in "
                     "this run): 2.88x faster (the two tables' medians, no interval); rung 1 takes "
-                    "1.17x 10's time")
+                    "1.623 ms, 1.17x 10's time")  # both times: 11's opening promises them
     assert "): 2.00x slower (" in floor.tenth_line(2.0, 1.6, 1.0)  # either way
     assert floor.tenth_line(0.48, 1.62, float("nan")).endswith(
         "not compared (no time of it from this run on this GPU)")

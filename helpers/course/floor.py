@@ -204,7 +204,9 @@ def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:
 def tenth_line(fast_ms: float, start_ms: float, tenth_ms: float) -> str:
     """Notebook 11's answer against notebook 10's graphed step (``tenth_ms``: ``this_run_ms``,
     NaN where this run has none), the ratio of the two tables' printed medians (no interval:
-    the two lessons time in their own rounds), and 11's rung 1 against the same step."""
+    the two lessons time in their own rounds), and 11's rung 1 against the same step, with its
+    time: 11's opening says "What it means" prints both times, and round 18's cut left rung 1's
+    time out of the answer (only its ratio to 10's remained)."""
     if not all(math.isfinite(x) and x > 0 for x in (fast_ms, start_ms, tenth_ms)):
         return ("against notebook 10's 'graph, decode_step, 1/launch': not compared (no time of "
                 "it from this run on this GPU)")
@@ -213,7 +215,7 @@ def tenth_line(fast_ms: float, start_ms: float, tenth_ms: float) -> str:
     said = f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
     return (f"against notebook 10's 'graph, decode_step, 1/launch' ({tenth:.3f} ms, its table in "
             f"this run): {said} (the two tables' medians, no interval); rung 1 takes "
-            f"{start / tenth:.2f}x 10's time")
+            f"{start:.3f} ms, {start / tenth:.2f}x 10's time")
 
 
 def show_reference(stem: str) -> None:

@@ -63,9 +63,12 @@ def resolution(ratio, judge: bool, by_round=None) -> str:
     if stats.verdict(ratio) != stats.NOISE:  # identical loops told apart: say what that means
         # the thirteenth review: "more often when the host's speed drifts" blamed the drift that
         # interleaving was said to cancel; what it does not cancel is drift within a round
-        return (f"Identical loops told apart: with a {100 * ratio.level:.0f}% interval about one "
-                f"identical pair in {1 / (1 - ratio.level):.0f} shows a difference by chance, or "
-                "the host's speed drifted within its rounds, which interleaving does not cancel.")
+        # round 18's cut left "about one pair in 20 shows a difference by chance, or the host's
+        # speed drifted": the "or" offered no alternative to a general fact; now two causes
+        return (f"Identical loops told apart: by chance (with a {100 * ratio.level:.0f}% interval, "
+                f"about one identical pair in {1 / (1 - ratio.level):.0f} shows a difference), or "
+                "because the host's speed drifted within its rounds, which interleaving does not "
+                "cancel.")
     if by_round is None or not len(by_round):
         return ""
     a, b = (by_round[k].to_numpy(dtype=float) for k in ("A ms", "B ms"))
