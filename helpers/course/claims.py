@@ -132,29 +132,33 @@ def _point(ratio) -> str:
     return "n/a" if ratio.estimate != ratio.estimate else f"{ratio.estimate:.2f}x"
 
 
+def _apart_medians(pairs):
+    """The medians' ratios of ``pairs`` (``(ratio, candidate_trials, baseline_trials)``) where
+    any differs from its estimate by more than ``stats.MEDIANS_APART`` (the rule of every printed
+    line); None where none does."""
+    medians = [stats.medians_ratio(cand, base) for _, cand, base in pairs]
+    if not any(m == m and r.estimate == r.estimate and stats.medians_apart(m, r.estimate)
+               for (r, _, _), m in zip(pairs, medians)):
+        return None
+    return stats.listed([f"{m:.2f}x" for m in medians])
+
+
 def _medians_note(pairs) -> str:
     """" (estimates from the rounds)" after point speedups (``(ratio, candidate_trials,
     baseline_trials)``), so a bare number says what it is; where any differs from the ratio of
-    its rows' medians by more than ``stats.MEDIANS_APART``, the medians' ratios too, so a reader
-    who divides the tables' medians sees why: " (estimates from the rounds; ratios of the
-    medians: 1.20x and 1.69x)"."""
-    medians = [stats.medians_ratio(cand, base) for _, cand, base in pairs]
-    if not any(m == m and r.estimate == r.estimate and stats.medians_apart(m, r.estimate)
-               for (r, _, _), m in zip(pairs, medians)):
-        return " (estimates from the rounds)"
-    return (" (estimates from the rounds; ratios of the medians: "
-            + stats.listed([f"{m:.2f}x" for m in medians]) + ")")
+    its rows' medians (``_apart_medians``), the medians' ratios too, so a reader who divides the
+    tables' medians sees why: " (estimates from the rounds; ratios of the medians: 1.20x and
+    1.69x)"."""
+    medians = _apart_medians(pairs)
+    return (" (estimates from the rounds)" if medians is None
+            else f" (estimates from the rounds; ratios of the medians: {medians})")
 
 
 def _medians_alone(pairs) -> str:
-    """" (medians alone: 4.87x and 1.83x)" after point speedups read from the rounds
-    (``(ratio, candidate_trials, baseline_trials)``), where any differs from its medians' ratio
-    by more than ``stats.MEDIANS_APART`` (the rule of every printed line); empty otherwise."""
-    medians = [stats.medians_ratio(cand, base) for _, cand, base in pairs]
-    if not any(m == m and r.estimate == r.estimate and stats.medians_apart(m, r.estimate)
-               for (r, _, _), m in zip(pairs, medians)):
-        return ""
-    return " (medians alone: " + stats.listed([f"{m:.2f}x" for m in medians]) + ")"
+    """" (medians alone: 4.87x and 1.83x)" after point speedups read from the rounds, where any
+    differs from its medians' ratio (``_apart_medians``); empty otherwise."""
+    medians = _apart_medians(pairs)
+    return "" if medians is None else f" (medians alone: {medians})"
 
 
 def plain(ratio, judge=True, medians=None) -> str:

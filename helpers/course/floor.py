@@ -135,7 +135,7 @@ def peer_idle_line(budget_frame, method: str) -> str:
         return ""
     wall, gpu = data.loc[method, "wall_ms"], data.loc[method, "gpu_ms"]
     share = round(100 * max(wall - gpu, 0.0) / wall)  # the verdict goes with the printed share
-    idle = budget.ms_or_us(wall - gpu, round(wall, 2) - round(gpu, 2))  # as budget.sentence
+    idle = budget.ms_or_us(wall - gpu, budget.printed_idle(data.loc[method]))  # as budget.sentence
     text = f"{method}: the GPU is idle {idle} of each {wall:.2f} ms ({share}%)"
     if share >= budget.HOST_PACE_PCT:
         return text + (f": the wall clock is {wall / gpu:.1f}x the GPU's work, so "

@@ -418,7 +418,7 @@ def medians_note(table, candidate: str, baseline: str, judge: bool) -> str:
         medians.append(stats.medians_ratio(c, b))
     if _direction(speedups) == _direction(medians):
         return ""
-    said = ", ".join(f"{m:.2f}x" for m in medians[:-1]) + f" and {medians[-1]:.2f}x"
+    said = stats.listed([f"{m:.2f}x" for m in medians])
     return (f"The table's medians alone give {said} at {_tokens(values)}, "
             f"{_direction(medians)}, unlike the speedups above: a ratio of medians sets runs from "
             "different rounds against each other, a speedup compares the two loops round by round. "

@@ -236,7 +236,7 @@ def doubling(table, why: bool = True) -> str:
     ok = table[table["status"] == harness.OK]
     runs = {int(row["seq_len"]): np.asarray(harness.trials(row), dtype=float)
             for _, row in ok.iterrows()}
-    medians = float(np.median(runs[m]) / np.median(runs[n]))
+    medians = stats.medians_ratio(runs[n], runs[m])  # median(m) / median(n)
     if not stats.medians_apart(medians, ratio.estimate):
         return f"{lead} {measured}, {said}."
     head = (f"Doubling the length from {n} to {m} tokens multiplied the median time by "

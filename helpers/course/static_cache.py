@@ -158,6 +158,20 @@ def _per_step(table, seq_lens) -> dict:
     return steps
 
 
+def _timed(steps, seq_lens) -> bool:
+    """Whether ``_per_step`` holds both caches at every length with their GPU work (a CPU run
+    has none): what every reading of the host's time needs."""
+    return len(steps) >= 2 * len(seq_lens) and not any(
+        math.isnan(g) or g <= 0 for _, g in steps.values())
+
+
+def _told_apart(table, n):
+    """The rounds' ratio of the static cache against the dynamic one at ``n`` tokens where they
+    give a clear verdict (enough rounds, not "can't tell apart"); else None."""
+    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
+    return ratio if ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE else None
+
+
 def memory_line(table, model, seq_len) -> str:
     """The two loops' allocated peak above the weights at one length, in whole MiB, read as one
     conclusion: about the same (within ``SAME_MEMORY``) or the static cache's smaller or larger
@@ -197,7 +211,7 @@ def host_line(table, seq_lens) -> str:
     does, and how the dynamic loop's own host time per step changes from the shortest length to
     the longest. Empty where no length is told apart, and on a CPU run."""
     steps = _per_step(table, seq_lens)
-    if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
+    if not _timed(steps, seq_lens):
         return ""
     host = {key: _idle(w, g) for key, (w, g) in steps.items()}
     parts, static_more = [], []
@@ -205,9 +219,7 @@ def host_line(table, seq_lens) -> str:
         (ws, gs), (wd, gd) = steps[(n, STATIC)], steps[(n, DYNAMIC)]
         # told apart by the rounds, not by the medians alone: "can't tell apart" and "the gap
         # is the host's" would contradict each other
-        ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
-        if (ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE
-                and abs(gs / gd - 1) <= SAME_GPU):
+        if _told_apart(table, n) is not None and abs(gs / gd - 1) <= SAME_GPU:
             hs, hd = host[(n, STATIC)], host[(n, DYNAMIC)]
             parts.append(f"at {n} tokens {hs:.2f} ms with the static cache against "
                          f"{hd:.2f} ms with the dynamic one (GPU work {gs:.2f} against "
@@ -262,7 +274,7 @@ def disturbed(table, seq_lens) -> dict:
     host ran slow during that loop's runs. One loop's medians across lengths, not the rounds.
     Empty with one length and on a CPU run."""
     steps = _per_step(table, seq_lens)
-    if len(steps) < 2 * len(seq_lens) or any(math.isnan(g) or g <= 0 for _, g in steps.values()):
+    if not _timed(steps, seq_lens):
         return {}
     out = {}
     for n in sorted(seq_lens):
@@ -285,8 +297,7 @@ def disturbed_line(table, seq_lens) -> str:
     to compare)."""
     flags = disturbed(table, seq_lens)
     steps = _per_step(table, seq_lens)
-    if not flags and (len(seq_lens) < 2 or len(steps) < 2 * len(seq_lens)
-                      or any(math.isnan(g) or g <= 0 for _, g in steps.values())):
+    if not flags and (len(seq_lens) < 2 or not _timed(steps, seq_lens)):
         return ""
     if not flags:
         return ("No slow spell of the host flagged: at no length did a loop's median step take "
@@ -306,16 +317,14 @@ def drawn_length(table, seq_lens, judge: bool) -> int:
     not flag, the one whose ratio lies farthest from 1; else the longest."""
     flags, clear = disturbed(table, seq_lens) if judge else {}, {}
     for n in seq_lens if judge else []:
-        ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
-        if ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE and n not in flags:
+        if n not in flags and (ratio := _told_apart(table, n)) is not None:
             clear[n] = abs(math.log(ratio.estimate))
     return max(clear, key=clear.get) if clear else max(seq_lens)
 
 
 def drawn_line(table, seq_lens, point, judge: bool) -> str:
     """Which length the figure draws, and why (``drawn_length``'s choice) with its verdict."""
-    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=point) if judge else None
-    if ratio is not None and ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE:
+    if judge and (ratio := _told_apart(table, point)) is not None:
         # a flagged length is left out of the choice (``drawn_length``): say so, where one was
         where = (" at a length no slow spell of the host disturbed"
                  if disturbed(table, seq_lens) else "")
