@@ -159,37 +159,36 @@ def transfer_speedup(table, condition, **where):
 
 
 def contention_line(table) -> str:
-    """How this side load changes each method's time, read from contended / alone (medians, both
-    timed by the same clock) only at the points where a method's runs under load can be told apart
-    from its runs alone (``_told``): "slows ... a to b x" over those points, with how many points
-    could not be told apart; where a method is faster under load at a point that tells apart, its
-    contended times are not consistent and no effect is read. No speedup under load is quoted:
-    it depends on this load."""
+    """How this side load changes each method's time per batch, in ms (contended median - alone
+    median, one clock for both) at the points timed under load, left out where a method's runs
+    under load can't be told apart from its runs alone (``_told``). Absolute times, not ratios:
+    no speedup under load is quoted, it holds for this load only."""
     keys = ["method", "batch_size", "seq_len"]
     alone, busy = (table[table["condition"] == c].set_index(keys) for c in ("alone", "contended"))
 
-    def moved(method, what, subject):
-        ratios = (busy["median_s"] / alone["median_s"]).loc[method].dropna()
-        told = ratios[[_told(table, method, b, n) for b, n in ratios.index]]
-        quiet = len(ratios) - len(told)
-        if told.empty:
-            return f"{what}'s runs under load can't be told apart from its runs alone at any point"
-        if (told < 1).any():
-            return (f"{what} is faster under load than alone at {int((ratios < 1).sum())} of "
-                    f"{len(ratios)} points by the medians ({int((told < 1).sum())} of them told "
-                    "apart): a host-bound call, which the host's own pace moves more than the "
-                    "load does, so no effect of the load on it is read")
-        low, high = told.min(), told.max()
-        span = f"{low:.1f}x" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}x to {high:.1f}x"
-        where = ("at every point" if not quiet else
-                 f"at {len(told)} of {len(ratios)} points; at the other "
-                 f"{'one' if quiet == 1 else quiet} its runs under load can't be told apart from "
-                 "its runs alone")
-        return f"{subject} slows {what} {span} ({where})"
+    def ms(value):
+        return f"{value:.0f}" if abs(value) >= 10 else f"{value:.2f}"
 
-    text = (f"{moved('per row', 'the per-row loop', 'this side load')}; "
-            f"{moved('on host', 'the host copy', 'it')}.")
-    return text[0].upper() + text[1:]
+    def moved(method, what):
+        extra = ((busy["median_s"] - alone["median_s"]).loc[method].dropna()) * 1e3
+        told = extra[[_told(table, method, b, n) for b, n in extra.index]]
+        if told.empty:
+            return f"{what}'s time can't be told apart from its time alone"
+        if (told < 0).any():
+            by = (f"by {ms(-told.iloc[0])} ms" if len(extra) == 1 else
+                  f"at {int((told < 0).sum())} of {len(extra)} points")
+            return (f"{what} is faster under load than alone {by}: a host-bound call, which the "
+                    "host's own pace moves more than the load does, so no effect of the load on "
+                    "it is read")
+        low, high = told.min(), told.max()
+        span = f"{ms(low)} ms" if ms(low) == ms(high) else f"{ms(low)} to {ms(high)} ms"
+        quiet = len(extra) - len(told)
+        where = ("" if not quiet else f" at {len(told)} of {len(extra)} points (at the "
+                 f"{'other' if quiet == 1 else 'others'} it can't be told apart from alone)")
+        return f"{what} takes {span} more per batch than alone{where}"
+
+    return (f"Under this side load {moved('per row', 'the per-row loop')}; "
+            f"{moved('on host', 'the host copy')}.")
 
 
 def _told(table, method, batch_size, seq_len) -> bool:
@@ -214,19 +213,6 @@ def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
     return (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
             f"to the host first (4 syncs in all instead of {syncs_per_row:.0f} a row) gives identical "
             f"lists, timed alone: {said}.")
-
-
-def load_line(start_s, end_s) -> str:
-    """The side load as sized before the contended timing: where it started (``contention_s``)
-    and how many doublings (``timed_call``) made it outlast the per-row loop's call at the
-    largest batch: "side load: 50 ms of matmuls queued per call, doubled 3 times to 400 ms"."""
-    doublings = round(math.log2(end_s / start_s)) if end_s > 0 and start_s > 0 else 0
-    if doublings < 1:
-        return (f"side load: {start_s * 1e3:.0f} ms of matmuls queued per call (it already "
-                "outlasted the per-row loop at the largest batch)")
-    return (f"side load: {start_s * 1e3:.0f} ms of matmuls queued per call, doubled {doublings} "
-            f"time{'s' * (doublings > 1)} to {end_s * 1e3:.0f} ms until it outlasted the per-row "
-            "loop at the largest batch")
 
 
 def sync_cost(wide, syncs, condition="alone"):
@@ -275,7 +261,8 @@ def batch_line(wide, seq_len, condition="alone") -> str:
     rows = big["batch_size"] / small["batch_size"]
     # from the printed ms (the 06:54 run printed 15.8x beside 0.88 and 14.02 ms: 15.9x by hand)
     grew = round(1e3 * big["on host"], 2) / round(1e3 * small["on host"], 2)
-    pace = ("about in proportion" if abs(grew / rows - 1) < 0.1 else
+    # five runs a point and no interval here: only a quarter off reads as more or less
+    pace = ("roughly in proportion" if abs(grew / rows - 1) < 0.25 else
             "more than in proportion" if grew > rows else "less than in proportion")
     return (f"The host copy still builds the lists row by row on the host: {condition}, at "
             f"completions of {int(seq_len)}, its time goes from {1e3 * small['on host']:.2f} ms at "
@@ -336,34 +323,33 @@ def sync_view(found, batch_size):
 
 
 def plot(table, batch_sizes, completion_lens):
-    """Notebook 09's figure: left, each method's time per batch at the longest completions,
-    alone (solid) and contended (dashed); right, the host copy's speedup (per row / on host)
-    alone, at every length (none under load: it would hold for that load only). Returns the
-    figure."""
-    wide, longest = speedups(table), max(completion_lens)
-    conditions = list(dict.fromkeys(table["condition"]))
-    style = {"alone": "-", "contended": "--"}
+    """Notebook 09's figure, alone only (a time under load holds for that load only): left, each
+    method's time per batch at every completion length; right, the host copy's speedup (per row
+    / on host) at every length. Returns the figure."""
+    wide = speedups(table)
     method_color = {"per row": "C1", "on host": "C0"}  # left panel: colour = method
+    length_style = dict(zip(sorted(completion_lens, reverse=True), ["-", "--", ":", "-."]))
     length_color = dict(zip(completion_lens, ["C2", "C4", "C5", "C6"]))  # right: colour = length
     fig, (ax_time, ax_gain) = plotting.subplots(ncols=2)
-    for condition in conditions:
-        for name, color in method_color.items():
-            part = table[(table["condition"] == condition) & (table["method"] == name)
-                         & (table["seq_len"] == longest)].sort_values("batch_size")
+    alone = table[table["condition"] == "alone"]
+    for name, color in method_color.items():
+        for length in completion_lens:
+            part = alone[(alone["method"] == name) & (alone["seq_len"] == length)] \
+                .sort_values("batch_size")
             ax_time.plot(part["batch_size"], part["median_s"] * 1e3, marker="o", color=color,
-                         linestyle=style.get(condition, ":"), label=f"{name}, {condition}")
-    for length in completion_lens:  # alone only: a speedup under load holds for that load only
+                         linestyle=length_style.get(length, ":"), label=f"{name}, length {length}")
+    for length in completion_lens:
         part = wide[(wide["condition"] == "alone") & (wide["seq_len"] == length)]
         ax_gain.plot(part["batch_size"], part["speedup"], marker="s",
                      color=length_color.get(length), label=f"alone, length {length}")
     ax_time.set(xscale="log", yscale="log", xlabel="batch size (rows)", ylabel="ms per batch",
-                title=f"Post-processing time, completions of {longest} only")
+                title="Post-processing time, alone")
     plotting.plain_log_ticks(ax_time, "y")  # 2, 5, 10, 20 ...: a label below 10 as well
     ax_time.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax_gain.axhline(1.0, color="gray", linewidth=1, label="1: no speedup")
     ax_gain.set(xscale="log", xlabel="batch size (rows)", ylabel="per row / on host",
                 title="Speedup of the host copy, alone")
-    # long legend handles: solid (alone) and dashed (contended) tell apart around the marker
+    # long legend handles: the line styles of the lengths tell apart around the marker
     # each legend below its panel, outside the axes, so it hides no point
     for ax in (ax_time, ax_gain):
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8,

@@ -6,7 +6,7 @@
 - ``stats``       intervals on speedups and the one verdict function (faster / slower / can't tell);
                   no verdict from a smoke run; the method is written out in docs/method.md
 - ``analysis``    fits and ratios the notebooks compute their verdicts from
-- ``growth``      01 and 02: a loop timed at several lengths, the a·N + b·N² fit, the gain's growth
+- ``growth``      01 and 02: a loop timed at several lengths, the gain's growth (a fit for the exercises)
 - ``intro``       00: the rounds of an A/B comparison, as a table
 - ``profiling``   profiler step ranges, GPU idle gaps and busy time, timelines, the sync census
 - ``floor``       the hardware floor of a decode step (copy bandwidth; parameter and KV bytes)

@@ -5,8 +5,8 @@ Each claim reads the table of the notebook that measured it, from this run's fol
 ladder. Every verdict comes with its evidence in plain words and names its source:
 
 - "reproduced" / "not reproduced": the data decide, timing differences through ``stats``
-  (a difference the noise cannot support is never a win or a loss: "can't tell on this
-  machine");
+  (a difference the noise cannot support is never a win or a loss: "can't tell apart on
+  this machine");
 - "exceeded": the speedup is clearly above the claimed range (its whole interval);
 - "does not apply here": the claim is about a situation this GPU does not produce;
 - "needs the full preset's sizes": the workshop's sizes (lengths, batch sizes, runs per point) cannot
@@ -154,13 +154,6 @@ def _medians_note(pairs) -> str:
             else f" (estimates from the rounds; ratios of the medians: {medians})")
 
 
-def _medians_alone(pairs) -> str:
-    """" (medians alone: 4.87x and 1.83x)" after point speedups read from the rounds, where any
-    differs from its medians' ratio (``_apart_medians``); empty otherwise."""
-    medians = _apart_medians(pairs)
-    return "" if medians is None else f" (medians alone: {medians})"
-
-
 def plain(ratio, judge=True, medians=None) -> str:
     """``stats.plain``: a bound that would print as 1.00 gets more digits, "(0.962–1.003)"."""
     return stats.plain(ratio, judge, medians)
@@ -186,7 +179,14 @@ def _larger(said, ratio) -> str:
     return re.sub(r"x slower\b", "x smaller", re.sub(r"x faster\b", "x larger", text))
 
 
-_PART_WORDS = {REPRODUCED: "borne out", NOT_REPRODUCED: "not borne out", CANT_TELL: "can't tell"}
+def _cell(ratio, judge) -> str:
+    """A gain against a gain for the table's cell, the range alone: "1.60x larger (1.45–1.77)",
+    "can't tell apart on this machine (0.89–1.10)" (the gains themselves stand before it)."""
+    said = plain(ratio, judge)
+    return said if said.startswith(CANT_TELL) else _larger(said, ratio)
+
+
+_PART_WORDS = {REPRODUCED: "borne out", NOT_REPRODUCED: "not borne out", CANT_TELL: CANT_TELL}
 
 
 def say(table, candidate, baseline, judge=True, **where) -> str:
@@ -247,7 +247,8 @@ def claim_kv_gain(ctx):
     grew = _larger(grew, growth)  # a gain against a gain: larger or smaller, in both places
     return verdict, (f"KV cache over naive {gain_text}; the gain at {int(long)} tokens against "
                      f"{int(short)}: {grew}"), "", "", "", \
-        f"gain at {int(long)} vs {int(short)} tokens: {grew}"
+        (f"{_point(gains[int(short)])} at {int(short)} tokens, {_point(gains[int(long)])} at "
+         f"{int(long)}: {_cell(growth, ctx.judge)}")
 
 
 def _frag_word(candidate, baseline) -> str:
@@ -340,38 +341,38 @@ def claim_static(ctx):
 
 def _ladder_disagrees(ctx, frame, ratios, batch) -> str:
     """Where 08's ladder times the same two eager loops (KV cache, static cache) at 04's batch
-    size and one of 04's lengths, and its medians point the other way from 04's clear verdict
-    there: one sentence naming the part, both timings and which one the claim rests on (empty
-    otherwise). Printed under the claims table (``notes``)."""
+    size and one of 04's lengths, and its medians' ratio lies outside 04's range there: one
+    sentence naming the part, both numbers and which one the claim rests on (empty otherwise).
+    Printed under the claims table (``notes``)."""
     ladder = _ok(ctx.ladder)
     if ladder is None or not {KV, STATIC} <= set(ladder["method"]) or len(batch) != 1 \
             or set(ladder["batch_size"]) != batch:
         return ""
     number = list(CLAIMS.values()).index((claim_static, "04")) + 1
+    column = "per_step_s" if "per_step_s" in ladder else "median_s"
+    here = {m: _medians(ladder, m, column) for m in (KV, STATIC)}
     for i, (n, ratio) in enumerate(ratios.items()):
-        word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else stats.NOISE
-        here = {m: _medians(ladder, m, "per_step_s" if "per_step_s" in ladder else "median_s")
-                for m in (KV, STATIC)}
-        if word == stats.NOISE or any(n not in t.index for t in here.values()):
+        if ratio.n < stats.MIN_TRIALS or any(n not in t.index for t in here.values()):
             continue
-        static_faster = here[STATIC][n] < here[KV][n]
-        if static_faster == (word == stats.FASTER):
+        speedup = round(here[KV][n] * 1e3, 2) / round(here[STATIC][n] * 1e3, 2)  # as printed
+        if ratio.low <= speedup <= ratio.high:
             continue
-        unit = "ms per step" if "per_step_s" in ladder else "ms per run"
-        return (f"Claim {number}{chr(ord('a') + i)} and this notebook's ladder disagree in "
-                f"direction at batch {int(next(iter(batch)))}, {int(n)} tokens: notebook 04's "
-                f"rounds found the static cache {plain(ratio, ctx.judge)}; the ladder above "
-                f"timed it {'faster' if static_faster else 'slower'}, "
-                f"{here[STATIC][n] * 1e3:.2f} against the KV cache's {here[KV][n] * 1e3:.2f} "
-                f"{unit} (medians, in this notebook's one call). Both eager loops are "
+        pace = (f"{speedup:.2f}x faster" if speedup > 1 else f"{1 / speedup:.2f}x slower"
+                if speedup < 1 else "as fast")
+        unit = "ms per step" if column == "per_step_s" else "ms per run"
+        return (f"Claim {number}{chr(ord('a') + i)} and this notebook's ladder differ at batch "
+                f"{int(next(iter(batch)))}, {int(n)} tokens: notebook 04's rounds found the "
+                f"static cache {plain(ratio, ctx.judge)}; the ladder above timed it {pace} than "
+                f"the KV cache, {here[STATIC][n] * 1e3:.2f} against {here[KV][n] * 1e3:.2f} {unit} "
+                "(medians, in this notebook's one call), outside that range. Both eager loops are "
                 "host-bound, so each timing follows the host's speed in its own process; "
                 f"claim {number} rests on notebook 04's interleaved rounds, made for this pair.")
     return ""
 
 
 def notes(verdicts) -> list:
-    """The saved notes (where 08's ladder and another notebook's table disagree), to print
-    under the claims table."""
+    """The saved notes, to print under the claims table: where 08's ladder and notebook 04's
+    table differ (claim 4), and claim 5's baselines."""
     return [n for n in verdicts["note"] if isinstance(n, str) and n]
 
 
@@ -445,11 +446,15 @@ def claim_compile_static(ctx):
     if few:
         return few[0], f"{evidence}; {few[1]}"
     grew = plain(more, ctx.judge, _growth_medians(dyn, static))
-    return _expect(more, stats.FASTER), f"{evidence}; the static gain is {_larger(grew, more)}", "", "", "", \
-        (f"compile + CUDA graphs (static) {_point(gains[0][0])} vs compile alone (dynamic) "
-         f"{_point(gains[1][0])}{_medians_alone(gains)}: " + _larger(grew, more)
-         + f"; static's eager baseline took {took} ({eager[STATIC]:.2f} vs {eager[KV]:.2f} ms)"
-         + _one_baseline(ladder, n, eager[KV]))
+    number = list(CLAIMS).index("Compile helps most with the static cache") + 1
+    medians = _apart_medians(gains)
+    note = (f"Claim {number}: " + (f"by the ladder's medians alone, the gains are {medians}; "
+                                    if medians else "")
+            + f"the static cache's eager baseline took {took} ({eager[STATIC]:.2f} vs "
+            f"{eager[KV]:.2f} ms per step){_one_baseline(ladder, n, eager[KV])}.")
+    return _expect(more, stats.FASTER), f"{evidence}; the static gain is {_larger(grew, more)}", \
+        "", note, "", (f"compile + CUDA graphs (static) {_point(gains[0][0])} vs compile alone "
+                       f"(dynamic) {_point(gains[1][0])}: " + _cell(more, ctx.judge))
 
 
 def _one_baseline(ladder, n, base_ms) -> str:
@@ -595,19 +600,28 @@ def _uncut(number) -> str:
 
 def table(verdicts) -> pd.DataFrame:
     """The claims as a table, one row per claim: its number ("#"), the claim in the article's
-    words, this run's number (with its range where it has one) and the verdict; a claim of
+    words, where its number comes from ("from": 08's own ladder or the notebook whose table
+    decided), this run's number (with its range where it has one) and the verdict; a claim of
     several parts gets a short row per part under it ("4a", "4b", ...), with the part's own
-    word ("borne out", "not borne out", "can't tell"). The full evidence and its source stay
-    in the saved table; where 08's ladder disagrees is printed under it (``notes``). The number
-    cells keep their "medians alone" notes, and every cell shows whole under ``summary.WIDE``."""
+    word ("borne out", "not borne out", "can't tell apart on this machine"), and its own number
+    cell left blank. The full evidence stays in the saved table; notes are printed under it
+    (``notes``). Every cell shows whole under ``summary.WIDE``."""
     out = []
     for i, row in enumerate(verdicts.itertuples(index=False), 1):
-        out.append({"#": str(i), "claim": row.claim, "this run's number": _uncut(row.number),
+        parts = json.loads(row.parts) if isinstance(row.parts, str) and row.parts else []
+        origin = _origin(getattr(row, "source", ""))
+        out.append({"#": str(i), "claim": row.claim, "from": origin,
+                    "this run's number": "" if parts else _uncut(row.number),
                     "verdict": row.verdict})
-        parts = json.loads(row.parts) if row.parts else []
-        out += [{"#": f"{i}{chr(ord('a') + j)}", "claim": part, "this run's number": _uncut(number),
-                 "verdict": word} for j, (part, number, word) in enumerate(parts)]
+        out += [{"#": f"{i}{chr(ord('a') + j)}", "claim": part, "from": origin,
+                 "this run's number": _uncut(number), "verdict": word}
+                for j, (part, number, word) in enumerate(parts)]
     return pd.DataFrame(out).set_index("#")
+
+
+def _origin(source) -> str:
+    """Where a claim's number comes from: "08's ladder (above)" or "notebook 04"."""
+    return "08's ladder (above)" if source == "notebook 08" else str(source)
 
 
 def tally(verdicts) -> list:

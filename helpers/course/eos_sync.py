@@ -1,13 +1,11 @@
-"""Notebook 06's readings, kept out of the lesson: the early-stopping figure, token ratio and
-gain, the check's cost per regime (those the rounds cannot resolve read "can't tell apart"),
-and the profiler's view."""
+"""Notebook 06's readings, kept out of the lesson: the early-stopping figure and token ratio,
+the check's cost per regime (those the rounds cannot resolve read "can't tell apart"), the
+budget in words, and the profiler's view."""
 from __future__ import annotations
-
-import math
 
 import pandas as pd
 
-from . import budget, harness, plotting, stats
+from . import harness, plotting, stats
 
 CHECK, FREE = "check every step", "no check"  # the two loops' names in every table and figure
 
@@ -22,53 +20,6 @@ def stop_bound(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
     free, check = int(ok.at[FREE, "tokens"]), int(ok.at[CHECK, "tokens"])
     return (f"with early stopping the batch ran {check} of its {free} tokens per row (a token "
             f"ratio of {free / check:.2f})")
-
-
-def other_caps_line(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
-    """Early stopping's verdict at every cap but ``cap`` (whose verdict the answer line gives):
-    its token ratio and the rounds' verdict of the checking loop against running to that cap.
-    Empty on a smoke run or with one cap."""
-    ok = table[table["status"] == harness.OK]
-    caps = sorted(int(c) for c in ok["seq_len"].unique() if int(c) != int(cap))
-    parts = []
-    for c in caps if judge else []:
-        rows = ok[ok["seq_len"] == c].set_index("method")
-        if not {CHECK, FREE} <= set(rows.index):
-            continue
-        ratio = rows.at[FREE, "tokens"] / rows.at[CHECK, "tokens"]
-        parts.append(f"at cap {c} (a token ratio of {ratio:.2f}), timed against running to the "
-                     f"cap: {stats.say(ok, CHECK, FREE, judge, seq_len=c)}")
-    return ("; ".join(parts)[:1].upper() + "; ".join(parts)[1:] + ".") if parts else ""
-
-
-def gain_line(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
-    """Whether the timed gain at ``cap`` falls short of the token ratio, from the rounds' range
-    (the one the answer line prints): short only where the whole range lies below the token
-    ratio, and then the two loops' times per step of the batch (a run's median over its steps)
-    say which loop's steps took longer; above it likewise; a range that holds the token ratio
-    says the gain is the steps skipped, within this machine's noise. Empty on a smoke run,
-    without both rows or with too few rounds for a range."""
-    ok = table[(table["status"] == harness.OK) & (table["seq_len"] == cap)].set_index("method")
-    if not judge or not {CHECK, FREE} <= set(ok.index):
-        return ""
-    rounds = stats.row_speedup(table, CHECK, FREE, seq_len=cap)
-    if rounds.n < stats.MIN_TRIALS or not (math.isfinite(rounds.low) and math.isfinite(rounds.high)):
-        return ""
-    tokens = {m: float(ok.at[m, "tokens"]) for m in (CHECK, FREE)}
-    ratio = tokens[FREE] / tokens[CHECK]
-    head = f"At cap {cap} the rounds' range"
-    if rounds.low <= ratio <= rounds.high:
-        return (f"{head} holds the token ratio ({ratio:.2f}): early stopping gained the steps it "
-                "skipped, within this machine's noise.")
-    per = {m: 1e3 * float(ok.at[m, "median_s"]) / tokens[m] for m in (CHECK, FREE)}
-    steps = (f"{per[CHECK]:.2f} ms per step of the batch with the check against "
-             f"{per[FREE]:.2f} ms without it, by the medians")
-    if rounds.high < ratio:
-        return (f"{head} lies wholly below the token ratio ({ratio:.2f}): the checking loop's steps "
-                f"took longer ({steps}), so the gain falls short of the steps skipped.")
-    return (f"{head} lies wholly above the token ratio ({ratio:.2f}): the checking loop's steps "
-            f"took less time ({steps}): they run on shorter sequences (at most {int(tokens[CHECK])} "
-            f"tokens against {cap}), and a check itself cannot speed a step up.")
 
 
 def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: bool = True) -> str:
@@ -162,14 +113,44 @@ def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:
                   != stats.FASTER)
 
 
-def idle_why(step_budget: pd.DataFrame, regime: str = "CUDA graph") -> str:
-    """What the checking loop's idle per step holds, for ``budget.sentence(..., why=...)`` read
-    from the loop without the check: what the check adds, as the budget's figure prints them (each
-    rounded to 0.01 ms first, so they subtract). Empty without both loops' GPU time."""
-    data = step_budget.set_index("method")
+def budget_line(view: pd.DataFrame, regime: str = "CUDA graph") -> str:
+    """The budget of ``regime``'s step in words, from ``profiling.check_cost``'s table (``view``,
+    its values as printed): what the check adds to the wall clock per step (the table's last
+    column), and whether that is GPU work or GPU idle. Empty without both loops' GPU numbers or
+    where the check's cost is not a number (a "can't tell")."""
     check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
-    if not {check, free} <= set(data.index) or data.loc[[check, free], "gpu_ms"].isna().any():
+    if not {check, free} <= set(view.index):
         return ""
-    with_idle, free_idle = budget.printed_idle(data.loc[check]), budget.printed_idle(data.loc[free])
-    # the idle without the check is budget.sentence's own 'went from' (its old method)
-    return f"the check adds {max(with_idle - free_idle, 0.0):.2f} ms of it"
+    added = view.at[check, "the check adds ms"]
+    cells = view.loc[[check, free], ["wall ms", "GPU busy ms", "GPU idle ms"]]
+    if not isinstance(added, (int, float)) or cells.isna().any().any():
+        return ""
+    work = (f"{view.at[free, 'GPU busy ms']:.3f} -> {view.at[check, 'GPU busy ms']:.3f} ms")
+    idle = f"{view.at[free, 'GPU idle ms']:.3f} to {view.at[check, 'GPU idle ms']:.3f} ms"
+    text = (f"With the {regime} step, the check adds {added:.3f} ms of wall clock per step "
+            f"({view.at[free, 'wall ms']:.3f} -> {view.at[check, 'wall ms']:.3f} ms). ")
+    if 0.95 <= view.at[free, "GPU busy ms"] / view.at[check, "GPU busy ms"] <= 1.05:
+        return text + (f"The GPU's work stayed about the same ({work}), so the added time is "
+                       f"GPU idle: it went from {idle} per step.")
+    return text + f"The GPU's work went {work}, its idle from {idle} per step."
+
+
+def idle_split_line(gaps: pd.DataFrame, view: pd.DataFrame, tokens: int,
+                    regime: str = "CUDA graph") -> str:
+    """Why the budget's GPU idle per step without the check (``view``: ``profiling.check_cost``'s
+    table, as printed) is larger than the profiler's gap between two steps (``gaps``: a row per
+    loop, medians of ``gap_before_us``, ``idle_inside_us`` and ``events``): the budget spreads
+    all of a call's idle over its ``tokens``, setup and eager prompt forward included, and is
+    timed without the profiler; the profiler splits a step's idle into the gap before it and the
+    idle inside it, between its GPU operations. Empty without the budget's number."""
+    free = f"{regime}, {FREE}"
+    if free not in view.index or pd.isna(view.at[free, "GPU idle ms"]):
+        return ""
+    gap, inside = (round(float(gaps.at[FREE, c])) for c in ("gap_before_us", "idle_inside_us"))
+    return (f"Without the check, the budget's GPU idle ({view.at[free, 'GPU idle ms']:.3f} ms per "
+            f"step) is all the idle of a call spread over its {tokens} tokens; the profiler's gap "
+            f"({gap} µs) is only the idle between two steps. Inside each step the GPU also idles "
+            f"between its {round(float(gaps.at[FREE, 'events']))} operations ({inside} µs): "
+            f"{gap} + {inside} = {gap + inside} µs per profiled step. The budget's figure also "
+            "holds the call's setup and eager prompt forward, and it is timed without the "
+            "profiler, so it need not equal that sum.")

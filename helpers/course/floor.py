@@ -93,7 +93,9 @@ def say_ratio(table, candidate: str, baseline: str, judge: bool = True, **where)
     """``stats.say``, with the ratio of the medians named also where it lies outside the interval
     by less than the printed rounding (``stats`` compares the two rounded to the printed
     decimals): 11's 05:14 run printed "1.03x faster (1.02-1.06)" for a medians' ratio of 1.0154
-    against an interval from 1.0158; here "(1.02-1.06; medians alone: 1.015x)". Beside "can't
+    against an interval from 1.0158; here "(1.02-1.06; medians alone: 1.015x)". Always three
+    decimals: a ratio equal to the interval's edge at three (11's 09:46 run, 2.0310 against
+    2.0307) adds nothing, so no note. Beside "can't
     tell apart" with the medians' ratio outside the interval, the rounds' own estimate is named
     too, with its direction (10's 06:54 run: "(0.982-1.005; estimate from the rounds: 0.994x,
     i.e. 1.006x slower; medians alone: 1.013x faster)")."""
@@ -117,10 +119,10 @@ def say_ratio(table, candidate: str, baseline: str, judge: bool = True, **where)
         return text.replace("; medians alone", f"; estimate from the rounds: {said}; medians alone", 1)
     if "medians alone" in text or low <= medians <= high or medians < 1:
         return text
-    bound, digits = (low if medians < low else high), 3
-    while digits < 4 and f"{medians:.{digits}f}" == f"{bound:.{digits}f}":
-        digits += 1
-    return text[:-1] + f"; medians alone: {medians:.{digits}f}x)"
+    bound = low if medians < low else high
+    if f"{medians:.3f}" == f"{bound:.3f}":  # on the interval's printed edge: nothing to add
+        return text
+    return text[:-1] + f"; medians alone: {medians:.3f}x)"
 
 
 def peer_idle_line(budget_frame, method: str) -> str:
@@ -152,30 +154,33 @@ def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
     return 1e3 * rows[0]["median_s"], 1e3 * rows[0]["gpu_busy_s"]
 
 
-def prompt_why(budget_frame, method: str, eager, new_tokens) -> str:
+def prompt_why(budget_frame, method: str, eager, new_tokens, graphed=None) -> str:
     """What ``method``'s idle time holds, for ``budget.sentence(..., why=...)``. ``eager``
     (``prefill_cost``: the prompt's forward timed alone, wall clock and GPU work in ms) runs
-    eagerly once per run, so every step's idle time holds its share of that forward's idle
-    time (wall clock less GPU work, over ``new_tokens``): that share, and the rest, which falls
-    in the decode loop, each printed apart (they add up to the printed idle time). Without the
-    prompt's GPU work, its whole time per step beside ``budget.IDLE_WHY``; ``budget.IDLE_WHY``
-    alone without the prompt's time or the method."""
+    eagerly once per run: its whole time per step (``new_tokens``), and its idle part, each
+    labelled as timed alone. No split of the step's idle into prompt and decode loop: 11's
+    09:46 run printed "the prompt ... leaves the GPU idle 87 µs of each step, the decode loop
+    the other 93 µs" while graphing the prompt took 0.14 ms off each step. ``graphed``: the
+    (before, after) methods of the budget between which the prompt's forward became a graph;
+    what that took off each step is named too (with "more than its whole time alone" where it
+    did). ``budget.IDLE_WHY`` alone without the prompt's time or the method."""
     from . import budget  # budget imports this module
 
     rows = budget_frame.set_index("method")
     if method not in rows.index or not new_tokens > 0 or not math.isfinite(eager[0]):
         return budget.IDLE_WHY
-    idle, per = budget.printed_idle(rows.loc[method]), eager[0] / new_tokens
-    said = "the prompt's forward, run eagerly once per run and timed alone,"
-    if idle > 0 and math.isfinite(eager[1]):
-        waits = max(eager[0] - eager[1], 0.0) / new_tokens  # its idle time, per step
-        rest = idle - (round(waits, 2) if waits >= 0.1 else waits)  # as the two print
-        if rest * 1e3 < 0.5:  # "0 µs" or less: timed apart, the prompt alone covers it
-            return f"{said} leaves the GPU idle {budget.ms_or_us(waits)} of each step, all of it or more"
-        return (f"{said} leaves the GPU idle {budget.ms_or_us(waits)} of each step, the decode "
-                f"loop the other {budget.ms_or_us(rest)}")
-    return (f"{budget.IDLE_WHY}; {said} takes {budget.ms_or_us(per)} of each step, its GPU "
-            "work included")
+    per = eager[0] / new_tokens
+    text = f"{budget.IDLE_WHY}; the prompt's forward, run eagerly once per run, takes {budget.ms_or_us(per)} of each step timed alone"
+    if math.isfinite(eager[1]):
+        text += f" ({budget.ms_or_us(max(eager[0] - eager[1], 0.0) / new_tokens)} of it GPU idle)"
+    if graphed and all(m in rows.index for m in graphed):
+        before, after = (rows.loc[m, "wall_ms"] for m in graphed)
+        if math.isfinite(before) and math.isfinite(after):
+            saved = round(before, 2) - round(after, 2)  # as the figure's labels subtract
+            if saved > 0:
+                text += (f"; replaying it from a graph took {budget.ms_or_us(saved, printed=saved)} "
+                         "off each step" + (", more than its whole time alone" if saved > per else ""))
+    return text
 
 
 def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:

@@ -74,19 +74,15 @@ def quadratic_shares(table, judge: bool) -> pd.DataFrame:
 
 
 def plot_per_step(ax, table, label="naive loop"):
-    """Time per step against N (median, min-max bars) with the fitted a + b*N line and a, the
-    part that does not grow, dotted: the per-step time grows linearly, so the total as N**2."""
+    """Time per step against N (median, min-max bars), the points joined: how the step grows,
+    read from the data (the nineteenth review: the fitted a + b·N line missed the 100-token bar
+    and its a, "the fit at N = 0", meant nothing to the reader)."""
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
     n = ok["seq_len"].astype(float)
     per = 1e3 * ok["median_s"] / n
     ax.errorbar(n, per, yerr=[per - 1e3 * ok["min_s"] / n, 1e3 * ok["max_s"] / n - per],
-                marker="o", capsize=3, linestyle="none", label=f"{label} (median, min-max)")
-    f = fit(ok)
-    grid = [0, float(n.max()) * 1.05]
-    ax.plot(grid, [f["a_ms"] + f["b_us"] * 1e-3 * x for x in grid], "--", color="gray",
-            label="fit: a + b·N")
-    ax.axhline(f["a_ms"], color="#999999", linestyle=":", label=f"a = {f['a_ms']:.2f} ms (the fit at N = 0)")
-    ax.set(xlabel="new tokens N", ylabel="ms per step (total ÷ N)", xlim=(0, grid[1]),
+                marker="o", capsize=3, label=f"{label} (median, min-max)")
+    ax.set(xlabel="new tokens N", ylabel="ms per step (total ÷ N)", xlim=(0, float(n.max()) * 1.05),
            title="Time per step grows with the sequence")
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=9, loc="upper left")
@@ -176,6 +172,17 @@ def retry_note(table, naive: str = "naive") -> str:
             "larger than the cache alone would give (notebook 03).")
 
 
+def _gain_at(table, candidate: str, baseline: str, n: int) -> str:
+    """"1.21x at 30 tokens", and beside a gain whose interval reaches across 1 "(itself can't
+    tell apart from no gain)": the nineteenth review read "the gain fell ... to 1.07x" as a gain
+    where the length's own line said "can't tell apart"."""
+    r = stats.row_speedup(table, candidate, baseline, seq_len=n)
+    said = f"{r.estimate:.2f}x at {n} tokens"
+    if r.n >= stats.MIN_TRIALS and stats.verdict(r) == stats.NOISE:
+        said += " (itself can't tell apart from no gain)"
+    return said
+
+
 def _growth_rule(table, candidate: str, baseline: str, judge: bool):
     """``(answer, first failure)`` of notebook 02's rule for "does the gain grow with the length?".
     The answer: "yes" where the gain rose from every length to the next and its interval at the
@@ -194,7 +201,8 @@ def _growth_rule(table, candidate: str, baseline: str, judge: bool):
     for a, b in steps:
         if not gain[b] > gain[a]:
             why = (f"the gain {'fell' if gain[b] < gain[a] else 'did not rise'} from "
-                   f"{gain[a]:.2f}x at {a} tokens to {gain[b]:.2f}x at {b} tokens.")
+                   f"{_gain_at(table, candidate, baseline, a)} to "
+                   f"{_gain_at(table, candidate, baseline, b)}.")
             break
     else:
         if word != stats.FASTER:
@@ -252,63 +260,27 @@ def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
         f"{said[0].upper()}{said[1:]}."
 
 
-FAR = math.log(1.1)  # a run more than 10% off its loop's median is far out
-
-
-def wide_rounds(table, candidate: str, baseline: str, labels=None, **where) -> str:
-    """Why an interval that reaches across 1 did: the rounds whose ratio lies on the far side of 1
-    from the estimate, and in each the loop whose run pulled it there most (a slow run of the loop
-    that lost that round, or a fast run of the one that won), measured against that loop's own
-    median. Named ("two slow KV cache runs") only where one or two such rounds exist, the same
-    loop did it the same way in each, and by more than 10%; else empty."""
-    labels = labels or {}
-    c = [float(x) for x in stats.method_trials(table, candidate, **where)]
-    b = [float(x) for x in stats.method_trials(table, baseline, **where)]
-    if len(c) != len(b) or len(c) < stats.MIN_TRIALS:
-        return ""
-    mc, mb = sorted(c)[len(c) // 2], sorted(b)[len(b) // 2]
-    ratios = [y / x for x, y in zip(c, b)]
-    estimate = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    far = [i for i, r in enumerate(ratios) if (r < 1 if estimate >= 1 else r > 1)]
-    if not 1 <= len(far) <= 2:
-        return ""
-    causes = set()
-    for i in far:
-        dc, db = math.log(c[i] / mc), math.log(b[i] / mb)
-        # below 1 the candidate lost: its run slow (dc > 0) or the baseline's fast (db < 0)
-        pull = {(candidate, "slow"): dc, (baseline, "fast"): -db} if estimate >= 1 else \
-            {(baseline, "slow"): db, (candidate, "fast"): -dc}
-        cause, size = max(pull.items(), key=lambda kv: kv[1])
-        if size <= FAR:
-            return ""
-        causes.add(cause)
-    if len(causes) != 1:
-        return ""
-    (method, how), = causes
-    return f"{'one' if len(far) == 1 else 'two'} {how} {labels.get(method, method)} run{'s' if len(far) > 1 else ''}"
-
-
 def length_line(table, candidate: str, baseline: str, judge: bool, n: int, labels=None) -> str:
-    """Notebook 02's verdict at one length: ``stats.say``, and beside "can't tell apart" the
-    speedup's estimate (the number the growth line reads) and the runs that widened the
-    interval (``wide_rounds``), where they exist."""
+    """Notebook 02's verdict at one length, one number only (the nineteenth review: "can't tell
+    apart (0.91–1.26; medians alone: 0.98x, i.e. 1.02x slower); its speedup 1.07x" gave three
+    gains for one length): ``stats.plain`` of the rounds' speedup without the medians' note, and
+    beside "can't tell apart" the speedup's estimate first, as notebook 00 prints it
+    ("1.07x, can't tell apart on this machine (0.91–1.26)")."""
     labels = labels or {}
-    said = (f"{n:>4} tokens: {labels.get(candidate, candidate)} against "
-            f"{labels.get(baseline, baseline)}: {stats.say(table, candidate, baseline, judge, seq_len=n)}")
     r = stats.row_speedup(table, candidate, baseline, seq_len=n)
-    if not judge or r.n < stats.MIN_TRIALS or stats.verdict(r) != stats.NOISE:
-        return said
-    why = wide_rounds(table, candidate, baseline, labels, seq_len=n)
-    return said + f"; its speedup {r.estimate:.2f}x" + (f", {why} widened the interval" if why else "")
+    said = stats.plain(r, judge)
+    if said.startswith("can't tell"):
+        said = f"{r.estimate:.2f}x, {said}"
+    return (f"{n:>4} tokens: {labels.get(candidate, candidate)} against "
+            f"{labels.get(baseline, baseline)}: {said}")
 
 
 def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
-    """Notebook 02's step budget read at every length, not one: the candidate's wall time per
-    step and both loops' GPU idle share at each length; and the GPU-work cut against the
-    speedups (beside them the ratio of the figure's bars, the median runs at the longest length,
-    where it prints otherwise than the largest speedup), with whether the baseline's GPU idled too
-    (both loops wait on the host) and who sets the candidate's pace. Empty without GPU work (a
-    CPU run)."""
+    """Notebook 02's step budget read at every length, not one: both loops' GPU work per step
+    (the nineteenth review: the lesson's evidence, "2.1x or more", was never printed), their wall
+    clock per step with the GPU's idle share of it, and the GPU-work cut against the speedups,
+    with whether the baseline's GPU idled too (both loops wait on the host) and who sets the
+    candidate's pace. Empty without GPU work (a CPU run)."""
     labels = labels or {}
     cand, base = labels.get(candidate, candidate), labels.get(baseline, baseline)
     values = sorted(int(n) for n in table["seq_len"].unique())
@@ -318,23 +290,20 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
         if len(step) != 2 or step["gpu_ms"].isna().any() or (step["wall_ms"] <= 0).any():
             return []
         rows[n] = step
-    wall = [rows[n].loc[candidate, "wall_ms"] for n in values]
     idle = {m: [100 * rows[n].loc[m, "idle_ms"] / rows[n].loc[m, "wall_ms"] for n in values]
             for m in (candidate, baseline)}
     cut = [rows[n].loc[baseline, "gpu_ms"] / rows[n].loc[candidate, "gpu_ms"] for n in values]
-    lines = [f"Per decode step (the median run ÷ its tokens) the {cand} took "
-             f"{stats.listed([f'{w:.2f}' for w in wall], ' ms')} at {_tokens(values)}, its GPU idle "
-             f"{stats.listed([f'{i:.0f}%' for i in idle[candidate]])} of it; the {base} loop's GPU idled "
-             f"{stats.listed([f'{i:.0f}%' for i in idle[baseline]])} of its own step."]
+    ms = lambda m, col: stats.listed([f"{rows[n].loc[m, col]:.2f}" for n in values], " ms")
+    pct = lambda m: stats.listed([f"{i:.0f}%" for i in idle[m]])
+    lines = [f"Per decode step at {_tokens(values)}, the GPU's work: {base} {ms(baseline, 'gpu_ms')}; "
+             f"{cand} {ms(candidate, 'gpu_ms')}.",
+             f"The wall clock per step (the median run ÷ its tokens): {base} "
+             f"{ms(baseline, 'wall_ms')}, the GPU idle {pct(baseline)} of it; {cand} "
+             f"{ms(candidate, 'wall_ms')}, idle {pct(candidate)}."]
     gains = [stats.row_speedup(table, candidate, baseline, seq_len=n).estimate for n in values]
     if min(cut) > 1:
         wall_fell = (f"the wall clock fell at most {max(gains):.2f}x" if max(gains) > 1
                      else "the wall clock did not fall")
-        at = values[-1]  # the figure's bars: the two median runs at the longest length
-        bars = rows[at].loc[baseline, "wall_ms"] / rows[at].loc[candidate, "wall_ms"]
-        if f"{bars:.2f}" != f"{max(gains):.2f}":
-            wall_fell += (f" (the speedups, round by round; the figure's bars at {at} tokens, two "
-                          f"median runs, differ {bars:.2f}x)")
         said = (f"At every length the cache cut the GPU's work per step {min(cut):.1f}x or more, "
                 f"{'but' if max(gains) < min(cut) else 'and'} {wall_fell}")
     else:
@@ -348,81 +317,6 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     said += (f", and for the {cand} {kv_paces.pop()} at every length." if len(kv_paces) == 1
              else f", and who sets the {cand}'s pace differs between lengths.")
     return lines + [said]
-
-
-OUT_OF_LINE = 1.2  # a host-paced step this far (either way) from its median over the lengths
-
-
-def out_of_line(table, candidate: str, baseline: str, labels=None) -> str:
-    """Notebook 02, beside the growth verdict: the lengths whose rounds met another host pace
-    than the others'. Where the host sets the candidate's pace at every length (its GPU idles at
-    least ``budget.HOST_PACE_PCT`` % of the step), its step is the host's time, which the length
-    barely changes; a length whose median step lies more than ``OUT_OF_LINE`` times above or
-    below the median over the lengths ran while the host was slower or faster (each length runs
-    in its own rounds), and its gain carries that. One sentence naming them; else empty (a CPU
-    run, fewer than three lengths, a step the GPU paces, or none out of line)."""
-    labels = labels or {}
-    cand = labels.get(candidate, candidate)
-    values = sorted(int(n) for n in table["seq_len"].unique())
-    if len(values) < 3:
-        return ""
-    wall = {}
-    for n in values:
-        step = budget.per_step(table, [baseline, candidate], seq_len=n).set_index("method")
-        if candidate not in step.index or pd.isna(step.loc[candidate, "gpu_ms"]) or \
-                not step.loc[candidate, "wall_ms"] > 0:
-            return ""
-        if 100 * step.loc[candidate, "idle_ms"] / step.loc[candidate, "wall_ms"] < budget.HOST_PACE_PCT:
-            return ""
-        wall[n] = float(step.loc[candidate, "wall_ms"])
-    middle = float(pd.Series(list(wall.values())).median())
-    off = [n for n in values if max(wall[n] / middle, middle / wall[n]) > OUT_OF_LINE]
-    if not off:
-        return ""
-    slower = {wall[n] > middle for n in off}
-    pace = ("slower" if slower == {True} else "faster" if slower == {False} else
-            "slower or faster")
-    one = len(off) == 1
-    took = stats.listed([f"{wall[n]:.2f} ms at {n} tokens" for n in off])
-    times = stats.listed([f"{wall[n] / middle:.2f}x" for n in off])
-    return (f"Out of line: the {cand}'s step, which the host paces at every length, took {took} "
-            f"({times} its median over the lengths, {middle:.2f} ms), though the length barely "
-            f"changes the host's work: the host ran {pace} in {'that length' if one else 'those lengths'}"
-            f"{chr(39) + 's' if one else chr(39)} rounds (each length runs its own), so the gain there "
-            f"is partly the host's pace, and the growth verdict above leans on {'it' if one else 'them'}.")
-
-
-def _direction(values) -> str:
-    """"rising at every length", "falling at every length" or "not in one direction"."""
-    steps = list(zip(values, values[1:]))
-    if all(b > a for a, b in steps):
-        return "rising at every length"
-    if all(b < a for a, b in steps):
-        return "falling at every length"
-    return "not in one direction"
-
-
-def medians_note(table, candidate: str, baseline: str, judge: bool) -> str:
-    """Notebook 02: where the ratios of the medians move across the lengths in another direction
-    than the speedups the lesson reads (geometric means of the rounds' ratios), one sentence
-    saying so and which to trust; else empty (and on a smoke run)."""
-    values = sorted(int(n) for n in table["seq_len"].unique())
-    if not judge or len(values) < 2:
-        return ""
-    speedups, medians = [], []
-    for n in values:
-        c, b = (stats.method_trials(table, m, seq_len=n) for m in (candidate, baseline))
-        if not c or not b:
-            return ""
-        speedups.append(stats.row_speedup(table, candidate, baseline, seq_len=n).estimate)
-        medians.append(stats.medians_ratio(c, b))
-    if _direction(speedups) == _direction(medians):
-        return ""
-    said = stats.listed([f"{m:.2f}x" for m in medians])
-    return (f"The table's medians alone give {said} at {_tokens(values)}, "
-            f"{_direction(medians)}, unlike the speedups above: a ratio of medians sets runs from "
-            "different rounds against each other, a speedup compares the two loops round by round. "
-            "This lesson reads the speedups; where the two disagree, the interval is what to trust.")
 
 
 def _tokens(lengths) -> str:

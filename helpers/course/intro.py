@@ -1,6 +1,7 @@
 """The two ideas of notebook 00 made visible: the rounds of an interleaved comparison, the floor
 as bytes over bandwidth, and what an A/A comparison's interval resolves; and notebook 01's
-answer (the fit's a and b, the measured growth against pure N² growth) and what its idle time holds."""
+answer (the step's growth between lengths against the GPU's work, the measured growth against
+pure N² growth) and what its idle time holds."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from . import floor as _floor
-from . import budget, growth, harness, stats
+from . import budget, harness, stats
 from ..model import parameter_bytes
 
 
@@ -126,74 +127,43 @@ def with_estimate(said: str, ratio) -> str:
 
 
 def terms(table) -> str:
-    """Notebook 01's fit in plain words: the median total times fitted as a·N + b·N²
-    (``growth.fit``), so b is the wall clock's average growth per token over these lengths; then,
-    with the profiled runs' GPU time (``gpu_busy_s``), the GPU's own growth fitted the same way and
-    the GPU's idle time per step at the shortest and longest length, with who sets the pace at
-    each (the fifteenth review: "b is mostly the GPU recomputing" while b sat below the GPU's own
-    slope, and "the rest of a is waiting, a cost that does not grow" while the idle time fell).
-    The idle time's share and pace are said at the shortest length only: notebook 01 prints
-    ``budget.sentence`` next, which gives the idle time in ms at both lengths and the longest
-    length's share and pace."""
-    f = growth.fit(table)
-    text = (f"Fitting the median total times as a·N + b·N² gives a = {f['a_ms']:.2f} ms and "
-            f"b = {f['b_us']:.1f} µs: over these lengths the average step costs about a + b·N, "
-            "b being the wall clock's average growth per token")
-    gpu_b, idle = _gpu_slope(table), _idle_ends(table)
-    if not math.isfinite(gpu_b) or idle is None:
+    """Notebook 01's growth, read step by step from the data (the nineteenth review: the fitted
+    a + b·N line fell below the 100-token bar, implied a 2.54x doubling against the printed 2.33x,
+    and its a, "the fit at N = 0", meant nothing): how much the wall clock per step rose between
+    neighbouring lengths, and the GPU's work per step beside it (``gpu_busy_s`` ÷ N), from the
+    values as printed (two decimals), so a reader can subtract them. Where the wall clock rose
+    less than the GPU's work, the GPU's idle time shrank by the difference (wall = work + idle)."""
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    ns = [int(n) for n in ok["seq_len"]]
+    if len(ns) < 2:
+        return ""
+    wall = [round(1e3 * float(s) / n, 2) for s, n in zip(ok["median_s"], ns)]
+    pairs = list(zip(range(len(ns)), range(1, len(ns))))
+    moved = lambda d: f"{'rose' if d >= 0 else 'fell'} {abs(d):.2f} ms"
+    # "rose 2.03 ms ... and 3.53 ms ...": the verb again only where the direction changes
+    moves = lambda v: [moved(v[j] - v[i]) if i == 0 or (v[j] - v[i] >= 0) != (v[i] - v[i - 1] >= 0)
+                       else f"{abs(v[j] - v[i]):.2f} ms" for i, j in pairs]
+    steps = stats.listed([f"{m} from {ns[i]} to {ns[j]} tokens"
+                          for m, (i, j) in zip(moves(wall), pairs)])
+    text = (f"Per decode step the wall clock took {stats.listed([f'{w:.2f}' for w in wall], ' ms')} at "
+            f"{stats.listed(ns, ' tokens')}: it {steps}")
+    gpu = ok["gpu_busy_s"].astype(float).tolist() if "gpu_busy_s" in ok else []
+    if len(gpu) != len(ns) or not all(g > 0 for g in gpu):
         return text + "."
-    (n, i0, s0), (m, i1, s1) = idle
-    # the idle time in ms at both lengths and the longest length's pace are the budget line's,
-    # printed next (budget.sentence: "went from 6.09 ms to 3.22 ms per step (19% ...)"); said
-    # here only at the shortest length (the preflight of round 18: both ends twice in a row)
-    start = (f"(the next line gives it in ms at {n} and {m} tokens); at {n} tokens it was "
-             f"{s0:.0f}% of the step, where {budget.pace(s0, why=False)}")
-    gpu = f"the GPU's own work ({gpu_b:.1f} µs per token, fitted the same way)"
-    if f["b_us"] < gpu_b and i1 < i0:
-        return text + (f". The wall clock grew more slowly than {gpu} because the GPU's idle time "
-                       f"per step fell as its work grew {start}.")
-    if f["b_us"] > gpu_b and i1 > i0:
-        return text + (f". The wall clock grew faster than {gpu} because the GPU's idle time per "
-                       f"step rose {start}.")
-    return text + (f"; the GPU's own work grew {gpu_b:.1f} µs per token, fitted the same way, and "
-                   f"the GPU's idle time per step {'fell' if i1 < i0 else 'rose' if i1 > i0 else 'stayed the same'} "
-                   f"{start}.")
-
-
-def _gpu_slope(table) -> float:
-    """b (µs) of the profiled runs' GPU time (``gpu_busy_s``) fitted as ``growth.fit`` fits the
-    wall clock; NaN without two lengths' GPU times."""
-    if "gpu_busy_s" not in table:
-        return float("nan")
-    ok = table[table["status"] == harness.OK]
-    ok = ok[ok["gpu_busy_s"].astype(float) > 0]
-    if ok["seq_len"].nunique() < 2:
-        return float("nan")
-    return growth.fit(ok.assign(median_s=ok["gpu_busy_s"].astype(float)))["b_us"]
-
-
-def _idle_ends(table):
-    """((N, idle ms, idle %), (N, idle ms, idle %)) per step at the shortest and longest profiled
-    length, as the budget prints them (``budget.printed_idle``: the wall clock minus the GPU's
-    work, each rounded to 0.01 ms); None without two profiled lengths."""
-    if "gpu_busy_s" not in table:
-        return None
-    ok = table[table["status"] == harness.OK]
-    ok = ok[ok["gpu_busy_s"].astype(float) > 0].sort_values("seq_len")
-    if ok["seq_len"].nunique() < 2:
-        return None
-    ends = []
-    for n in (int(ok["seq_len"].iloc[0]), int(ok["seq_len"].iloc[-1])):
-        step = budget.per_step(ok, seq_len=n)
-        if step.empty:
-            return None
-        row = step.iloc[0]
-        idle = budget.printed_idle(row)
-        wall = round(row["wall_ms"], 2)
-        if not wall > 0:
-            return None
-        ends.append((n, idle, 100 * idle / wall))
-    return tuple(ends)
+    work = [round(1e3 * g / n, 2) for g, n in zip(gpu, ns)]
+    text += (f"; the GPU's work per step was {stats.listed([f'{w:.2f}' for w in work], ' ms')} "
+             f"(it {stats.listed(moves(work))}).")
+    less = [j for i, j in pairs if wall[j] - wall[i] < work[j] - work[i]]
+    if len(less) == len(pairs):
+        return text + (" At every step up in length the wall clock rose less than the GPU's work: "
+                       "the GPU's idle time shrank, so extra work first filled time the GPU had "
+                       "spent waiting.")
+    if not less:
+        return text + " At no step up in length did the wall clock rise less than the GPU's work."
+    span = lambda js: stats.listed([f"from {ns[j - 1]} to {ns[j]}" for j in js], " tokens")
+    more = [j for i, j in pairs if j not in less]
+    return text + (f" The wall clock rose less than the GPU's work {span(less)}, where the GPU's "
+                   f"idle time shrank, but not {span(more)}.")
 
 
 def _growth(table):
@@ -215,8 +185,7 @@ def doubling(table, why: bool = True) -> str:
     quadruples the runtime, against the measured growth from a length to its double (else from
     the shortest to the longest length, against the square of their ratio): the rounds' ratio
     with its interval, and whether it lies below, above or around pure N² growth. Where the
-    medians' ratio lies apart from the rounds' (``stats.medians_apart``), it leads, as the fit
-    reads the medians, and (``why``) a second sentence says why the two differ from the run that
+    medians' ratio lies apart from the rounds' (``stats.medians_apart``), it leads, and (``why``) a second sentence says why the two differ from the run that
     pulls the rounds' ratio that way (the sixteenth review: "2.72x" led above the medians' 2.40x
     and the fit's 2.48x with no word why)."""
     got = _growth(table)
@@ -230,7 +199,7 @@ def doubling(table, why: bool = True) -> str:
     if ratio.n < stats.MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
         return (f"{lead} {ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge against "
                 f"{pure}).")
-    said = (f"less than {pure}: the a·N part " + ("only doubles" if r == 2 else f"grows only {r:.3g}x") if ratio.high < r * r else
+    said = (f"less than {pure}" if ratio.high < r * r else
             f"more than {pure}" if ratio.low > r * r else f"can't tell apart from {pure}")
     measured = f"{ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f})"
     ok = table[table["status"] == harness.OK]
@@ -265,22 +234,35 @@ def _pull(short, long, n: int, m: int, higher: bool) -> str:
 
 
 def idle_why(table, n: int) -> str:
-    """Notebook 01: what the GPU's idle time holds in the naive loop at ``n`` tokens, for
-    ``budget.sentence``'s ``why`` (the sixteenth review: ``budget.IDLE_WHY`` named a prompt's
-    forward this loop does not have, and not the allocator's trips to the driver): the host
-    issuing each step's forward after the previous step's EOS check, the allocator getting memory
-    from the driver (every timed run starts with an emptied cache), with its retries where the
-    table counts any (``alloc_retries``, summed over the timed runs), and gaps between kernels."""
-    text = ("waiting for the host, which issues each step's forward only after the previous "
-            "step's EOS check; for the allocator, which gets its memory from the driver")
-    ok = table[(table["status"] == harness.OK) & (table["seq_len"] == n)]
-    if "alloc_retries" in ok and len(ok) and ok["alloc_retries"].notna().any():
-        tries = int(ok["alloc_retries"].fillna(0).sum())
-        if tries:
-            runs = len(harness.trials(ok.iloc[0]))
-            text += (f" and, over the {runs} timed runs, freed its whole cache and asked again "
-                     f"{tries} time{'s' if tries > 1 else ''}")
-    return text + "; or in gaps between kernels"
+    """Notebook 01: what the GPU's idle time holds in the naive loop, short, for
+    ``budget.sentence``'s ``why`` (the nineteenth review: the budget line ran to 90 words with the
+    causes and the allocator's retries inside it; ``idle_parts`` now gives them on their own
+    line). ``table`` and ``n`` are kept for the call's shape."""
+    return "waiting for the host, for the allocator, or between kernels"
+
+
+def idle_parts(table) -> str:
+    """Notebook 01, after the budget line: what the idle time's parts are (the host issues each
+    step's forward only after the previous step's EOS check; the allocator gets its memory from
+    the driver, every timed run starting with an emptied cache), and, where the table counts any
+    (``alloc_retries``, summed over each length's timed runs), how often the allocator ran out
+    and retried at each length (the nineteenth review: "15 times" said no length)."""
+    text = ("The host issues each step's forward only after the previous step's EOS check; the "
+            "allocator gets its memory from the driver, as every timed run starts with an emptied "
+            "cache.")
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    if "alloc_retries" not in ok or not len(ok) or not ok["alloc_retries"].notna().any():
+        return text
+    tries = [int(t) for t in ok["alloc_retries"].fillna(0)]
+    if not any(tries):
+        return text
+    runs = {len(harness.trials(row)) for _, row in ok.iterrows()}
+    over = (f"over the {runs.pop()} timed runs of each length" if len(runs) == 1 else
+            "over each length's timed runs")
+    ns = [int(n) for n in ok["seq_len"]]
+    return text + (f" It ran out of driver memory, freed its whole cache and asked again "
+                   f"{stats.listed(tries)} times at {stats.listed(ns, ' tokens')} ({over}; "
+                   "notebook 03 takes this apart).")
 
 
 def takeaway(table) -> str:

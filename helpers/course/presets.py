@@ -152,8 +152,8 @@ NOTEBOOK = {
                       peers=["generate()", "generate() static"], check_peers=True),
     },
     "09": {
-        # Budget 50 s full / 20 s workshop on an H100: 51 s with three lengths (the contended
-        # sweep 22 s of it), so two lengths (6 points, about 40 s); the gain is 2-20x, 5 trials.
+        # Budget 50 s full / 20 s workshop on an H100: two lengths, 6 points alone (the gain is
+        # 2-20x, 5 trials); under contention one point only (the largest batch and length).
         "full": dict(batch_sizes=[16, 64, 256], completion_lens=[128, 2048], prompt_len=128,
                      contention_s=0.05),
         "workshop": dict(batch_sizes=[16, 128], completion_lens=[512], prompt_len=128,
