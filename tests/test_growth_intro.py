@@ -516,15 +516,16 @@ def test_length_lines_give_one_number_per_length():
 
 def test_growth_line_marks_a_gain_that_cannot_be_told_from_none():
     """The nineteenth review: "the gain fell from 1.21x ... to 1.07x" reused a gain the length's
-    own line called "can't tell apart"."""
+    own line called "can't tell apart". The mark reads as English (the pre-flight of round 19:
+    "itself can't tell apart from no gain" made the gain the one telling)."""
     from pathlib import Path
 
     data = Path(__file__).parent / "data"
     line = growth.growth_line(pd.read_csv(data / "02_kv_cache-65eabbe.csv"), "kv_cache", "naive", True)
-    assert ("the gain fell from 1.26x at 30 tokens to 1.08x at 75 tokens (itself can't tell apart "
-            "from no gain); the gain at 120 tokens was 0.97x its size at 30 (0.80–1.15).") in line
+    assert ("the gain fell from 1.26x at 30 tokens to 1.08x at 75 tokens (a gain this run can't "
+            "tell apart from none); the gain at 120 tokens was 0.97x its size at 30 (0.80–1.15).") in line
     line = growth.growth_line(pd.read_csv(data / "02_kv_cache-eb4fe0c.csv"), "kv_cache", "naive", True)
-    assert "from 1.18x at 30 tokens (itself can't tell apart from no gain) to 1.14x at 75 tokens;" in line
+    assert "from 1.18x at 30 tokens (a gain this run can't tell apart from none) to 1.14x at 75 tokens;" in line
 
 
 def test_pace_lines_read_the_budget_at_every_length_with_both_loops_gpu_work():

@@ -610,3 +610,15 @@ def test_07_profiled_gaps_name_the_host_s_launches():
     assert line.endswith("so that gap holds the host's launches too: the timed table's win-back "
                          "is the measure."), line
     assert " its launches" not in line
+
+
+def test_04_plot_markdown_names_the_disturbed_lengths_the_drawn_line_leaves_out():
+    """Round 19's pre-flight: the printed "farthest from 1 among the lengths no slow spell of the
+    host disturbed" met a Plot cell that said only "(the longest, where no length is told apart)"."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).parents[1] / "notebooks" / "04_static_cache.ipynb").read_text())
+    plot = next("".join(c["source"]) for c in nb["cells"]
+                if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("## Plot"))
+    assert "slow spell of the host disturbed" in plot and "or else at the longest" in plot

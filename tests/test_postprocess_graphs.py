@@ -431,12 +431,13 @@ def test_prompt_why_labels_the_eager_prompt_timed_alone_and_what_its_graph_saved
     b["idle_ms"] = b["wall_ms"] - b["gpu_ms"]
     said = floor.prompt_why(b, "t", (18.3, 2.5), 100)
     assert said == (f"{budget.IDLE_WHY}; the prompt's forward, run eagerly once per run, takes "
-                    "0.18 ms of each step timed alone (0.16 ms of it GPU idle)")
+                    "0.18 ms of each step timed alone, 0.16 ms of it GPU idle")
+    assert "idle)" not in said  # no brackets inside the sentence's own (11's 09:46 tables)
     assert "decode loop the other" not in said
     assert f"30% of 0.74 ms: {said}): host and GPU share the pace" in budget.sentence(b, "t", "old", why=said)
     # the graph's saving (0.63 - 0.49 = 0.14 ms, as the figure prints), against its whole time
     assert floor.prompt_why(b, "t", (8.7 + 4.0, 4.0), 100, graphed=("p4", "p5")).endswith(
-        "(87 µs of it GPU idle); replaying it from a graph took 0.14 ms off each step, more than "
+        ", 87 µs of it GPU idle; replaying it from a graph took 0.14 ms off each step, more than "
         "its whole time alone")
     assert floor.prompt_why(b, "t", (18.3, 2.5), 100, graphed=("p4", "p5")).endswith(
         "replaying it from a graph took 0.14 ms off each step")
@@ -462,6 +463,9 @@ def test_tenth_line_reads_the_answer_against_this_runs_tenth_step(tmp_path, monk
                     "this run): 2.88x faster (the two tables' medians, no interval); rung 1 takes "
                     "1.623 ms, 1.17x 10's time")  # both times: 11's opening promises them
     assert "): 2.00x slower (" in floor.tenth_line(2.0, 1.6, 1.0)  # either way
+    # 11's answer names two rungs (kernels alone, then the host-side ones): say whose ratio it is
+    assert floor.tenth_line(0.4812, 1.6234, 1.3871, name="11: + 10 steps/replay") == \
+        "'11: + 10 steps/replay' " + line
     assert floor.tenth_line(0.48, 1.62, float("nan")).endswith(
         "not compared (no time of it from this run on this GPU)")
     # this run's table only: none outside a runner run, another GPU or point gives NaN

@@ -237,7 +237,8 @@ def test_late_check_summary_and_its_words():
         "Profiled, the GPU's idle before a step, the median over the profiled steps: 620 µs with the "
         "per-step sync; with a late read "
         "463 µs (two streams, 75% of it) and 337 µs (event, 54% of it). The profiler slowed the "
-        "host of two streams (a profiled step of 1766 µs against 1425 timed) and event (a profiled "
+        "host's work in the two streams loop (a profiled step of 1766 µs against 1425 timed) and "
+        "the event loop (a profiled "
         "step of 1677 µs against 1411 timed), so those gaps hold the host's launches too: the "
         "timed table's win-back is the measure.")
     # the 05:14 run: the per-step sync 16% over its timed step (named), two streams 8% (not)
@@ -245,8 +246,9 @@ def test_late_check_summary_and_its_words():
                           "cpu_us": [1914.1, 1401.8, 1619.4], "cpu_wait_us": [645.4, 8.4, 9.2]},
                          index=["sync", "interleaved", "event"])
     line = late_check.profile_line(every, pd.Series({"sync": 1657.0, "interleaved": 1302.0, "event": 1294.0}))
-    assert "host of per-step sync (a profiled step of 1914 µs against 1657 timed) and event (" in line
-    assert "two streams (a profiled" not in line
+    assert ("host's work in the per-step sync loop (a profiled step of 1914 µs against 1657 timed) "
+            "and the event loop (") in line
+    assert "two streams loop (a profiled" not in line
     # host within the GPU's work, or no timed steps: no one named
     assert "profiler slowed" not in late_check.profile_line(pub.assign(cpu_us=[1200.0, 1100.0, 1100.0]), timed)
     assert "profiler slowed" not in late_check.profile_line(pub)

@@ -248,7 +248,7 @@ def claim_kv_gain(ctx):
     return verdict, (f"KV cache over naive {gain_text}; the gain at {int(long)} tokens against "
                      f"{int(short)}: {grew}"), "", "", "", \
         (f"{_point(gains[int(short)])} at {int(short)} tokens, {_point(gains[int(long)])} at "
-         f"{int(long)}: {_cell(growth, ctx.judge)}")
+         f"{int(long)}; {int(long)} vs {int(short)}: {_cell(growth, ctx.judge)}")
 
 
 def _frag_word(candidate, baseline) -> str:

@@ -172,7 +172,8 @@ def prompt_why(budget_frame, method: str, eager, new_tokens, graphed=None) -> st
     per = eager[0] / new_tokens
     text = f"{budget.IDLE_WHY}; the prompt's forward, run eagerly once per run, takes {budget.ms_or_us(per)} of each step timed alone"
     if math.isfinite(eager[1]):
-        text += f" ({budget.ms_or_us(max(eager[0] - eager[1], 0.0) / new_tokens)} of it GPU idle)"
+        # a comma, not brackets: the sentence sets this inside its own "(26% of 0.70 ms: ...)"
+        text += f", {budget.ms_or_us(max(eager[0] - eager[1], 0.0) / new_tokens)} of it GPU idle"
     if graphed and all(m in rows.index for m in graphed):
         before, after = (rows.loc[m, "wall_ms"] for m in graphed)
         if math.isfinite(before) and math.isfinite(after):
@@ -206,19 +207,21 @@ def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:
         return float("nan")
 
 
-def tenth_line(fast_ms: float, start_ms: float, tenth_ms: float) -> str:
+def tenth_line(fast_ms: float, start_ms: float, tenth_ms: float, name: str = "") -> str:
     """Notebook 11's answer against notebook 10's graphed step (``tenth_ms``: ``this_run_ms``,
     NaN where this run has none), the ratio of the two tables' printed medians (no interval:
     the two lessons time in their own rounds), and 11's rung 1 against the same step, with its
     time: 11's opening says "What it means" prints both times, and round 18's cut left rung 1's
-    time out of the answer (only its ratio to 10's remained)."""
+    time out of the answer (only its ratio to 10's remained). ``name``: the rung timed
+    ``fast_ms``, named first (11's answer names two rungs before this line)."""
     if not all(math.isfinite(x) and x > 0 for x in (fast_ms, start_ms, tenth_ms)):
         return ("against notebook 10's 'graph, decode_step, 1/launch': not compared (no time of "
                 "it from this run on this GPU)")
     fast, start, tenth = round(fast_ms, 3), round(start_ms, 3), round(tenth_ms, 3)
     ratio = tenth / fast
     said = f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
-    return (f"against notebook 10's 'graph, decode_step, 1/launch' ({tenth:.3f} ms, its table in "
+    return (("" if not name else f"'{name}' ") +
+            f"against notebook 10's 'graph, decode_step, 1/launch' ({tenth:.3f} ms, its table in "
             f"this run): {said} (the two tables' medians, no interval); rung 1 takes "
             f"{start:.3f} ms, {start / tenth:.2f}x 10's time")
 

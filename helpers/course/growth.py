@@ -173,13 +173,13 @@ def retry_note(table, naive: str = "naive") -> str:
 
 
 def _gain_at(table, candidate: str, baseline: str, n: int) -> str:
-    """"1.21x at 30 tokens", and beside a gain whose interval reaches across 1 "(itself can't
-    tell apart from no gain)": the nineteenth review read "the gain fell ... to 1.07x" as a gain
+    """"1.21x at 30 tokens", and beside a gain whose interval reaches across 1 "(a gain this run
+    can't tell apart from none)": the nineteenth review read "the gain fell ... to 1.07x" as a gain
     where the length's own line said "can't tell apart"."""
     r = stats.row_speedup(table, candidate, baseline, seq_len=n)
     said = f"{r.estimate:.2f}x at {n} tokens"
     if r.n >= stats.MIN_TRIALS and stats.verdict(r) == stats.NOISE:
-        said += " (itself can't tell apart from no gain)"
+        said += " (a gain this run can't tell apart from none)"
     return said
 
 

@@ -409,8 +409,8 @@ def profile_line(gaps, timed_us=None) -> str:
     slowed = [n for n in loops if known and n in timed_us and own[n] > gaps.at[n, "busy_us"]
               and gaps.at[n, "cpu_us"] > PROFILER_SLOWED * timed_us[n]]
     if slowed:
-        text += (" The profiler slowed the host of " + stats.listed(
-            [f"{LOOP_LABELS[n]} (a profiled step of {gaps.at[n, 'cpu_us']:.0f} µs against "
+        text += (" The profiler slowed the host's work in " + stats.listed(
+            [f"the {LOOP_LABELS[n]} loop (a profiled step of {gaps.at[n, 'cpu_us']:.0f} µs against "
              f"{timed_us[n]:.0f} timed)" for n in slowed])
             + ", so " + ("that gap holds" if len(slowed) == 1 else "those gaps hold")
             + " the host's launches too: the timed table's win-back is the measure.")
