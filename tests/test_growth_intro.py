@@ -239,10 +239,13 @@ def test_terms_read_the_growth_step_by_step_against_the_gpus_work():
         "(it rose 3.00 ms and 3.00 ms). At every step up in length the wall clock rose less than "
         "the GPU's work: the GPU's idle time shrank, so extra work first filled time the GPU had "
         "spent waiting.")
-    table["gpu_busy_s"] = [0.3, 1.2, 2.1]  # 3, 6, 7 ms: less, then not
+    table["gpu_busy_s"] = [0.3, 1.2, 2.1]  # 3, 6, 7 ms: less, then not; idle 5, 4, 5 ms
     assert intro.terms(table).endswith(
         "The wall clock rose less than the GPU's work from 100 to 200 tokens, where the GPU's idle "
-        "time shrank, but not from 200 to 300 tokens.")
+        "time shrank, but not from 200 to 300 tokens; the GPU's idle time per step was smallest "
+        "at 200 tokens, a length the right panel does not draw.")
+    table["gpu_busy_s"] = [0.3, 1.2, 2.7]  # idle 5, 4, 3 ms: smallest at an end, drawn
+    assert "smallest" not in intro.terms(table)
     table["median_s"] = [1.3, 2.0, 3.6]  # 13, 10, 12 ms: the verb changes with the direction
     assert "it fell 3.00 ms from 100 to 200 tokens and rose 2.00 ms from 200 to 300" in intro.terms(table)
     table["gpu_busy_s"] = [0.0, 0.0, 1.0]  # one length profiled: no reading
@@ -260,7 +263,8 @@ def test_terms_on_the_three_published_runs_tables():
                            "200 and 300 tokens: it rose 3.13 ms from 100 to 200 tokens and 4.13 ms")
     assert "was 5.65, 9.68 and 13.79 ms (it rose 4.03 ms and 4.11 ms)" in said
     assert said.endswith("from 100 to 200 tokens, where the GPU's idle time shrank, but not from "
-                         "200 to 300 tokens.")
+                         "200 to 300 tokens; the GPU's idle time per step was smallest at 200 "
+                         "tokens, a length the right panel does not draw.")
     said = intro.terms(pd.read_csv(data / "01_naive_generation-90c3788.csv"))
     assert said.endswith("At every step up in length the wall clock rose less than the GPU's work: "
                          "the GPU's idle time shrank, so extra work first filled time the GPU had "
@@ -606,3 +610,30 @@ def test_notebook_00_prints_the_floor_alike_in_its_reading_and_its_one_line():
     one_line = code[code.index("In one line: an eager decode step"):]
     assert "{s['floor_ms']:.3f} ms, and" in one_line and "floor_ms']:.2f}" not in one_line
     assert "{floor_ms:.3f} ms on average" in inspect.getsource(intro.floor_reading)
+
+
+def test_work_growth_puts_the_gpus_own_growth_beside_the_wall_clocks():
+    """The twentieth review: 01 put the whole gap below 4x on the idle time, but the GPU's work
+    itself grew only 3.42x from 100 to 200 tokens (the prompt's 16 positions add a linear term).
+    The GPU's work per run and the positions both grow less than N²; the wall clock is compared
+    with the GPU's work both ways."""
+    from pathlib import Path
+
+    table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.0, 300: 3.6}, spread=0))
+    assert intro.work_growth(table, 16) == ""  # no GPU times
+    table["gpu_busy_s"] = [0.3, 1.0, 2.1]  # 3.33x the work, 2.5x the wall clock
+    assert intro.work_growth(table, 16) == (
+        "Over the same 100 to 200 tokens the GPU's work per run grew 3.33x: step t works on 16 + t "
+        "positions (the prompt's included), 3.53x as many in all, against the 4x of N². The wall "
+        "clock grew less (2.50x): its other part, the GPU's idle time, grew less than the work.")
+    table["gpu_busy_s"] = [0.3, 0.6, 2.1]  # 2x the work: the wall clock grew more
+    assert intro.work_growth(table, 16).endswith(
+        "The wall clock grew 2.50x, no less than the GPU's work: the GPU's idle time grew at least "
+        "as fast as the work.")
+    table["gpu_busy_s"] = [0.0, 0.6, 2.1]  # the short length not profiled
+    assert intro.work_growth(table, 16) == ""
+    assert intro.work_growth(table.iloc[:1], 16) == ""
+    said = intro.work_growth(pd.read_csv(Path(__file__).parent / "data"
+                                         / "01_naive_generation-65eabbe.csv"), 16)
+    assert said.startswith("Over the same 100 to 200 tokens the GPU's work per run grew 3.42x")
+    assert "3.53x as many in all" in said and "The wall clock grew less (" in said

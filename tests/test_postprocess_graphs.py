@@ -64,16 +64,14 @@ def test_call_budget_reads_one_call_three_ways():
     assert call["gpu_ms"].tolist() == pytest.approx([2.0, 0.5])
     text = postprocess.call_sentence(call, 4.0)
     # 10 ms: 2 of GPU work, 1.5 of list building (the host copy's 2 ms less its 0.5 of copies),
-    # 6.5 of launches and waits
-    # the subtraction's condition stated (the 05:14 review): the loop waits at every sync
-    assert text == ("The per-row loop takes 10.00 ms per batch: the GPU works 2.00 ms of it. It "
-                    "waits for the GPU at every sync (4 a row), so the GPU's work and the host's "
-                    "add up rather than overlap: building the lists takes roughly 1.50 ms (an "
-                    "estimate: the host copy's call less its copies, if the per-row loop builds "
-                    "them as fast), and the other 6.50 ms is launch overhead and sync latency. "
-                    "The host copy takes 2.00 ms, 0.50 ms of it its copies.")
+    # 6.5 of launches and waits; the 20:10 review: the split is inferred, said so, and rounded
+    assert text == ("The per-row loop takes 10.00 ms per batch, the GPU working 2.00 ms of it; the "
+                    "host copy takes 2.00 ms, 0.50 ms of it its copies. Inferred, not measured: if "
+                    "the per-row loop builds its lists as fast as the host copy (its call less its "
+                    "copies, about 1.5 ms), the rest of its call, about 6.5 ms, goes to launching "
+                    "small kernels and waiting at its syncs (4 a row).")
     slow_build = call.assign(wall_ms=[10.0, 9.5])  # list building past the rest: no negative rest
-    assert "the host copy's list building alone takes 9.00 ms" in \
+    assert "(its call less its copies) takes about 9.0 ms" in \
         postprocess.call_sentence(slow_build, 4.0)
     assert "5.0x" not in text  # the speedup is the verdict line's, not a second ratio
     assert postprocess.call_sentence(call.assign(gpu_ms=float("nan"))) == ""
@@ -211,27 +209,52 @@ def test_plots_of_notebook_09_draw_from_the_long_table():
     assert ax.get_xlim()[1] == pytest.approx(43.17 * 1.2) and ax.get_xlabel() == "ms per call (one batch)"
 
 
-def test_batch_line_reads_one_transfers_list_building_across_the_batch():
-    wide = pd.DataFrame({"condition": ["alone"] * 2, "batch_size": [16, 256], "seq_len": [2048] * 2,
-                         "per row": [0.0027, 0.0471], "on host": [0.00072, 0.01264]})
+def test_length_line_reads_both_growths_and_the_headlines_point():
+    """The 20:10 review: why the speedup is larger at the shorter length, under the figure, and why
+    the headline quotes its point (the review20 table: 39.89 -> 45.41 and 5.28 -> 12.56 ms)."""
+    wide = pd.DataFrame({"condition": ["alone"] * 4, "batch_size": [16, 16, 256, 256],
+                         "seq_len": [128, 2048] * 2,
+                         "per row": [0.00185, 0.00291, 0.03989, 0.04541],
+                         "on host": [0.00037, 0.00080, 0.00528, 0.01256]})
     wide["speedup"] = wide["per row"] / wide["on host"]
-    line = postprocess.batch_line(wide, 2048)
-    # the 09:46 review: 17.6x for 16x rows from five runs is not "more than in proportion"
-    assert ("from 0.72 ms at batch 16 to 12.64 ms at batch 256: 17.6x the time for 16x the rows, "
-            "roughly in proportion.") in line
-    # the 23:18 run: 0.70 -> 17.58 ms, 25x the time for 16x the rows
-    steep = wide.assign(**{"on host": [0.00070, 0.01758]})
-    assert "25.1x the time for 16x the rows, more than in proportion." in \
-        postprocess.batch_line(steep, 2048)
-    flat = wide.assign(**{"on host": [0.00070, 0.00700]})
-    assert "10.0x the time for 16x the rows, less than in proportion." in \
-        postprocess.batch_line(flat, 2048)
-    # one headline only (the 05:14 review): no second speedup, from the medians, in this line
-    assert "speedup" not in line and "x (ratio of the medians)" not in line
-    assert "syncs plus" not in line  # no share of the time named that was not measured as one
-    assert "per sync" not in line  # a second-order reading, cut
-    assert "cutting" not in line
-    assert postprocess.batch_line(wide[wide["batch_size"] == 16], 2048) == ""
+    line = postprocess.length_line(wide, 256)
+    assert line == ("At batch 256, from completions of 128 to 2048, the per-row loop's time goes "
+                    "from 39.89 to 45.41 ms (1.14x) and the host copy's from 5.28 to 12.56 ms "
+                    "(2.38x), which grows with the tokens it builds into lists: the speedup "
+                    "(ratio of the medians) falls from 7.55x to 3.62x. The headline quotes the "
+                    "longest completions at the largest batch, the largest job timed, where the "
+                    "speedup is the smaller of the two.")
+    rising = wide.assign(**{"on host": [0.00037, 0.00080, 0.00528, 0.00500]})
+    rising["speedup"] = rising["per row"] / rising["on host"]
+    assert "rises from 7.55x to 9.08x" in postprocess.length_line(rising, 256)
+    assert "the larger of the two" in postprocess.length_line(rising, 256)
+    assert postprocess.length_line(wide[wide["seq_len"] == 128], 256) == ""
+
+
+def test_loaded_sync_line_and_table_view():
+    """The 20:10 review: one sync's cost under the load (the review20 run: (194.42 - 12.83) /
+    1020 = 178 µs against 32 alone), computed like the one alone; the table in ms."""
+    def rows(cond, per_row, on_host, load=0.0):
+        return [{"method": m, "condition": cond, "batch_size": 256, "seq_len": 2048,
+                 "median_s": t, "load_s": load} for m, t in (("per row", per_row), ("on host", on_host))]
+    table = pd.DataFrame(rows("alone", 0.04541, 0.01256) + rows("contended", 0.19442, 0.01283, 0.4))
+    syncs = pd.DataFrame([{"method": "per row", "batch_size": 256, "seq_len": 2048, "syncs": 1024},
+                          {"method": "on host", "batch_size": 256, "seq_len": 2048, "syncs": 4}])
+    wide = postprocess.speedups(table)
+    line = postprocess.loaded_sync_line(wide, syncs, 256, 2048)
+    assert line.startswith("Under this side load one per-row sync, computed the same way, costs "
+                           "about 178 µs against 32 µs alone: ")
+    assert line.endswith("wait their turn behind its matmuls.")
+    calm = postprocess.speedups(pd.DataFrame(rows("alone", 0.04541, 0.01256)
+                                             + rows("contended", 0.046, 0.0126, 0.4)))
+    assert postprocess.loaded_sync_line(calm, syncs, 256, 2048).endswith("barely wait for the load.")
+    alone = postprocess.speedups(pd.DataFrame(rows("alone", 0.04541, 0.01256)))
+    assert postprocess.loaded_sync_line(alone, syncs, 256, 2048) == ""
+    view = postprocess.table_view(wide)
+    assert list(view.columns) == ["condition", "batch_size", "seq_len", "on host ms", "per row ms",
+                                  "speedup", "load ms"]
+    assert view["per row ms"].tolist() == [45.41, 194.42] and view["load ms"].tolist() == [0.0, 400.0]
+    assert view["speedup"].iloc[0] == pytest.approx(3.62) and pd.isna(view["speedup"].iloc[1])
 
 
 def test_compare_host_clock_interleaves_and_fills_the_shared_columns():
@@ -420,38 +443,70 @@ def test_peer_idle_line_names_the_host_only_where_the_gpu_idles_most_of_the_step
     assert floor.peer_idle_line(b, "absent") == ""
 
 
-def test_prompt_why_labels_the_eager_prompt_timed_alone_and_what_its_graph_saved():
+def test_prompt_line_labels_the_eager_prompt_timed_alone_and_what_its_graph_saved():
+    import math
     import pandas as pd
     from helpers.course import budget, floor
-    # 11's 04:18 run, Triton rung: wall 0.744, GPU 0.52 ms; the eager prompt 18.3 ms per 100
-    # tokens, 2.5 ms of it GPU work. No split of the step's idle into prompt and decode loop
-    # (11's 09:46 run: "87 µs ..., the decode loop the other 93 µs", yet the graph saved 0.14 ms)
+    # its own line after the budget sentence (10's review read it folded in three times). No
+    # split of the step's idle into prompt and decode loop (11's 09:46 run: "87 µs ..., the
+    # decode loop the other 93 µs", yet the graph saved 0.14 ms)
     b = pd.DataFrame({"method": ["t", "old", "p4", "p5"], "wall_ms": [0.744, 1.0, 0.628, 0.488],
                       "gpu_ms": [0.52, 0.8, 0.45, 0.48], "floor_ms": [0.22] * 4})
     b["idle_ms"] = b["wall_ms"] - b["gpu_ms"]
-    said = floor.prompt_why(b, "t", (18.3, 2.5), 100)
-    assert said == (f"{budget.IDLE_WHY}; the prompt's forward, run eagerly once per run, takes "
-                    "0.18 ms of each step timed alone, 0.16 ms of it GPU idle")
-    assert "idle)" not in said  # no brackets inside the sentence's own (11's 09:46 tables)
+    said = floor.prompt_line(b, (9.2, 2.0), 100)  # 10's 10:50 run: 92 µs, 72 µs idle
+    assert said == ("The prompt's forward, run eagerly once per run: 9.2 ms timed alone, spread over "
+                    "100 tokens = 92 µs per step, 72 µs of it GPU idle.")
     assert "decode loop the other" not in said
-    assert f"30% of 0.74 ms: {said}): host and GPU share the pace" in budget.sentence(b, "t", "old", why=said)
+    assert floor.prompt_line(b, (18.3, 2.5), 100) == (
+        "The prompt's forward, run eagerly once per run: 18.3 ms timed alone, spread over 100 "
+        "tokens = 0.18 ms per step, 0.16 ms of it GPU idle.")
     # the graph's saving (0.63 - 0.49 = 0.14 ms, as the figure prints), against its whole time
-    assert floor.prompt_why(b, "t", (8.7 + 4.0, 4.0), 100, graphed=("p4", "p5")).endswith(
-        ", 87 µs of it GPU idle; replaying it from a graph took 0.14 ms off each step, more than "
-        "its whole time alone")
-    assert floor.prompt_why(b, "t", (18.3, 2.5), 100, graphed=("p4", "p5")).endswith(
-        "replaying it from a graph took 0.14 ms off each step")
+    assert floor.prompt_line(b, (8.7 + 4.0, 4.0), 100, graphed=("p4", "p5")).endswith(
+        ", 87 µs of it GPU idle. Replaying it from a graph took 0.14 ms off each step, more than "
+        "its whole time alone.")
+    assert floor.prompt_line(b, (18.3, 2.5), 100, graphed=("p4", "p5")).endswith(
+        "Replaying it from a graph took 0.14 ms off each step.")
     # no saving (or a rung absent): no clause
-    assert floor.prompt_why(b, "t", (18.3, 2.5), 100, graphed=("p5", "p4")) == said
-    assert floor.prompt_why(b, "t", (18.3, 2.5), 100, graphed=("p4", "absent")) == said
-    # no GPU work of the prompt: its whole time per step only
-    assert floor.prompt_why(b, "t", (9.0, float("nan")), 100) == (
-        f"{budget.IDLE_WHY}; the prompt's forward, run eagerly once per run, takes 90 µs of each "
-        "step timed alone")
-    assert floor.prompt_why(b, "t", (float("nan"), 1.0), 100) == budget.IDLE_WHY
-    assert floor.prompt_why(b, "absent", (18.3, 2.5), 100) == budget.IDLE_WHY
-    assert budget.sentence(b, "t", "old", why="") == budget.sentence(b, "t", "old")
+    base = floor.prompt_line(b, (18.3, 2.5), 100)
+    assert floor.prompt_line(b, (18.3, 2.5), 100, graphed=("p5", "p4")) == base
+    assert floor.prompt_line(b, (18.3, 2.5), 100, graphed=("p4", "absent")) == base
+    # no GPU work of the prompt: its whole time per step only; no time: nothing
+    assert floor.prompt_line(b, (9.0, math.nan), 100).endswith("= 90 µs per step.")
+    assert floor.prompt_line(b, (math.nan, 1.0), 100) == ""
     assert f"(30% of 0.74 ms: {budget.IDLE_WHY})" in budget.sentence(b, "t", "old")
+
+
+def test_gpu_gap_line_says_what_no_graph_removes():
+    import pandas as pd
+    from helpers.course import floor
+    # 10's 10:50 run: the graph step's GPU work 1.16 ms, floor 0.219 ms: 1.16 / 0.219 = 5.30x
+    b = pd.DataFrame({"method": ["g", "cpu"], "gpu_ms": [1.1571, float("nan")],
+                      "floor_ms": [0.2188, 0.2188]})
+    line = floor.gpu_gap_line(b, "g")
+    assert line.startswith("its GPU work alone is 1.16 ms per step, 5.30x the floor: that gap is "
+                           "the kernels themselves (")
+    assert "which no graph removes" in line
+    assert floor.gpu_gap_line(b.assign(gpu_ms=[0.2, 0.2]), "g") == \
+        "its GPU work alone is 0.20 ms per step, 0.91x the floor."
+    assert floor.gpu_gap_line(b, "cpu") == floor.gpu_gap_line(b, "absent") == ""
+    assert floor.gpu_gap_line(b.assign(floor_ms=float("nan")), "g") == ""
+
+
+def test_extra_steps_note_reads_k_per_launch_per_decode_step():
+    import math
+    from helpers.course import floor, stats
+    # 10's 10:50 run: 4 per launch 1.004x slower per run (1.002-1.006), 100 steps not 99
+    run = stats.Ratio(1 / 1.004, 1 / 1.006, 1 / 1.002, 12)
+    assert floor.extra_steps_note(run, 100, 4) == (
+        "; per decode step (100 a run at 4 per launch, not 99): 1.006x faster (1.004\u20131.008)")
+    # 10's 05:14 run: can't tell apart per run, nor per step (0.987-1.006 x 100/99)
+    said = floor.extra_steps_note(stats.Ratio(0.998, 0.987, 1.006, 12), 100, 4)
+    assert said.startswith("; per decode step (100 a run at 4 per launch, not 99): can't tell apart")
+    assert "1.040x slower" in floor.extra_steps_note(stats.Ratio(0.95, 0.94, 0.96, 12), 100, 4) or \
+        "1.04x slower" in floor.extra_steps_note(stats.Ratio(0.95, 0.94, 0.96, 12), 100, 4)
+    assert floor.extra_steps_note(run, 100, 3) == ""  # 99 = 33 x 3: no extra step
+    assert floor.extra_steps_note(run, 100, 1) == ""
+    assert floor.extra_steps_note(stats.Ratio(math.nan, math.nan, math.nan, 0), 100, 4) == ""
 
 
 def test_tenth_line_reads_the_answer_against_this_runs_tenth_step(tmp_path, monkeypatch):
@@ -577,12 +632,8 @@ def test_say_ratio_names_medians_outside_the_interval_by_less_than_the_rounding(
 def test_notebook_09s_lines_compute_from_the_printed_values():
     """The 06:54 preflight: 0.88 -> 14.02 ms printed 15.8x (15.9x by hand), 14.02 - 1.49 ms printed
     12.52 ms of list building (12.53 by hand): each ratio and difference from the printed numbers."""
-    wide = pd.DataFrame({"condition": ["alone"] * 2, "batch_size": [16, 256], "seq_len": [2048] * 2,
-                         "per row": [0.00309, 0.05003], "on host": [0.000884, 0.014024]})
-    assert "from 0.88 ms at batch 16 to 14.02 ms at batch 256: 15.9x the time" in \
-        postprocess.batch_line(wide, 2048)
     call = pd.DataFrame({"method": ["per row", "on host"], "wall_ms": [50.034, 14.024],
                          "gpu_ms": [5.177, 1.494]})
     text = postprocess.call_sentence(call, 4.0)
-    assert "building the lists takes roughly 12.53 ms" in text and "the other 32.32 ms" in text
-    assert "The host copy takes 14.02 ms, 1.49 ms of it its copies." in text
+    assert "about 13 ms), the rest of its call, about 32 ms," in text
+    assert "the host copy takes 14.02 ms, 1.49 ms of it its copies." in text

@@ -484,11 +484,12 @@ def claim_interleave_small_batch(ctx):
         part = frame if regime is None else frame[frame["regime"] == regime]
         batches = sorted(part["batch_size"].unique())
         if len(batches) < 2:
-            short.append(f"{regime}: one batch size ({[int(b) for b in batches]})")
+            short.append(f"its {regime} loops at one batch size ("
+                         + ", ".join(str(int(b)) for b in batches) + ")")
             continue
         cost = [stats.row_speedup(part, "no_check", "sync", batch_size=b) for b in batches]
         if any(r.n < stats.MIN_TRIALS for r in cost):
-            short.append(f"{regime}: fewer than {stats.MIN_TRIALS} runs per point")
+            short.append(f"its {regime} loops with fewer than {stats.MIN_TRIALS} runs per batch")
             continue
         if any(stats.verdict(r) != stats.FASTER for r in cost):
             heads.append(f"{regime}: the check costs no clear time (the host sets the pace)")
@@ -515,8 +516,8 @@ def claim_interleave_small_batch(ctx):
             + _medians_note([(r, *pair(b)) for b, r in gains.items()])
             + ("".join(_ladder_pair(ctx, b) for b in batches) if regime == "compiled" else ""))
     if not outcomes and not heads:
-        return ctx.short("needs notebook 07 at two batch sizes or more with 5 runs per point; "
-                         + "; ".join(short))
+        return ctx.short(f"needs notebook 07 at two or more batch sizes, {stats.MIN_TRIALS} runs "
+                         "each; this run's 07 timed " + " and ".join(short))
     verdict = _overall(outcomes) if outcomes else PREMISE
     return verdict, "; ".join(heads), "; ".join(parts + short), "", "", \
         "two streams' gain over the per-step sync", rows
@@ -624,6 +625,13 @@ def _origin(source) -> str:
     return "08's ladder (above)" if source == "notebook 08" else str(source)
 
 
+_LEFT = {FULL_RUN: ("need the full preset's sizes", "needs the full preset's sizes"),
+         NOT_RUN: ("wait for their notebook", "waits for its notebook"),
+         TOO_FEW: ("have too few runs to judge", "has too few runs to judge"),
+         NO_DATA: ("have no data in this run", "has no data in this run"),
+         NOT_JUDGED: ("not judged (a smoke run)", "not judged (a smoke run)")}  # (plural, one)
+
+
 def tally(verdicts) -> list:
     """The claims table in a few plain lines: how many this run judged and how they came out,
     which it leaves to the full preset's sizes, and which wait for a notebook not run yet."""
@@ -632,6 +640,8 @@ def tally(verdicts) -> list:
     counts = judged["verdict"].value_counts()
     lines = [f"Judged from this run's own tables: {len(judged)} of {len(verdicts)} claims"
              + (": " + ", ".join(f"{c} {v}" for v, c in counts.items()) if len(judged) else "")
+             + "".join(f"; {c} {_LEFT[v][c == 1]}"  # the rest counted, never silently dropped
+                       for v, c in left["verdict"].value_counts().items())
              + "."]
     for verdict, words in ((FULL_RUN, "Left to the full run (these sizes cannot show them)"),
                            (NOT_RUN, "Not in this run (their notebook has not run before 08)"),

@@ -47,7 +47,49 @@ def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: 
     if not parts:
         return ""
     text = "The check every step: " + "; ".join(parts) + "."
-    return text + who_pays(paid)
+    return text + who_pays(paid) + host_behind(step_budget, unclear)
+
+
+def host_behind(step_budget: pd.DataFrame, unclear=()) -> str:
+    """Why the eager step shows no cost, where its rounds leave it unresolved (``unclear``) and
+    its GPU works less than half of its wall clock without the check: the host runs behind the
+    GPU, so the GPU has finished when the CPU reaches the check. Empty otherwise, or without
+    the GPU's numbers."""
+    rows = step_budget.set_index("method")
+    free = f"eager, {FREE}"
+    if "eager" not in unclear or free not in rows.index or "gpu_ms" not in rows.columns:
+        return ""
+    wall, gpu = rows.at[free, "wall_ms"], rows.at[free, "gpu_ms"]
+    if pd.isna(wall) or pd.isna(gpu) or not gpu < 0.5 * wall:
+        return ""
+    return (f" In the eager step the GPU works {gpu:.2f} of the {wall:.2f} ms a step takes: the "
+            "host runs behind it, so when the CPU reaches the check the GPU has already finished "
+            "and there is little to wait for.")
+
+
+def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
+    """Why early stopping's speedup at the largest cap exceeds its token ratio, where the
+    rounds' whole range lies above that ratio and the no-check loop's time per step grows from
+    the smallest cap to the largest (the steps early stopping skips are the slower ones).
+    Empty otherwise, or on a smoke run."""
+    ok = table[table["status"] == harness.OK]
+    caps = sorted(ok["seq_len"].unique())
+    if not judge or len(caps) < 2:
+        return ""
+    low, cap = caps[0], caps[-1]
+    here = ok[ok["seq_len"] == cap].set_index("method")
+    free = ok[ok["method"] == FREE].set_index("seq_len")
+    if not {CHECK, FREE} <= set(here.index) or low not in free.index:
+        return ""
+    ratio = int(here.at[FREE, "tokens"]) / int(here.at[CHECK, "tokens"])
+    speedup = stats.row_speedup(ok, CHECK, FREE, seq_len=cap)
+    per_step = {c: 1e3 * free.at[c, "median_s"] / c for c in (low, cap)}
+    if not (speedup.low > ratio and round(per_step[cap], 2) > round(per_step[low], 2)):
+        return ""
+    return (f"The speedup exceeds the token ratio because steps get slower as the cache grows: "
+            f"without the check a step takes {per_step[low]:.2f} ms on average at cap {low} and "
+            f"{per_step[cap]:.2f} ms at cap {cap}, so the steps early stopping skips are the "
+            "slower ones.")
 
 
 def who_pays(paid: dict) -> str:
@@ -133,24 +175,3 @@ def budget_line(view: pd.DataFrame, regime: str = "CUDA graph") -> str:
         return text + (f"The GPU's work stayed about the same ({work}), so the added time is "
                        f"GPU idle: it went from {idle} per step.")
     return text + f"The GPU's work went {work}, its idle from {idle} per step."
-
-
-def idle_split_line(gaps: pd.DataFrame, view: pd.DataFrame, tokens: int,
-                    regime: str = "CUDA graph") -> str:
-    """Why the budget's GPU idle per step without the check (``view``: ``profiling.check_cost``'s
-    table, as printed) is larger than the profiler's gap between two steps (``gaps``: a row per
-    loop, medians of ``gap_before_us``, ``idle_inside_us`` and ``events``): the budget spreads
-    all of a call's idle over its ``tokens``, setup and eager prompt forward included, and is
-    timed without the profiler; the profiler splits a step's idle into the gap before it and the
-    idle inside it, between its GPU operations. Empty without the budget's number."""
-    free = f"{regime}, {FREE}"
-    if free not in view.index or pd.isna(view.at[free, "GPU idle ms"]):
-        return ""
-    gap, inside = (round(float(gaps.at[FREE, c])) for c in ("gap_before_us", "idle_inside_us"))
-    return (f"Without the check, the budget's GPU idle ({view.at[free, 'GPU idle ms']:.3f} ms per "
-            f"step) is all the idle of a call spread over its {tokens} tokens; the profiler's gap "
-            f"({gap} µs) is only the idle between two steps. Inside each step the GPU also idles "
-            f"between its {round(float(gaps.at[FREE, 'events']))} operations ({inside} µs): "
-            f"{gap} + {inside} = {gap + inside} µs per profiled step. The budget's figure also "
-            "holds the call's setup and eager prompt forward, and it is timed without the "
-            "profiler, so it need not equal that sum.")

@@ -154,33 +154,37 @@ def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
     return 1e3 * rows[0]["median_s"], 1e3 * rows[0]["gpu_busy_s"]
 
 
-def prompt_why(budget_frame, method: str, eager, new_tokens, graphed=None) -> str:
-    """What ``method``'s idle time holds, for ``budget.sentence(..., why=...)``. ``eager``
-    (``prefill_cost``: the prompt's forward timed alone, wall clock and GPU work in ms) runs
-    eagerly once per run: its whole time per step (``new_tokens``), and its idle part, each
-    labelled as timed alone. No split of the step's idle into prompt and decode loop: 11's
-    09:46 run printed "the prompt ... leaves the GPU idle 87 µs of each step, the decode loop
-    the other 93 µs" while graphing the prompt took 0.14 ms off each step. ``graphed``: the
-    (before, after) methods of the budget between which the prompt's forward became a graph;
-    what that took off each step is named too (with "more than its whole time alone" where it
-    did). ``budget.IDLE_WHY`` alone without the prompt's time or the method."""
+def prompt_line(budget_frame, eager, new_tokens, graphed=None) -> str:
+    """The eager prompt's share of a step, as its own line after the budget sentence (whose
+    idle time it is part of): ``eager`` (``prefill_cost``: the prompt's forward timed alone, wall
+    clock and GPU work in ms) runs once per run, so its time spread over ``new_tokens``, and the
+    GPU-idle part of that, each labelled as timed alone, e.g. "The prompt's forward, run eagerly
+    once per run: 9.2 ms timed alone, spread over 100 tokens = 92 µs per step, 72 µs of it GPU
+    idle." (10's review read the same numbers folded into the budget sentence three times.) No
+    split of the step's idle into prompt and decode loop: 11's 09:46 run printed "the prompt
+    ... leaves the GPU idle 87 µs of each step, the decode loop the other 93 µs" while graphing
+    the prompt took 0.14 ms off each step. ``graphed``: the (before, after) methods of the
+    budget between which the prompt's forward became a graph; what that took off each step is
+    named too (with "more than its whole time alone" where it did). Empty without the prompt's
+    time."""
+    if not new_tokens > 0 or not math.isfinite(eager[0]):
+        return ""
     from . import budget  # budget imports this module
 
-    rows = budget_frame.set_index("method")
-    if method not in rows.index or not new_tokens > 0 or not math.isfinite(eager[0]):
-        return budget.IDLE_WHY
     per = eager[0] / new_tokens
-    text = f"{budget.IDLE_WHY}; the prompt's forward, run eagerly once per run, takes {budget.ms_or_us(per)} of each step timed alone"
+    text = (f"The prompt's forward, run eagerly once per run: {eager[0]:.1f} ms timed alone, spread "
+            f"over {new_tokens} tokens = {budget.ms_or_us(per)} per step")
     if math.isfinite(eager[1]):
-        # a comma, not brackets: the sentence sets this inside its own "(26% of 0.70 ms: ...)"
         text += f", {budget.ms_or_us(max(eager[0] - eager[1], 0.0) / new_tokens)} of it GPU idle"
+    text += "."
+    rows = budget_frame.set_index("method")
     if graphed and all(m in rows.index for m in graphed):
         before, after = (rows.loc[m, "wall_ms"] for m in graphed)
         if math.isfinite(before) and math.isfinite(after):
             saved = round(before, 2) - round(after, 2)  # as the figure's labels subtract
             if saved > 0:
-                text += (f"; replaying it from a graph took {budget.ms_or_us(saved, printed=saved)} "
-                         "off each step" + (", more than its whole time alone" if saved > per else ""))
+                text += (f" Replaying it from a graph took {budget.ms_or_us(saved, printed=saved)} "
+                         "off each step" + (", more than its whole time alone." if saved > per else "."))
     return text
 
 
@@ -259,3 +263,41 @@ def parts_side_by_side(tables: dict) -> pd.DataFrame:
     frame = pd.concat({name: t.set_index("part")["us"] for name, t in tables.items()}, axis=1)
     first = next(iter(tables.values())).set_index("part")["floor_us"]
     return frame.assign(**{"floor µs": first.reindex(frame.index)}).round(1)
+
+
+def gpu_gap_line(budget_frame, method: str) -> str:
+    """What is left of notebook 10's graphed step once the graph has taken the host off its
+    critical path: its GPU work per step (as the figure draws it, the eager prompt's share
+    included) against the floor, as printed (0.01 ms, the floor to 0.001 ms: 1.16 / 0.219 =
+    5.30x). 10's review: the lesson asks how far from the floor and never said that this gap is
+    GPU work no graph removes. Empty without GPU numbers or a floor."""
+    rows = budget_frame.set_index("method")
+    if method not in rows.index:
+        return ""
+    gpu, low = round(rows.loc[method, "gpu_ms"], 2), round(rows.loc[method, "floor_ms"], 3)
+    if not (math.isfinite(gpu) and math.isfinite(low) and gpu > 0 and low > 0):
+        return ""
+    text = f"its GPU work alone is {gpu:.2f} ms per step, {gpu / low:.2f}x the floor"
+    if gpu <= low:
+        return text + "."
+    return text + (": that gap is the kernels themselves (reading the whole cache buffer, many "
+                   "small kernels, TF32 tiles at a small batch), which no graph removes; notebook "
+                   "11 takes them apart.")
+
+
+def extra_steps_note(ratio, new_tokens: int, k: int) -> str:
+    """The per-step reading of "k steps per launch against 1" (``ratio``: ``stats.row_speedup``,
+    k per launch against 1, per run): a run at ``k`` per launch does whole launches,
+    ``ceil((n - 1) / k) * k`` decode steps, not ``n - 1``, so the ratio and its interval times
+    that fixed work ratio read per decode step, in ``stats.plain``'s words (10's 10:50 run: 1.004x
+    slower per run (1.002-1.006), 100 steps not 99, so 1.006x faster per step (1.004-1.008)).
+    Empty where no step is extra or the ratio is not a number."""
+    if not (k > 1 and new_tokens > 1 and math.isfinite(ratio.estimate) and ratio.estimate > 0):
+        return ""
+    steps = math.ceil((new_tokens - 1) / k) * k
+    if steps == new_tokens - 1:
+        return ""
+    w = steps / (new_tokens - 1)
+    per = stats.Ratio(ratio.estimate * w, ratio.low * w, ratio.high * w, ratio.n, ratio.level)
+    return (f"; per decode step ({steps} a run at {k} per launch, not {new_tokens - 1}): "
+            f"{stats.plain(per)}")

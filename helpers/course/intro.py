@@ -162,8 +162,44 @@ def terms(table) -> str:
         return text + " At no step up in length did the wall clock rise less than the GPU's work."
     span = lambda js: stats.listed([f"from {ns[j - 1]} to {ns[j]}" for j in js], " tokens")
     more = [j for i, j in pairs if j not in less]
+    # the twentieth review: the right panel draws the ends only, and hid that the idle time per
+    # step was smallest at 200 tokens; said (no ms: those are the budget line's) where it is so
+    idle = [w - k for w, k in zip(wall, work)]
+    low = min(range(len(ns)), key=lambda i: idle[i])
+    least = (f"; the GPU's idle time per step was smallest at {ns[low]} tokens, a length the right "
+             "panel does not draw" if 0 < low < len(ns) - 1 else "")
     return text + (f" The wall clock rose less than the GPU's work {span(less)}, where the GPU's "
-                   f"idle time shrank, but not {span(more)}.")
+                   f"idle time shrank, but not {span(more)}{least}.")
+
+
+def work_growth(table, prompt_len: int) -> str:
+    """Notebook 01, beside ``doubling``: over the same two lengths, how much the GPU's work per
+    run grew (``gpu_busy_s``), and how many more positions the runs processed (step t works on
+    ``prompt_len`` + t positions, the prefill being step 0), against pure N² growth; then whether
+    the wall clock (the rounds' ratio that ``doubling`` prints) grew less than the GPU's work
+    (wall = work + idle: then the idle time grew less than the work). The twentieth review: the
+    lesson put the whole gap below 4x on the idle time, but the GPU's work itself grew 3.42x, the
+    prompt's positions adding a linear term. Empty without both lengths' GPU work."""
+    got = _growth(table)
+    if got is None or math.isnan(got[2].estimate) or "gpu_busy_s" not in table:
+        return ""
+    n, m, ratio = got
+    ok = table[table["status"] == harness.OK]
+    gpu = {int(r["seq_len"]): float(r["gpu_busy_s"]) for _, r in ok.iterrows()}
+    if not (gpu.get(n, 0) > 0 and gpu.get(m, 0) > 0):
+        return ""
+    work = gpu[m] / gpu[n]
+    positions = lambda k: k * prompt_len + k * (k - 1) / 2  # steps 0 .. k-1 on prompt_len + t each
+    r = m / n
+    text = (f"Over the same {n} to {m} tokens the GPU's work per run grew {work:.2f}x: step t works "
+            f"on {prompt_len} + t positions (the prompt's included), {positions(m) / positions(n):.2f}x "
+            f"as many in all, against the {r * r:.3g}x of N².")
+    wall = ratio.estimate
+    if wall < work:
+        return text + (f" The wall clock grew less ({wall:.2f}x): its other part, the GPU's idle "
+                       "time, grew less than the work.")
+    return text + (f" The wall clock grew {wall:.2f}x, no less than the GPU's work: the GPU's idle "
+                   "time grew at least as fast as the work.")
 
 
 def _growth(table):

@@ -279,7 +279,8 @@ def answer_line(row, part, judge=True) -> str:
                                           if known else "")
              for i, (name, (said, known)) in enumerate(_late_verdicts(part, judge).items())]
     return (f"In one line: with the CUDA-graph step at batch {int(row['batch_size'])}, reading the "
-            "stop flag one step late against the per-step sync: " + "; ".join(parts) + ".")
+            "stop flag one step late against the per-step sync (speedups: the rounds' estimates, "
+            "not the ratio of the table's medians): " + "; ".join(parts) + ".")
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
@@ -317,9 +318,7 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
             parts.append(f"{fast} is faster at {_batches(won)} ({slow} "
                          "ran " + stats.listed([f"{words[b][1]:.0f} µs per step slower at batch {b}"
                                                for b in won]) + ", by the medians)")
-    why = (" This lesson does not measure what makes one slower than the other."
-           if kinds - {stats.NOISE} else "")
-    return f"{head}; with the {REGIME_LABELS[regime]} step, " + stats.listed(parts) + "." + why
+    return f"{head}; with the {REGIME_LABELS[regime]} step, " + stats.listed(parts) + "."
 
 
 def _batches(sizes) -> str:
@@ -350,11 +349,11 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
 
 def lowest_line(table, summary_frame, judge=True, regime="compiled") -> str:
     """Where the late loops win back least (``regime``'s batch size with the lowest share, among
-    those whose check cost is resolved), each loop's share there, and what the table shows of
-    that point: no check's GPU work against its wall clock. Below ``harness.BOUND_BUSY_PCT``%
-    the host sets the pace even without a check, so host work a late loop adds per step would
-    lengthen the step by as much (not timed here); at or above it, no such reading. Empty on a
-    smoke run or with no resolved share."""
+    those whose check cost is resolved): each loop's share there, or, where the rounds can't tell
+    two streams and the event apart at that batch, one share (the mean of theirs); then how busy
+    no check keeps the GPU there against the other batch sizes (GPU work over wall clock), and
+    what that says: where the least, a late read pays least where the host leaves the GPU idle
+    even without a check. Empty on a smoke run or with no resolved share."""
     if not judge:
         return ""
     rows = summary_frame[(summary_frame["regime"] == regime) & summary_frame["check_resolved"].astype(bool)]
@@ -365,23 +364,39 @@ def lowest_line(table, summary_frame, judge=True, regime="compiled") -> str:
     row = rows.loc[low.idxmin()]
     batch = int(row["batch_size"])
     said = lambda v: ALL if v > 100 else "none" if v <= 0 else f"{v:.0f}%"  # noqa: E731
-    shares = [f"{LOOP_LABELS[n]} {said(row[f'{n}_recovered_pct'])}" for n in late
-              if not math.isnan(row[f"{n}_recovered_pct"])]
-    text = f"The late loops win back least at batch {batch} ({', '.join(shares)})"
-    free = table[(table["regime"] == regime) & (table["batch_size"] == batch)
-                 & (table["method"] == "no_check") & (table["status"] == harness.OK)]
-    wall = float(free["median_s"].iloc[0]) if len(free) else float("nan")
-    busy = float(free["gpu_busy_s"].iloc[0]) if len(free) and "gpu_busy_s" in free else float("nan")
-    if not (wall > 0 and busy > 0):
-        return text + "; this lesson does not measure why."
-    pct, step_ms = 100 * busy / wall, row["no_check"]
-    if round(pct) < harness.BOUND_BUSY_PCT:
-        return (text + f": there even no check keeps the GPU busy only {pct:.0f}% of its "
-                f"{step_ms:.2f} ms step, so the host sets the pace, and whatever host work a late "
-                "loop adds per step (the flag's copy, an event record, a stream switch) would "
-                "lengthen the step by as much; this lesson does not time those parts.")
-    return (text + f": there no check keeps the GPU busy {pct:.0f}% of its {step_ms:.2f} ms "
-            "step; this lesson does not measure what the late loops lose there.")
+    known = [n for n in late if not math.isnan(row[f"{n}_recovered_pct"])]
+    ok = table[(table["regime"] == regime) & (table["status"] == harness.OK)]
+    part = ok[ok["batch_size"] == batch]
+    tied = False
+    if len(known) == 2 and {"interleaved", "event"} <= set(part["method"]):
+        pair = stats.row_speedup(part, "event", "interleaved")
+        tied = pair.n >= stats.MIN_TRIALS and stats.verdict(pair) == stats.NOISE
+    if tied:
+        mean = sum(row[f"{n}_recovered_pct"] for n in known) / 2
+        share = {ALL: "all", "none": "none"}.get(said(mean), f"about {said(mean)}")
+        text = (f"The late loops win back least at batch {batch}: {share} of the check's cost "
+                "(the mean of two streams' and the event's shares, which can't be told apart there)")
+    else:
+        text = (f"The late loops win back least at batch {batch} ("
+                + ", ".join(f"{LOOP_LABELS[n]} {said(row[f'{n}_recovered_pct'])}" for n in known) + ")")
+    free = ok[ok["method"] == "no_check"].groupby("batch_size")[["median_s", "gpu_busy_s"]].first() \
+        if "gpu_busy_s" in ok else pd.DataFrame()
+    busy = {int(b): 100 * r["gpu_busy_s"] / r["median_s"] for b, r in free.iterrows()
+            if r["median_s"] > 0 and r["gpu_busy_s"] > 0}
+    if batch not in busy:
+        return text + "."
+    text += (f". There no check keeps the GPU busy {busy[batch]:.0f}% of its "
+             f"{row['no_check']:.2f} ms step")
+    others = {b: p for b, p in busy.items() if b != batch and b in set(rows["batch_size"].astype(int))}
+    if not others:
+        return text + "."
+    against = (", against " + stats.listed([f"{p:.0f}%" for p in others.values()])
+               + f" at {_batches(list(others))}")
+    if busy[batch] < min(others.values()):
+        return (text + against + ": the late read pays most where the GPU's work outlasts the "
+                "host's, and least where the host leaves the GPU idle even without a check.")
+    return (text + against + ", so how busy the GPU is without a check does not explain where "
+            "the late read wins back least on this run.")
 
 
 PROFILER_SLOWED = 1.10  # a profiled step this much longer than the timed one: the profiler slowed it
@@ -414,4 +429,8 @@ def profile_line(gaps, timed_us=None) -> str:
              f"{timed_us[n]:.0f} timed)" for n in slowed])
             + ", so " + ("that gap holds" if len(slowed) == 1 else "those gaps hold")
             + " the host's launches too: the timed table's win-back is the measure.")
+    elif known and "sync" in timed_us and gaps.at["sync", "cpu_us"] > timed_us["sync"]:
+        text += (" Profiled steps run longer than timed ones (the profiler's own host work: the "
+                 f"per-step sync's {gaps.at['sync', 'cpu_us']:.0f} µs against "
+                 f"{timed_us['sync']:.0f} timed), so the timed table's win-back is the measure.")
     return text

@@ -208,7 +208,8 @@ def host_line(table, seq_lens) -> str:
     the host's: wall clock minus GPU work per step for both caches there. With two such lengths
     or more, the static cache's extra host time per step is given as a range: it need not be
     constant, and the line claims no fixed cost per step. Which host work makes the gap is not
-    timed. Empty where no length qualifies, and on a CPU run."""
+    timed (the lesson's Markdown names its plausible source). Empty where no length qualifies,
+    and on a CPU run."""
     steps = _per_step(table, seq_lens)
     if not _timed(steps, seq_lens):
         return ""
@@ -233,7 +234,7 @@ def host_line(table, seq_lens) -> str:
     return ("Where the rounds tell the caches apart" + (", no slow spell was flagged" if flags else "")
             + " and the GPU's work per step is about the same, the gap is the host's (wall clock "
             "minus GPU work per step, static against dynamic): " + "; ".join(parts) + "."
-            + spread + " Which host work makes it is not timed here.")
+            + spread)
 
 
 def disturbed(table, seq_lens) -> dict:
@@ -263,16 +264,12 @@ def disturbed(table, seq_lens) -> dict:
 
 
 def disturbed_line(table, seq_lens) -> str:
-    """``disturbed`` in one sentence, and what it means for those lengths' verdicts; where no
-    length is flagged, a sentence that says so. Empty with one length and on a CPU run (nothing
-    to compare)."""
+    """``disturbed`` in one sentence, and what it means for those lengths' verdicts. Empty where
+    no length is flagged (a second-order line printed only when it matters), with one length and
+    on a CPU run."""
     flags = disturbed(table, seq_lens)
-    steps = _per_step(table, seq_lens)
-    if not flags and (len(seq_lens) < 2 or not _timed(steps, seq_lens)):
-        return ""
     if not flags:
-        return ("No slow spell of the host flagged: at no length did a loop's median step take "
-                "longer than at a longer length, where its GPU had at least as much work.")
+        return ""
     one = len(flags) == 1
     return ("A slow spell of the host: one loop's median step took longer than at a longer length, "
             "where its GPU had at least as much work, "
@@ -338,6 +335,8 @@ def summary_line(table, steps, seq_lens, judge: bool, point=None) -> str:
         times += (f"; the GPU worked {gpu[STATIC]:.2f} and {gpu[DYNAMIC]:.2f} ms of it, and sat "
                   f"idle the rest ({_idle(wall[STATIC], gpu[STATIC]):.2f} and "
                   f"{_idle(wall[DYNAMIC], gpu[DYNAMIC]):.2f} ms)")
+        if judge and point not in disturbed(table, seq_lens):  # a slow spell's idle misleads
+            times += _whose_time(table, point, wall, gpu)
     if not judge:
         return ("In one line: a smoke run only exercises the code (the H100 reference above "
                 f"holds this lesson's answer); here {times}.")
@@ -352,3 +351,19 @@ def summary_line(table, steps, seq_lens, judge: bool, point=None) -> str:
     return ("In one line: eager, the static cache against the dynamic one: "
             + ", ".join(words) + (f" (the article: {told})" if told else "")
             + f"; {times}.")
+
+
+def _whose_time(table, point, wall, gpu) -> str:
+    """The summary's reading of the drawn length: where the rounds tell the caches apart, the
+    GPU's work per step was about the same (within ``SAME_GPU``) and the idle times lie the way
+    the rounds' verdict does, the slower cache's extra time per step is host time. Else empty:
+    nothing to attribute, or the GPU's work differs."""
+    ratio = _told_apart(table, point)
+    if ratio is None or abs(gpu[STATIC] / gpu[DYNAMIC] - 1) > SAME_GPU:
+        return ""
+    hs, hd = _idle(wall[STATIC], gpu[STATIC]), _idle(wall[DYNAMIC], gpu[DYNAMIC])
+    slower = STATIC if stats.verdict(ratio) == stats.SLOWER else DYNAMIC
+    extra = round(hs - hd, 2) if slower == STATIC else round(hd - hs, 2)
+    if extra <= 0:  # the idle times disagree with the rounds: claim nothing
+        return ""
+    return f": the {slower} cache's extra {extra:.2f} ms per step is host time"

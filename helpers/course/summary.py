@@ -267,7 +267,8 @@ def compile_gap(budget, names) -> str:
 def _eager_cache(data, names) -> str:
     """Where the static cache (04) is no faster than the KV cache (02) by the medians, one
     sentence: both wall clocks and GPU work, and, where the GPU's work grew by less than half the
-    extra wall clock, that the extra time is the host's; this is the ladder's one call, and
+    extra wall clock, that most of it is the host's (all of it where the GPU's work did not
+    grow); this is the ladder's one call, and
     claim 4 judges the pair from 04's own rounds (``claims.notes`` says where they differ).
     Empty where it is faster."""
     said = []
@@ -284,8 +285,11 @@ def _eager_cache(data, names) -> str:
         text = (f"The {new} {pace} the {old} by the medians: {b['wall_ms']:.2f} against "
                 f"{a['wall_ms']:.2f} ms per step, with GPU work of {b['gpu_ms']:.2f} against "
                 f"{a['gpu_ms']:.2f} ms")
-        if b["gpu_ms"] - a["gpu_ms"] < extra / 2:
-            text += ", so the extra time is the host's"
+        grew = round(b["gpu_ms"], 2) - round(a["gpu_ms"], 2)  # as printed beside it
+        if grew <= 0:
+            text += f", so the {extra:.2f} ms it adds is the host's"
+        elif grew < extra / 2:  # the GPU's extra work is a small part: "mostly", never "all"
+            text += f", so most of the {extra:.2f} ms it adds is the host's"
         if rung == STATIC:  # its range: claim 4, from notebook 04's own rounds
             text += (" (this notebook's one call; claim 4 below judges the pair from notebook "
                      "04's own rounds)")
@@ -296,9 +300,10 @@ def _eager_cache(data, names) -> str:
 def host_paced(budget, names, verdicts) -> str:
     """Where claim 1 or 2 (the naive loop's growth, the KV cache's gain) is not reproduced or
     can't be told apart, and this ladder's KV-cache step leaves the GPU idle at least half the
-    time (``budget.HOST_PACE_PCT``) while the KV cache cut the GPU's work: one sentence from the
-    ladder's naive and KV-cache steps, wall clock against GPU work, saying the host sets their
-    pace (empty otherwise: the claims' own notebooks show the rest)."""
+    time (``budget.HOST_PACE_PCT``) while the KV cache cut the GPU's work: what each failed
+    claim rests on (GPU work the length adds, or the cache saves) and, from the ladder's naive
+    and KV-cache steps at its one length, how little cutting the GPU's work moved the wall clock
+    (empty otherwise: the claims' own notebooks show the rest)."""
     data = budget.set_index("method")
     naive, kv = names.get(NAIVE), names.get(KV)
     missed = [str(i) for i, v in enumerate(verdicts["verdict"][:2], 1)
@@ -311,26 +316,34 @@ def host_paced(budget, names, verdicts) -> str:
         return ""
     wall = (f"the wall clock only {a['wall_ms'] / b['wall_ms']:.2f}x"
             if b["wall_ms"] < a["wall_ms"] else "the wall clock not at all")
+    why = {"1": "a longer sequence adds GPU work to the naive loop's step (claim 1's growth)",
+           "2": "the KV cache saves more GPU work the longer the sequence (claim 2's gain)"}
     return (f"Why claim{'s' if len(missed) > 1 else ''} {' and '.join(missed)} "
-            f"{'are' if len(missed) > 1 else 'is'} not borne out: in this "
-            f"notebook's ladder the naive loop's step takes {a['wall_ms']:.2f} ms for "
-            f"{a['gpu_ms']:.2f} ms of GPU work, the KV cache's {b['wall_ms']:.2f} ms for "
-            f"{b['gpu_ms']:.2f} ms. Cutting the GPU's work {a['gpu_ms'] / b['gpu_ms']:.1f}x cut "
-            f"{wall}: the host sets the pace, so the GPU work the length adds (claim 1) and the "
-            "cache saves (claim 2) shows only partly in the times.")
+            f"{'are' if len(missed) > 1 else 'is'} not borne out: "
+            f"{' and '.join(why[m] for m in missed)}, but where the host sets the pace, GPU work "
+            "shows only partly in the wall clock. This notebook's ladder shows it at its one "
+            f"length: cutting the GPU's work {a['gpu_ms'] / b['gpu_ms']:.1f}x (naive loop "
+            f"{a['gpu_ms']:.2f} -> KV cache {b['gpu_ms']:.2f} ms per step) cut {wall} "
+            f"({a['wall_ms']:.2f} -> {b['wall_ms']:.2f} ms).")
 
 
 def _no_graphs(data, names) -> str:
     """What compiling alone (fewer, fused kernels; no CUDA graphs) does to the dynamic cache's
-    step (05): its wall clock, the GPU's idle time and work, before -> after (empty without it)."""
+    step (05): its wall clock, the GPU's idle time and work, before -> after, and the idle time
+    the static cache compiled with CUDA graphs leaves (empty without the compile-alone rung)."""
     kv, kv_compiled = names.get(KV), names.get(KV_COMPILED)
     if not {kv, kv_compiled} <= set(data.index):
         return ""
     a, b = data.loc[kv], data.loc[kv_compiled]
-    return (f"Compiling alone, without CUDA graphs (05, the dynamic cache's step: fewer, fused "
+    text = (f"Compiling alone, without CUDA graphs (05, the dynamic cache's step: fewer, fused "
             f"kernels to launch), per step: wall clock {a['wall_ms']:.2f} -> {b['wall_ms']:.2f} "
             f"ms, the GPU's idle time {_idle(a):.2f} -> {_idle(b):.2f} ms, its work "
-            f"{a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms. ")
+            f"{a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms")
+    graphs = names.get(STATIC_COMPILED)
+    if graphs in data.index:  # what CUDA graphs leave of that idle time (the takeaways' point)
+        text += (f"; with CUDA graphs as well ({STATIC_COMPILED}, 05), the idle time is "
+                 f"{_idle(data.loc[graphs]):.2f} ms")
+    return text + ". "
 
 
 
