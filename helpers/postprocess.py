@@ -336,8 +336,8 @@ def call_sentence(frame, syncs_per_row=float("nan")) -> str:
     if rest > 0:
         return text + (f" Inferred, not measured: if the per-row loop builds its lists as fast as "
                        f"the host copy (its call less its copies, about {_about(build)} ms), the "
-                       f"rest of its call, about {_about(rest)} ms, goes to launching small "
-                       f"kernels and waiting at its syncs{syncs}.")
+                       f"rest of its call besides the GPU's work, about {_about(rest)} ms, goes to "
+                       f"launching small kernels and waiting at its syncs{syncs}.")
     return text + (f" The host copy's list building alone (its call less its copies) takes about "
                    f"{_about(build)} ms, no less than the per-row loop's host time.")
 

@@ -68,7 +68,8 @@ def test_call_budget_reads_one_call_three_ways():
     assert text == ("The per-row loop takes 10.00 ms per batch, the GPU working 2.00 ms of it; the "
                     "host copy takes 2.00 ms, 0.50 ms of it its copies. Inferred, not measured: if "
                     "the per-row loop builds its lists as fast as the host copy (its call less its "
-                    "copies, about 1.5 ms), the rest of its call, about 6.5 ms, goes to launching "
+                    "copies, about 1.5 ms), the rest of its call besides the GPU's work, about 6.5 ms, "
+                    "goes to launching "
                     "small kernels and waiting at its syncs (4 a row).")
     slow_build = call.assign(wall_ms=[10.0, 9.5])  # list building past the rest: no negative rest
     assert "(its call less its copies) takes about 9.0 ms" in \
@@ -498,10 +499,10 @@ def test_extra_steps_note_reads_k_per_launch_per_decode_step():
     # 10's 10:50 run: 4 per launch 1.004x slower per run (1.002-1.006), 100 steps not 99
     run = stats.Ratio(1 / 1.004, 1 / 1.006, 1 / 1.002, 12)
     assert floor.extra_steps_note(run, 100, 4) == (
-        "; per decode step (100 a run at 4 per launch, not 99): 1.006x faster (1.004\u20131.008)")
+        "; per decode step (a run at 4 per launch does 100 steps, not 99): 1.006x faster (1.004\u20131.008)")
     # 10's 05:14 run: can't tell apart per run, nor per step (0.987-1.006 x 100/99)
     said = floor.extra_steps_note(stats.Ratio(0.998, 0.987, 1.006, 12), 100, 4)
-    assert said.startswith("; per decode step (100 a run at 4 per launch, not 99): can't tell apart")
+    assert said.startswith("; per decode step (a run at 4 per launch does 100 steps, not 99): can't tell apart")
     assert "1.040x slower" in floor.extra_steps_note(stats.Ratio(0.95, 0.94, 0.96, 12), 100, 4) or \
         "1.04x slower" in floor.extra_steps_note(stats.Ratio(0.95, 0.94, 0.96, 12), 100, 4)
     assert floor.extra_steps_note(run, 100, 3) == ""  # 99 = 33 x 3: no extra step
@@ -629,11 +630,21 @@ def test_say_ratio_names_medians_outside_the_interval_by_less_than_the_rounding(
         assert not re.search(r"medians alone: \d+\.\d{4}", floor.say_ratio(t, "a", "b", True, seq_len=100))
 
 
+def test_call_sentence_says_the_rest_leaves_out_the_gpus_work():
+    """The 20 preflight on d2687ea's table: 45.41 ms, 5.19 of GPU work, about 11 of list building
+    printed 'the rest of its call, about 29 ms', where 45.41 - 11 = 34: the rest also leaves out
+    the GPU's work, and the sentence says so, so wall - GPU - building = rest as printed."""
+    call = pd.DataFrame({"method": ["per row", "on host"], "wall_ms": [45.41, 12.56],
+                         "gpu_ms": [5.19, 1.53]})
+    text = postprocess.call_sentence(call, 4.0)
+    assert "about 11 ms), the rest of its call besides the GPU's work, about 29 ms, goes to" in text
+
+
 def test_notebook_09s_lines_compute_from_the_printed_values():
     """The 06:54 preflight: 0.88 -> 14.02 ms printed 15.8x (15.9x by hand), 14.02 - 1.49 ms printed
     12.52 ms of list building (12.53 by hand): each ratio and difference from the printed numbers."""
     call = pd.DataFrame({"method": ["per row", "on host"], "wall_ms": [50.034, 14.024],
                          "gpu_ms": [5.177, 1.494]})
     text = postprocess.call_sentence(call, 4.0)
-    assert "about 13 ms), the rest of its call, about 32 ms," in text
+    assert "about 13 ms), the rest of its call besides the GPU's work, about 32 ms," in text
     assert "the host copy takes 14.02 ms, 1.49 ms of it its copies." in text

@@ -299,5 +299,5 @@ def extra_steps_note(ratio, new_tokens: int, k: int) -> str:
         return ""
     w = steps / (new_tokens - 1)
     per = stats.Ratio(ratio.estimate * w, ratio.low * w, ratio.high * w, ratio.n, ratio.level)
-    return (f"; per decode step ({steps} a run at {k} per launch, not {new_tokens - 1}): "
+    return (f"; per decode step (a run at {k} per launch does {steps} steps, not {new_tokens - 1}): "
             f"{stats.plain(per)}")
