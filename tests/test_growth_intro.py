@@ -332,7 +332,7 @@ def test_idle_parts_name_the_naive_loops_sync_and_the_allocators_retries_per_len
     every length."""
     table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.5, 300: 5.0}, rounds=5))
     table["alloc_retries"] = [0, 5, 15]
-    assert intro.idle_why(table, 300) == "waiting for the host, for the allocator, or between kernels"
+    assert intro.IDLE_WHY == "waiting for the host, for the allocator, or between kernels"
     plain = ("The host issues each step's forward only after the previous step's EOS check; the "
              "allocator gets its memory from the driver, as every timed run starts with an emptied "
              "cache.")
@@ -592,7 +592,7 @@ def test_terms_leave_the_idle_time_in_ms_to_the_budget_line_printed_next():
     said = intro.terms(table)
     steps = pd.concat([budget.per_step(table, labels={"naive": f"{n} tokens"}, seq_len=n)
                        for n in (100, 300)], ignore_index=True)
-    line = budget.sentence(steps, "300 tokens", "100 tokens", why=intro.idle_why(table, 300))
+    line = budget.sentence(steps, "300 tokens", "100 tokens", why=intro.IDLE_WHY)
     assert "went from 2.13 ms to 0.65 ms per step (4% of" in line  # the ms, once, in the budget
     for number in ("2.13 ms", "0.65 ms", "4%", "the GPU sets the pace"):
         assert number not in said, number

@@ -225,10 +225,19 @@ def pace(idle_pct: float, why: bool = True) -> str:
         ", so both less host work and faster kernels pay" if why else "")
 
 
+SAME_WORK = 0.05  # two GPU works within 5% of each other read "about the same"
+
+
+def about_same(before: float, after: float) -> bool:
+    """Whether two positive amounts of GPU work read "about the same" (within ``SAME_WORK``):
+    the one rule every budget reading uses (False where either is not positive)."""
+    return before > 0 and after > 0 and 1 - SAME_WORK <= before / after <= 1 + SAME_WORK
+
+
 def _moved(before: float, after: float) -> str:
     if after <= 0 or before <= 0:
         return "is unknown"
     ratio = before / after
-    if 0.95 <= ratio <= 1.05:
+    if about_same(before, after):
         return "stayed about the same"
     return f"fell {ratio:.1f}x" if ratio > 1 else f"rose {1 / ratio:.1f}x"

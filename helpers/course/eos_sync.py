@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import harness, plotting, stats
+from . import budget, harness, plotting, stats
 
 CHECK, FREE = "check every step", "no check"  # the two loops' names in every table and figure
 
@@ -171,7 +171,7 @@ def budget_line(view: pd.DataFrame, regime: str = "CUDA graph") -> str:
     idle = f"{view.at[free, 'GPU idle ms']:.3f} to {view.at[check, 'GPU idle ms']:.3f} ms"
     text = (f"With the {regime} step, the check adds {added:.3f} ms of wall clock per step "
             f"({view.at[free, 'wall ms']:.3f} -> {view.at[check, 'wall ms']:.3f} ms). ")
-    if 0.95 <= view.at[free, "GPU busy ms"] / view.at[check, "GPU busy ms"] <= 1.05:
+    if budget.about_same(view.at[free, "GPU busy ms"], view.at[check, "GPU busy ms"]):
         return text + (f"The GPU's work stayed about the same ({work}), so the added time is "
                        f"GPU idle: it went from {idle} per step.")
     return text + f"The GPU's work went {work}, its idle from {idle} per step."

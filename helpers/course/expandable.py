@@ -258,9 +258,8 @@ def speed_line(steps: pd.DataFrame, old: str, new: str) -> str:
     gpu = steps.set_index("method")["gpu_ms"]
     if not {old, new} <= set(gpu.index) or gpu[[old, new]].isna().any() or gpu[old] <= 0:
         return ""
-    ratio = gpu[new] / gpu[old]
     said = f"{gpu[new]:.2f} ms with {new} against {gpu[old]:.2f} ms with {old}"
-    said = (f"about the same, {said}" if 0.95 <= ratio <= 1.05
+    said = (f"about the same, {said}" if budget.about_same(gpu[new], gpu[old])
             else f"{said}, one profiled run each: a difference an allocator setting does not make "
             "in the kernels")
     return (f"The small panel's GPU kernel time per decode step was {said}: an allocator setting "

@@ -269,12 +269,10 @@ def _pull(short, long, n: int, m: int, higher: bool) -> str:
             "run the median sets aside.")
 
 
-def idle_why(table, n: int) -> str:
-    """Notebook 01: what the GPU's idle time holds in the naive loop, short, for
-    ``budget.sentence``'s ``why`` (the nineteenth review: the budget line ran to 90 words with the
-    causes and the allocator's retries inside it; ``idle_parts`` now gives them on their own
-    line). ``table`` and ``n`` are kept for the call's shape."""
-    return "waiting for the host, for the allocator, or between kernels"
+# Notebook 01: what the GPU's idle time holds in the naive loop, short, for ``budget.sentence``'s
+# ``why`` (the nineteenth review: the budget line ran to 90 words with the causes and the
+# allocator's retries inside it; ``idle_parts`` gives them on their own line).
+IDLE_WHY = "waiting for the host, for the allocator, or between kernels"
 
 
 def idle_parts(table) -> str:

@@ -345,8 +345,6 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
     return f"recovers about {pct:.0f}% of the check's cost{cost_us}"
 
 
-
-
 def lowest_line(table, summary_frame, judge=True, regime="compiled") -> str:
     """Where the late loops win back least (``regime``'s batch size with the lowest share, among
     those whose check cost is resolved): each loop's share there, or, where the rounds can't tell

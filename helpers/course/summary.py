@@ -268,33 +268,28 @@ def _eager_cache(data, names) -> str:
     """Where the static cache (04) is no faster than the KV cache (02) by the medians, one
     sentence: both wall clocks and GPU work, and, where the GPU's work grew by less than half the
     extra wall clock, that most of it is the host's (all of it where the GPU's work did not
-    grow); this is the ladder's one call, and
-    claim 4 judges the pair from 04's own rounds (``claims.notes`` says where they differ).
-    Empty where it is faster."""
-    said = []
-    for rung, before in ((STATIC, KV),):
-        new, old = names.get(rung), names.get(before)
-        if not {new, old} <= set(data.index):
-            continue
-        b, a = data.loc[new], data.loc[old]
-        extra = round(b["wall_ms"], 2) - round(a["wall_ms"], 2)
-        if extra < 0:
-            continue
-        pace = (f"is {b['wall_ms'] / a['wall_ms']:.2f}x slower than" if extra > 0 else
-                "takes as long as")  # "no faster" would understate a slower rung
-        text = (f"The {new} {pace} the {old} by the medians: {b['wall_ms']:.2f} against "
-                f"{a['wall_ms']:.2f} ms per step, with GPU work of {b['gpu_ms']:.2f} against "
-                f"{a['gpu_ms']:.2f} ms")
-        grew = round(b["gpu_ms"], 2) - round(a["gpu_ms"], 2)  # as printed beside it
-        if grew <= 0:
-            text += f", so the {extra:.2f} ms it adds is the host's"
-        elif grew < extra / 2:  # the GPU's extra work is a small part: "mostly", never "all"
-            text += f", so most of the {extra:.2f} ms it adds is the host's"
-        if rung == STATIC:  # its range: claim 4, from notebook 04's own rounds
-            text += (" (this notebook's one call; claim 4 below judges the pair from notebook "
-                     "04's own rounds)")
-        said.append(text + ". ")
-    return "".join(said)
+    grow); this is the ladder's one call, and claim 4 judges the pair from 04's own rounds
+    (``claims.notes`` says where they differ). Empty where it is faster."""
+    new, old = names.get(STATIC), names.get(KV)
+    if not {new, old} <= set(data.index):
+        return ""
+    b, a = data.loc[new], data.loc[old]
+    extra = round(b["wall_ms"], 2) - round(a["wall_ms"], 2)
+    if extra < 0:
+        return ""
+    pace = (f"is {b['wall_ms'] / a['wall_ms']:.2f}x slower than" if extra > 0 else
+            "takes as long as")  # "no faster" would understate a slower rung
+    text = (f"The {new} {pace} the {old} by the medians: {b['wall_ms']:.2f} against "
+            f"{a['wall_ms']:.2f} ms per step, with GPU work of {b['gpu_ms']:.2f} against "
+            f"{a['gpu_ms']:.2f} ms")
+    grew = round(b["gpu_ms"], 2) - round(a["gpu_ms"], 2)  # as printed beside it
+    if grew <= 0:
+        text += f", so the {extra:.2f} ms it adds is the host's"
+    elif grew < extra / 2:  # the GPU's extra work is a small part: "mostly", never "all"
+        text += f", so most of the {extra:.2f} ms it adds is the host's"
+    # its range: claim 4, from notebook 04's own rounds
+    return text + (" (this notebook's one call; claim 4 below judges the pair from notebook "
+                   "04's own rounds). ")
 
 
 def host_paced(budget, names, verdicts) -> str:
