@@ -206,7 +206,7 @@ def _told(table, method, batch_size, seq_len) -> bool:
 
 def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
     """The summary's sentence: the host copy's speedup over per-row syncs at one point timed
-    alone, as ``stats.say`` gives it (estimate, range, "medians alone" where apart, as in every
+    alone, as ``stats.say`` gives it (estimate, range, "the table's medians" where apart, as in every
     lesson)."""
     said = stats.say(table, "on host", "per row", True, condition="alone",
                      batch_size=batch_size, seq_len=seq_len)
@@ -230,7 +230,9 @@ def sync_cost(wide, syncs, condition="alone"):
 
 def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
     """``sync_cost`` in one sentence: at the headline point, with its sum, and its range over
-    every point timed alone; empty without sync counts or where the point is missing."""
+    the points timed alone, less those ``out_of_line`` (one such point set the range's top in
+    the 12:29 run: 48 µs at batch 64, completions of 128); empty without sync counts or where
+    the point is missing."""
     cost = sync_cost(wide, syncs)
     if (batch_size, seq_len) not in cost.index:
         return ""
@@ -244,8 +246,12 @@ def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
     if us[(batch_size, seq_len)] <= 0:
         return (f"Alone, at this point the per-row loop's syncs cost it no time over the host "
                 f"copy: {head} = {us[(batch_size, seq_len)]:.1f} µs per sync.")
-    span = (f"; {us.min():.0f} to {us.max():.0f} µs at the {len(us)} points timed alone"
-            if len(us) > 1 else "")
+    odd = {(b, n) for _, b, n, *_ in out_of_line(wide)}
+    kept = us[[key not in odd for key in us.index]]
+    odd_n = len(us) - len(kept)
+    left_out = f", the {'one' if odd_n == 1 else odd_n} out of line left out" if odd_n else ""
+    span = (f"; {kept.min():.0f} to {kept.max():.0f} µs at the {len(kept)} points timed alone"
+            f"{left_out}" if len(kept) > 1 else "")
     return (f"One sync of the per-row loop (with its small kernels) costs about "
             f"{us[(batch_size, seq_len)]:.0f} µs: {head}{span}.")
 
@@ -265,11 +271,47 @@ def loaded_sync_line(wide, syncs, batch_size, seq_len) -> str:
     return head + ": its small kernels barely wait for the load."
 
 
+def out_of_line(wide, condition="alone"):
+    """The points where a method took longer than at longer completions of the same batch, from
+    the printed ms: the same syncs over shorter rows, so a slow spell (which only adds time) made
+    the slower, shorter point. Tuples (method, batch_size, seq_len, ms, longer seq_len, its ms),
+    against the longer length where the method was fastest."""
+    part = wide[wide["condition"] == condition]
+    found = []
+    for method in ("per row", "on host"):
+        for batch, rows in part.groupby("batch_size"):
+            ms = rows.set_index("seq_len")[method].sort_index().mul(1e3).round(2)
+            for i, length in enumerate(ms.index[:-1]):
+                longer = ms.iloc[i + 1:]
+                if ms[length] > longer.min():
+                    found.append((method, int(batch), int(length), ms[length],
+                                  int(longer.idxmin()), longer.min()))
+    return found
+
+
+def out_of_line_line(wide, condition="alone") -> str:
+    """``out_of_line`` in one sentence, with the speedup each such point draws in the figure's
+    right panel; empty where every method takes longer with longer completions."""
+    found = out_of_line(wide, condition)
+    if not found:
+        return ""
+    part = wide[wide["condition"] == condition].set_index(["batch_size", "seq_len"])
+    name = {"per row": "the per-row loop", "on host": "the host copy"}
+    points = [f"{name[m]} at batch {b}, completions of {n} ({a:.2f} against {c:.2f} ms at {m2}; "
+              f"{part.loc[(b, n), 'speedup']:.2f}x in the right panel)"
+              for m, b, n, a, m2, c in found]
+    these, them = ("this point says", "it") if len(found) == 1 else ("these points say", "them")
+    return (f"Out of line, slower than with longer completions though it makes the same syncs over "
+            f"shorter rows: {stats.listed(points)}. A slow spell only adds time, so {these} "
+            f"nothing of the length; the cost per sync below leaves {them} out.")
+
+
 def length_line(wide, batch_size, condition="alone") -> str:
     """Why the speedup moves with the completion length, at ``batch_size``: each method's growth
     from the shortest to the longest length (from the printed ms), the speedups (ratios of the
-    medians, as the table prints them) and why the headline quotes the longest; empty with one
-    length."""
+    medians, as the table prints them), and why the headline quotes the longest; then
+    ``out_of_line_line``. No trend is read where a time at ``batch_size`` is out of line (the
+    12:29 run: the host copy 11.74 ms at 128, 11.18 at 2048); empty with one length."""
     part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)] \
         .sort_values("seq_len")
     if part["seq_len"].nunique() < 2:
@@ -278,26 +320,42 @@ def length_line(wide, batch_size, condition="alone") -> str:
 
     def grew(method):
         a, b = round(1e3 * short[method], 2), round(1e3 * long[method], 2)
-        return f"from {a:.2f} to {b:.2f} ms ({b / a:.2f}x)"
+        return b / a, f"from {a:.2f} to {b:.2f} ms ({b / a:.2f}x)"
 
+    (slow_growth, slow_text), (fast_growth, fast_text) = grew("per row"), grew("on host")
     s_short, s_long = round(short["speedup"], 2), round(long["speedup"], 2)
     moves = ("falls" if s_long < s_short else "rises" if s_long > s_short else "stays")
     which = ("smaller" if s_long < s_short else "larger" if s_long > s_short else "same")
-    return (f"At batch {int(batch_size)}, from completions of {int(short['seq_len'])} to "
-            f"{int(long['seq_len'])}, the per-row loop's time goes {grew('per row')} and the "
-            f"host copy's {grew('on host')}, which grows with the tokens it builds into lists: "
-            f"the speedup (ratio of the medians) {moves} from {s_short:.2f}x to "
-            f"{s_long:.2f}x. The headline quotes the longest completions at the largest batch, the "
-            f"largest job timed, where the speedup is the {which} of the two.")
+    why = (", which grows more, with the tokens it copies and builds into lists"
+           if round(fast_growth, 2) > max(1.0, round(slow_growth, 2)) else "")
+    name = {"per row": "the per-row loop", "on host": "the host copy"}
+    odd = [f"{name[m]}'s time at {n}" for m, b, n, *_ in out_of_line(wide, condition)
+           if b == batch_size]
+    head = (f"At batch {int(batch_size)}, from completions of {int(short['seq_len'])} to "
+            f"{int(long['seq_len'])}, the per-row loop's time goes {slow_text} and the host "
+            f"copy's {fast_text}")
+    largest = "The headline quotes the longest completions at the largest batch, the largest job timed"
+    if odd:
+        text = (f"{head}: the speedup (ratio of the medians) goes from {s_short:.2f}x to "
+                f"{s_long:.2f}x, which says nothing of the length, as {stats.listed(odd)} "
+                f"{'is' if len(odd) == 1 else 'are'} out of line (below). {largest}.")
+    else:
+        text = (f"{head}{why}: the speedup (ratio of the medians) {moves} from {s_short:.2f}x to "
+                f"{s_long:.2f}x. {largest}, where the speedup is the {which} of the two.")
+    return " ".join(t for t in (text, out_of_line_line(wide, condition)) if t)
 
 
 def table_view(wide, methods=("per row", "on host")):
     """The table under "What it means": each method's median in ms per batch, the speedup alone
-    only (none is quoted under load) and the side load in ms."""
+    only (none is quoted under load) and the side load in ms; "—" where there is none."""
     shown = {**{c: f"{c} ms" for c in methods}, **({"load_s": "load ms"} if "load_s" in wide else {})}
-    return (wide.assign(**{c: wide[c] * 1e3 for c in shown},
+    view = (wide.assign(**{c: wide[c] * 1e3 for c in shown},
                         speedup=wide["speedup"].where(wide["condition"] == "alone"))
             .rename(columns=shown).round(2))
+    for column, text in (("speedup", "{:.2f}"), ("load ms", "{:g}")):  # none: a dash, not NaN or 0
+        if column in view:
+            view[column] = view[column].map(lambda v: "—" if pd.isna(v) or v == 0 else text.format(v))
+    return view
 
 
 def call_budget(table, batch_size, seq_len, methods=("per row", "on host")):
@@ -317,9 +375,9 @@ def _about(ms) -> str:
 
 def call_sentence(frame, syncs_per_row=float("nan")) -> str:
     """``call_budget`` read in two sentences: both calls and the GPU's work in each (measured),
-    then the per-row loop's host time split, by inference only, into the list building both
-    methods share (the host copy's call less its copies) and the rest, its launches and waits;
-    empty without the GPU's numbers (a CPU run)."""
+    the host copy's call split into its copies and the rest, the host's own indexing and list
+    building; then the per-row loop's host time split, by inference only, into that list
+    building and the rest, its launches and waits; empty without the GPU's numbers (a CPU run)."""
     data = frame.set_index("method")
     if len(data) < 2 or data["gpu_ms"].isna().any():
         return ""
@@ -331,15 +389,15 @@ def call_sentence(frame, syncs_per_row=float("nan")) -> str:
     build = round(fast["wall_ms"], 2) - round(fast["gpu_ms"], 2)
     rest = wall - gpu - build
     text = (f"The per-row loop takes {slow['wall_ms']:.2f} ms per batch, the GPU working "
-            f"{slow['gpu_ms']:.2f} ms of it; the host copy takes {fast['wall_ms']:.2f} ms, "
-            f"{fast['gpu_ms']:.2f} ms of it its copies.")
+            f"{slow['gpu_ms']:.2f} ms of it; the host copy takes {fast['wall_ms']:.2f} ms: "
+            f"{fast['gpu_ms']:.2f} ms its copies and the rest, about {_about(build)} ms, the "
+            f"host's own work of indexing the rows and building the lists.")
     if rest > 0:
-        return text + (f" Inferred, not measured: if the per-row loop builds its lists as fast as "
-                       f"the host copy (its call less its copies, about {_about(build)} ms), the "
-                       f"rest of its call besides the GPU's work, about {_about(rest)} ms, goes to "
-                       f"launching small kernels and waiting at its syncs{syncs}.")
-    return text + (f" The host copy's list building alone (its call less its copies) takes about "
-                   f"{_about(build)} ms, no less than the per-row loop's host time.")
+        return text + (f" Inferred, not measured: if the per-row loop builds its lists as fast, "
+                       f"the rest of its call besides the GPU's work, about {_about(rest)} ms, goes "
+                       f"to launching small kernels and waiting at its syncs{syncs}.")
+    return text + (" That work alone takes no less than the per-row loop's call besides the GPU's "
+                   "work.")
 
 
 def sync_view(found, batch_size):

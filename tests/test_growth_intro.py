@@ -114,8 +114,8 @@ def test_resolution_reads_round_by_round_which_kind_of_noise_hit():
     by_round = pd.DataFrame({"round": range(1, 9), "A ms": a, "B ms": b,
                              "A / B": [round(x / y, 3) for x, y in zip(a, b)]})
     assert intro.resolution(stats.Ratio(1.04, 0.97, 1.14, 8), True, by_round) == (
-        "In rounds 1 and 8 both trials moved together, which their ratio cancels; in round 7 the two trials differed (by 1.38x), which interleaving "
-        "does not cancel.")
+        "In rounds 1 and 8 both trials moved together, which their ratio cancels; in round 7 the two trials differed (by 1.38x; A's trial the "
+        "slower), which interleaving does not cancel.")
     # made up: only whole rounds moved; only single trials; a quiet machine
     together = pd.DataFrame({"round": [1, 2, 3], "A ms": [200.0, 300.0, 400.0],
                              "B ms": [204.0, 297.0, 410.0], "A / B": [0.980, 1.010, 0.976]})
@@ -124,8 +124,8 @@ def test_resolution_reads_round_by_round_which_kind_of_noise_hit():
     single = pd.DataFrame({"round": [1, 2, 3], "A ms": [300.0, 390.0, 300.0],
                            "B ms": [300.0, 300.0, 240.0], "A / B": [1.0, 1.3, 1.25]})
     assert intro.resolution(stats.Ratio(1.1, 0.95, 1.3, 8), True, single) == (
-        "In rounds 2 and 3 the two trials differed (by up to 1.30x, round 2), which interleaving "
-        "does not cancel.")
+        "In rounds 2 and 3 the two trials differed (by up to 1.30x, round 2; A's trial the slower "
+        "in both), which interleaving does not cancel.")
     quiet = pd.DataFrame({"round": [1, 2], "A ms": [300.0, 305.0], "B ms": [302.0, 299.0],
                           "A / B": [0.993, 1.02]})
     assert intro.resolution(stats.Ratio(1.0, 0.98, 1.02, 8), True, quiet) == (
@@ -151,13 +151,16 @@ def test_resolution_on_the_three_published_runs_tables():
     runs = {  # A ms, B ms per round, (estimate, low, high), rounds moved together, trials apart
         "05:14": ([293.77, 218.80, 295.15, 229.75, 316.40, 213.10, 241.65, 209.49],
                   [317.39, 248.38, 213.41, 374.55, 237.90, 203.50, 196.14, 288.57], (0.98, 0.81, 1.18),
-                  "rounds 1 and 6", "rounds 2, 3, 4, 5, 7 and 8 the two trials differed (by up to 1.63x, round 4)"),
+                  "rounds 1 and 6", "rounds 2, 3, 4, 5, 7 and 8 the two trials differed (by up to 1.63x, round 4; "
+                  "A's trial the slower in rounds 3, 5 and 7, B's in rounds 2, 4 and 8)"),
         "04:18": ([263.97, 228.21, 271.28, 233.31, 270.35, 260.77, 364.57, 389.88],
                   [246.00, 240.39, 231.77, 229.98, 292.04, 282.68, 262.77, 338.28], (1.06, 0.98, 1.17),
-                  "rounds 2, 4 and 8", "rounds 3 and 7 the two trials differed (by up to 1.39x, round 7)"),
+                  "rounds 2, 4 and 8", "rounds 3 and 7 the two trials differed (by up to 1.39x, round 7; A's "
+                  "trial the slower in both)"),
         "01:49": ([341.01, 511.64, 405.34, 221.68, 350.71, 197.12, 197.39, 369.50],
                   [348.36, 418.82, 224.80, 239.98, 462.66, 325.26, 202.49, 311.17], (1.01, 0.82, 1.25),
-                  "rounds 2, 4 and 7", "rounds 3, 5, 6 and 8 the two trials differed (by up to 1.80x, round 3)"),
+                  "rounds 2, 4 and 7", "rounds 3, 5, 6 and 8 the two trials differed (by up to 1.80x, round 3; "
+                  "A's trial the slower in rounds 3 and 8, B's in rounds 5 and 6)"),
     }
     for name, (a, b, (est, low, high), together, apart) in runs.items():
         by_round = pd.DataFrame({"round": range(1, 9), "A ms": a, "B ms": b,
@@ -188,16 +191,16 @@ def test_spread_reads_the_budget_as_one_reading_of_a_varying_host():
 
 
 def test_a_cant_tell_line_leads_with_the_estimate():
-    """00's 14:54 run printed "(0.77–1.16; medians alone: 1.06x)" without the 0.96x estimate, and
+    """00's 14:54 run printed "(0.77–1.16; the table's medians: 1.06x)" without the 0.96x estimate, and
     round 7 could not see where the estimate sat in "(0.97–1.09)"."""
     from helpers.course import stats
     ratio = stats.Ratio(0.96, 0.77, 1.16, 8)
-    said = "can't tell apart on this machine (0.77–1.16; medians alone: 1.06x)"
+    said = "can't tell apart on this machine (0.77–1.16; the table's medians: 1.06x)"
     assert intro.with_estimate(said, ratio) == ("0.96x, can't tell apart on this machine (0.77–1.16; "
-                                                "medians alone: 1.06x)")
+                                                "the table's medians: 1.06x)")
     assert intro.with_estimate("can't tell apart on this machine (0.77–1.16)", ratio) == (
         "0.96x, can't tell apart on this machine (0.77–1.16)")
-    clear = "1.48x faster (1.28–1.74; medians alone: 1.39x)"
+    clear = "1.48x faster (1.28–1.74; the table's medians: 1.39x)"
     assert intro.with_estimate(clear, stats.Ratio(1.48, 1.28, 1.74, 8)) == clear
 
 
@@ -222,106 +225,114 @@ def test_notebook_00_and_01_say_alike_what_warmup_removes_and_what_every_timed_r
         assert "a first call pays the allocator" not in text
 
 
-def test_terms_read_the_growth_step_by_step_against_the_gpus_work():
-    """The nineteenth review: the fitted a + b·N line fell below the 100-token bar and implied
-    another doubling than the printed one. The growth is read from the data: the wall clock per
-    step and its rise between neighbouring lengths, beside the GPU's work per step."""
-    table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.0, 300: 3.6}, spread=0))
-    head = ("Per decode step the wall clock took 8.00, 10.00 and 12.00 ms at 100, 200 and 300 "
-            "tokens: it rose 2.00 ms from 100 to 200 tokens and 2.00 ms from 200 to 300 tokens")
-    assert intro.terms(table) == head + "."  # no GPU times: no reading
-    table["gpu_busy_s"] = [0.3, 1.0, 2.1]  # 3, 5, 7 ms: the work rose more than the wall clock
-    assert intro.terms(table) == head + (
-        "; the GPU's work per step was 3.00, 5.00 and 7.00 ms (it rose 2.00 ms and 2.00 ms). At "
-        "no step up in length did the wall clock rise less than the GPU's work.")
-    table["gpu_busy_s"] = [0.3, 1.2, 2.7]  # 3, 6, 9 ms
-    assert intro.terms(table).endswith(
-        "(it rose 3.00 ms and 3.00 ms). At every step up in length the wall clock rose less than "
-        "the GPU's work: the GPU's idle time shrank, so extra work first filled time the GPU had "
-        "spent waiting.")
-    table["gpu_busy_s"] = [0.3, 1.2, 2.1]  # 3, 6, 7 ms: less, then not; idle 5, 4, 5 ms
-    assert intro.terms(table).endswith(
-        "The wall clock rose less than the GPU's work from 100 to 200 tokens, where the GPU's idle "
-        "time shrank, but not from 200 to 300 tokens; the GPU's idle time per step was smallest "
-        "at 200 tokens, a length the right panel does not draw.")
-    table["gpu_busy_s"] = [0.3, 1.2, 2.7]  # idle 5, 4, 3 ms: smallest at an end, drawn
-    assert "smallest" not in intro.terms(table)
-    table["median_s"] = [1.3, 2.0, 3.6]  # 13, 10, 12 ms: the verb changes with the direction
-    assert "it fell 3.00 ms from 100 to 200 tokens and rose 2.00 ms from 200 to 300" in intro.terms(table)
-    table["gpu_busy_s"] = [0.0, 0.0, 1.0]  # one length profiled: no reading
-    assert "GPU" not in intro.terms(table)
-    assert intro.terms(table.iloc[:1]) == ""
+def test_growth_why_splits_each_run_into_the_gpus_work_and_its_idle_time():
+    """The twenty-first review: "extra work fills that idle time" was said where the idle time per
+    step had grown from 100 to 200 tokens (2.88 to 3.09 ms). The reason is read from the numbers:
+    the work grows with the positions, the idle time with the steps, as its value per step shows."""
+    table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.2, 300: 5.1}, spread=0))
+    assert intro.growth_why(table, 16) == ""  # no GPU times (a CPU run)
+    table["gpu_busy_s"] = [0.5, 1.6, 4.2]  # idle 3, 3, 3 ms a step: about the same
+    said = intro.growth_why(table, 16)
+    assert said.startswith(
+        "A run is the GPU's work plus its idle time. From 100 to 200 tokens the work grew 3.20x "
+        "(500 -> 1600 ms per run): step t works on 16 + t positions (the prompt's included), "
+        "3.53x as many in all, not 4x. The idle time grew 2.00x (300 -> 600 ms), about as N: per "
+        "step it stayed about the same, about 3.0 ms (3.00, 3.00 and 3.00 ms at 100, 200 and 300 "
+        "tokens). So the wall clock, their sum, grew less than the work.")
+    assert said.endswith("At 100 tokens the GPU idled 38% of the step: host and GPU share the pace.")
+    table["gpu_busy_s"] = [0.2, 1.4, 4.2]  # idle 6, 4, 3 ms: fell; 600 -> 800 ms, less than N
+    said = intro.growth_why(table, 16)
+    assert ("The idle time grew 1.33x (600 -> 800 ms), less than N: per step it did not grow with "
+            "the length (6.00, 4.00 and 3.00 ms at 100, 200 and 300 tokens)") in said
+    assert "At 100 tokens the GPU idled 75% of the step: the host sets the pace." in said
+    table["gpu_busy_s"] = [0.7, 1.2, 1.8]  # idle 1, 5, 11 ms: rose, more than N and than the work
+    said = intro.growth_why(table, 16)
+    assert "The idle time grew 10.00x (100 -> 1000 ms), more than N: per step it grew with" in said
+    assert "So the wall clock, their sum, grew more than the work." in said
+    table["gpu_busy_s"] = [0.4, 1.6, 3.9]  # idle 4, 3, 4 ms: within 20% of their mean
+    assert "stayed about the same, about 3.7 ms" in intro.growth_why(table, 16)
+    table["gpu_busy_s"] = [0.4, 1.0, 4.2]  # idle 4, 6, 3 ms: up and down
+    assert "per step it was 4.00, 6.00 and 3.00 ms at" in intro.growth_why(table, 16)
+    assert intro.growth_why(table.iloc[:1], 16) == ""
 
 
-def test_terms_on_the_three_published_runs_tables():
-    """The frozen 04:18 and 06:54 tables: the printed per-step numbers subtract exactly."""
+def test_growth_why_follows_every_real_tables_own_numbers():
+    """01's GPU tables: the published 1c698c0 run (idle per step 2.88, 3.09, 2.37 ms: about the
+    same), the 06:54 run ("-90c3788", also the copy published at 8973374), the copy published at
+    90c3788 ("-90c3788-published") and the 05:14 run ("-65eabbe", published at eb4fe0c); in the
+    last three the idle time per step fell. On each the printed idle values per step are budget.sentence's, the idle per run
+    grew less than the work, and the wall clock is said to have grown less than the work."""
+    import re
     from pathlib import Path
 
     data = Path(__file__).parent / "data"
-    said = intro.terms(pd.read_csv(data / "01_naive_generation-65eabbe.csv"))
-    assert said.startswith("Per decode step the wall clock took 8.85, 11.98 and 16.11 ms at 100, "
-                           "200 and 300 tokens: it rose 3.13 ms from 100 to 200 tokens and 4.13 ms")
-    assert "was 5.65, 9.68 and 13.79 ms (it rose 4.03 ms and 4.11 ms)" in said
-    assert said.endswith("from 100 to 200 tokens, where the GPU's idle time shrank, but not from "
-                         "200 to 300 tokens; the GPU's idle time per step was smallest at 200 "
-                         "tokens, a length the right panel does not draw.")
-    said = intro.terms(pd.read_csv(data / "01_naive_generation-90c3788.csv"))
-    assert said.endswith("At every step up in length the wall clock rose less than the GPU's work: "
-                         "the GPU's idle time shrank, so extra work first filled time the GPU had "
-                         "spent waiting.")
-    assert "fit" not in said and "a·N" not in said
+    expected = {"1c698c0": ("The idle time grew 2.14x (288 -> 618 ms), about as N: per step it "
+                            "stayed about the same, about 2.8 ms (2.88, 3.09 and 2.37 ms at 100, "
+                            "200 and 300 tokens)", "host and GPU share the pace"),
+                "90c3788": ("The idle time grew 1.45x (610 -> 882 ms), less than N: per step it "
+                            "did not grow with the length (6.09, 4.41 and 3.22 ms", "the host sets the pace"),
+                "90c3788-published": ("The idle time went from 604 to 594 ms (0.98x), less than "
+                                      "N: per step it did not grow with the length (6.03, 2.97 and "
+                                      "2.51 ms", "the host sets the pace"),
+                "65eabbe": ("The idle time grew 1.44x (320 -> 461 ms), less than N: per step it "
+                            "did not grow with the length (3.20, 2.30 and 2.32 ms",
+                            "host and GPU share the pace")}
+    for name, (idle, pace) in expected.items():
+        table = pd.read_csv(data / f"01_naive_generation-{name}.csv")
+        said = intro.growth_why(table, 16)
+        assert idle in said, (name, said)
+        assert "So the wall clock, their sum, grew less than the work." in said, name
+        assert said.endswith(f"of the step: {pace}."), (name, said)
+        assert "fills" not in said and "absorb" not in said
+        steps = pd.concat([budget.per_step(table, labels={"naive": f"{n} tokens"}, seq_len=n)
+                           for n in (100, 300)], ignore_index=True)
+        line = budget.sentence(steps, "300 tokens", "100 tokens", why=intro.IDLE_WHY)
+        per_step = re.search(r"\(([\d.]+), [\d.]+ and ([\d.]+) ms at 100, 200 and 300 tokens\)", said)
+        assert f"went from {per_step[1]} ms to {per_step[2]} ms per step" in line, (name, line)
+        takeaway = intro.takeaway(table)
+        assert takeaway.count("x (") == 0, takeaway  # the interval is printed once, in doubling
+        assert ": the GPU's work grew 3.4" in takeaway, takeaway
 
 
-def test_doubling_answers_the_articles_claim_with_the_rounds_ratio():
-    """The twelfth review: the article's "doubling roughly quadruples" was set up, never answered.
-    The fourteenth: growth was told four ways; the rounds' ratio of a length's time to its half's,
-    with its interval, answers it, and the sentence holds for every outcome."""
+def test_doubling_answers_the_articles_claim_with_one_number():
+    """The twelfth review: the article's "doubling roughly quadruples" was set up, never answered;
+    the rounds' ratio of a length's time to its half's, with its interval, answers it. The
+    twenty-first: "multiplied the median time by 2.99x; round by round ... 2.77x" gave two
+    answers. One number now, the rounds' (00 says why a medians' ratio can differ), and the one
+    line adds how the work and the idle time grew instead of repeating the answer."""
     from pathlib import Path
 
     data = Path(__file__).parent / "data"
-    frozen = pd.read_csv(data / "01_naive_generation-65eabbe.csv")  # the 04:18 run's table
+    frozen = pd.read_csv(data / "01_naive_generation-65eabbe.csv")  # the 05:14 run's table
     assert intro.doubling(frozen) == (
         "Doubling the length from 100 to 200 tokens multiplied the time by 2.75x (2.52–3.00), "
         "less than the 4x of pure N² growth.")
     assert intro.takeaway(frozen) == (
-        "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.75x "
-        "(2.52–3.00), less than the 4x of pure N² growth.")
-    # the sixteenth review: "2.72x" led above the medians' 2.40x and the fit's 2.48x with no word
-    # why (the 06:54 run, frozen): the medians lead, and the run that pulls the rounds' ratio is named
-    apart = pd.read_csv(data / "01_naive_generation-90c3788.csv")
-    assert intro.doubling(apart) == (
-        "Doubling the length from 100 to 200 tokens multiplied the median time by 2.40x; round by "
-        "round the time grew 2.72x (2.36–3.18), less than the 4x of pure N² growth. The rounds' ratio sits above the medians' because it counts every run, and "
-        "the 100-token runs reach down to 842.5 ms, 28% below their median: a run the median sets "
-        "aside.")
-    assert intro.takeaway(apart) == (
-        "In one line: doubling the length from 100 to 200 tokens multiplied the median time by "
-        "2.40x; round by round the time grew 2.72x (2.36–3.18), less than the 4x of pure N² "
-        "growth.")
-    # the 01:49 run's rounds sat below its medians (2.57x against 2.66x): a slow short run
-    below = apart.copy()
-    below["trials_wall_ms"] = ["1023.7902 765.4810 1267.2064 1236.7306 1006.9072",
-                               "2428.9234 2852.5074 3033.9084 2719.0102 2423.9207",
-                               "5124.1104 4903.4458 4979.3379 5232.8199 5253.2377"]
-    below["median_s"] = [1.0237901570000076, 2.7190101639999966, 5.124110408000007]
-    said = intro.doubling(below)
-    assert said.startswith("Doubling the length from 100 to 200 tokens multiplied the median time "
-                           "by 2.66x; round by round the time grew 2.57x (")
-    assert said.endswith("The rounds' ratio sits below the medians' because it counts every run, "
-                         "and the 100-token runs reach up to 1267.2 ms, 24% above their median: a "
-                         "run the median sets aside.")
-    # made up: a slow run at the long length pulls the rounds' ratio above the medians'
-    slow = apart.copy()
-    slow["trials_wall_ms"] = ["1000 1010 990 1005 995", "2000 2010 3000 1990 2005",
-                              "5000 5010 4990 5005 4995"]
-    assert "the 200-token runs reach up to 3000.0 ms, 50% above their median" in intro.doubling(slow)
+        "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.75x, "
+        "less than the 4x of pure N² growth: the GPU's work grew 3.42x, and its idle time, "
+        "smaller per step at longer lengths, only 1.44x.")
+    published = pd.read_csv(data / "01_naive_generation-1c698c0.csv")  # medians 2.99x, rounds 2.77x
+    assert intro.doubling(published) == (
+        "Doubling the length from 100 to 200 tokens multiplied the time by 2.77x (2.35–3.25), "
+        "less than the 4x of pure N² growth.")
+    assert intro.takeaway(published) == (
+        "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.77x, "
+        "less than the 4x of pure N² growth: the GPU's work grew 3.42x, and its idle time, about "
+        "2.8 ms a step at every length, only 2.14x.")
+    flat = pd.read_csv(data / "01_naive_generation-90c3788-published.csv")
+    assert intro.takeaway(flat).endswith("and its idle time did not grow (0.98x).")
+    for table in (frozen, published, flat, pd.read_csv(data / "01_naive_generation-90c3788.csv")):
+        said = intro.doubling(table)
+        assert "median" not in said and said.count("x") == 2, said  # one ratio, and the 4x
     quad = pd.DataFrame(rows("naive", {n: 1e-4 * n * n for n in (100, 200, 400)}))
     assert "can't tell apart from the 4x of pure N² growth." in intro.doubling(quad)
+    assert intro.takeaway(quad).endswith("can't tell apart from the 4x of pure N² growth.")
     steep = pd.DataFrame(rows("naive", {n: 1e-6 * n ** 2.5 for n in (100, 300)}))
     assert intro.doubling(steep).startswith("From 100 to 300 tokens (3x longer) the time grew ")
     assert intro.doubling(steep).endswith("more than the 9x of pure N² growth.")
     few = pd.DataFrame(rows("naive", {50: 0.5, 100: 1.2}, rounds=3))
     assert intro.doubling(few).endswith("(only 3 runs: too few to judge against the 4x of pure N² growth).")
+    assert intro.takeaway(few).endswith("(only 3 runs: too few to judge).")
     assert intro.doubling(few.iloc[:1]) == "" and intro.takeaway(few.iloc[:1]) == ""
 
 
@@ -337,9 +348,9 @@ def test_idle_parts_name_the_naive_loops_sync_and_the_allocators_retries_per_len
              "allocator gets its memory from the driver, as every timed run starts with an emptied "
              "cache.")
     assert intro.idle_parts(table) == plain + (
-        " It ran out of driver memory, freed its whole cache and asked again 0, 5 and 15 times at "
-        "100, 200 and 300 tokens (over the 5 timed runs of each length; notebook 03 takes this "
-        "apart).")
+        " The allocator ran out of driver memory, freed its whole cache and asked again 0, 5 and "
+        "15 times at 100, 200 and 300 tokens (over the 5 timed runs of each length): a cost inside "
+        "the idle time that this run does not separate (notebook 03 measures it).")
     assert intro.idle_parts(table.drop(columns="alloc_retries")) == plain
     table["alloc_retries"] = 0
     assert intro.idle_parts(table) == plain
@@ -354,7 +365,10 @@ def test_speed_line_states_the_gpu_work_under_both_settings():
                           "gpu_ms": [2.52, 2.53], "wall_ms": [9.0, 9.0]})
     assert expandable.speed_line(steps, "default", "expandable_segments:True").startswith(
         "The small panel's GPU kernel time per decode step was about the same, 2.53 ms with "
-        "expandable_segments:True against 2.52 ms with default: an allocator setting changes no kernel")
+        "expandable_segments:True against 2.52 ms with default: an allocator setting changes no "
+        "kernel. Its own cost, the trips to the driver, is host time, which one run in each "
+        "process cannot compare.")
+    assert "check" not in expandable.speed_line(steps, "default", "expandable_segments:True")
     steps.loc[1, "gpu_ms"] = 3.3
     assert "one profiled run each: a difference an allocator setting" in expandable.speed_line(
         steps, "default", "expandable_segments:True")
@@ -403,13 +417,18 @@ def test_stairs_line_dates_the_stairs_from_the_measured_history():
     found = expandable.stairs(history, config, 32, 16)
     assert list(found["step"]) == list(range(198, 400, 21))
     text = expandable.stairs_line(history, config, 32, 16)
-    assert text.startswith("With default, at 10 separate decode steps reserved memory jumped by more than "
-                           "the combined size of all 24 cache tensors: first in decode step 198, "
-                           "when each layer's keys "
-                           "(and values) reached 20.1 MiB (just past 20 MiB: no freed 20 MiB segment could hold "
-                           "them any longer)")
-    assert "then every 21 steps, " in text
-    assert "(a tensor grows 96 KiB a step, so a segment rounded up to 2 MiB holds 21.3 steps' growth; " in text
+    # the twenty-first review: one 110-word sentence became a head line and three short ones
+    assert text.split("\n") == [
+        "With default, reserved memory jumped by more than all 24 cache tensors together at 10 "
+        "decode steps:",
+        "  the first in decode step 198, when each layer's keys (and values) reached 20.1 MiB, "
+        "just past 20 MiB;",
+        "  then every 21 steps (a tensor grows 2 MiB in 21.3 steps, at 96 KiB a step);",
+        f"  {found['rise'].min() / mib:.0f} to {found['rise'].max() / mib:.0f} MiB a rise."]
+    assert expandable.stairs_line(history[history["step"] < 210], config, 32, 16) == (
+        "With default, reserved memory jumped by more than all 24 cache tensors together once: "
+        f"{found['rise'].iloc[0] / mib:.0f} MiB in decode step 198, when each layer's keys (and "
+        "values) reached 20.1 MiB, just past 20 MiB.")
     flat = history.assign(reserved=700 * mib)
     assert expandable.stairs_line(flat, config, 32, 16) == (
         "With default, reserved memory never rose in a decode step of this run.")
@@ -482,7 +501,7 @@ def test_growth_line_answers_first_then_the_first_failed_condition():
         "Does the gain grow with the length? Not shown on this run: the gain fell from "
         f"{g[50]:.2f}x at 50 tokens to {g[100]:.2f}x at 100 tokens; the gain at 200 tokens was ")
     # the fourteenth review: the rule's second condition, as measured, is printed too
-    assert line.endswith(")." ) and "its size at 50 (" in line
+    assert line.endswith(")." ) and "its size at 50, " in line
     assert growth.first_failure(dip, "kv_cache", "naive", False) == ""
     shrink = pd.DataFrame(rows("naive", {50: 0.60, 200: 1.6}) + rows("kv_cache", {50: 0.30, 200: 1.5}, seed=1))
     assert growth.growth_answer(shrink, "kv_cache", "naive", True) == "no"
@@ -491,7 +510,7 @@ def test_growth_line_answers_first_then_the_first_failed_condition():
 def test_length_lines_give_one_number_per_length():
     """The thirteenth review: 02's one-line summary said "1.24x at 120" where the verdict line
     said "can't tell apart": each length carries its verdict word. The nineteenth: "can't tell
-    apart (0.91–1.26; medians alone: 0.98x, i.e. 1.02x slower); its speedup 1.07x" gave three
+    apart (0.91–1.26; the table's medians: 0.98x, i.e. 1.02x slower); its speedup 1.07x" gave three
     gains for one length; now one, the rounds' speedup, leading where it can't be told apart."""
     from pathlib import Path
 
@@ -506,7 +525,7 @@ def test_length_lines_give_one_number_per_length():
               pd.read_csv(data / "02_kv_cache-eb4fe0c.csv")):
         for n in (30, 75, 120):
             said = growth.length_line(t, "kv_cache", "naive", True, n, names)
-            assert "medians alone" not in said and "its speedup" not in said
+            assert "the table's medians" not in said and "its speedup" not in said
     smoke = growth.length_line(earlier, "kv_cache", "naive", False, 30, names)
     assert "faster" not in smoke and "can't tell" not in smoke
     # made up: the KV cache slower at one length
@@ -527,7 +546,8 @@ def test_growth_line_marks_a_gain_that_cannot_be_told_from_none():
     data = Path(__file__).parent / "data"
     line = growth.growth_line(pd.read_csv(data / "02_kv_cache-65eabbe.csv"), "kv_cache", "naive", True)
     assert ("the gain fell from 1.26x at 30 tokens to 1.08x at 75 tokens (a gain this run can't "
-            "tell apart from none); the gain at 120 tokens was 0.97x its size at 30 (0.80–1.15).") in line
+            "tell apart from none); the gain at 120 tokens was 0.97x its size at 30, and this run "
+            "can't tell the two apart (0.80–1.15).") in line
     line = growth.growth_line(pd.read_csv(data / "02_kv_cache-eb4fe0c.csv"), "kv_cache", "naive", True)
     assert "from 1.18x at 30 tokens (a gain this run can't tell apart from none) to 1.14x at 75 tokens;" in line
 
@@ -546,7 +566,7 @@ def test_pace_lines_read_the_budget_at_every_length_with_both_loops_gpu_work():
     assert lines[1] == ("The wall clock per step (the median run ÷ its tokens): naive 6.65, 10.64 "
                         "and 10.64 ms, the GPU idle 58%, 56% and 40% of it; KV cache 5.04, 10.20 "
                         "and 8.65 ms, idle 73%, 85% and 81%.")
-    assert lines[2].startswith("At every length the cache cut the GPU's work per step 2.1x or more, "
+    assert lines[2].startswith("At every length the cache cut the GPU's work per step 2.10x or more, "
                                "but the wall clock fell at most 1.18x: the naive loop's GPU also "
                                "idled at least 40%")
     assert lines[2].endswith("for the KV cache the host sets the pace at every length.")
@@ -579,24 +599,28 @@ def test_gain_panel_draws_the_gains_with_their_intervals():
     assert ax.get_ylabel() == "naive time ÷ KV cache time"
 
 
-def test_terms_leave_the_idle_time_in_ms_to_the_budget_line_printed_next():
-    """The round-18 preflight on the 06:54 table: terms() gave the idle time "from 6.09 ms at 100
-    tokens (52% ...) to 3.22 ms at 300 tokens (19%: the GPU sets the pace)" and budget.sentence,
-    printed next, "went from 6.09 ms to 3.22 ms per step (19% of 17.02 ms ...): the GPU sets the
-    pace". terms() now gives only the shortest length's share and pace; the ms are the budget's."""
-    from helpers.course import budget
+def test_notebook_00s_geometric_mean_is_its_verdicts_estimate():
+    """The twenty-first review: the 1.04x verdict came from a method described in words only. 00
+    computes the geometric mean of ``by_round``'s A / B in view; on the published table it
+    prints the verdict's 1.04x, beside the medians' 0.98x, and the rounds hit in one trial say
+    that A ran slow in both (what pulls the estimate above the medians')."""
+    import json
+    from pathlib import Path
 
-    a, b = 3.87e-3, 42.6e-6
-    table = pd.DataFrame(rows("naive", {n: a * n + b * n * n for n in (100, 200, 300)}, spread=0))
-    table["gpu_busy_s"] = [n * (1.0e-3 + 50e-6 * n) for n in (100, 200, 300)]
-    said = intro.terms(table)
-    steps = pd.concat([budget.per_step(table, labels={"naive": f"{n} tokens"}, seq_len=n)
-                       for n in (100, 300)], ignore_index=True)
-    line = budget.sentence(steps, "300 tokens", "100 tokens", why=intro.IDLE_WHY)
-    assert "went from 2.13 ms to 0.65 ms per step (4% of" in line  # the ms, once, in the budget
-    for number in ("2.13 ms", "0.65 ms", "4%", "the GPU sets the pace"):
-        assert number not in said, number
-    assert said.startswith("Per decode step the wall clock took")
+    from helpers.course import stats
+
+    nb = json.load(open("notebooks/00_setup.ipynb"))
+    code = next("".join(c["source"]) for c in nb["cells"]
+                if "by_round = intro.rounds(" in "".join(c["source"]))
+    assert 'by_round["A / B"].prod() ** (1 / k)' in code
+    table = pd.read_csv(Path(__file__).parent.parent / "figures" / "data" / "00_setup.csv")
+    by_round = intro.rounds(table, "loop A", "loop B")
+    typical = by_round["A / B"].prod() ** (1 / len(by_round))
+    ratio = stats.row_speedup(table, "loop B", "loop A", seq_len=40)
+    assert typical == pytest.approx(ratio.estimate, rel=1e-12)
+    said = intro.with_estimate(stats.say(table, "loop B", "loop A", True, seq_len=40), ratio)
+    assert said.startswith(f"{typical:.2f}x, can't tell apart")
+    assert "A's trial the slower in both" in intro.resolution(ratio, True, by_round)
 
 
 def test_notebook_00_prints_the_floor_alike_in_its_reading_and_its_one_line():
@@ -610,30 +634,3 @@ def test_notebook_00_prints_the_floor_alike_in_its_reading_and_its_one_line():
     one_line = code[code.index("In one line: an eager decode step"):]
     assert "{s['floor_ms']:.3f} ms, and" in one_line and "floor_ms']:.2f}" not in one_line
     assert "{floor_ms:.3f} ms on average" in inspect.getsource(intro.floor_reading)
-
-
-def test_work_growth_puts_the_gpus_own_growth_beside_the_wall_clocks():
-    """The twentieth review: 01 put the whole gap below 4x on the idle time, but the GPU's work
-    itself grew only 3.42x from 100 to 200 tokens (the prompt's 16 positions add a linear term).
-    The GPU's work per run and the positions both grow less than N²; the wall clock is compared
-    with the GPU's work both ways."""
-    from pathlib import Path
-
-    table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.0, 300: 3.6}, spread=0))
-    assert intro.work_growth(table, 16) == ""  # no GPU times
-    table["gpu_busy_s"] = [0.3, 1.0, 2.1]  # 3.33x the work, 2.5x the wall clock
-    assert intro.work_growth(table, 16) == (
-        "Over the same 100 to 200 tokens the GPU's work per run grew 3.33x: step t works on 16 + t "
-        "positions (the prompt's included), 3.53x as many in all, against the 4x of N². The wall "
-        "clock grew less (2.50x): its other part, the GPU's idle time, grew less than the work.")
-    table["gpu_busy_s"] = [0.3, 0.6, 2.1]  # 2x the work: the wall clock grew more
-    assert intro.work_growth(table, 16).endswith(
-        "The wall clock grew 2.50x, no less than the GPU's work: the GPU's idle time grew at least "
-        "as fast as the work.")
-    table["gpu_busy_s"] = [0.0, 0.6, 2.1]  # the short length not profiled
-    assert intro.work_growth(table, 16) == ""
-    assert intro.work_growth(table.iloc[:1], 16) == ""
-    said = intro.work_growth(pd.read_csv(Path(__file__).parent / "data"
-                                         / "01_naive_generation-65eabbe.csv"), 16)
-    assert said.startswith("Over the same 100 to 200 tokens the GPU's work per run grew 3.42x")
-    assert "3.53x as many in all" in said and "The wall clock grew less (" in said

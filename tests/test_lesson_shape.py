@@ -24,7 +24,7 @@ TARGETS = re.compile(r"MISSED|NOT MET")
 DRAW_BUDGET = ("budget.plot(", "late_check.plot(", "expandable.plot_gpu_work(", "lesson.plot_gpu_work(")
 READ_BUDGET = ("budget.sentence(", "postprocess.call_sentence(", "growth.pace_lines(",
                "lesson.speed_line(", "eos_sync.budget_line(")
-INTERVAL = re.compile(r"\(\d+\.\d+\s*[–-]\s*\d+\.\d+[;)]")  # "(1.70–1.80; medians alone: 1.69x)" too
+INTERVAL = re.compile(r"\(\d+\.\d+\s*[–-]\s*\d+\.\d+[;)]")  # "(1.70–1.80; the table's medians: 1.69x)" too
 
 
 def cells(path):

@@ -35,7 +35,7 @@ def row_of(table, method, **where):
 def phrase(table, candidate, baseline, **where):
     """The verdict phrase ``stats.plain`` gives ``candidate`` against ``baseline`` at ``where``,
     from the test's own ratio and medians (read off the CSV), checked to be in the branch the
-    data choose: the verdict word, its numbers, and "medians alone" exactly where the medians'
+    data choose: the verdict word, its numbers, and "the table's medians" exactly where the medians'
     ratio is more than 3% off the estimate or prints outside the range."""
     ratio = stats.row_speedup(table, candidate, baseline, **where)
     medians = stats.medians_ratio(stats.method_trials(table, candidate, **where),
@@ -52,7 +52,7 @@ def phrase(table, candidate, baseline, **where):
     assert text.startswith(f"can't tell apart on this machine {bounds}" if word == stats.NOISE
                            else f"{estimate:.{digits}f}x {word} {bounds}")
     outside = not round(low, digits) <= round(mid, digits) <= round(high, digits)
-    assert ("medians alone" in text) == (stats.medians_apart(medians, ratio.estimate) or outside)
+    assert ("the table's medians" in text) == (stats.medians_apart(medians, ratio.estimate) or outside)
     return ratio, word, text
 
 
@@ -115,8 +115,13 @@ def test_04_every_comparison_is_read_with_one_rule():
         st = budget.per_step(table, lesson.METHODS, seq_len=n).set_index("method")
         same_gpu = abs(st.at[lesson.STATIC, "gpu_ms"] / st.at[lesson.DYNAMIC, "gpu_ms"] - 1) <= lesson.SAME_GPU
         clear = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)[1] != stats.NOISE
-        part = f" ms at {n} tokens"
+        part = f" at {n} tokens"
         assert (part in host) == (same_gpu and clear and n not in flags), host
+        if part in host:  # the static cache's extra host time: the printed idle times' difference
+            idle = {m: round(st.at[m, "wall_ms"], 2) - round(st.at[m, "gpu_ms"], 2)
+                    for m in lesson.EAGER}
+            extra = idle[lesson.STATIC] - idle[lesson.DYNAMIC]
+            assert f"{abs(extra):.2f} ms {'more' if extra >= 0 else 'less'}{part}" in host, host
         told.append(same_gpu and clear and n not in flags)
     assert ("the gap is the host's" in host) == any(told), host
     if any(told):  # no host work named (the Markdown's "Why the host"), no fixed cost per step
@@ -135,8 +140,7 @@ def test_04_every_comparison_is_read_with_one_rule():
     rows.loc[stat, "median_s"] = 1.4 * rows.loc[dyn, "median_s"].to_numpy()
     made = lesson.host_line(rows, [200])
     assert made.startswith("Where the rounds tell the caches apart") and "at 200 tokens" in made, made
-    assert made.endswith(" ms at 200 tokens."), made  # one length
-    assert "ranges from" not in made
+    assert made.endswith(" ms more at 200 tokens."), made  # one length
     # the figure's length: the clearest undisturbed difference, else the longest
     assert lesson.drawn_length(spell, [100, 200, 400], judge=False) == 400
     assert lesson.drawn_line(spell, [100, 200, 400], 400, judge=False) == (
@@ -145,15 +149,23 @@ def test_04_every_comparison_is_read_with_one_rule():
         "Per decode step a static cache sized to the run reads all prompt + N positions, while on "
         "average prompt + N/2 are filled (16-token prompt); positions read \u00f7 filled per step: "
         "1.76x at 100 tokens, 1.93x at 400 tokens, approaching 2 as runs grow longer.")
-    # the summary: the verdict's word at each length beside the article's, and the wall clocks
+    # the summary: the verdict's word at each length beside the article's, the table's medians
+    # where they part from it, where the gap is the host's, and each step's operations; the
+    # step's times only in a run that judges nothing (the budget sentence holds them)
     steps = budget.per_step(table, lesson.METHODS, seq_len=200)
     words, flags = [], lesson.disturbed(table, P.seq_lens)
     for n in P.seq_lens:  # every length in one form, no range, a disturbed one marked
         _, word, text = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)
         ratio = stats.row_speedup(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)
         x = ratio.estimate if word == stats.FASTER else 1 / ratio.estimate
+        m = stats.medians_ratio(stats.method_trials(table, lesson.STATIC, seq_len=n),
+                                stats.method_trials(table, lesson.DYNAMIC, seq_len=n))
+        notes = ([f"the table's medians: {max(m, 1 / m) - 1:.0%} apart"
+                  + (", the other way" if word != stats.NOISE and (m > 1) != (ratio.estimate > 1)
+                     else "")] if "the table's medians" in text and stats.medians_apart(m, ratio.estimate)
+                 else []) + (["disturbed"] if n in flags else [])
         words.append(("can't tell apart" if word == stats.NOISE else f"{x:.2f}x {word}")
-                     + f" at {n} tokens" + (" (disturbed)" if n in flags else ""))
+                     + f" at {n} tokens" + (f" ({'; '.join(notes)})" if notes else ""))
     wall = steps.set_index("method")["wall_ms"]
     times = (f"at 200 tokens a step took {wall[lesson.STATIC]:.2f} ms with the static cache and "
              f"{wall[lesson.DYNAMIC]:.2f} ms with the dynamic one (median run \u00f7 200 steps)")
@@ -162,19 +174,19 @@ def test_04_every_comparison_is_read_with_one_rule():
               f"and sat idle the rest ({round(wall[lesson.STATIC], 2) - round(gpu[lesson.STATIC], 2):.2f} "
               f"and {round(wall[lesson.DYNAMIC], 2) - round(gpu[lesson.DYNAMIC], 2):.2f} ms)")
     uncertain = "; at the disturbed lengths the comparison is uncertain" if flags else ""
-    # the drawn length's extra time is the host's where told apart, undisturbed, same GPU work
-    # and the idle times lie the way the rounds do
-    _, word, _ = phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=200)
-    idle = {m: round(wall[m], 2) - round(gpu[m], 2) for m in lesson.EAGER}
-    slower = lesson.STATIC if word == stats.SLOWER else lesson.DYNAMIC
-    other = lesson.DYNAMIC if slower == lesson.STATIC else lesson.STATIC
-    extra = round(idle[slower] - idle[other], 2)
-    whose = (f": the {slower} cache's {extra:.2f} ms more idle time per step is host time"
-             if word != stats.NOISE and 200 not in flags and extra > 0
-             and abs(gpu[lesson.STATIC] / gpu[lesson.DYNAMIC] - 1) <= lesson.SAME_GPU else "")
-    assert lesson.summary_line(table, steps, P.seq_lens, judge=True) == (
+    # the gap is the host's where the host line names a length and the slower cache idles more
+    host_at = [n for n in P.seq_lens if f"ms more at {n} tokens" in host
+               and phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)[1] == stats.SLOWER
+               or f"ms less at {n} tokens" in host
+               and phrase(table, lesson.STATIC, lesson.DYNAMIC, seq_len=n)[1] == stats.FASTER]
+    whose = f"; the gap is the host's at {stats.listed(host_at)} tokens" if host_at else ""
+    inputs = pd.DataFrame({"ops per step": [459, 551]}, index=["dynamic", "static"])
+    assert lesson.summary_line(table, steps, P.seq_lens, True, None, inputs) == (
         "In one line: eager, the static cache against the dynamic one: " + ", ".join(words)
-        + f" (the article: slower at 100, faster at 200{uncertain}); {times}{whose}.")
+        + f" (the article: slower at 100, faster at 200{uncertain}){whose}; the static cache's "
+        "decode step dispatches 551 PyTorch operations against the dynamic cache's 459.")
+    assert lesson.summary_line(table, steps, P.seq_lens, judge=True).endswith(
+        f"faster at 200{uncertain}){whose}.")  # no count without the table of inputs
     # a disturbed length (200 in ``spell``): marked in its verdict and beside the article's
     rounds = spell.assign(trials_wall_ms=[
         " ".join(f"{1e3 * t * f * (1.2 if m == lesson.STATIC else 1):.4f}"
@@ -186,14 +198,15 @@ def test_04_every_comparison_is_read_with_one_rule():
     assert lesson.drawn_length(rounds, [100, 200, 400], judge=True) in (100, 400)
     drawn = lesson.drawn_length(rounds, [100, 200, 400], judge=True)
     assert lesson.drawn_line(rounds, [100, 200, 400], drawn, judge=True) == (
-        f"The figure draws {drawn} tokens, where the rounds' range lies farthest from 1 among the "
-        "lengths no slow spell of the host disturbed: the static cache 1.20x slower than the "
-        "dynamic one.")
+        f"The figure draws {drawn} tokens, where the caches differ most clearly among the "
+        "lengths no slow spell of the host disturbed.")
     assert "at 100 tokens a step took" in lesson.summary_line(
-        rounds, budget.per_step(rounds, lesson.METHODS, seq_len=100), [100, 200, 400], True, 100)
+        rounds, budget.per_step(rounds, lesson.METHODS, seq_len=100), [100, 200, 400], False, 100)
+    assert "a step took" not in line  # the budget sentence's numbers, not repeated
     assert "slower at 200 tokens (disturbed), 1.20x slower at 400 tokens (the article: slower at " \
         "100, faster at 200, faster at 400; at the disturbed lengths the comparison is " \
-        "uncertain);" in line, line
+        "uncertain)" in line, line
+    assert "the table's medians" not in line  # the same ratio in every round: medians agree
     assert "100 tokens (disturbed)" not in line
     assert "disturbed" not in lesson.summary_line(rounds, made_steps, [100, 200, 400], judge=False)
     assert lesson.summary_line(table, steps, P.seq_lens, judge=False).endswith(f"here {times}.")
@@ -238,15 +251,16 @@ def test_06_an_unresolved_cost_reads_can_t_tell():
     assert eos_sync.unresolved(big) == []
     # the cost line: µs and share of the step per regime, and which pays more each way
     line = eos_sync.cost_line(wide_steps, wide, eos_sync.unresolved(wide))
-    assert line.startswith("The check every step: with the eager step, the loops with and without it: "
-                           "can't tell apart on this machine (")
-    assert "medians alone" not in line.split(";")[0]
+    assert line.startswith("What the check costs, read as how many times faster each loop runs "
+                           "without it: with the eager step, can't tell apart on this machine (")
+    assert "the table's medians" not in line.split(";")[0]
     assert "with the CUDA graph step it costs " in line
     assert "pays more" not in line  # one regime resolved: nothing to compare
+    assert "Notebook 07" not in line  # the CUDA-graph step's cost resolved: no pointer
     eager = wide_steps.set_index("method").loc[f"eager, {eos_sync.FREE}"]
     assert line.endswith(
-        f"). In the eager step the GPU works {eager['gpu_ms']:.2f} of the {eager['wall_ms']:.2f} ms "
-        "a step takes: the host runs behind it, so when the CPU reaches the check the GPU has "
+        f" In the eager step the GPU works {eager['gpu_ms']:.2f} of the {eager['wall_ms']:.2f} ms "
+        "a step takes: the host sets the pace, so when the CPU reaches the check the GPU has "
         "already finished and there is little to wait for.")
     big_steps = budget.per_step(big, seq_len=100)
     line = eos_sync.cost_line(big_steps, big, [])
@@ -282,7 +296,16 @@ def test_06_budget_line():
     moved = made.assign(gpu_ms=[1.400, 1.115], idle_ms=[0.279, 0.165])
     assert eos_sync.budget_line(profiling.check_cost(moved)).endswith(
         "The GPU's work went 1.115 -> 1.400 ms, its idle from 0.165 to 0.279 ms per step.")
-    assert eos_sync.budget_line(profiling.check_cost(made, ["CUDA graph"])) == ""  # can't tell
+    # can't tell: what the bars differ in, and that the rounds decide (no added ms)
+    assert eos_sync.budget_line(profiling.check_cost(made, ["CUDA graph"])) == (
+        "With the CUDA graph step, the bars without and with the check differ by GPU idle only: "
+        "the GPU's work stayed about the same (1.115 -> 1.105 ms), its idle went from 0.165 to "
+        "0.574 ms per step; whether the wall clock differs by more than the host's noise, the "
+        "rounds decide (below).")
+    assert eos_sync.budget_line(profiling.check_cost(moved, ["CUDA graph"])) == (
+        "With the CUDA graph step, the bars without and with the check differ by GPU work (1.115 "
+        "-> 1.400 ms) and GPU idle (0.165 to 0.279 ms per step); whether the wall clock differs "
+        "by more than the host's noise, the rounds decide (below).")
     assert eos_sync.budget_line(profiling.check_cost(made.assign(gpu_ms=float("nan")))) == ""
 
 
@@ -291,8 +314,8 @@ def test_06_host_behind_only_where_eager_is_unresolved_and_host_bound():
                                      f"CUDA graph, {eos_sync.CHECK}", f"CUDA graph, {eos_sync.FREE}"],
                           "wall_ms": [5.082, 5.102, 1.571, 1.269], "gpu_ms": [1.551, 1.557, 1.110, 1.118]})
     assert eos_sync.host_behind(steps, ["eager"]) == (
-        " In the eager step the GPU works 1.56 of the 5.10 ms a step takes: the host runs behind "
-        "it, so when the CPU reaches the check the GPU has already finished and there is little "
+        " In the eager step the GPU works 1.56 of the 5.10 ms a step takes: the host sets the "
+        "pace, so when the CPU reaches the check the GPU has already finished and there is little "
         "to wait for.")
     assert eos_sync.host_behind(steps, []) == ""  # eager cost resolved (the 05:14 run)
     assert eos_sync.host_behind(steps.assign(gpu_ms=[3.0, 3.0, 1.1, 1.1]), ["eager"]) == ""  # GPU-bound
@@ -317,9 +340,17 @@ def test_06_early_stop_bound_and_figure():
     # the published table: speedup's range above the token ratio, steps slower at the larger cap
     free = table[table["method"] == eos_sync.FREE].set_index("seq_len")["median_s"]
     per = {c: 1e3 * free[c] / c for c in (100, 200)}
-    low = stats.row_speedup(table, eos_sync.CHECK, eos_sync.FREE, seq_len=200).low
+    ratio = stats.row_speedup(table, eos_sync.CHECK, eos_sync.FREE, seq_len=200)
     why = eos_sync.speedup_why(table)
-    assert bool(why) == (low > 2.5 and round(per[200], 2) > round(per[100], 2))
+    if ratio.low > 2.5:  # above the token ratio: the skipped steps are the slower ones
+        assert bool(why) == (round(per[200], 2) > round(per[100], 2))
+    elif ratio.high < 2.5:  # below it: a token cost more with the check (the published run)
+        check = table[(table["method"] == eos_sync.CHECK) & (table["seq_len"] == 200)]["median_s"].iloc[0]
+        assert bool(why) == (round(1e3 * check / 80, 2) > round(1e3 * free[200] / 200, 2))
+        assert not why or why.startswith("It falls short of the token ratio because a token cost "
+                                         f"more in the loop with the check ({1e3 * check / 80:.2f} ")
+    else:
+        assert why == ""
     assert eos_sync.speedup_why(table, judge=False) == ""
     # made up: the 09:46 run's medians (8.48 -> 9.80 ms per step) with a range above 2.50
     rows = {(eos_sync.CHECK, 100): [0.690] * 6, (eos_sync.FREE, 100): [0.848] * 6,
@@ -359,8 +390,7 @@ def test_07_answer_line():
     loops = ms_per_step(table, "compiled", 32)
     answer = late_check.answer_line(at.loc["compiled"], graph)
     assert answer.startswith("In one line: with the CUDA-graph step at batch 32, reading the stop "
-                             "flag one step late against the per-step sync (speedups: the "
-                             "rounds' estimates, not the ratio of the table's medians): ")
+                             "flag one step late, against the per-step sync: ")
     # each late loop against the per-step sync, its branch read off the CSV: the rounds' verdict
     # with its range, and the share of the check's cost won back by the medians
     cost_told = stats.verdict(stats.row_speedup(graph, "no_check", "sync")) == stats.FASTER
@@ -394,6 +424,11 @@ def smallest_batch_expected(table):
              "supported" if all(w == stats.FASTER for w in words.values()) else
              "can't tell on this machine")
     g = [f"{e:.2f}x at batch {b}" for e, b in zip(estimates, batches)]
+    medians = [ms_per_step(table, "compiled", b)["sync"] / ms_per_step(table, "compiled", b)["interleaved"]
+               for b in batches]
+    by_medians = (" (by the medians: " + ", ".join(f"{m:.2f}x" for m in medians[:-1])
+                  + f" and {medians[-1]:.2f}x)" if any(stats.medians_apart(m, e)
+                                                      for m, e in zip(medians, estimates)) else "")
     said = {b: stats.plain(r).replace(" faster (", " larger (").replace(" slower (", " smaller (")
             for b, r in growth.items()}
     for b, r in growth.items():  # the word follows the verdict, the range the interval
@@ -401,9 +436,9 @@ def smallest_batch_expected(table):
                                   f"{r.estimate if words[b] == stats.FASTER else 1 / r.estimate:.2f}x "
                                   + ("larger" if words[b] == stats.FASTER else "smaller"))
     return ("The article claims interleaving gains most at the smallest batch. Two streams' speedup "
-            f"over the per-step sync (CUDA graph step, the rounds' estimates): {g[0]}, {g[1]} and "
-            f"{g[2]}. Batch 1's speedup against batch 32's: {said[32]}; against batch 128's: "
-            f"{said[128]}. The claim needs batch 1's told apart as larger than every larger "
+            f"over the per-step sync (CUDA graph step): {g[0]}, {g[1]} and {g[2]}{by_medians}. "
+            f"Batch 1's speedup against batch 32's: {said[32]}; against batch 128's: "
+            f"{said[128]}. The claim holds where batch 1's speedup is larger than every larger "
             f"batch's: {claim}."), claim, words
 
 
@@ -555,18 +590,16 @@ def test_04_idle_lines_print_the_budget_sentence_s_idle():
     reading = budget.sentence(steps, lesson.STATIC, lesson.DYNAMIC)
     assert "idle time went from 4.73 ms to 5.75 ms" in reading, reading
     host = lesson.host_line(table, [100, 400])
-    assert "5.75 against 4.73 ms at 100 tokens" in host, host
-    assert "4.74" not in host
+    assert "was 1.02 ms more at 100 tokens" in host, host  # 5.75 - 4.73, not 5.7454 - 4.7359
     line = lesson.summary_line(table, steps, [100, 400], judge=True, point=100)
-    assert line.endswith("sat idle the rest (5.75 and 4.73 ms): the static cache's 1.02 ms more "
-                         "idle time per step is host time."), line
-    # the same GPU work but no clear verdict, or a disturbed drawn length: no host reading
-    assert "is host time" not in lesson.summary_line(table, steps, [100, 400], judge=False,
-                                                     point=100)
+    assert line.endswith("; the gap is the host's at 100 and 400 tokens."), line
+    # a run that judges nothing, or GPU work that differs: no host reading
+    assert "host's" not in lesson.summary_line(table, steps, [100, 400], judge=False, point=100)
     busier = table.copy()
     busier.loc[(busier["method"] == lesson.STATIC), "gpu_busy_s"] *= 1.2  # GPU work differs
-    assert "is host time" not in lesson.summary_line(
+    assert "host's" not in lesson.summary_line(
         busier, budget.per_step(busier, lesson.METHODS, seq_len=100), [100, 400], True, 100)
+    assert lesson.host_line(busier, [100, 400]) == ""
 
 
 def test_04_drawn_line_says_a_disturbed_length_was_left_out():
@@ -581,15 +614,13 @@ def test_04_drawn_line_says_a_disturbed_length_was_left_out():
     drawn = lesson.drawn_length(table, [100, 400], judge=True)
     assert drawn == 400
     assert lesson.drawn_line(table, [100, 400], drawn, judge=True) == (
-        "The figure draws 400 tokens, where the rounds' range lies farthest from 1 among the "
-        "lengths no slow spell of the host disturbed: the static cache 1.20x slower than the "
-        "dynamic one.")
+        "The figure draws 400 tokens, where the caches differ most clearly among the lengths no "
+        "slow spell of the host disturbed.")
     calm = _static_rounds({**walls, (100, lesson.DYNAMIC): 0.5, (100, lesson.STATIC): 0.675},
                           busy)
     assert not lesson.disturbed(calm, [100, 400])
     assert lesson.drawn_line(calm, [100, 400], 100, judge=True) == (
-        "The figure draws 100 tokens, where the rounds' range lies farthest from 1: the static "
-        "cache 1.35x slower than the dynamic one.")
+        "The figure draws 100 tokens, where the caches differ most clearly.")
 
 
 # Round 19's published 04 table (run 20261127T094636Z, H100), frozen: the static cache's step
@@ -633,19 +664,18 @@ def test_04_round19_slow_spell_and_drawn_length():
                     assert n in flags
     assert lesson.drawn_length(table, lens, judge=True) == 100
     assert lesson.drawn_line(table, lens, 100, judge=True) == (
-        "The figure draws 100 tokens, where the rounds' range lies farthest from 1 among the "
-        "lengths no slow spell of the host disturbed: the static cache 1.24x slower than the "
-        "dynamic one.")
+        "The figure draws 100 tokens, where the caches differ most clearly among the lengths no "
+        "slow spell of the host disturbed.")
     host = lesson.host_line(table, lens)
-    assert "5.74 against 4.46 ms at 100 tokens; 6.90 against 6.38 ms at 400 tokens." in host, host
+    # 5.74 - 4.46 and 6.90 - 6.38: the printed idle times' differences
+    assert host.endswith("was 1.28 ms more at 100 tokens and 0.52 ms more at 400 tokens."), host
     assert "at 200 tokens" not in host and "added to each step" not in host
-    assert "ranges from 0.52 to 1.28 ms" in host, host
     # without the slow spell, 200's wide range (1.07-1.75) still loses to 100's (1.17-1.32)
     calm = table.copy()
     calm.loc[(calm["method"] == "static") & (calm["seq_len"] == 200), "median_s"] = 1.80
     assert not lesson.disturbed(calm, lens)
     assert lesson.drawn_length(calm, lens, judge=True) == 100
-    assert "ranges from 0.52 to 1.28 ms" not in lesson.host_line(calm, lens)
+    assert "at 200 tokens" in lesson.host_line(calm, lens)
 
 
 def test_07_profiled_gaps_name_the_host_s_launches():
@@ -670,17 +700,17 @@ def test_04_plot_markdown_names_the_disturbed_lengths_the_drawn_line_leaves_out(
     assert "slow spell of the host disturbed" in plot and "or else at the longest" in plot
 
 
-def test_04_summary_names_the_extra_idle_not_the_extra_wall_clock():
+def test_04_host_line_names_the_extra_idle_not_the_extra_wall_clock():
     # the 05:14 run's shape: the static cache's GPU work a little below the dynamic one's, so
-    # its extra idle time (1.59 ms) exceeds its extra wall clock (1.52 ms); the summary must
-    # call the 1.59 ms idle time, not the step's extra
+    # its extra idle time (1.59 ms) exceeds its extra wall clock (1.52 ms); the host line must
+    # give the 1.59 ms idle time as the host's, not the step's extra
     walls = {(100, lesson.DYNAMIC): 0.8139, (100, lesson.STATIC): 0.9664,
              (400, lesson.DYNAMIC): 3.2557, (400, lesson.STATIC): 3.8656}
     busy = {(100, lesson.DYNAMIC): 0.2512, (100, lesson.STATIC): 0.2439,
             (400, lesson.DYNAMIC): 1.0047, (400, lesson.STATIC): 0.9758}
     table = _static_rounds(walls, busy)
     steps = budget.per_step(table, lesson.METHODS, seq_len=100)
-    line = lesson.summary_line(table, steps, [100, 400], judge=True, point=100)
-    assert line.endswith("sat idle the rest (7.22 and 5.63 ms): the static cache's 1.59 ms more "
-                         "idle time per step is host time."), line
-    assert "extra 1.59" not in line
+    assert "idle time went from 5.63 ms to 7.22 ms" in budget.sentence(
+        steps, lesson.STATIC, lesson.DYNAMIC)
+    line = lesson.host_line(table, [100, 400])
+    assert "1.59 ms more at 100 tokens" in line and "1.52" not in line, line

@@ -64,16 +64,19 @@ def test_call_budget_reads_one_call_three_ways():
     assert call["gpu_ms"].tolist() == pytest.approx([2.0, 0.5])
     text = postprocess.call_sentence(call, 4.0)
     # 10 ms: 2 of GPU work, 1.5 of list building (the host copy's 2 ms less its 0.5 of copies),
-    # 6.5 of launches and waits; the 20:10 review: the split is inferred, said so, and rounded
+    # 6.5 of launches and waits; the 20:10 review: the split is inferred, said so, and rounded;
+    # the round-21 review: the host copy's own share said where its call is read
     assert text == ("The per-row loop takes 10.00 ms per batch, the GPU working 2.00 ms of it; the "
-                    "host copy takes 2.00 ms, 0.50 ms of it its copies. Inferred, not measured: if "
-                    "the per-row loop builds its lists as fast as the host copy (its call less its "
-                    "copies, about 1.5 ms), the rest of its call besides the GPU's work, about 6.5 ms, "
-                    "goes to launching "
-                    "small kernels and waiting at its syncs (4 a row).")
+                    "host copy takes 2.00 ms: 0.50 ms its copies and the rest, about 1.5 ms, the "
+                    "host's own work of indexing the rows and building the lists. Inferred, not "
+                    "measured: if the per-row loop builds its lists as fast, the rest of its call "
+                    "besides the GPU's work, about 6.5 ms, goes to launching small kernels and "
+                    "waiting at its syncs (4 a row).")
     slow_build = call.assign(wall_ms=[10.0, 9.5])  # list building past the rest: no negative rest
-    assert "(its call less its copies) takes about 9.0 ms" in \
-        postprocess.call_sentence(slow_build, 4.0)
+    slow_text = postprocess.call_sentence(slow_build, 4.0)
+    assert "the rest, about 9.0 ms," in slow_text and "Inferred" not in slow_text
+    assert slow_text.endswith("That work alone takes no less than the per-row loop's call besides "
+                              "the GPU's work.")
     assert "5.0x" not in text  # the speedup is the verdict line's, not a second ratio
     assert postprocess.call_sentence(call.assign(gpu_ms=float("nan"))) == ""
 
@@ -134,7 +137,7 @@ def test_speedups_carry_the_load_and_one_line_reads_alone_only():
     line = postprocess.one_line(table, 4, 8, 4.0)
     assert line == ("In one line: at batch 4 and completions of 8, copying the tensors to the host "
                     "first (4 syncs in all instead of 4 a row) gives identical lists, timed alone: "
-                    "3.56x faster (2.83–4.00; medians alone: 2.67x).")  # the course's one name
+                    "3.56x faster (2.83–4.00; the table's medians: 2.67x).")  # the course's one name
     assert "side load" not in line and "ratio of the medians" not in line
 
 
@@ -221,14 +224,18 @@ def test_length_line_reads_both_growths_and_the_headlines_point():
     line = postprocess.length_line(wide, 256)
     assert line == ("At batch 256, from completions of 128 to 2048, the per-row loop's time goes "
                     "from 39.89 to 45.41 ms (1.14x) and the host copy's from 5.28 to 12.56 ms "
-                    "(2.38x), which grows with the tokens it builds into lists: the speedup "
+                    "(2.38x), which grows more, with the tokens it copies and builds into lists: "
+                    "the speedup "
                     "(ratio of the medians) falls from 7.55x to 3.62x. The headline quotes the "
                     "longest completions at the largest batch, the largest job timed, where the "
                     "speedup is the smaller of the two.")
-    rising = wide.assign(**{"on host": [0.00037, 0.00080, 0.00528, 0.00500]})
+    # the per-row loop grows more: no "grows more" said of the host copy
+    rising = wide.assign(**{"per row": [0.00185, 0.00291, 0.03989, 0.04800],
+                            "on host": [0.00037, 0.00080, 0.00528, 0.00550]})
     rising["speedup"] = rising["per row"] / rising["on host"]
-    assert "rises from 7.55x to 9.08x" in postprocess.length_line(rising, 256)
+    assert "rises from 7.55x to 8.73x" in postprocess.length_line(rising, 256)
     assert "the larger of the two" in postprocess.length_line(rising, 256)
+    assert "grows" not in postprocess.length_line(rising, 256)
     assert postprocess.length_line(wide[wide["seq_len"] == 128], 256) == ""
 
 
@@ -254,8 +261,9 @@ def test_loaded_sync_line_and_table_view():
     view = postprocess.table_view(wide)
     assert list(view.columns) == ["condition", "batch_size", "seq_len", "on host ms", "per row ms",
                                   "speedup", "load ms"]
-    assert view["per row ms"].tolist() == [45.41, 194.42] and view["load ms"].tolist() == [0.0, 400.0]
-    assert view["speedup"].iloc[0] == pytest.approx(3.62) and pd.isna(view["speedup"].iloc[1])
+    # the round-21 review: no "NaN" speedup under load, no "0.0" load alone: a dash
+    assert view["per row ms"].tolist() == [45.41, 194.42] and view["load ms"].tolist() == ["—", "400"]
+    assert view["speedup"].tolist() == ["3.62", "—"]
 
 
 def test_compare_host_clock_interleaves_and_fills_the_shared_columns():
@@ -455,12 +463,13 @@ def test_prompt_line_labels_the_eager_prompt_timed_alone_and_what_its_graph_save
                       "gpu_ms": [0.52, 0.8, 0.45, 0.48], "floor_ms": [0.22] * 4})
     b["idle_ms"] = b["wall_ms"] - b["gpu_ms"]
     said = floor.prompt_line(b, (9.2, 2.0), 100)  # 10's 10:50 run: 92 µs, 72 µs idle
-    assert said == ("The prompt's forward, run eagerly once per run: 9.2 ms timed alone, spread over "
-                    "100 tokens = 92 µs per step, 72 µs of it GPU idle.")
+    assert said == ("The prompt's forward, run eagerly once per run: 9.2 ms timed alone (its GPU "
+                    "work 2.0 ms, the rest host time), spread over 100 tokens = 92 µs per step, "
+                    "72 µs of it GPU idle.")
     assert "decode loop the other" not in said
     assert floor.prompt_line(b, (18.3, 2.5), 100) == (
-        "The prompt's forward, run eagerly once per run: 18.3 ms timed alone, spread over 100 "
-        "tokens = 0.18 ms per step, 0.16 ms of it GPU idle.")
+        "The prompt's forward, run eagerly once per run: 18.3 ms timed alone (its GPU work 2.5 ms, "
+        "the rest host time), spread over 100 tokens = 0.18 ms per step, 0.16 ms of it GPU idle.")
     # the graph's saving (0.63 - 0.49 = 0.14 ms, as the figure prints), against its whole time
     assert floor.prompt_line(b, (8.7 + 4.0, 4.0), 100, graphed=("p4", "p5")).endswith(
         ", 87 µs of it GPU idle. Replaying it from a graph took 0.14 ms off each step, more than "
@@ -603,31 +612,31 @@ def test_say_ratio_names_medians_outside_the_interval_by_less_than_the_rounding(
     drift = table(a=[1.00, 1.00, 1.00, 1.00, 1.46, 1.46, 1.46, 1.46],
                   b=[1.03, 1.03, 1.03, 1.50, 1.50, 1.51, 1.50, 1.50])
     line = floor.say_ratio(drift, "a", "b", True, seq_len=100)
-    assert "medians alone" in line and line.endswith(")")
+    assert "the table's medians" in line and line.endswith(")")
     # 11's 05:14 run (frozen): the medians' ratio 1.0154 against 1.0158-1.0552, which stats
     # rounds into "1.02-1.06" and leaves unnamed
     from pathlib import Path
     frozen = pd.read_csv(Path(__file__).parent / "data" / "11_toward_the_floor-eb4fe0c.csv")
     new, old = "11: + 10 steps/replay", "11: + prompt in a graph"
-    assert "medians alone" not in stats.say(frozen, new, old, True, seq_len=100)
+    assert "the table's medians" not in stats.say(frozen, new, old, True, seq_len=100)
     assert floor.say_ratio(frozen, new, old, True, seq_len=100) == \
-        "1.03x faster (1.02\u20131.06; medians alone: 1.015x)"
+        "1.03x faster (1.02\u20131.06; the table's medians: 1.015x)"
     # can't tell apart, the medians' ratio outside the interval: the rounds' estimate named too,
-    # with its direction (10's 06:54 run printed "(0.982-1.005; medians alone: 1.013x faster)")
+    # with its direction (10's 06:54 run printed "(0.982-1.005; the table's medians: 1.013x faster)")
     noise = table(a=[1.00, 1.01, 1.00, 1.02, 0.99, 1.46, 1.47, 1.46],
                   b=[1.00, 1.00, 1.01, 1.00, 0.99, 1.50, 1.50, 1.49])
     line = floor.say_ratio(noise, "a", "b", True, seq_len=100)
     assert line.startswith("can't tell apart on this machine (")
-    assert "; estimate from the rounds: " in line and "; medians alone: " in line
+    assert "; estimate from the rounds: " in line and "; the table's medians: " in line
     est = float(line.split("estimate from the rounds: ")[1].split("x")[0])
-    assert (", i.e. " in line and "x slower; medians" in line) if est < 1 else "x faster; medians" in line
+    assert (", i.e. " in line and "x slower; the table's medians" in line) if est < 1 else "x faster; the table's medians" in line
     assert "estimate from the rounds" not in floor.say_ratio(steady, "a", "b", True, seq_len=100)
     # never four decimals: a medians' ratio on the interval's edge at three (11's 09:46 run
-    # printed "2.05x faster (2.03-2.07; medians alone: 2.0310x)") gets no note
+    # printed "2.05x faster (2.03-2.07; the table's medians: 2.0310x)") gets no note
     edge = table(a=[1.0] * 8, b=[2.031, 2.0307, 2.0307, 2.0307, 2.031, 2.031, 2.031, 2.04])
     import re
     for t in (edge, drift, noise):
-        assert not re.search(r"medians alone: \d+\.\d{4}", floor.say_ratio(t, "a", "b", True, seq_len=100))
+        assert not re.search(r"the table's medians: \d+\.\d{4}", floor.say_ratio(t, "a", "b", True, seq_len=100))
 
 
 def test_call_sentence_says_the_rest_leaves_out_the_gpus_work():
@@ -637,7 +646,8 @@ def test_call_sentence_says_the_rest_leaves_out_the_gpus_work():
     call = pd.DataFrame({"method": ["per row", "on host"], "wall_ms": [45.41, 12.56],
                          "gpu_ms": [5.19, 1.53]})
     text = postprocess.call_sentence(call, 4.0)
-    assert "about 11 ms), the rest of its call besides the GPU's work, about 29 ms, goes to" in text
+    assert "the rest, about 11 ms, the host's own work" in text
+    assert "as fast, the rest of its call besides the GPU's work, about 29 ms, goes to" in text
 
 
 def test_notebook_09s_lines_compute_from_the_printed_values():
@@ -646,5 +656,76 @@ def test_notebook_09s_lines_compute_from_the_printed_values():
     call = pd.DataFrame({"method": ["per row", "on host"], "wall_ms": [50.034, 14.024],
                          "gpu_ms": [5.177, 1.494]})
     text = postprocess.call_sentence(call, 4.0)
-    assert "about 13 ms), the rest of its call besides the GPU's work, about 32 ms," in text
-    assert "the host copy takes 14.02 ms, 1.49 ms of it its copies." in text
+    assert "the rest of its call besides the GPU's work, about 32 ms," in text
+    assert "the host copy takes 14.02 ms: 1.49 ms its copies and the rest, about 13 ms," in text
+
+
+def _run_09(commit):
+    """A GPU run's table of 09 (frozen from figures/data/ at ``commit``) and its sync counts (the
+    same in every run)."""
+    from pathlib import Path
+    data = Path(__file__).parent / "data"
+    return (pd.read_csv(data / f"09_host_sync_token_processing-{commit}.csv"),
+            pd.read_csv(data / "09_host_sync_token_processing_syncs-ba37cc3.csv"))
+
+
+# the out-of-line points of four GPU runs: the 12:29 run (ba37cc3) the round-21 students read,
+# and the 09:46, 06:54 and 05:14 runs
+OUT_OF_LINE_09 = {"ba37cc3": [("per row", 64, 128), ("on host", 256, 128)],
+                  "8973374": [], "90c3788": [("per row", 64, 128)], "eb4fe0c": []}
+
+
+@pytest.mark.parametrize("commit", list(OUT_OF_LINE_09))
+def test_notebook_09s_length_and_sync_cost_lines_on_real_runs(commit):
+    """The round-21 review of the 12:29 run: under the plot, 'the host copy's from 11.74 to 11.18
+    ms (0.95x), which grows with the tokens it builds into lists'; the right panel's 10.33x at
+    batch 64, completions of 128 (13.46 ms against 10.03 at 2048) never remarked, and its 48 µs
+    the top of the printed range of the cost per sync. Read on every run's table."""
+    table, syncs = _run_09(commit)
+    wide = postprocess.speedups(table)
+    assert [f[:3] for f in postprocess.out_of_line(wide)] == OUT_OF_LINE_09[commit]
+    line = postprocess.length_line(wide, 256)
+    ms = wide[(wide["condition"] == "alone") & (wide["batch_size"] == 256)] \
+        .set_index("seq_len")[["per row", "on host"]].mul(1e3).round(2)
+    growth = ms.loc[2048] / ms.loc[128]
+    # "grows" said of the host copy only where its printed time grows, and more than the loop's,
+    # and no trend read at all where a time at batch 256 is out of line
+    in_line = all(b != 256 for _, b, _ in OUT_OF_LINE_09[commit])
+    assert ("which grows more" in line) == (in_line and growth["on host"] > max(1, growth["per row"]))
+    assert ("which says nothing of the length" in line) == (not in_line)
+    for method, batch, length in OUT_OF_LINE_09[commit]:
+        name = {"per row": "the per-row loop", "on host": "the host copy"}[method]
+        assert f"{name} at batch {batch}, completions of {length} (" in line
+        speedup = wide[(wide["condition"] == "alone") & (wide["batch_size"] == batch)
+                       & (wide["seq_len"] == length)]["speedup"].iloc[0]
+        assert f"{speedup:.2f}x in the right panel" in line
+    if not OUT_OF_LINE_09[commit]:
+        assert "Out of line" not in line and "smaller of the two" in line
+    cost = postprocess.sync_cost_line(wide, syncs, 256, 2048)
+    per_point = postprocess.sync_cost(wide, syncs) * 1e6
+    kept = per_point.drop(index=[(b, n) for _, b, n in OUT_OF_LINE_09[commit]])
+    assert f"; {kept.min():.0f} to {kept.max():.0f} µs at the {len(kept)} points timed alone" in cost
+    assert ("out of line left out" in cost) == bool(OUT_OF_LINE_09[commit])
+    view = postprocess.table_view(wide)
+    assert not view.isna().any().any() and 0 not in view["load ms"].tolist()
+    said = postprocess.call_sentence(postprocess.call_budget(table, 256, 2048), 4.0)
+    assert "the host's own work of indexing the rows and building the lists" in said
+
+
+def test_notebook_09s_12_29_run_reads_as_printed():
+    """The 12:29 run's lines in full, as a reader sees them."""
+    table, syncs = _run_09("ba37cc3")
+    wide = postprocess.speedups(table)
+    line = postprocess.length_line(wide, 256)
+    assert line.startswith(
+        "At batch 256, from completions of 128 to 2048, the per-row loop's time goes from 41.01 to "
+        "41.20 ms (1.00x) and the host copy's from 11.74 to 11.18 ms (0.95x): the speedup (ratio "
+        "of the medians) goes from 3.49x to 3.68x, which says nothing of the length, as the host "
+        "copy's time at 128 is out of line (below).")
+    assert ("the per-row loop at batch 64, completions of 128 (13.46 against 10.03 ms at 2048; "
+            "10.33x in the right panel)") in line
+    assert line.endswith("A slow spell only adds time, so these points say nothing of the length; "
+                         "the cost per sync below leaves them out.")
+    assert postprocess.sync_cost_line(wide, syncs, 256, 2048) == (
+        "One sync of the per-row loop (with its small kernels) costs about 29 µs: (41.20 - 11.18 ms)"
+        " / (1024 - 4 syncs); 25 to 37 µs at the 4 points timed alone, the 2 out of line left out.")

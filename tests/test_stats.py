@@ -325,26 +325,26 @@ def test_say_names_the_medians_ratio_where_it_differs_from_the_estimate():
     estimate = stats.speedup(new, old).estimate
     assert stats.medians_ratio(new, old) == pytest.approx(6.0 / 1.0) and estimate < 6 / 1.03
     text = stats.say(table, "new", "old")
-    assert text.startswith(f"{estimate:.2f}x faster (") and text.endswith("; medians alone: 6.00x)")
+    assert text.startswith(f"{estimate:.2f}x faster (") and text.endswith("; the table's medians: 6.00x)")
     slower = stats.say(table, "old", "new")  # inverted as the estimate is
-    assert slower.startswith(f"{estimate:.2f}x slower (") and slower.endswith("; medians alone: 6.00x)")
+    assert slower.startswith(f"{estimate:.2f}x slower (") and slower.endswith("; the table's medians: 6.00x)")
     # the medians agree with the estimate (within 3%, inside the interval): nothing added
     steady = _table(new=trials(1.0, 0.01, 8, 40), old=trials(1.5, 0.01, 8, 41))
     assert "medians" not in stats.say(steady, "new", "old")
     # can't tell apart: no direction printed, so the medians' ratio says its own in words
-    # (round 9: "(0.73–1.11; medians alone: 0.81x)" read as a speedup)
+    # (round 9: "(0.73–1.11; the table's medians: 0.81x)" read as a speedup)
     noise = stats.speedup(trials(1.0, 0.2, 10, 5), trials(1.03, 0.2, 10, 6))
-    assert stats.plain(noise, medians=0.9).endswith(f"{noise.high:.2f}; medians alone: 0.90x, i.e. 1.11x slower)")
-    assert stats.plain(noise, medians=1.2).endswith(f"{noise.high:.2f}; medians alone: 1.20x faster)")
+    assert stats.plain(noise, medians=0.9).endswith(f"{noise.high:.2f}; the table's medians: 0.90x, i.e. 1.11x slower)")
+    assert stats.plain(noise, medians=1.2).endswith(f"{noise.high:.2f}; the table's medians: 1.20x faster)")
     assert "medians" not in stats.plain(noise, medians=noise.estimate)
     # just over 3% apart is named, just under is not (when inside the interval)
     wide = stats.Ratio(2.0, 1.5, 2.5, 10)
-    assert "medians alone: 2.07x" in stats.plain(wide, medians=2.07)
+    assert "the table's medians: 2.07x" in stats.plain(wide, medians=2.07)
     assert "medians" not in stats.plain(wide, medians=2.05)
     # no note on a smoke run; with too few runs to judge, only where the medians are apart
     assert "medians" not in stats.plain(wide, judge=False, medians=4.0)
     few = stats.Ratio(2.0, -math.inf, math.inf, 3)
-    assert stats.plain(few, medians=4.0) == "2.00x (only 3 runs: too few to judge; medians alone: 4.00x faster)"
+    assert stats.plain(few, medians=4.0) == "2.00x (only 3 runs: too few to judge; the table's medians: 4.00x faster)"
     assert "medians" not in stats.plain(few, medians=2.02)
 
 
@@ -367,9 +367,9 @@ def test_a_bound_that_rounds_to_one_gets_three_decimals():
 def test_medians_pointing_the_other_way_name_their_direction():
     # clearly 1.007x slower per round, while the medians are 1.327 against 1.328 ms
     text = stats.plain(stats.Ratio(1 / 1.007, 1 / 1.012, 1 / 1.002, 10), medians=1.328 / 1.327)
-    assert text == "1.007x slower (1.002\u20131.012; medians alone: 1.001x faster)"
+    assert text == "1.007x slower (1.002\u20131.012; the table's medians: 1.001x faster)"
     text = stats.plain(stats.Ratio(1.02, 1.01, 1.03, 10), medians=0.99)
-    assert text == "1.02x faster (1.01\u20131.03; medians alone: 1.01x slower)"
+    assert text == "1.02x faster (1.01\u20131.03; the table's medians: 1.01x slower)"
 
 
 def test_short_names_the_verdict_with_its_estimate_only():

@@ -121,15 +121,15 @@ def test_a_tally_of_verdicts_in_another_order_is_not_a_reversal():
 def test_lines_with_the_medians_ratio_and_three_decimals_pair_with_plain_ones():
     plain = verdicts.parse_line("  200 tokens: KV cache against naive: 1.75x faster (1.70–1.80)")
     noted = verdicts.parse_line("  200 tokens: KV cache against naive: 1.75x faster "
-                                "(1.70–1.80; medians alone: 1.69x)")
+                                "(1.70–1.80; the table's medians: 1.69x)")
     other_way = verdicts.parse_line("  200 tokens: KV cache against naive: 1.007x slower "
-                                    "(1.002–1.012; medians alone: 1.001x faster)")
+                                    "(1.002–1.012; the table's medians: 1.001x faster)")
     cant = verdicts.parse_line("  200 tokens: KV cache against naive: can't tell apart on this "
-                               "machine (0.83–1.05; medians alone: 0.92x)")
+                               "machine (0.83–1.05; the table's medians: 0.92x)")
     assert noted.words == ("faster",) and other_way.words == ("slower",)
     assert cant.words == ("can't tell apart on this machine",)
     assert plain.key == noted.key == other_way.key == cant.key
-    assert "medians alone" in noted.line  # the line itself is kept whole
+    assert "the table's medians" in noted.line  # the line itself is kept whole
     status = [r["status"] for r in verdicts.compare([plain, noted], [noted, other_way])]
     assert status == ["same", "reversed"]
     # the real format, from stats
@@ -138,7 +138,7 @@ def test_lines_with_the_medians_ratio_and_three_decimals_pair_with_plain_ones():
     assert line.words == ("faster",) and line.key == verdicts.parse_line("x: 1.2x faster (1.1–1.3)").key
     # the claims' note after point speedups
     claim = verdicts.parse_line("KV cache over naive: 1.19x at 50 tokens, 1.75x at 200 tokens "
-                                "(medians alone: 1.18x and 1.69x); the gain: 1.46x faster (1.38–1.56)")
+                                "(the table's medians: 1.18x and 1.69x); the gain: 1.46x faster (1.38–1.56)")
     bare = verdicts.parse_line("KV cache over naive: 1.19x at 50 tokens, 1.75x at 200 tokens; "
                                "the gain: 1.46x faster (1.38–1.56)")
     assert claim.key == bare.key and claim.words == ("faster",)

@@ -157,7 +157,8 @@ def sentence(budget: pd.DataFrame, new: str, old: str, why: str = "") -> str:
     # (from its interleaved rounds), and a second, median-based ratio here would contradict it.
     # the labels quoted where they hold a comma ("eager, check every step"): it would read as
     # the sentence's own
-    q = lambda label: f"“{label}”" if "," in label else label
+    # and where they hold a rung's number ("2 · bucketed step (Inductor)", lesson 11)
+    q = lambda label: f"“{label}”" if "," in label or "·" in label else label
     text = (f"Per decode step, from {q(old)} to {q(new)}: the GPU's work {gpu_word} "
             f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms) and the wall clock went from "
             f"{a['wall_ms']:.2f} to {b['wall_ms']:.2f} ms. ")
@@ -181,8 +182,10 @@ def sentence(budget: pd.DataFrame, new: str, old: str, why: str = "") -> str:
                  f"{ms_or_us(b['idle_ms'], printed_idle(b))} per step ({share:.0f}% of "
                  f"{b['wall_ms']:.2f} ms: {why or IDLE_WHY}): {pace(share)}.")
     if not math.isnan(b["floor_ms"]):
+        # divided as printed (9.73 / 0.34 = 28.6x), so a reader's division gives the same
+        floor = round(b["floor_ms"], 2) or b["floor_ms"]
         text += (f" The floor is {b['floor_ms']:.2f} ms: this step takes "
-                 f"{b['wall_ms'] / b['floor_ms']:.3g}x that.")
+                 f"{round(b['wall_ms'], 2) / floor:.3g}x that.")
     return text
 
 
@@ -237,7 +240,9 @@ def about_same(before: float, after: float) -> bool:
 def _moved(before: float, after: float) -> str:
     if after <= 0 or before <= 0:
         return "is unknown"
-    ratio = before / after
+    # from the values printed beside it (5.71 -> 0.71 reads 8.0x), where both print as nonzero
+    shown = round(before, 2), round(after, 2)
+    ratio = shown[0] / shown[1] if min(shown) > 0 else before / after
     if about_same(before, after):
         return "stayed about the same"
     return f"fell {ratio:.1f}x" if ratio > 1 else f"rose {1 / ratio:.1f}x"

@@ -24,7 +24,8 @@ from ..generation import generate_kv_cache
 from ..model import exact_matmul
 from ..static import (compile_counters, counters_delta, generate_static_cache,
                       generate_static_compiled, make_static_cache)
-from . import budget, harness
+from . import budget, harness, stats
+from .static_cache import plot_runs_range  # noqa: F401 - the whiskers on 05's budget panel
 
 EAGER = "static (eager)"
 
@@ -167,11 +168,29 @@ def graphs_line(compile_table, table, check_tokens: bool) -> str:
             f"while timing: {int(table['compiled_while_timed'].sum())}. CUDA graph skips: {skips}.")
 
 
+def first_graph(table):
+    """(seconds, what, method) for the first graph this process compiled: the first compiled
+    loop's float32 check graph where the check ran, else its timed graph (``method`` then names
+    that loop; the rows are in the order the measurement compiled them). A process's first graph
+    also pays the process's one-time costs, so it is about what a fresh process pays. None where
+    nothing compiled."""
+    ok = table[(table["status"] == harness.OK) & (table["mode"] != "eager")]
+    if ok.empty:
+        return None
+    row = ok.iloc[0]
+    checked = not math.isnan(row.get("check_first_call_s", float("nan")))  # older tables: none
+    first = row["check_first_call_s"] if checked else row["first_call_s"]
+    return (max(first - row["median_s"], 0.0),
+            f"{row['mode']}'s {'float32 check' if checked else 'timed'} graph",
+            None if checked else row["method"])
+
+
 def repay_line(compile_table, table) -> str:
     """The timed graph's compile time and the runs each compiled loop needs to repay it against
     the eager static-cache loop (the only eager loop this lesson times), with the course's float32
     check graphs on a line of their own (where they ran): ``table``'s ``compile_s`` holds both
-    graphs' compile time. Short lines, one a mode."""
+    graphs' compile time. Then the cost a fresh process pays (``first_graph``) and the runs that
+    repay that. Short lines, one a mode."""
     both = table.set_index(["method", "seq_len"])["compile_s"]
     parts, checks = [], []
     for _, row in compile_table.iterrows():
@@ -188,11 +207,52 @@ def repay_line(compile_table, table) -> str:
              "loop:", *parts]
     if checks:
         lines.append(f"The float32 check graphs, compiled just before: {' and '.join(checks)}.")
+    fresh = _fresh_line(compile_table, table)
+    if fresh:
+        lines.append(fresh)
     if not compile_table.empty:
         lines.append(f"Another cache length compiles again (up to "
                      f"{compile_table['compile s'].max():.1f} s here): these counts hold only "
                      "while every run has the same length.")
     return "\n".join(lines)
+
+
+def _fresh_line(compile_table, table) -> str:
+    """What a fresh process pays: this process's first graph (``first_graph``), whether it cost
+    more than every later graph, and the runs of each compiled loop that repay that cost (whole
+    runs, as ``compilation`` counts them; a loop whose timed graph was the first is counted
+    above already)."""
+    first = first_graph(table)
+    if first is None or compile_table.empty:
+        return ""
+    cost, what, timed_first = first
+    ok = table[(table["status"] == harness.OK) & (table["mode"] != "eager")]
+    eager = table[table["method"] == EAGER].set_index("seq_len")["median_s"]
+    medians = ok.set_index(["method", "seq_len"])["median_s"]
+    # every graph's compile time but the first's, in the order compiled: each loop's check
+    # graph (where it ran), then its timed graph
+    checks = ok["check_first_call_s"] if "check_first_call_s" in ok else [float("nan")] * len(ok)
+    later = [g - m for c, f, m in zip(checks, ok["first_call_s"], ok["median_s"])
+             for g in (c, f) if not math.isnan(g)][1:]
+    runs = []
+    for _, row in compile_table.iterrows():
+        gain = eager.get(row["tokens"], float("nan")) - medians[(row["method"], row["tokens"])]
+        if gain > 0 and row["method"] != timed_first:
+            runs.append((math.ceil(cost / gain), row["method"].split("(")[-1].rstrip(")"),
+                         row["tokens"]))
+    more = bool(later) and cost > max(later)
+    line = (f"A fresh process pays about what its first graph costs"
+            + (", more than later graphs (plausibly one-time start-up, and kernels later graphs "
+               "reuse)" if more else "")
+            + f": here the first, {what}, took {cost:.1f} s")
+    if not runs and timed_first is not None:  # its count above is already at that cost
+        return (f"{what[0].upper()}{what[1:]} was this process's first: about what a fresh "
+                "process pays.")
+    if not runs:
+        return line + "."
+    each = [f"{k} ({mode})" if i and n == runs[0][2] else f"{k} runs of {n} tokens ({mode})"
+            for i, (k, mode, n) in enumerate(runs)]
+    return line + f"; at that cost, repaid after {stats.listed(each)}."
 
 
 def idle_line(steps_budget, methods) -> str:
@@ -211,7 +271,10 @@ def idle_line(steps_budget, methods) -> str:
         mode = method.split("(")[-1].rstrip(")")
         dw, dg = wall[eager] - wall[method], gpu[eager] - gpu[method]
         di = dw - dg
-        share = f", {di / idle:.0%} of eager's {idle:.2f} ms" if di > 0 and idle > 0 else ""
+        # the share of the eager step's idle removed, named so: the budget sentences' share is
+        # another one, the idle share of a loop's own step (round 21 read 64% and 65% as one)
+        share = (f", removing {di / idle:.0%} of the eager step's {idle:.2f} ms of idle"
+                 if di > 0 and idle > 0 else "")
         parts.append(f"{mode} {abs(dw):.2f} ms {'shorter' if dw >= 0 else 'longer'} "
                      f"({abs(di):.2f} ms {'less' if di >= 0 else 'more'} GPU idle{share}; "
                      f"{abs(dg):.2f} ms {'less' if dg >= 0 else 'more'} GPU work)")
@@ -220,3 +283,26 @@ def idle_line(steps_budget, methods) -> str:
             gpu[eager] - gpu[m]) for m in shown[1:]):
         line += " Most of each gain is time the GPU waited on the host, not faster kernels."
     return line
+
+
+def summary_line(table, compile_table, methods, point, judge: bool) -> str:
+    """The lesson in one line: the last compiled loop of ``methods`` against the eager
+    static-cache loop it compiles, at ``point`` tokens (the ratio and its range), its timed
+    graph's compile time with Inductor's cache state, and the first graph's (what a fresh
+    process pays). The step's times are the budget sentences' and are not repeated. Empty in a
+    run that judges nothing."""
+    if not judge or len(methods) < 2:
+        return ""
+    best = methods[-1]
+    rows = compile_table[(compile_table["method"] == best) & (compile_table["tokens"] == point)]
+    line = (f"In one line: at {point} tokens, {best} against the eager loop it compiles (the "
+            f"static cache's): {stats.say(table, best, EAGER, judge, seq_len=point)}")
+    if not rows.empty:
+        timed, state = rows.iloc[0]["compile s"], rows.iloc[0]["Inductor cache"]
+        line += f"; compiling its timed graph took {timed:.1f} s" + (
+            f", {CACHE_WORDS[state]}" if state in CACHE_WORDS else "")
+        first = first_graph(table)
+        if first is not None and first[2] != best:  # its timed graph was not the first
+            line += (f"; this process's first graph, about what a fresh process pays, "
+                     f"{first[0]:.1f} s")
+    return line + "."

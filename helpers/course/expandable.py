@@ -104,9 +104,10 @@ def stairs(history, config, batch_size: int, prompt_len: int, conf: str = "defau
 
 def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "default",
                 dtype_bytes: int = 4) -> str:
-    """Figure 2's stairs in one sentence, read from the measured history (``stairs``): where the
-    first came, how far apart and how high they were, or, where there were none, the largest
-    rise of reserved memory."""
+    """Figure 2's stairs, read from the measured history (``stairs``): a line saying how many,
+    then one each for when the first came, how far apart and how high they were (the
+    twenty-first review read one 110-word sentence three times; why they come is the lesson's
+    prose, said once); where there were none, the largest rise of reserved memory."""
     tensors = 2 * config.n_layer
     found = stairs(history, config, batch_size, prompt_len, conf, dtype_bytes)
     if found.empty:
@@ -119,23 +120,21 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
                 f"once in this run: its largest rise was {rise.max() / MIB:.0f} MiB, in decode "
                 f"step {at}.")
     first = found.iloc[0]
-    past = (" (just past 20 MiB: no freed 20 MiB segment could hold them any longer)"
-            if LARGE_BUFFER < first["size"] <= LARGE_BUFFER + ROUND_LARGE else "")
-    steps = "one decode step" if len(found) == 1 else f"{len(found)} separate decode steps"
-    text = (f"With {conf}, at {steps} reserved memory jumped by more than the combined size of "
-            f"all {tensors} cache tensors: first in decode step {int(first['step'])}, when each layer's "
-            f"keys (and values) reached {first['size'] / MIB:.1f} MiB{past}")
-    if len(found) > 1:
-        gaps = found["step"].diff().dropna().astype(int)
-        apart = (f"{gaps.min()}" if gaps.min() == gaps.max() else f"{gaps.min()} to {gaps.max()}")
-        per = batch_size * config.n_embd * dtype_bytes
-        text += (f", then every {apart} steps, {found['rise'].min() / MIB:.0f} to "
-                 f"{found['rise'].max() / MIB:.0f} MiB a rise (a tensor grows {per / 1024:.0f} KiB "
-                 f"a step, so a segment rounded up to 2 MiB holds {ROUND_LARGE / per:.1f} steps' "
-                 f"growth; a rise is {tensors} new segments, each a tensor's size rounded up)")
-    return (text + ". Each time every tensor had outgrown its segment and got a new, larger one, "
-            "while the outgrown ones stayed cached, too small for any later tensor: the stairs "
-            "of the figure.")
+    past = ", just past 20 MiB" if LARGE_BUFFER < first["size"] <= LARGE_BUFFER + ROUND_LARGE else ""
+    when = (f"decode step {int(first['step'])}, when each layer's keys (and values) reached "
+            f"{first['size'] / MIB:.1f} MiB{past}")
+    head = f"With {conf}, reserved memory jumped by more than all {tensors} cache tensors together"
+    if len(found) == 1:
+        return f"{head} once: {found['rise'].iloc[0] / MIB:.0f} MiB in {when}."
+    gaps = found["step"].diff().dropna().astype(int)
+    apart = f"{gaps.min()}" if gaps.min() == gaps.max() else f"{gaps.min()} to {gaps.max()}"
+    low, high = (f"{found['rise'].agg(f) / MIB:.0f}" for f in ("min", "max"))
+    per = batch_size * config.n_embd * dtype_bytes  # one position of one tensor
+    return (f"{head} at {len(found)} decode steps:\n"
+            f"  the first in {when};\n"
+            f"  then every {apart} steps (a tensor grows 2 MiB in {ROUND_LARGE / per:.1f} steps, at "
+            f"{per / 1024:.0f} KiB a step);\n"
+            f"  {low if low == high else f'{low} to {high}'} MiB a rise.")
 
 
 # Actions of a memory history that go to the CUDA driver: a new segment (cudaMalloc), pages
@@ -178,9 +177,7 @@ def driver_line(runs: dict, steps: int) -> str:
         parts.append(f"{conf} {', '.join(done) or 'never'} "
                      f"({row['driver calls per decode step']:.2f} per decode step)")
     return ("Trips to the CUDA driver in that run, for the same "
-            f"{int(calls['tensor allocations'].max())} tensor allocations: " + "; ".join(parts)
-            + ". The allocator goes to the driver only when its reserved memory must grow; each "
-            "trip is a call the host makes (cudaMalloc, or mapping pages).")
+            f"{int(calls['tensor allocations'].max())} tensor allocations: " + "; ".join(parts) + ".")
 
 
 def gap_line(history, conf: str) -> str:
@@ -200,7 +197,8 @@ def gap_line(history, conf: str) -> str:
                f"; old and new cache tensors alive together lifted allocated up to {rise:.0f} MiB "
                "above a step's start, a good part of it")
     return (f"With {conf}, up to {gap.max():.0f} MiB, {share:.0f}% of reserved then, stayed "
-            f"reserved but unused even at a step's busiest moment (decode step {at}){explain}.")
+            f"reserved but unused even at a step's busiest moment (decode step {at}; the table's "
+            f"unused % compares two peaks, not one moment){explain}.")
 
 
 def timeline(runs: dict) -> list:
@@ -238,9 +236,10 @@ def plot_memory(ax, table, on_gpu: bool):
         color = plotting.PALETTE[i]
         reserved = ax.bar(x, part["peak_reserved_bytes"] / MIB, width * 0.9, color=color,
                           alpha=0.3, label=f"{method}: peak reserved")
-        ax.bar(x, part["peak_allocated_bytes"] / MIB, width * 0.45, color=color,
-               label=f"{method}: peak allocated")
+        allocated = ax.bar(x, part["peak_allocated_bytes"] / MIB, width * 0.45, color=color,
+                           label=f"{method}: peak allocated")
         plotting.label_bars(ax, reserved, fmt="{:.0f}")
+        ax.bar_label(allocated, fmt="%.0f", label_type="center", color="white", fontsize=8)
     ax.set_xticks(range(len(lengths)), [f"{n} tokens" for n in lengths])
     ax.set(ylabel="MiB", title="Peak reserved memory per run (peak allocated inside)")
     ax.grid(axis="x", visible=False)
@@ -250,11 +249,11 @@ def plot_memory(ax, table, on_gpu: bool):
 
 
 def speed_line(steps: pd.DataFrame, old: str, new: str) -> str:
-    """The small panel in words: it shows the GPU's kernel time per decode step under both
-    settings (``budget.per_step``, one profiled run each), which an allocator setting does not
-    change, so it checks that both ran the same work; "about the same" within 5%. The setting's
-    own cost is host time, which the processes' wall clocks (one run each, on a host whose speed
-    varies) cannot compare. Empty without GPU work (a CPU run)."""
+    """The small panel in words: the GPU's kernel time per decode step under both settings
+    (``budget.per_step``, one profiled run each), which an allocator setting does not change;
+    "about the same" within 5% (the token checksums, not this panel, check that both did the
+    same work). The setting's own cost is host time, which the processes' wall clocks (one run
+    each, on a host whose speed varies) cannot compare. Empty without GPU work (a CPU run)."""
     gpu = steps.set_index("method")["gpu_ms"]
     if not {old, new} <= set(gpu.index) or gpu[[old, new]].isna().any() or gpu[old] <= 0:
         return ""
@@ -263,9 +262,27 @@ def speed_line(steps: pd.DataFrame, old: str, new: str) -> str:
             else f"{said}, one profiled run each: a difference an allocator setting does not make "
             "in the kernels")
     return (f"The small panel's GPU kernel time per decode step was {said}: an allocator setting "
-            "changes no kernel, so the panel only checks that both ran the same work; the "
-            "setting's own time is the host's (its trips to the driver), which one run in each process, "
-            "on a host whose speed varies, cannot compare.")
+            "changes no kernel. Its own cost, the trips to the driver, is host time, which one run "
+            "in each process cannot compare.")
+
+
+def retries_line(table) -> str:
+    """Whether any timed run ran short of GPU memory: the allocator's retries (``alloc_retries``:
+    it freed its cached segments and asked the driver again), per setting and length. The saving
+    matters only where memory runs short (the twenty-first review: "a smaller card runs the same
+    loop" was said, not measured). Empty where the table has no such column."""
+    ok = table[table["status"] == "ok"]
+    if "alloc_retries" not in ok:
+        return ""
+    hit = ok[ok["alloc_retries"].fillna(0) > 0]
+    if hit.empty:
+        which = "either setting" if ok["method"].nunique() == 2 else "any setting"
+        return (f"No timed run under {which} ran short of GPU memory: the allocator never had to "
+                "free its cached segments and try again.")
+    parts = [f"{r['method']} {int(r['alloc_retries'])} times at {int(r['seq_len'])} tokens"
+             for _, r in hit.iterrows()]
+    return ("GPU memory ran short, and the allocator freed its cached segments and tried again: "
+            + "; ".join(parts) + ".")
 
 
 def buys_line(mem, runs: dict, steps: int, old: str, new: str, point: int) -> str:
@@ -292,19 +309,24 @@ def buys_line(mem, runs: dict, steps: int, old: str, new: str, point: int) -> st
 
 def plot_gpu_work(ax, steps: pd.DataFrame, title: str):
     """A small panel: the GPU's work per decode step under each setting (bars, first on top),
-    from ``budget.per_step``, with short names and no floor: the allocator setting is not meant
-    to change the kernels, and wall clocks are not compared across processes."""
+    from ``budget.per_step``, with short names, no floor and no wall clock (an allocator setting
+    is not meant to change the kernels, and wall clocks are not compared across processes).
+    Drawn here, not by ``budget.plot``, whose title sits high over a legend this panel does not
+    need (the twenty-first review: the title floated above the wide panel's, the values touched
+    the bars and a grid line crossed them)."""
     if steps["gpu_ms"].isna().all():
         ax.text(0.5, 0.5, "no GPU work\non a CPU run", ha="center", transform=ax.transAxes)
         ax.set(title=title, xticks=[], yticks=[])
         return ax
-    short = steps.assign(floor_ms=float("nan"),
-                         method=steps["method"].str.replace("expandable_segments:True",
-                                                            "expandable"))
-    budget.plot(ax, short, title, wall=False)
-    ax.set_xlabel("ms per decode step")
-    if ax.get_legend():
-        ax.get_legend().remove()  # one bar kind: the title says what it is
+    rows = steps.dropna(subset=["gpu_ms"]).iloc[::-1]  # the first setting on top
+    names = rows["method"].str.replace("expandable_segments:True", "expandable")
+    bars = ax.barh(range(len(rows)), rows["gpu_ms"], height=0.5, color=plotting.PALETTE[0])
+    ax.bar_label(bars, labels=[f"{v:.2f} ms" for v in rows["gpu_ms"]], padding=4, fontsize=9)
+    ax.set_yticks(range(len(rows)), names)
+    ax.set_xlim(0, 1.7 * rows["gpu_ms"].max())  # room for the labels
+    ax.set_axisbelow(True)
+    ax.grid(axis="y", visible=False)
+    ax.set(title=title, xlabel="ms per decode step\n(one profiled run each)")
     return ax
 
 

@@ -93,12 +93,12 @@ def say_ratio(table, candidate: str, baseline: str, judge: bool = True, **where)
     """``stats.say``, with the ratio of the medians named also where it lies outside the interval
     by less than the printed rounding (``stats`` compares the two rounded to the printed
     decimals): 11's 05:14 run printed "1.03x faster (1.02-1.06)" for a medians' ratio of 1.0154
-    against an interval from 1.0158; here "(1.02-1.06; medians alone: 1.015x)". Always three
+    against an interval from 1.0158; here "(1.02-1.06; the table's medians: 1.015x)". Always three
     decimals: a ratio equal to the interval's edge at three (11's 09:46 run, 2.0310 against
     2.0307) adds nothing, so no note. Beside "can't
     tell apart" with the medians' ratio outside the interval, the rounds' own estimate is named
     too, with its direction (10's 06:54 run: "(0.982-1.005; estimate from the rounds: 0.994x,
-    i.e. 1.006x slower; medians alone: 1.013x faster)")."""
+    i.e. 1.006x slower; the table's medians: 1.013x faster)")."""
     text = stats.say(table, candidate, baseline, judge, **where)
     if not judge or not text.endswith(")"):
         return text
@@ -110,19 +110,20 @@ def say_ratio(table, candidate: str, baseline: str, judge: bool = True, **where)
     word, estimate, low, high, medians, digits = stats._printed(ratio, medians)
     inside = round(low, digits) <= round(medians, digits) <= round(high, digits)
     if word == stats.NOISE:
-        if inside or "; medians alone" not in text:
+        if inside or "; the table's medians" not in text:
             return text
         said = f"{estimate:.{digits}f}x"
         if said != f"{1:.{digits}f}x":  # its direction, as the medians' note gives theirs
             said += (f" {stats.FASTER}" if estimate > 1 else
                      f", i.e. {1 / estimate:.{digits}f}x {stats.SLOWER}")
-        return text.replace("; medians alone", f"; estimate from the rounds: {said}; medians alone", 1)
-    if "medians alone" in text or low <= medians <= high or medians < 1:
+        return text.replace("; the table's medians",
+                            f"; estimate from the rounds: {said}; the table's medians", 1)
+    if "the table's medians" in text or low <= medians <= high or medians < 1:
         return text
     bound = low if medians < low else high
     if f"{medians:.3f}" == f"{bound:.3f}":  # on the interval's printed edge: nothing to add
         return text
-    return text[:-1] + f"; medians alone: {medians:.3f}x)"
+    return text[:-1] + f"; the table's medians: {medians:.3f}x)"
 
 
 def peer_idle_line(budget_frame, method: str) -> str:
@@ -159,8 +160,10 @@ def prompt_line(budget_frame, eager, new_tokens, graphed=None) -> str:
     idle time it is part of): ``eager`` (``prefill_cost``: the prompt's forward timed alone, wall
     clock and GPU work in ms) runs once per run, so its time spread over ``new_tokens``, and the
     GPU-idle part of that, each labelled as timed alone, e.g. "The prompt's forward, run eagerly
-    once per run: 9.2 ms timed alone, spread over 100 tokens = 92 µs per step, 72 µs of it GPU
-    idle." (10's review read the same numbers folded into the budget sentence three times.) No
+    once per run: 9.2 ms timed alone (its GPU work 2.0 ms, the rest host time), spread over 100
+    tokens = 92 µs per step, 72 µs of it GPU idle." (10's review read the same numbers folded into the budget sentence three times.) The
+    GPU's work of the forward is named, the rest called host time: the review of round 21 read
+    8.4 ms in 10 against 12.7 ms in 11 for the same forward, whose GPU part agreed. No
     split of the step's idle into prompt and decode loop: 11's 09:46 run printed "the prompt
     ... leaves the GPU idle 87 µs of each step, the decode loop the other 93 µs" while graphing
     the prompt took 0.14 ms off each step. ``graphed``: the (before, after) methods of the
@@ -172,8 +175,10 @@ def prompt_line(budget_frame, eager, new_tokens, graphed=None) -> str:
     from . import budget  # budget imports this module
 
     per = eager[0] / new_tokens
-    text = (f"The prompt's forward, run eagerly once per run: {eager[0]:.1f} ms timed alone, spread "
-            f"over {new_tokens} tokens = {budget.ms_or_us(per)} per step")
+    text = f"The prompt's forward, run eagerly once per run: {eager[0]:.1f} ms timed alone"
+    if math.isfinite(eager[1]):  # the GPU's part is the same kernels in 10 and 11; the host's moves
+        text += f" (its GPU work {min(eager[1], eager[0]):.1f} ms, the rest host time)"
+    text += f", spread over {new_tokens} tokens = {budget.ms_or_us(per)} per step"
     if math.isfinite(eager[1]):
         text += f", {budget.ms_or_us(max(eager[0] - eager[1], 0.0) / new_tokens)} of it GPU idle"
     text += "."
@@ -265,6 +270,64 @@ def parts_side_by_side(tables: dict) -> pd.DataFrame:
     return frame.assign(**{"floor µs": first.reindex(frame.index)}).round(1)
 
 
+RUNG_MARK = " · "  # 11's method labels: "3 · Triton kernels", the rung's number first
+
+
+def _rung(label: str) -> str:
+    """A rung's short column name: "rung 3" for "3 · Triton kernels" (the label if unnumbered)."""
+    number, mark, _ = label.partition(RUNG_MARK)
+    return f"rung {number}" if mark and number.isdigit() else label
+
+
+def parts_view(tables: dict) -> pd.DataFrame:
+    """``parts_side_by_side`` for reading: one compact block, a short column per rung ("rung 1",
+    ...) and "floor" (11's review read the full method names wrap the table into three blocks);
+    ``parts_legend`` names the rungs."""
+    side = parts_side_by_side(tables)
+    return side.rename(columns={**{name: _rung(name) for name in tables}, "floor µs": "floor"})
+
+
+def parts_legend(tables: dict) -> str:
+    """The line over ``parts_view``: its unit and which rung each short column is."""
+    said = "; ".join(f"{_rung(name)}: {name.partition(RUNG_MARK)[2] or name}" for name in tables)
+    return (f"µs per step of each part ({said}; floor: the part's bytes at the copy "
+            "bandwidth)")
+
+
+def pdl_legend(ax) -> None:
+    """Rename the GPU bars in ``budget.plot``'s legend where PDL rungs are drawn (11): their busy
+    time counts kernels launched early and waiting in ``gdc_wait``, not only kernel work."""
+    legend = ax.get_legend()
+    for text in legend.get_texts() if legend else []:
+        if text.get_text().startswith("GPU work"):
+            text.set_text("GPU busy: kernel time (PDL rungs: waits too)")
+
+
+def launch_pace_line(budget_frame, method: str, k: int) -> str:
+    """Why ``k`` steps per launch cannot beat one (10), where the budget of ``method`` (one
+    step per launch) shows the GPU setting the pace, as ``budget.sentence`` reads it (its idle
+    share, from the printed values): the host queues each replay while the GPU still runs the
+    one before, so fewer replays save only host time the GPU does not wait for. 10's review:
+    only an exercise hinted at it. Empty otherwise, or without GPU numbers."""
+    from . import budget  # budget imports this module
+    rows = budget_frame.set_index("method")
+    if not k > 1 or method not in rows.index:
+        return ""
+    row = rows.loc[method]
+    wall, gpu = row["wall_ms"], row["gpu_ms"]
+    if not (math.isfinite(wall) and math.isfinite(gpu) and wall > 0) or gpu >= wall:
+        return ""
+    idle = wall - gpu
+    share = (100 * budget.printed_idle(row) / round(wall, 2) if idle >= 0.1
+             else 100 * idle / wall)  # as budget.sentence prints it
+    if budget.pace(share, why=False) != "the GPU sets the pace":
+        return ""
+    return (f"why more per launch cannot help: at 1 per launch the GPU is idle only {share:.0f}% "
+            f"of the step, so the GPU sets the pace; the host queues each replay while the GPU "
+            f"still runs the one before, and {k} per launch saves host time the GPU does not "
+            "wait for.")
+
+
 def gpu_gap_line(budget_frame, method: str) -> str:
     """What is left of notebook 10's graphed step once the graph has taken the host off its
     critical path: its GPU work per step (as the figure draws it, the eager prompt's share
@@ -281,17 +344,17 @@ def gpu_gap_line(budget_frame, method: str) -> str:
     if gpu <= low:
         return text + "."
     return text + (": that gap is the kernels themselves (reading the whole cache buffer, many "
-                   "small kernels, TF32 tiles at a small batch), which no graph removes; notebook "
-                   "11 takes them apart.")
+                   "small kernels, TF32 tiles at a small batch), which no graph removes.")
 
 
-def extra_steps_note(ratio, new_tokens: int, k: int) -> str:
+def extra_steps_note(ratio, new_tokens: int, k: int, unit: str = "launch") -> str:
     """The per-step reading of "k steps per launch against 1" (``ratio``: ``stats.row_speedup``,
     k per launch against 1, per run): a run at ``k`` per launch does whole launches,
     ``ceil((n - 1) / k) * k`` decode steps, not ``n - 1``, so the ratio and its interval times
     that fixed work ratio read per decode step, in ``stats.plain``'s words (10's 10:50 run: 1.004x
     slower per run (1.002-1.006), 100 steps not 99, so 1.006x faster per step (1.004-1.008)).
-    Empty where no step is extra or the ratio is not a number."""
+    ``unit``: what one launch is called (11: "replay"). Empty where no step is extra or the ratio
+    is not a number."""
     if not (k > 1 and new_tokens > 1 and math.isfinite(ratio.estimate) and ratio.estimate > 0):
         return ""
     steps = math.ceil((new_tokens - 1) / k) * k
@@ -299,5 +362,5 @@ def extra_steps_note(ratio, new_tokens: int, k: int) -> str:
         return ""
     w = steps / (new_tokens - 1)
     per = stats.Ratio(ratio.estimate * w, ratio.low * w, ratio.high * w, ratio.n, ratio.level)
-    return (f"; per decode step (a run at {k} per launch does {steps} steps, not {new_tokens - 1}): "
+    return (f"; per decode step (a run at {k} per {unit} does {steps} steps, not {new_tokens - 1}): "
             f"{stats.plain(per)}")

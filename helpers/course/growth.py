@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from . import analysis, budget, harness, stats
+from . import analysis, budget, harness, plotting, stats
 
 
 def time_lengths(loop, lengths, *, device, batch_size, repeats, warmup=1, budget_s=None,
@@ -99,14 +99,27 @@ def gains(table, candidate: str, baseline: str) -> pd.DataFrame:
 
 def plot_gains(ax, table, candidate: str, baseline: str, judge: bool, labels=None):
     """The speedup against N; its interval as bars where the run can judge. ``labels`` renames
-    the methods in the axis texts."""
+    the methods in the axis texts. A length the growth answer leaves out (``left_out``) is drawn
+    hollow and off the line (the twenty-first review: a line through 02's out-of-line 75-token
+    point drew a dip)."""
     g = gains(table, candidate, baseline)
-    bars = g["n"] >= stats.MIN_TRIALS
-    if judge and bars.all():
-        ax.errorbar(g["seq_len"], g["speedup"], yerr=[g["speedup"] - g["low"],
-                    g["high"] - g["speedup"]], marker="o", capsize=3, label="speedup (interval)")
-    else:
-        ax.plot(g["seq_len"], g["speedup"], marker="o", label="speedup")
+    out = g["seq_len"].isin(left_out(table, candidate, baseline, judge))
+    interval = judge and (g["n"] >= stats.MIN_TRIALS).all()
+    for part, hollow in ((g[~out], False), (g[out], True)):
+        if part.empty:
+            continue
+        style = dict(marker="o", color=plotting.PALETTE[0],
+                     label="speedup (interval)" if interval else "speedup")
+        if hollow:
+            style.update(linestyle="none", markerfacecolor="white",
+                         label="out of line: left out of the answer")
+        if interval:
+            ax.errorbar(part["seq_len"], part["speedup"], yerr=[part["speedup"] - part["low"],
+                        part["high"] - part["speedup"]], capsize=3, **style)
+        else:
+            ax.plot(part["seq_len"], part["speedup"], **style)
+    if out.any():
+        ax.legend(fontsize=8, loc="lower right")
     ax.axhline(1, color="#999999", linestyle=":")
     candidate, baseline = ((labels or {}).get(m, m) for m in (candidate, baseline))
     ax.set(xlabel="new tokens N", ylabel=f"{baseline} time ÷ {candidate} time",
@@ -183,12 +196,97 @@ def _gain_at(table, candidate: str, baseline: str, n: int) -> str:
     return said
 
 
+def out_of_line(table, methods) -> dict:
+    """The inner lengths where a method's step is out of line with its neighbours' (the
+    twenty-first review: 02's 75-token KV step took 9.00 ms against 5.76 and 6.78 ms at 30 and
+    120 tokens, with GPU work between theirs, and the growth answer rested on it): its median
+    step (the median run ÷ its tokens) slower than every round at both neighbouring lengths, or
+    faster than every one, while its GPU work per step lies between theirs (within
+    ``budget.SAME_WORK``): the GPU's idle time, not its work, moved that point.
+    ``{length: [method, ...]}``; empty without GPU work (a CPU run) or with fewer than 3 lengths."""
+    values = sorted(int(n) for n in table["seq_len"].unique())
+    found = {}
+    for a, n, b in zip(values, values[1:], values[2:]):
+        for m in methods:
+            here, left, right = (_step(table, m, k) for k in (n, a, b))
+            if None in (here, left, right):
+                continue
+            gpu = (left["gpu_ms"], right["gpu_ms"])
+            works = min(gpu) * (1 - budget.SAME_WORK) <= here["gpu_ms"] <= max(gpu) * (1 + budget.SAME_WORK)
+            rounds = left["rounds"] + right["rounds"]
+            if works and not min(rounds) <= here["wall_ms"] <= max(rounds):
+                found.setdefault(n, []).append(m)
+    return found
+
+
+def _step(table, method: str, n: int):
+    """One method's step at one length: its median step and GPU work (ms, ``budget.per_step``)
+    and every round's step; None where a number is missing."""
+    row = budget.per_step(table, [method], seq_len=n)
+    rounds = [1e3 * t / n for t in stats.method_trials(table, method, seq_len=n)]
+    if len(row) != 1 or not rounds or row[["wall_ms", "gpu_ms"]].isna().any(axis=None):
+        return None
+    return {"wall_ms": row["wall_ms"].iloc[0], "gpu_ms": row["gpu_ms"].iloc[0], "rounds": rounds}
+
+
+def left_out(table, candidate: str, baseline: str, judge: bool) -> list:
+    """The lengths the growth answer leaves out: where either method is ``out_of_line`` (none on
+    a smoke run)."""
+    return sorted(out_of_line(table, [baseline, candidate])) if judge else []
+
+
+def out_of_line_line(table, candidate: str, baseline: str, judge: bool, labels=None) -> str:
+    """Notebook 02: one sentence per length ``left_out``, read from the data (each out-of-line
+    loop's step against every round at the neighbouring lengths, its GPU work against theirs);
+    empty where there is none."""
+    labels = labels or {}
+    values = sorted(int(n) for n in table["seq_len"].unique())
+    found = out_of_line(table, [baseline, candidate]) if judge else {}
+    lines = []
+    for n, methods in sorted(found.items()):
+        a, b = values[values.index(n) - 1], values[values.index(n) + 1]
+        read = {m: _out_of_line_reading(table, m, n, a, b) for m in methods}
+        words = {r["word"] for r in read.values()}
+        if len(methods) == 2 and len(words) == 1:  # both loops, the same way: one clause
+            name = lambda m: labels.get(m, m)  # noqa: E731
+            said = ("both loops' steps were out of line: "
+                    + stats.listed([f"{name(m)} {r['wall']}" for m, r in read.items()], " ms")
+                    + f", each {words.pop()} than every round of its loop at {a} and {b} tokens ("
+                    + next(iter(read.values()))["bound_word"] + " "
+                    + stats.listed([r["bound"] for r in read.values()], " ms")
+                    + "), while each loop's GPU work, "
+                    + stats.listed([r["gpu"] for r in read.values()], " ms")
+                    + ", lay between its own at those lengths")
+        else:
+            said = "; ".join(
+                f"the {labels.get(m, m)} loop's step was out of line: {r['wall']} ms, {r['word']} "
+                f"than every round at {a} and {b} tokens ({r['bound_word']} {r['bound']} ms), while "
+                f"its GPU work, {r['gpu']} ms, lay between theirs ({r['gpu_a']} and {r['gpu_b']} ms)"
+                for m, r in read.items())
+        lines.append(f"At {n} tokens {said}. The GPU's idle time, not its work, moved this point, "
+                     f"so the answer below leaves {n} tokens out.")
+    return "\n".join(lines)
+
+
+def _out_of_line_reading(table, method: str, n: int, a: int, b: int) -> dict:
+    """The printed numbers of one out-of-line step (``out_of_line_line``)."""
+    here, left, right = (_step(table, method, k) for k in (n, a, b))
+    rounds = left["rounds"] + right["rounds"]
+    slower = here["wall_ms"] > max(rounds)
+    return {"wall": f"{here['wall_ms']:.2f}", "word": "slower" if slower else "faster",
+            "bound_word": "at most" if slower else "at least",
+            "bound": f"{max(rounds) if slower else min(rounds):.2f}", "gpu": f"{here['gpu_ms']:.2f}",
+            "gpu_a": f"{left['gpu_ms']:.2f}", "gpu_b": f"{right['gpu_ms']:.2f}"}
+
+
 def _growth_rule(table, candidate: str, baseline: str, judge: bool):
     """``(answer, first failure)`` of notebook 02's rule for "does the gain grow with the length?".
     The answer: "yes" where the gain rose from every length to the next and its interval at the
     longest against the shortest lies above 1; "no" where it fell alike (the gain shrinks); else
     "not shown"; empty on a smoke run or with too few runs. The first failure: the first of the
-    "yes" conditions that fails, in that order; empty where none fails or on a smoke run."""
+    "yes" conditions that fails, in that order; empty where none fails or on a smoke run. The
+    lengths ``left_out`` do not enter the rule."""
+    table = table[~table["seq_len"].isin(left_out(table, candidate, baseline, judge))]
     values = sorted(int(n) for n in table["seq_len"].unique())
     if not judge or len(values) < 2:
         return "", ""
@@ -206,7 +304,8 @@ def _growth_rule(table, candidate: str, baseline: str, judge: bool):
             break
     else:
         if word != stats.FASTER:
-            why = gain_growth(table, candidate, baseline, judge) + "."
+            why = (_growth_interval(table, candidate, baseline)
+                   or gain_growth(table, candidate, baseline, judge)) + "."
     if r.n < stats.MIN_TRIALS or math.isinf(r.low):
         return "", why
     if word == stats.FASTER:
@@ -217,15 +316,21 @@ def _growth_rule(table, candidate: str, baseline: str, judge: bool):
 
 
 def _growth_interval(table, candidate: str, baseline: str) -> str:
-    """"the gain at 120 tokens was 0.97x its size at 30 (0.80–1.15)": the rule's second
-    condition, as measured; empty with too few runs."""
+    """"the gain at 120 tokens was 1.08x its size at 30, and this run can't tell the two apart
+    (0.89–1.30)", or "..., clearly larger (1.02–1.15)": the rule's second condition, as measured,
+    in the lessons' words (the twenty-first review read the bare ratio of two gains with its
+    interval as jargon); empty with too few runs."""
     values = sorted(int(n) for n in table["seq_len"].unique())
+    if len(values) < 2:
+        return ""
     r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
-    if len(values) < 2 or r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
+    if r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
         return ""
     digits = stats._digits(r.low, r.high)
-    return (f"the gain at {values[-1]} tokens was {r.estimate:.{digits}f}x its size at {values[0]} "
-            f"({r.low:.{digits}f}\u2013{r.high:.{digits}f})")
+    word = {stats.FASTER: ", clearly larger", stats.SLOWER: ", clearly smaller"}.get(
+        stats.verdict(r), ", and this run can't tell the two apart")
+    return (f"the gain at {values[-1]} tokens was {r.estimate:.{digits}f}x its size at {values[0]}"
+            f"{word} ({r.low:.{digits}f}\u2013{r.high:.{digits}f})")
 
 
 def growth_answer(table, candidate: str, baseline: str, judge: bool) -> str:
@@ -246,23 +351,27 @@ def first_failure(table, candidate: str, baseline: str, judge: bool) -> str:
 def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
     """Notebook 02's Growth line: the answer (``growth_answer``) first. "Not shown" is followed
     by the first condition of the rule that failed (``first_failure``) and nothing else; "yes"
-    and "no" by ``gain_growth`` over every length."""
+    and "no" by ``gain_growth`` over every length. The lengths ``left_out`` (said by
+    ``out_of_line_line``) are named in the question and enter nothing."""
+    out = left_out(table, candidate, baseline, judge)
+    ask = "Does the gain grow with the length" + (f" ({_tokens(out)} left out)?" if out else "?")
     answer, why = _growth_rule(table, candidate, baseline, judge)
+    table = table[~table["seq_len"].isin(out)]
     if answer == "not shown" and why:
         said = _growth_interval(table, candidate, baseline)
         if said and said not in why:  # the interval of the longest against the shortest, always
             why = f"{why[:-1]}; {said}."
-        return f"Does the gain grow with the length? Not shown on this run: {why}"
+        return f"{ask} Not shown on this run: {why}"
     said = gain_growth(table, candidate, baseline, judge)
     if answer != "yes":  # "grows" is the answer's word alone
         said = said.replace("the gain grows with the length: at", "the gain rose: at", 1)
-    return (f"Does the gain grow with the length? {ANSWERS[answer]} " if answer else "Growth: ") + \
+    return (f"{ask} {ANSWERS[answer]} " if answer else "Growth: ") + \
         f"{said[0].upper()}{said[1:]}."
 
 
 def length_line(table, candidate: str, baseline: str, judge: bool, n: int, labels=None) -> str:
     """Notebook 02's verdict at one length, one number only (the nineteenth review: "can't tell
-    apart (0.91–1.26; medians alone: 0.98x, i.e. 1.02x slower); its speedup 1.07x" gave three
+    apart (0.91–1.26; the table's medians: 0.98x, i.e. 1.02x slower); its speedup 1.07x" gave three
     gains for one length): ``stats.plain`` of the rounds' speedup without the medians' note, and
     beside "can't tell apart" the speedup's estimate first, as notebook 00 prints it
     ("1.07x, can't tell apart on this machine (0.91–1.26)")."""
@@ -304,7 +413,9 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     if min(cut) > 1:
         wall_fell = (f"the wall clock fell at most {max(gains):.2f}x" if max(gains) > 1
                      else "the wall clock did not fall")
-        said = (f"At every length the cache cut the GPU's work per step {min(cut):.1f}x or more, "
+        # floored, not rounded: "2.1x or more" was printed for a cut of 2.07x (the 21st review)
+        said = (f"At every length the cache cut the GPU's work per step "
+                f"{math.floor(100 * min(cut)) / 100:.2f}x or more, "
                 f"{'but' if max(gains) < min(cut) else 'and'} {wall_fell}")
     else:
         said = "The cache did not cut the GPU's work per step at every length"

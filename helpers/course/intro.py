@@ -1,7 +1,7 @@
 """The two ideas of notebook 00 made visible: the rounds of an interleaved comparison, the floor
 as bytes over bandwidth, and what an A/A comparison's interval resolves; and notebook 01's
-answer (the step's growth between lengths against the GPU's work, the measured growth against
-pure N² growth) and what its idle time holds."""
+answer (the measured growth against pure N² growth, each run split into the GPU's work and its
+idle time) and what its idle time holds."""
 from __future__ import annotations
 
 import math
@@ -17,13 +17,14 @@ from ..model import parameter_bytes
 def rounds(table, a: str, b: str) -> pd.DataFrame:
     """One row per round of ``harness.compare`` for methods ``a`` and ``b`` (in that order in
     the call, so round 0 ran A then B, round 1 B then A, ...): both times in ms and their
-    ratio A / B (above 1: B was faster in that round)."""
+    ratio A / B (above 1: B was faster in that round). Unrounded (the notebook rounds what it
+    shows), so the geometric mean of ``A / B`` that notebook 00 computes in view is the estimate
+    its verdict line prints."""
     ta, tb = (np.asarray(stats.method_trials(table, m)) * 1e3 for m in (a, b))
     n = min(len(ta), len(tb))
     return pd.DataFrame({"round": range(1, n + 1),
                          "order": ["A B" if r % 2 == 0 else "B A" for r in range(n)],
-                         "A ms": ta[:n].round(2), "B ms": tb[:n].round(2),
-                         "A / B": (ta[:n] / tb[:n]).round(3)})
+                         "A ms": ta[:n], "B ms": tb[:n], "A / B": ta[:n] / tb[:n]})
 
 
 def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -> str:
@@ -88,6 +89,16 @@ def resolution(ratio, judge: bool, by_round=None) -> str:
         far = max(apart, key=lambda i: split[i])
         by = (f"by {math.exp(split[far]):.2f}x" if len(apart) == 1 else
               f"by up to {math.exp(split[far]):.2f}x, round {int(names[far])}")
+        # the twenty-first review: which method ran slow in those rounds, the pull that moves the
+        # rounds' ratio away from the medians' (00 had A slow in rounds 1 and 3: 1.04x, 0.98x)
+        slow = {s: [int(names[i]) for i in apart if (a[i] > b[i]) == (s == "A")] for s in "AB"}
+        if not slow["B"] or not slow["A"]:
+            side = "A" if slow["A"] else "B"
+            by += f"; {side}'s trial the slower" + ("" if len(apart) == 1 else
+                                                     " in both" if len(apart) == 2 else " in each")
+        else:
+            by += (f"; A's trial the slower in {rounds(slow['A'])}, B's in "
+                   f"{rounds(slow['B'])}")
         said.append(f"in {rounds([int(names[i]) for i in apart])} the two trials differed ({by}), "
                     "which interleaving does not cancel")
     if not said:
@@ -126,82 +137,6 @@ def with_estimate(said: str, ratio) -> str:
     return f"{ratio.estimate:.2f}x, {said}"
 
 
-def terms(table) -> str:
-    """Notebook 01's growth, read step by step from the data (the nineteenth review: the fitted
-    a + b·N line fell below the 100-token bar, implied a 2.54x doubling against the printed 2.33x,
-    and its a, "the fit at N = 0", meant nothing): how much the wall clock per step rose between
-    neighbouring lengths, and the GPU's work per step beside it (``gpu_busy_s`` ÷ N), from the
-    values as printed (two decimals), so a reader can subtract them. Where the wall clock rose
-    less than the GPU's work, the GPU's idle time shrank by the difference (wall = work + idle)."""
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    ns = [int(n) for n in ok["seq_len"]]
-    if len(ns) < 2:
-        return ""
-    wall = [round(1e3 * float(s) / n, 2) for s, n in zip(ok["median_s"], ns)]
-    pairs = list(zip(range(len(ns)), range(1, len(ns))))
-    moved = lambda d: f"{'rose' if d >= 0 else 'fell'} {abs(d):.2f} ms"
-    # "rose 2.03 ms ... and 3.53 ms ...": the verb again only where the direction changes
-    moves = lambda v: [moved(v[j] - v[i]) if i == 0 or (v[j] - v[i] >= 0) != (v[i] - v[i - 1] >= 0)
-                       else f"{abs(v[j] - v[i]):.2f} ms" for i, j in pairs]
-    steps = stats.listed([f"{m} from {ns[i]} to {ns[j]} tokens"
-                          for m, (i, j) in zip(moves(wall), pairs)])
-    text = (f"Per decode step the wall clock took {stats.listed([f'{w:.2f}' for w in wall], ' ms')} at "
-            f"{stats.listed(ns, ' tokens')}: it {steps}")
-    gpu = ok["gpu_busy_s"].astype(float).tolist() if "gpu_busy_s" in ok else []
-    if len(gpu) != len(ns) or not all(g > 0 for g in gpu):
-        return text + "."
-    work = [round(1e3 * g / n, 2) for g, n in zip(gpu, ns)]
-    text += (f"; the GPU's work per step was {stats.listed([f'{w:.2f}' for w in work], ' ms')} "
-             f"(it {stats.listed(moves(work))}).")
-    less = [j for i, j in pairs if wall[j] - wall[i] < work[j] - work[i]]
-    if len(less) == len(pairs):
-        return text + (" At every step up in length the wall clock rose less than the GPU's work: "
-                       "the GPU's idle time shrank, so extra work first filled time the GPU had "
-                       "spent waiting.")
-    if not less:
-        return text + " At no step up in length did the wall clock rise less than the GPU's work."
-    span = lambda js: stats.listed([f"from {ns[j - 1]} to {ns[j]}" for j in js], " tokens")
-    more = [j for i, j in pairs if j not in less]
-    # the twentieth review: the right panel draws the ends only, and hid that the idle time per
-    # step was smallest at 200 tokens; said (no ms: those are the budget line's) where it is so
-    idle = [w - k for w, k in zip(wall, work)]
-    low = min(range(len(ns)), key=lambda i: idle[i])
-    least = (f"; the GPU's idle time per step was smallest at {ns[low]} tokens, a length the right "
-             "panel does not draw" if 0 < low < len(ns) - 1 else "")
-    return text + (f" The wall clock rose less than the GPU's work {span(less)}, where the GPU's "
-                   f"idle time shrank, but not {span(more)}{least}.")
-
-
-def work_growth(table, prompt_len: int) -> str:
-    """Notebook 01, beside ``doubling``: over the same two lengths, how much the GPU's work per
-    run grew (``gpu_busy_s``), and how many more positions the runs processed (step t works on
-    ``prompt_len`` + t positions, the prefill being step 0), against pure N² growth; then whether
-    the wall clock (the rounds' ratio that ``doubling`` prints) grew less than the GPU's work
-    (wall = work + idle: then the idle time grew less than the work). The twentieth review: the
-    lesson put the whole gap below 4x on the idle time, but the GPU's work itself grew 3.42x, the
-    prompt's positions adding a linear term. Empty without both lengths' GPU work."""
-    got = _growth(table)
-    if got is None or math.isnan(got[2].estimate) or "gpu_busy_s" not in table:
-        return ""
-    n, m, ratio = got
-    ok = table[table["status"] == harness.OK]
-    gpu = {int(r["seq_len"]): float(r["gpu_busy_s"]) for _, r in ok.iterrows()}
-    if not (gpu.get(n, 0) > 0 and gpu.get(m, 0) > 0):
-        return ""
-    work = gpu[m] / gpu[n]
-    positions = lambda k: k * prompt_len + k * (k - 1) / 2  # steps 0 .. k-1 on prompt_len + t each
-    r = m / n
-    text = (f"Over the same {n} to {m} tokens the GPU's work per run grew {work:.2f}x: step t works "
-            f"on {prompt_len} + t positions (the prompt's included), {positions(m) / positions(n):.2f}x "
-            f"as many in all, against the {r * r:.3g}x of N².")
-    wall = ratio.estimate
-    if wall < work:
-        return text + (f" The wall clock grew less ({wall:.2f}x): its other part, the GPU's idle "
-                       "time, grew less than the work.")
-    return text + (f" The wall clock grew {wall:.2f}x, no less than the GPU's work: the GPU's idle "
-                   "time grew at least as fast as the work.")
-
-
 def _growth(table):
     """(short, long, Ratio of the long length's time to the short one's) for the first length
     whose double was measured, else the shortest and longest; None under two lengths."""
@@ -216,57 +151,130 @@ def _growth(table):
     return n, m, stats.speedup(runs[n], runs[m], paired=paired)
 
 
-def doubling(table, why: bool = True) -> str:
-    """Notebook 01's answer, second half: the article's claim that doubling the length roughly
-    quadruples the runtime, against the measured growth from a length to its double (else from
-    the shortest to the longest length, against the square of their ratio): the rounds' ratio
-    with its interval, and whether it lies below, above or around pure N² growth. Where the
-    medians' ratio lies apart from the rounds' (``stats.medians_apart``), it leads, and (``why``) a second sentence says why the two differ from the run that
-    pulls the rounds' ratio that way (the sixteenth review: "2.72x" led above the medians' 2.40x
-    and the fit's 2.48x with no word why)."""
+def _lead(n: int, m: int) -> str:
+    r = m / n
+    return (f"Doubling the length from {n} to {m} tokens multiplied the time by" if r == 2 else
+            f"From {n} to {m} tokens ({r:.3g}x longer) the time grew")
+
+
+def _against(ratio, r: float) -> str:
+    pure = f"the {r * r:.3g}x of pure N² growth"
+    return (f"less than {pure}" if ratio.high < r * r else
+            f"more than {pure}" if ratio.low > r * r else f"can't tell apart from {pure}")
+
+
+def doubling(table) -> str:
+    """Notebook 01's answer: the article's claim that doubling the length roughly quadruples the
+    runtime, against the measured growth from a length to its double (else from the shortest to
+    the longest length, against the square of their ratio): the rounds' ratio with its interval,
+    and whether it lies below, above or around pure N² growth. One number: the twenty-first
+    review asked which of the medians' 2.99x and the rounds' 2.77x was the answer (00 now says
+    why the two can differ)."""
     got = _growth(table)
     if got is None or math.isnan(got[2].estimate):
         return ""
     n, m, ratio = got
     r = m / n
-    pure = f"the {r * r:.3g}x of pure N² growth"
-    lead = (f"Doubling the length from {n} to {m} tokens multiplied the time by" if r == 2 else
-            f"From {n} to {m} tokens ({r:.3g}x longer) the time grew")
     if ratio.n < stats.MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
-        return (f"{lead} {ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge against "
-                f"{pure}).")
-    said = (f"less than {pure}" if ratio.high < r * r else
-            f"more than {pure}" if ratio.low > r * r else f"can't tell apart from {pure}")
-    measured = f"{ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f})"
-    ok = table[table["status"] == harness.OK]
-    runs = {int(row["seq_len"]): np.asarray(harness.trials(row), dtype=float)
-            for _, row in ok.iterrows()}
-    medians = stats.medians_ratio(runs[n], runs[m])  # median(m) / median(n)
-    if not stats.medians_apart(medians, ratio.estimate):
-        return f"{lead} {measured}, {said}."
-    head = (f"Doubling the length from {n} to {m} tokens multiplied the median time by "
-            f"{medians:.2f}x; round by round the time grew {measured}, {said}." if r == 2 else
-            f"From {n} to {m} tokens ({r:.3g}x longer) the median time grew {medians:.2f}x; round "
-            f"by round it grew {measured}, {said}.")
-    return head + (" " + _pull(runs[n], runs[m], n, m, ratio.estimate > medians) if why else "")
+        return (f"{_lead(n, m)} {ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge "
+                f"against the {r * r:.3g}x of pure N² growth).")
+    return (f"{_lead(n, m)} {ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f}), "
+            f"{_against(ratio, r)}.")
 
 
-def _pull(short, long, n: int, m: int, higher: bool) -> str:
-    """Why the rounds' ratio sits above (``higher``) or below the medians': it counts every run,
-    and the run furthest from its length's median in the direction that pulls it that way (a
-    fast run at the short length or a slow one at the long length raises it) is one the median
-    sets aside; the run is the table's min or max."""
-    found = []
-    for length, runs, is_short in ((n, short, True), (m, long, False)):
-        median = float(np.median(runs))
-        run = float(np.min(runs) if higher == is_short else np.max(runs))
-        found.append((abs(math.log(run / median)), length, run, median))
-    _, length, run, median = max(found)
-    side = "below" if run < median else "above"
-    return (f"The rounds' ratio sits {'above' if higher else 'below'} the medians' because it "
-            f"counts every run, and the {length}-token runs reach {'down' if run < median else 'up'} "
-            f"to {1e3 * run:.1f} ms, {100 * abs(run / median - 1):.0f}% {side} their median: a "
-            "run the median sets aside.")
+SAME_IDLE = 0.20  # idle times per step within 20% of their mean read "about the same"
+
+
+def _split(table):
+    """Per length, shortest first: the lengths, and the median run's GPU work (the profiled
+    run's ``gpu_busy_s``) and GPU idle time (the median wall clock minus that work), in ms per
+    run; None unless every length has its GPU work."""
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    if len(ok) < 2 or "gpu_busy_s" not in ok:
+        return None
+    ns = [int(n) for n in ok["seq_len"]]
+    work = [1e3 * float(g) for g in ok["gpu_busy_s"]]
+    if not all(w > 0 for w in work):  # NaN too: a CPU run has no GPU work
+        return None
+    return ns, work, [1e3 * float(t) - w for t, w in zip(ok["median_s"], work)]
+
+
+def _idle_trend(ns, per) -> tuple:
+    """How the GPU's idle time per step (``per``, ms, as printed) moved with the length:
+    "same" where every length's lies within ``SAME_IDLE`` of their mean, "fell" ("rose") where
+    no longer length's lies above (below) the shortest's and the longest's lies below (above),
+    else "mixed"; with the mean ("about 2.8 ms") and the values ("2.88, 3.09 and 2.37 ms at
+    100, 200 and 300 tokens")."""
+    values = f"{stats.listed([f'{p:.2f}' for p in per], ' ms')} at {stats.listed(ns, ' tokens')}"
+    mean = sum(per) / len(per)
+    if mean > 0 and all(abs(p / mean - 1) <= SAME_IDLE for p in per):
+        return "same", f"about {mean:.1f} ms", values
+    if per[-1] < per[0] and max(per[1:]) <= per[0]:
+        return "fell", "", values
+    if per[-1] > per[0] and min(per[1:]) >= per[0]:
+        return "rose", "", values
+    return "mixed", "", values
+
+
+def _parts(table):
+    """What ``growth_why`` and ``takeaway`` read, from a length n to its double m (``_growth``):
+    the GPU's work and idle time per run at both (ms) and their growth, the idle time per step
+    at every length (as ``budget.sentence`` prints it: the rounded wall clock minus the rounded
+    work) with its trend, and the idle share of each length's step; None without GPU work or
+    without idle time at n."""
+    got, split = _growth(table), _split(table)
+    if got is None or split is None:
+        return None
+    n, m, _ = got
+    ns, work, idle = split
+    i, j = ns.index(n), ns.index(m)
+    if not idle[i] > 0:
+        return None
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    walls = [round(1e3 * float(t) / k, 2) for t, k in zip(ok["median_s"], ns)]
+    per = [w - round(g / k, 2) for w, g, k in zip(walls, work, ns)]
+    trend, about, values = _idle_trend(ns, per)
+    return dict(n=n, m=m, ns=ns, work=(work[i], work[j]), idle=(idle[i], idle[j]),
+                work_grew=work[j] / work[i], idle_grew=idle[j] / idle[i], trend=trend,
+                about=about, values=values, shares=[100 * p / w for p, w in zip(per, walls)])
+
+
+def growth_why(table, prompt_len: int) -> str:
+    """Notebook 01's reason, read from its own numbers (the twenty-first review: "extra work
+    fills that idle time" was said where the idle time per step had grown, 2.88 to 3.09 ms): a
+    run is the GPU's work plus its idle time (the median run's wall clock minus the profiled
+    work); from a length to its double the work grew with the positions processed (step t
+    works on ``prompt_len`` + t, the prompt's included), the idle time as its value per step at
+    every length shows; the wall clock, their sum, grew less (more) than the work where the
+    idle time grew less (more). Then the shortest length's pace, where it differs from the
+    longest's (``budget.sentence`` reads that one). Empty without GPU work (a CPU run)."""
+    p = _parts(table)
+    if p is None:
+        return ""
+    n, m, r = p["n"], p["m"], p["m"] / p["n"]
+    positions = lambda k: k * prompt_len + k * (k - 1) / 2  # steps 0 .. k-1 on prompt_len + t
+    text = (f"A run is the GPU's work plus its idle time. From {n} to {m} tokens the work grew "
+            f"{p['work_grew']:.2f}x ({p['work'][0]:.0f} -> {p['work'][1]:.0f} ms per run): step t "
+            f"works on {prompt_len} + t positions (the prompt's included), "
+            f"{positions(m) / positions(n):.2f}x as many in all, not {r * r:.3g}x. ")
+    trend, grew, q = p["trend"], p["idle_grew"], p["idle_grew"] / r
+    as_n = ("about as N" if trend == "same" or (trend == "mixed" and abs(q - 1) <= SAME_IDLE)
+            else "less than N" if q < 1 else "more than N")
+    per_step = {"same": f"per step it stayed about the same, {p['about']} ({p['values']})",
+                "fell": f"per step it did not grow with the length ({p['values']})",
+                "rose": f"per step it grew with the length ({p['values']})",
+                "mixed": f"per step it was {p['values']}"}[trend]
+    i0, i1 = p["idle"]
+    moved = (f"grew {grew:.2f}x ({i0:.0f} -> {i1:.0f} ms)" if grew >= 1 else
+             f"went from {i0:.0f} to {i1:.0f} ms ({grew:.2f}x)")
+    text += f"The idle time {moved}, {as_n}: {per_step}."
+    if grew != p["work_grew"]:
+        text += (" So the wall clock, their sum, grew "
+                 f"{'less' if grew < p['work_grew'] else 'more'} than the work.")
+    first, last = (budget.pace(share, why=False) for share in (p["shares"][0], p["shares"][-1]))
+    if first != last:
+        text += f" At {p['ns'][0]} tokens the GPU idled {p['shares'][0]:.0f}% of the step: {first}."
+    return text
 
 
 # Notebook 01: what the GPU's idle time holds in the naive loop, short, for ``budget.sentence``'s
@@ -276,11 +284,12 @@ IDLE_WHY = "waiting for the host, for the allocator, or between kernels"
 
 
 def idle_parts(table) -> str:
-    """Notebook 01, after the budget line: what the idle time's parts are (the host issues each
-    step's forward only after the previous step's EOS check; the allocator gets its memory from
-    the driver, every timed run starting with an emptied cache), and, where the table counts any
+    """Notebook 01, last: what the idle time's parts are (the host issues each step's forward
+    only after the previous step's EOS check; the allocator gets its memory from the driver,
+    every timed run starting with an emptied cache), and, where the table counts any
     (``alloc_retries``, summed over each length's timed runs), how often the allocator ran out
-    and retried at each length (the nineteenth review: "15 times" said no length)."""
+    and retried at each length (the nineteenth review: "15 times" said no length), a cost this
+    run does not separate from the rest of the idle time (the twenty-first review asked)."""
     text = ("The host issues each step's forward only after the previous step's EOS check; the "
             "allocator gets its memory from the driver, as every timed run starts with an emptied "
             "cache.")
@@ -294,13 +303,34 @@ def idle_parts(table) -> str:
     over = (f"over the {runs.pop()} timed runs of each length" if len(runs) == 1 else
             "over each length's timed runs")
     ns = [int(n) for n in ok["seq_len"]]
-    return text + (f" It ran out of driver memory, freed its whole cache and asked again "
-                   f"{stats.listed(tries)} times at {stats.listed(ns, ' tokens')} ({over}; "
-                   "notebook 03 takes this apart).")
+    return text + (f" The allocator ran out of driver memory, freed its whole cache and asked "
+                   f"again {stats.listed(tries)} times at {stats.listed(ns, ' tokens')} ({over}): "
+                   "a cost inside the idle time that this run does not separate (notebook 03 "
+                   "measures it).")
 
 
 def takeaway(table) -> str:
-    """Notebook 01's one line: the measured growth against pure N² growth (``doubling``'s first
-    sentence)."""
-    said = doubling(table, why=False)
-    return f"In one line: {said[0].lower() + said[1:]}" if said else ""
+    """Notebook 01's one line: the measured growth against pure N² growth, without its interval
+    (printed once, above), and where it lies below and the idle time grew less than the GPU's
+    work, both growths (the twenty-first review: the line repeated the answer word for word)."""
+    got = _growth(table)
+    if got is None or math.isnan(got[2].estimate):
+        return ""
+    n, m, ratio = got
+    r = m / n
+    lead = _lead(n, m)
+    text = f"In one line: {lead[0].lower() + lead[1:]} {ratio.estimate:.2f}x"
+    if ratio.n < stats.MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
+        return text + f" (only {ratio.n} runs: too few to judge)."
+    said = _against(ratio, r)
+    text += f", {said}"
+    p = _parts(table)
+    if not said.startswith("less") or p is None or not p["idle_grew"] < p["work_grew"]:
+        return text + "."
+    grew = p["idle_grew"]
+    idle = (f"its idle time did not grow ({grew:.2f}x)" if grew < 1 else
+            f"its idle time, {p['about']} a step at every length, only {grew:.2f}x"
+            if p["trend"] == "same" else
+            f"its idle time, smaller per step at longer lengths, only {grew:.2f}x"
+            if p["trend"] == "fell" else f"its idle time only {grew:.2f}x")
+    return text + f": the GPU's work grew {p['work_grew']:.2f}x, and {idle}."

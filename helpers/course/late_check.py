@@ -182,8 +182,9 @@ def idle_why(step_costs, shown="interleaved", old="sync") -> str:
 
 
 def plot(fig_axes, table, step_costs, params):
-    """Left: the time budget of one step at ``batch_size``; right: ms per step of each loop
-    against batch size with the CUDA-graph step (where the check's cost shows)."""
+    """Left: the time budget of one step at ``batch_size``; right: with the CUDA-graph step, each
+    loop's time per step above no check's (µs, from the medians) against batch size: the
+    per-step sync's line is the check's cost, a late loop's what it leaves of it."""
     ax_budget, ax_batch = fig_axes
     budget.plot(ax_budget, step_costs, title=f"One step at batch {params.batch_size}")
     compiled = table[(table["regime"] == "compiled") & (table["status"] == harness.OK)]
@@ -192,18 +193,23 @@ def plot(fig_axes, table, step_costs, params):
                       transform=ax_batch.transAxes, color="#555555")
         ax_batch.set_axis_off()
         return
+    free = compiled[compiled["method"] == "no_check"].set_index("batch_size")["ms_per_step"]
+    ax_batch.axhline(0, color=plotting.PALETTE[3], linestyle="--", linewidth=1.2,
+                     label="no check (zero)")
     for i, (name, part) in enumerate(compiled.groupby("method", sort=False)):
+        if name == "no_check":
+            continue
         part = part.sort_values("batch_size")
-        ax_batch.plot(part["batch_size"], part["ms_per_step"], marker="o",
-                      color=plotting.PALETTE[i], label=LOOP_LABELS.get(name, name))
+        above = 1e3 * (part["ms_per_step"].to_numpy() - free.reindex(part["batch_size"]).to_numpy())
+        ax_batch.plot(part["batch_size"], above, marker="o", color=plotting.PALETTE[i],
+                      label=LOOP_LABELS.get(name, name))
     sizes = sorted(compiled["batch_size"].unique())
     ax_batch.set_xscale("log", base=2)  # batch sizes 1, 32, 128: spaced by their doublings
     ax_batch.set_xticks(sizes, [str(b) for b in sizes])
     ax_batch.minorticks_off()
-    ax_batch.set_ylim(bottom=0)
-    ax_batch.set(xlabel="batch size (log scale)", ylabel="ms per step")
-    ax_batch.set_title("CUDA-graph step: ms per step", loc="left")
-    ax_batch.legend(loc="upper left", fontsize=9, frameon=False)
+    ax_batch.set(xlabel="batch size (log scale)", ylabel="µs per step more than no check")
+    ax_batch.set_title("CUDA-graph step: time per step above no check's", loc="left")
+    ax_batch.legend(loc="best", fontsize=9, frameon=False)
 
 
 def _regime_batches(table, summary_frame, regime):
@@ -217,42 +223,85 @@ def _regime_batches(table, summary_frame, regime):
 
 def _smallest_batch_gains(table, summary_frame, regime):
     """Two streams' speedup over the per-step sync at each batch size of ``regime`` (the rounds'
-    estimate; the medians' ratio without rounds), the batch sizes, and the smallest batch's gain
-    against each larger batch's (``stats.row_growth``, as notebook 08's claim judges it); None
-    with fewer than two batch sizes."""
+    estimate; the medians' ratio without rounds), the medians' ratio, the batch sizes, the
+    smallest batch's gain against each larger batch's (``stats.row_growth``, as notebook 08's
+    claim judges it) and the claim's verdict from those: "supported" where it is larger than
+    every larger batch's, "not supported" where smaller than any, else "can't tell on this
+    machine". None with fewer than two batch sizes."""
     if not (found := _regime_batches(table, summary_frame, regime)):
         return None
     part, rows, batches = found
     rounds = [stats.row_speedup(rows, "interleaved", "sync", batch_size=b).estimate for b in batches]
-    gains = [g if g == g else m for g, m in zip(rounds, part["sync"] / part["interleaved"])]
+    medians = list(part["sync"] / part["interleaved"])
+    gains = [g if g == g else m for g, m in zip(rounds, medians)]
     growth = [stats.row_growth(rows, "interleaved", "sync", b, batches[0], by="batch_size")
               for b in batches[1:]]
-    return gains, batches, growth
+    words = [stats.verdict(r) if r.n >= stats.MIN_TRIALS else stats.NOISE for r in growth]
+    said = ("not supported" if stats.SLOWER in words else
+            "supported" if all(w == stats.FASTER for w in words) else "can't tell on this machine")
+    return gains, medians, batches, growth, said
 
 
 def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> str:
     """The article's claim (interleaving gains most at the smallest batch) against what was
     measured: two streams' speedup over the per-step sync at each batch size of ``regime`` (the
-    rounds' estimate), then the smallest batch's speedup against each larger batch's
-    (``stats.row_growth``, as notebook 08's claim judges it: "larger", "smaller" or "can't tell
-    apart", with its range), and the rule: supported where it is told apart as larger than every
-    larger batch's, not supported where it is told apart as smaller than any, else can't tell.
-    Empty with fewer than two batch sizes or on a smoke run."""
+    rounds' estimate, and the medians' ratios where one is more than ``stats.MEDIANS_APART``
+    from it), then the smallest batch's speedup against each larger batch's
+    (``stats.row_growth``: "larger", "smaller" or "can't tell apart", with its range), and the
+    verdict of ``_smallest_batch_gains``. Empty with fewer than two batch sizes or on a smoke
+    run."""
     if not judge or not (found := _smallest_batch_gains(table, summary_frame, regime)):
         return ""
-    gains, batches, growth = found
-    words = [stats.verdict(r) if r.n >= stats.MIN_TRIALS else stats.NOISE for r in growth]
-    said = ("not supported" if stats.SLOWER in words else
-            "supported" if all(w == stats.FASTER for w in words) else "can't tell on this machine")
+    gains, medians, batches, growth, said = found
     against = [f"against batch {b}'s: " + (
         stats.plain(r).replace(f" {stats.FASTER} (", " larger (").replace(f" {stats.SLOWER} (", " smaller (")
         if r.n >= stats.MIN_TRIALS else "too few rounds to judge") for r, b in zip(growth, batches[1:])]
+    by_medians = (" (by the medians: " + stats.listed([f"{m:.2f}x" for m in medians]) + ")"
+                  if any(stats.medians_apart(m, g) for m, g in zip(medians, gains)) else "")
     return ("The article claims interleaving gains most at the smallest batch. Two streams' "
-            f"speedup over the per-step sync ({REGIME_LABELS[regime]} step, the rounds' "
-            "estimates): " + stats.listed([f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)])
-            + f". Batch {batches[0]}'s speedup " + "; ".join(against)
-            + f". The claim needs batch {batches[0]}'s told apart as larger than every larger "
+            f"speedup over the per-step sync ({REGIME_LABELS[regime]} step): "
+            + stats.listed([f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)])
+            + by_medians + f". Batch {batches[0]}'s speedup " + "; ".join(against)
+            + f". The claim holds where batch {batches[0]}'s speedup is larger than every larger "
             f"batch's: {said}.")
+
+
+def pays_line(table, summary_frame, judge=True, regime="compiled") -> str:
+    """Where the late read pays most, in the claim line's words (``_smallest_batch_gains``'s
+    verdict on the smallest batch) and why, from the summary: the check's cost as a share of
+    the step without it, and the share of that cost two streams win back, at the smallest batch
+    against the others whose cost is resolved. Where the claim is supported and the check's
+    share is largest at the smallest batch, that is said as the reason, and a lower win-back
+    there as no contradiction. Empty with fewer than two batch sizes or on a smoke run."""
+    if not judge or not (found := _smallest_batch_gains(table, summary_frame, regime)):
+        return ""
+    said, b0 = found[-1], found[2][0]
+    head = {"supported": f"The late read pays most at batch {b0}, where two streams' speedup is "
+                         "largest (the claim line above)",
+            "not supported": f"The late read does not pay most at batch {b0} on this run (the "
+                             "claim line above)"}.get(
+        said, f"This run can't tell whether the late read pays most at batch {b0} (the claim "
+              "line above)")
+    rows = summary_frame[(summary_frame["regime"] == regime)
+                         & summary_frame["check_resolved"].astype(bool)].set_index("batch_size")
+    if b0 not in rows.index:
+        return head + "."
+    share = {int(b): r["check_cost_us"] / (10 * r["no_check"]) for b, r in rows.iterrows()}
+    won = {int(b): r["interleaved_recovered_pct"] for b, r in rows.iterrows()}
+    others = [b for b in share if b != b0]
+    pct = lambda v: ALL if v > 100 else "none" if v <= 0 else f"{v:.0f}%"  # noqa: E731
+    cost = (f"{share[b0]:.0f}% of the {rows.at[b0, 'no_check']:.2f} ms step without it"
+            + (", against " + stats.listed([f"{share[b]:.0f}% at batch {b}" for b in others])
+               if others else ""))
+    rest = ", against " + stats.listed([pct(won[b]) for b in others]) if others else ""
+    largest = others and all(round(share[b0]) > round(share[b]) for b in others)
+    if said == "supported" and largest:
+        fewer = all(round(won[b0]) < round(won[b]) for b in others)
+        return (f"{head}: there the check costs the largest share of a step ({cost}), "
+                + ("even though two streams win back less of it there" if fewer else
+                   "and two streams win back") + f" ({pct(won[b0])}{rest}).")
+    return (f"{head}. At batch {b0} the check costs {cost}; two streams win back "
+            f"{pct(won[b0])} of it there{rest}.")
 
 
 CALLED = {"interleaved": "two streams", "event": "one stream and an event"}  # in sentences
@@ -279,8 +328,7 @@ def answer_line(row, part, judge=True) -> str:
                                           if known else "")
              for i, (name, (said, known)) in enumerate(_late_verdicts(part, judge).items())]
     return (f"In one line: with the CUDA-graph step at batch {int(row['batch_size'])}, reading the "
-            "stop flag one step late against the per-step sync (speedups: the rounds' estimates, "
-            "not the ratio of the table's medians): " + "; ".join(parts) + ".")
+            "stop flag one step late, against the per-step sync: " + "; ".join(parts) + ".")
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
@@ -345,67 +393,12 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
     return f"recovers about {pct:.0f}% of the check's cost{cost_us}"
 
 
-def lowest_line(table, summary_frame, judge=True, regime="compiled") -> str:
-    """Where the late loops win back least (``regime``'s batch size with the lowest share, among
-    those whose check cost is resolved): each loop's share there, or, where the rounds can't tell
-    two streams and the event apart at that batch, one share (the mean of theirs); then how busy
-    no check keeps the GPU there against the other batch sizes (GPU work over wall clock), and
-    what that says: where the least, a late read pays least where the host leaves the GPU idle
-    even without a check. Empty on a smoke run or with no resolved share."""
-    if not judge:
-        return ""
-    rows = summary_frame[(summary_frame["regime"] == regime) & summary_frame["check_resolved"].astype(bool)]
-    late = [n for n in CALLED if f"{n}_recovered_pct" in rows]
-    low = rows[[f"{n}_recovered_pct" for n in late]].min(axis=1) if late else pd.Series(dtype=float)
-    if low.dropna().empty:
-        return ""
-    row = rows.loc[low.idxmin()]
-    batch = int(row["batch_size"])
-    said = lambda v: ALL if v > 100 else "none" if v <= 0 else f"{v:.0f}%"  # noqa: E731
-    known = [n for n in late if not math.isnan(row[f"{n}_recovered_pct"])]
-    ok = table[(table["regime"] == regime) & (table["status"] == harness.OK)]
-    part = ok[ok["batch_size"] == batch]
-    tied = False
-    if len(known) == 2 and {"interleaved", "event"} <= set(part["method"]):
-        pair = stats.row_speedup(part, "event", "interleaved")
-        tied = pair.n >= stats.MIN_TRIALS and stats.verdict(pair) == stats.NOISE
-    if tied:
-        mean = sum(row[f"{n}_recovered_pct"] for n in known) / 2
-        share = {ALL: "all", "none": "none"}.get(said(mean), f"about {said(mean)}")
-        text = (f"The late loops win back least at batch {batch}: {share} of the check's cost "
-                "(the mean of two streams' and the event's shares, which can't be told apart there)")
-    else:
-        text = (f"The late loops win back least at batch {batch} ("
-                + ", ".join(f"{LOOP_LABELS[n]} {said(row[f'{n}_recovered_pct'])}" for n in known) + ")")
-    free = ok[ok["method"] == "no_check"].groupby("batch_size")[["median_s", "gpu_busy_s"]].first() \
-        if "gpu_busy_s" in ok else pd.DataFrame()
-    busy = {int(b): 100 * r["gpu_busy_s"] / r["median_s"] for b, r in free.iterrows()
-            if r["median_s"] > 0 and r["gpu_busy_s"] > 0}
-    if batch not in busy:
-        return text + "."
-    text += (f". There no check keeps the GPU busy {busy[batch]:.0f}% of its "
-             f"{row['no_check']:.2f} ms step")
-    others = {b: p for b, p in busy.items() if b != batch and b in set(rows["batch_size"].astype(int))}
-    if not others:
-        return text + "."
-    against = (", against " + stats.listed([f"{p:.0f}%" for p in others.values()])
-               + f" at {_batches(list(others))}")
-    if busy[batch] < min(others.values()):
-        return (text + against + ": the late read pays most where the GPU's work outlasts the "
-                "host's, and least where the host leaves the GPU idle even without a check.")
-    return (text + against + ", so how busy the GPU is without a check does not explain where "
-            "the late read wins back least on this run.")
-
-
-PROFILER_SLOWED = 1.10  # a profiled step this much longer than the timed one: the profiler slowed it
-
-
 def profile_line(gaps, timed_us=None) -> str:
     """The profiled CUDA-graph steps in words (``gaps``: a row per loop, medians over the steps of
     ``gap_before_us``, and ``cpu_us``, ``cpu_wait_us``, ``busy_us`` where known): each loop's GPU
     gap before a step, a late loop's also as a share of the per-step sync's. Then the loops the
     profiler slowed: their host worked longer per step (CPU time less its waits) than the GPU,
-    and their profiled step ran over ``PROFILER_SLOWED`` times the step timed without the
+    and their profiled step ran over ``profiling.PROFILER_SLOWED`` times the step timed without the
     profiler (``timed_us``, by loop); their gap holds the profiler's launches too."""
     gap = gaps["gap_before_us"]
     late = [n for n in ("interleaved", "event") if n in gaps.index]
@@ -420,7 +413,7 @@ def profile_line(gaps, timed_us=None) -> str:
     own = {n: gaps.at[n, "cpu_us"] - (gaps.at[n, "cpu_wait_us"] if "cpu_wait_us" in gaps else 0)
            for n in loops} if known else {}
     slowed = [n for n in loops if known and n in timed_us and own[n] > gaps.at[n, "busy_us"]
-              and gaps.at[n, "cpu_us"] > PROFILER_SLOWED * timed_us[n]]
+              and gaps.at[n, "cpu_us"] > profiling.PROFILER_SLOWED * timed_us[n]]
     if slowed:
         text += (" The profiler slowed the host's work in " + stats.listed(
             [f"the {LOOP_LABELS[n]} loop (a profiled step of {gaps.at[n, 'cpu_us']:.0f} µs against "

@@ -112,11 +112,12 @@ NOTEBOOK = {
         # Budget 70 s full / 25 s workshop on an H100 (was about 120 s): two caps and no time
         # budget per point (early stopping saves 60% at cap 200, 5 rounds settle it); the eager
         # cost of the check hides behind the host (can't tell apart with 12 rounds), so 5 rounds
-        # and say so; the CUDA-graph step's 1.4x is steady and cheap: 6 rounds. The workshop's
+        # and say so; the CUDA-graph step's runs are cheap (~0.15 s): 12 rounds (6 could not tell
+        # its 1.55 against 1.27 ms per step apart in the 12:29 run of 2026-11-27). The workshop's
         # CUDA-graph step runs at 50 tokens, the shape 05 compiled (batch 16, cache 66): its
         # compile then comes from Inductor's cache (49 s in the cold workshop run at 40 tokens).
         "full": dict(seq_lens=[100, 200], stop_low=20, stop_high=80, profile_steps=8,
-                     timeline_steps=3, budget_s=0, compiled_repeats=6),
+                     timeline_steps=3, budget_s=0, compiled_repeats=12),
         "workshop": dict(seq_lens=[50, 80], stop_low=8, stop_high=32, profile_steps=4,
                          timeline_steps=3, repeats=3, compiled_repeats=5),
         "smoke": dict(stop_low=2, stop_high=4, profile_steps=4, timeline_steps=2,

@@ -282,7 +282,8 @@ def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, 
     """CPU step ranges and waits against GPU events, over ``steps`` steps from ``first_step``;
     alternate steps in alternate colours, time in ms from the first shown step's start. The
     CPU's waits at a sync are red on their own lane, and every idle gap of the GPU between two
-    steps is shaded grey across the GPU lanes, with its length written above it."""
+    steps is shaded grey across the GPU lanes, with its length written above it. Panels made
+    with ``sharex=True`` share one time axis, each with its tick labels."""
     shown = frame[(frame["step"] >= first_step) & (frame["step"] < first_step + steps)]
     if shown.empty:
         ax.set_title(title + " (no events)")
@@ -312,7 +313,8 @@ def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, 
                     ha="left", va="top", color="#333333")
     ax.set_yticks(range(len(lanes)), lanes)
     ax.set_ylim(len(lanes) - 0.5 + 0.45, -0.8)
-    ax.set_xlabel("ms from the first shown step")
+    ax.set_xlabel("ms from the first shown step (colours alternate by step)")
+    ax.tick_params(labelbottom=True)  # panels sharing one time axis each keep their scale
     ax.set_title(title, loc="left")
     ax.grid(axis="y", visible=False)
     return ax
@@ -372,6 +374,9 @@ def _short_path(path: str) -> str:
         if anchor in parts:
             return str(Path(*parts[parts.index(anchor) + (anchor == "site-packages"):]))
     return Path(path).name
+
+
+PROFILER_SLOWED = 1.10  # a profiled step this much longer than the timed one: the profiler slowed it
 
 
 def recovered_pct(sync_s, method_s, free_s) -> float:

@@ -12,6 +12,7 @@ import warnings
 
 import pandas as pd
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from transformers import DynamicCache
 
 from ..generation import generate_kv_cache
@@ -34,10 +35,26 @@ def cache_bytes(cache) -> int:
     return sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers)
 
 
+class OpCount(TorchDispatchMode):
+    """Counts the PyTorch operations dispatched inside the block (``with OpCount() as ops``, then
+    ``ops.count``): every ATen operation, views included. In eager mode each one is host work
+    (Python, dispatch, a kernel launch for most), whatever the GPU then does with it."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
 def attention_inputs(model, prompt, device) -> pd.DataFrame:
     """What ``scaled_dot_product_attention`` receives in one decode step after the prompt,
-    with a dynamic cache and with a static cache of prompt + 8 positions, and whether that step
-    moved layer 0's keys to a new address (the dynamic cache's new, larger tensor)."""
+    with a dynamic cache and with a static cache of prompt + 8 positions (the keys of one layer),
+    whether that step moved layer 0's keys to a new address (the dynamic cache's new, larger
+    tensor), and how many PyTorch operations the host dispatched for the step (``OpCount``:
+    counted, not timed). Short column names: the table prints within 80 characters."""
     rows = []
     with torch.no_grad():
         for name, cache in (("dynamic", DynamicCache(config=model.config)),
@@ -46,12 +63,25 @@ def attention_inputs(model, prompt, device) -> pd.DataFrame:
             with sdpa_calls() as calls:
                 model(prompt, past_key_values=cache, use_cache=True)
                 address = cache.layers[0].keys.data_ptr()
-                model(prompt[:, :1], past_key_values=cache, use_cache=True)
+                with OpCount() as ops:
+                    model(prompt[:, :1], past_key_values=cache, use_cache=True)
             last = calls[-1]
             rows.append({"cache": name, "filled positions": prompt.shape[1] + 1,
-                         "keys attended per layer": last["keys"], "mask": last["mask"],
-                         "layer-0 keys moved": cache.layers[0].keys.data_ptr() != address})
+                         "keys attended": last["keys"], "mask": last["mask"],
+                         "keys moved": cache.layers[0].keys.data_ptr() != address,
+                         "ops per step": ops.count})
     return pd.DataFrame(rows).set_index("cache")
+
+
+def ops_phrase(inputs) -> str:
+    """The operations each cache's decode step dispatched (``attention_inputs``' column), as the
+    summary gives them: "the static cache's decode step dispatches 551 PyTorch operations
+    against the dynamic cache's 459"; empty without the column."""
+    if inputs is None or "ops per step" not in inputs:
+        return ""
+    ops = inputs["ops per step"]
+    return (f"the static cache's decode step dispatches {int(ops['static'])} PyTorch operations "
+            f"against the dynamic cache's {int(ops['dynamic'])}")
 
 
 def reads_line(prompt_len, seq_lens) -> str:
@@ -202,39 +232,41 @@ def _idle(wall_ms, gpu_ms) -> float:
     return budget.printed_idle({"wall_ms": wall_ms, "gpu_ms": gpu_ms})
 
 
-def host_line(table, seq_lens) -> str:
-    """At each length where the rounds tell the caches apart (a clear verdict), the GPU's work
-    per step was about the same (within ``SAME_GPU``) and ``disturbed`` flags nothing, the gap is
-    the host's: wall clock minus GPU work per step for both caches there. With two such lengths
-    or more, the static cache's extra host time per step is given as a range: it need not be
-    constant, and the line claims no fixed cost per step. Which host work makes the gap is not
-    timed (the lesson's Markdown names its plausible source). Empty where no length qualifies,
-    and on a CPU run."""
+def host_lengths(table, seq_lens) -> dict:
+    """{length: the static cache's host time per step less the dynamic cache's, in ms} at each
+    length where the rounds tell the caches apart (a clear verdict), the GPU's work per step was
+    about the same (within ``SAME_GPU``) and ``disturbed`` flags nothing: there the gap is the
+    host's. Host time is the GPU's idle time (wall clock minus GPU work per step, each rounded as
+    the budget sentence prints them). Empty on a CPU run."""
     steps = _per_step(table, seq_lens)
     if not _timed(steps, seq_lens):
-        return ""
+        return {}
     flags = disturbed(table, seq_lens)  # a slow spell's host times mislead
-    parts, extra = [], []
+    out = {}
     for n in sorted(seq_lens):
         (ws, gs), (wd, gd) = steps[(n, STATIC)], steps[(n, DYNAMIC)]
-        # told apart by the rounds, not by the medians alone: "can't tell apart" and "the gap
+        # told apart by the rounds, not by the table's medians alone: "can't tell apart" and "the gap
         # is the host's" would contradict each other
         if n not in flags and _told_apart(table, n) is not None and abs(gs / gd - 1) <= SAME_GPU:
-            hs, hd = _idle(ws, gs), _idle(wd, gd)
-            parts.append(f"{hs:.2f} against {hd:.2f} ms at {n} tokens")
-            extra.append(round(hs - hd, 2))
-    if not parts:
+            out[n] = round(_idle(ws, gs) - _idle(wd, gd), 2)
+    return out
+
+
+def host_line(table, seq_lens) -> str:
+    """``host_lengths`` in one sentence: the static cache's extra host time per step at each
+    length where the gap is the host's (a length's own two idle times are in the budget sentence
+    for the drawn length and in the table for the others, so they are not repeated). Which host
+    work makes the gap is not timed: the summary counts the operations each step dispatches.
+    Empty where no length qualifies, and on a CPU run."""
+    extra = host_lengths(table, seq_lens)
+    if not extra:
         return ""
-    spread = ""
-    if len(extra) > 1:
-        lo, hi = min(extra), max(extra)
-        spread = (f" The static cache's extra host time per step ranges from {lo:.2f} to "
-                  f"{hi:.2f} ms across these lengths." if lo != hi else
-                  f" The static cache's extra host time per step is {lo:.2f} ms at each of them.")
-    return ("Where the rounds tell the caches apart" + (", no slow spell was flagged" if flags else "")
-            + " and the GPU's work per step is about the same, the gap is the host's (wall clock "
-            "minus GPU work per step, static against dynamic): " + "; ".join(parts) + "."
-            + spread)
+    each = [f"{abs(e):.2f} ms {'more' if e >= 0 else 'less'} at {n} tokens" for n, e in extra.items()]
+    return ("Where the rounds tell the caches apart"
+            + (", no slow spell was flagged" if disturbed(table, seq_lens) else "")
+            + " and the GPU's work per step is about the same, the gap is the host's: the static "
+            "cache's host time per step (wall clock minus GPU work), against the dynamic cache's, "
+            "was " + stats.listed(each) + ".")
 
 
 def disturbed(table, seq_lens) -> dict:
@@ -297,8 +329,7 @@ def drawn_line(table, seq_lens, point, judge: bool) -> str:
         # a flagged length is left out of the choice (``drawn_length``): say so, where one was
         where = (" among the lengths no slow spell of the host disturbed"
                  if disturbed(table, seq_lens) else "")
-        return (f"The figure draws {point} tokens, where the rounds' range lies farthest from 1"
-                f"{where}: the static cache {stats.short(ratio)} than the dynamic one.")
+        return (f"The figure draws {point} tokens, where the caches differ most clearly{where}.")
     why = ("no undisturbed length told the caches apart" if judge
            else "a smoke run judges nothing")
     return f"The figure draws {point} tokens, the longest length ({why})."
@@ -313,20 +344,66 @@ def plot_runs_range(ax, table, seq_len, methods=EAGER):
     mid, low, high = (rows[c] * per_step for c in ("median_s", "min_s", "max_s"))
     # drawn in the bar's lower part, clear of the value written at the bar's middle
     ax.errorbar(mid, [i - 0.28 for i in range(len(rows))], xerr=[mid - low, high - mid],
-                fmt="none", ecolor="#333333",
-                capsize=3, linewidth=1)
+                fmt="none", ecolor="#333333", capsize=3, linewidth=1,
+                label="whiskers: fastest to slowest run")
     ax.set_xlim(0, max(ax.get_xlim()[1], 1.05 * float(high.max())))
+    # budget.plot's legend again, now with the whiskers in it
+    ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=8, borderaxespad=0.2,
+              handlelength=1.2, columnspacing=1.0)
     return ax
 
 
-def summary_line(table, steps, seq_lens, judge: bool, point=None) -> str:
+def summary_line(table, steps, seq_lens, judge: bool, point=None, inputs=None) -> str:
     """The lesson in one line: the eager verdict at each length beside the article's, every
-    length in one form (its ratio or "can't tell apart"; the ranges are in the verdict lines), and
-    the two caches' wall clock per step at one length (``steps`` from ``budget.per_step``:
-    the median run over its steps). A length ``disturbed`` flags is marked so, in the verdicts
-    and beside the article's. A run that cannot judge prints the times only. ``point``: the length
-    ``steps`` was read at (default the longest)."""
+    length in one form (its ratio or "can't tell apart"; the ranges are in the verdict lines),
+    and where the table's medians differ from the verdict by more than ``stats.MEDIANS_APART``,
+    by how much they differ (five runs a loop: the two can part); then the lengths where the gap
+    is the host's (``host_lengths``) and the operations each step dispatches (``inputs``, from
+    ``attention_inputs``). The step's times are the budget sentence's and are not repeated. A
+    length ``disturbed`` flags is marked so, in the verdicts and beside the article's. A run
+    that cannot judge prints the times at ``point`` only (``steps`` from ``budget.per_step``,
+    read there; default the longest)."""
     point = max(seq_lens) if point is None else point
+    if not judge:
+        return ("In one line: a smoke run only exercises the code (the H100 reference above "
+                f"holds this lesson's answer); here {_times(steps, point)}.")
+    words, flags = [], disturbed(table, seq_lens)
+    for n in seq_lens:
+        ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
+        said = "not judged" if ratio.n < stats.MIN_TRIALS else stats.short(ratio)
+        notes = [x for x in (_medians_part(table, ratio, n), "disturbed" * (n in flags)) if x]
+        words.append(f"{said} at {n} tokens" + (f" ({'; '.join(notes)})" if notes else ""))
+    told = ", ".join(f"{ARTICLE[n]} at {n}" for n in seq_lens if n in ARTICLE)
+    if told and any(n in ARTICLE for n in flags):
+        told += "; at the disturbed lengths the comparison is uncertain"
+    line = ("In one line: eager, the static cache against the dynamic one: "
+            + ", ".join(words) + (f" (the article: {told})" if told else ""))
+    host = [n for n, e in host_lengths(table, seq_lens).items()
+            if (e > 0) == (stats.verdict(stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n))
+                           == stats.SLOWER)]  # the slower cache spends the more host time
+    if host:
+        line += f"; the gap is the host's at {stats.listed(host)} tokens"
+    ops = ops_phrase(inputs)
+    return line + (f"; {ops}." if ops else ".")
+
+
+def _medians_part(table, ratio, n) -> str:
+    """"the table's medians: 9% apart" where the ratio of the table's medians at ``n`` tokens is
+    more than ``stats.MEDIANS_APART`` from the verdict's ratio ("... 3% apart, the other way"
+    where they point the other way from a clear verdict); else empty."""
+    medians = stats.medians_ratio(stats.method_trials(table, STATIC, seq_len=n),  # > 1: static
+                                  stats.method_trials(table, DYNAMIC, seq_len=n))  # faster
+    if ratio.n < stats.MIN_TRIALS or not 0 < medians < math.inf \
+            or not stats.medians_apart(medians, ratio.estimate):
+        return ""
+    way = "" if (medians > 1) == (ratio.estimate > 1) or stats.verdict(ratio) == stats.NOISE \
+        else ", the other way"
+    return f"the table's medians: {max(medians, 1 / medians) - 1:.0%} apart{way}"
+
+
+def _times(steps, point) -> str:
+    """The two caches' wall clock (and GPU work and idle, where timed) per step at ``point``,
+    for a run that judges nothing."""
     wall = steps.set_index("method")["wall_ms"]
     times = (f"at {point} tokens a step took {wall[STATIC]:.2f} ms with the static cache and "
              f"{wall[DYNAMIC]:.2f} ms with the dynamic one (median run \u00f7 {point} steps)")
@@ -335,37 +412,4 @@ def summary_line(table, steps, seq_lens, judge: bool, point=None) -> str:
         times += (f"; the GPU worked {gpu[STATIC]:.2f} and {gpu[DYNAMIC]:.2f} ms of it, and sat "
                   f"idle the rest ({_idle(wall[STATIC], gpu[STATIC]):.2f} and "
                   f"{_idle(wall[DYNAMIC], gpu[DYNAMIC]):.2f} ms)")
-        if judge and point not in disturbed(table, seq_lens):  # a slow spell's idle misleads
-            times += _whose_time(table, point, wall, gpu)
-    if not judge:
-        return ("In one line: a smoke run only exercises the code (the H100 reference above "
-                f"holds this lesson's answer); here {times}.")
-    words, flags = [], disturbed(table, seq_lens)
-    for n in seq_lens:
-        ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
-        said = "not judged" if ratio.n < stats.MIN_TRIALS else stats.short(ratio)
-        words.append(f"{said} at {n} tokens" + (" (disturbed)" if n in flags else ""))
-    told = ", ".join(f"{ARTICLE[n]} at {n}" for n in seq_lens if n in ARTICLE)
-    if told and any(n in ARTICLE for n in flags):
-        told += "; at the disturbed lengths the comparison is uncertain"
-    return ("In one line: eager, the static cache against the dynamic one: "
-            + ", ".join(words) + (f" (the article: {told})" if told else "")
-            + f"; {times}.")
-
-
-def _whose_time(table, point, wall, gpu) -> str:
-    """The summary's reading of the drawn length: where the rounds tell the caches apart, the
-    GPU's work per step was about the same (within ``SAME_GPU``) and the idle times lie the way
-    the rounds' verdict does, the slower cache's extra idle time per step is host time (its idle
-    time, not its wall clock: where the GPU's work differs a little, the two extras differ, as on
-    the 05:14 run's 400 tokens, 1.59 ms more idle against 1.52 ms more wall clock). Else empty:
-    nothing to attribute, or the GPU's work differs."""
-    ratio = _told_apart(table, point)
-    if ratio is None or abs(gpu[STATIC] / gpu[DYNAMIC] - 1) > SAME_GPU:
-        return ""
-    hs, hd = _idle(wall[STATIC], gpu[STATIC]), _idle(wall[DYNAMIC], gpu[DYNAMIC])
-    slower = STATIC if stats.verdict(ratio) == stats.SLOWER else DYNAMIC
-    extra = round(hs - hd, 2) if slower == STATIC else round(hd - hs, 2)
-    if extra <= 0:  # the idle times disagree with the rounds: claim nothing
-        return ""
-    return f": the {slower} cache's {extra:.2f} ms more idle time per step is host time"
+    return times

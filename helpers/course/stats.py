@@ -9,7 +9,7 @@ between a fast and a slow stretch of the host). Unpaired trials give the ratio o
 side resampled on its own. ``verdict`` answers faster, slower or within noise: "within noise"
 whenever the interval contains 1, or there are too few trials to form one. A lesson's table
 shows medians, so ``say`` adds their ratio to the line where it differs from the estimate
-("3.28x faster (2.82-3.83; medians alone: 2.88x)"): a reader who divides the medians sees why.
+("3.28x faster (2.82-3.83; the table's medians: 2.88x)"): a reader who divides the medians sees why.
 
 One sentence that lists several comparisons (e.g. "clear at batch sizes [8, 32]") is wrong if
 any entry is; ``family_level`` gives each interval the level that keeps the whole list at 95%.
@@ -191,7 +191,7 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str
     spans it. ``medians``: the ratio of the
     two medians a table shows (baseline over candidate); where it differs from the estimate by
     more than ``MEDIANS_APART`` or falls outside the printed interval, the line says so:
-    "3.28x faster (2.82-3.83; medians alone: 2.88x)" (for "slower" inverted as the estimate is)."""
+    "3.28x faster (2.82-3.83; the table's medians: 2.88x)" (for "slower" inverted as the estimate is)."""
     if math.isnan(ratio.estimate):
         return "no data"
     if not judge:
@@ -243,24 +243,24 @@ def _digits(low: float, high: float, start: int = 2) -> int:
 
 
 def _medians_note(word: str, estimate: float, low: float, high: float, medians, digits: int) -> str:
-    """"; medians alone: 2.88x" where the ratio of the medians is more than ``MEDIANS_APART``
+    """"; the table's medians: 2.88x" where the ratio of the medians is more than ``MEDIANS_APART``
     from the estimate or prints outside the interval. All in the printed direction ("slower":
     inverted); a medians' ratio that points the other way from a clear verdict names its own, and
     beside "can't tell apart" (no direction printed) it always does, on the range's scale:
-    "medians alone: 0.81x, i.e. 1.23x slower"."""
+    "the table's medians: 0.81x, i.e. 1.23x slower"."""
     if medians is None or not 0 < medians < math.inf:
         return ""
     if not medians_apart(medians, estimate) and \
             round(low, digits) <= round(medians, digits) <= round(high, digits):
         return ""
     if word != NOISE and medians < 1:
-        return f"; medians alone: {1 / medians:.{digits}f}x {SLOWER if word == FASTER else FASTER}"
+        return f"; the table's medians: {1 / medians:.{digits}f}x {SLOWER if word == FASTER else FASTER}"
     if word == NOISE:  # on the range's own scale (a speedup), and its direction in words:
-        # round 9 read "(0.73-1.11; medians alone: 0.81x)" as a speedup, round 10 misread
-        # "(0.70-1.05; medians alone: 1.26x slower)" as a scale the range did not share
-        return (f"; medians alone: {medians:.{digits}f}x {FASTER}" if medians >= 1 else
-                f"; medians alone: {medians:.{digits}f}x, i.e. {1 / medians:.{digits}f}x {SLOWER}")
-    return f"; medians alone: {medians:.{digits}f}x"
+        # round 9 read "(0.73-1.11; the table's medians: 0.81x)" as a speedup, round 10 misread
+        # "(0.70-1.05; the table's medians: 1.26x slower)" as a scale the range did not share
+        return (f"; the table's medians: {medians:.{digits}f}x {FASTER}" if medians >= 1 else
+                f"; the table's medians: {medians:.{digits}f}x, i.e. {1 / medians:.{digits}f}x {SLOWER}")
+    return f"; the table's medians: {medians:.{digits}f}x"
 
 
 def medians_apart(medians: float, estimate: float) -> bool:
@@ -281,7 +281,7 @@ def say(table, candidate: str, baseline: str, judge: bool = True, metric: str = 
         **where) -> str:
     """``plain`` for two methods' rows of a results table, e.g. ``say(table, "kv_cache",
     "naive", seq_len=100)`` -> "1.42x faster (1.34-1.65)", with the ratio of the rows' medians
-    (the same trials) where it differs from the estimate: "(2.82-3.83; medians alone: 2.88x)"."""
+    (the same trials) where it differs from the estimate: "(2.82-3.83; the table's medians: 2.88x)"."""
     cand, base = _row_trials(table, candidate, baseline, metric, where)
     return plain(_trials_speedup(cand, base), judge, medians_ratio(cand, base))
 

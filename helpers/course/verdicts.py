@@ -44,10 +44,12 @@ _WORD = re.compile(
 _LIST = re.compile(r"\b(at(?: batch(?: sizes?)?)?) (\[[^\]]*\]|none)")
 _NUMBER = re.compile(r"\(\d+(?:\.\d+)?% CI[^)]*\)|\(trials [^)]*\)|[-+]?\d[\d,]*(?:\.\d+)?")
 # The ratio of the medians that ``stats.plain`` adds inside the parentheses where it differs from
-# the estimate ("1.75x faster (1.70-1.80; medians alone: 1.69x)"), or the claims after point
-# speedups ("1.19x at 50 tokens (medians alone: 1.18x)"): no verdict, and present in one run but
+# the estimate ("1.75x faster (1.70-1.80; the table's medians: 1.69x)"), or the claims after point
+# speedups ("1.19x at 50 tokens (the table's medians: 1.18x)"): no verdict, and present in one run but
 # not another, so it is taken out before the line is read.
-_MEDIANS = re.compile(r"; medians alone: [^;)]*| \(medians alone: [^)]*\)")
+# (runs before 2026-11-27 14:00 wrote "medians alone" where they now write "the table's medians")
+_MEDIANS = re.compile(r"; (?:medians alone|the table's medians): [^;)]*"
+                      r"| \((?:medians alone|the table's medians): [^)]*\)")
 # Opposite clear verdicts: one run says one, the other run the other.
 OPPOSITE = {("faster", "slower"), ("reproduced", "not reproduced"),  # "partly reproduced":
             # between the two, a move like one between a clear result and can't tell apart
