@@ -182,9 +182,11 @@ def sentence(budget: pd.DataFrame, new: str, old: str, why: str = "") -> str:
                  f"{ms_or_us(b['idle_ms'], printed_idle(b))} per step ({share:.0f}% of "
                  f"{b['wall_ms']:.2f} ms: {why or IDLE_WHY}): {pace(share)}.")
     if not math.isnan(b["floor_ms"]):
-        # divided as printed (9.73 / 0.34 = 28.6x), so a reader's division gives the same
-        floor = round(b["floor_ms"], 2) or b["floor_ms"]
-        text += (f" The floor is {b['floor_ms']:.2f} ms: this step takes "
+        # to three digits, as the figure labels it (0.184, not 0.18: 1.23 / 0.18 printed 6.83x
+        # beside the table's 6.7), and divided as printed, so a reader's division of the two
+        # numbers gives the ratio
+        floor = float(f"{b['floor_ms']:.3g}") or b["floor_ms"]
+        text += (f" The floor is {floor:.3g} ms: this step takes "
                  f"{round(b['wall_ms'], 2) / floor:.3g}x that.")
     return text
 
