@@ -160,20 +160,40 @@ def transfer_speedup(table, condition, **where):
 
 def contention_line(table) -> str:
     """How this side load changes each method's time per batch, in ms (contended median - alone
-    median, one clock for both) at the points timed under load, left out where a method's runs
-    under load can't be told apart from its runs alone (``_told``). Absolute times, not ratios:
-    no speedup under load is quoted, it holds for this load only."""
+    median, one clock for both) at the points timed under load. With too few runs under load
+    (``_load_reading``), the two times, the difference and their ratio, as what the runs showed,
+    with no verdict (the 13:41 workshop run of 6bba703, 3 runs, printed "can't be told apart"
+    beside 136.34 against 27.97 ms); a point whose runs can't be told apart from alone gives its
+    two times and is left out of the range. Absolute times, not a speedup of one method over the
+    other: none is quoted under load, it holds for this load only."""
     keys = ["method", "batch_size", "seq_len"]
     alone, busy = (table[table["condition"] == c].set_index(keys) for c in ("alone", "contended"))
+    points = busy.loc["per row"].index if "per row" in busy.index else []
+    few_runs = []
 
     def ms(value):
         return f"{value:.0f}" if abs(value) >= 10 else f"{value:.2f}"
 
+    def at(b, n):
+        return "" if len(points) == 1 else f" at batch {b}, completions of {n}"
+
+    def times(method, b, n):  # the printed ms, and the difference and ratio of those
+        t, a = (round(frame.loc[(method, b, n), "median_s"] * 1e3, 2) for frame in (busy, alone))
+        ratio = f", {t / a:.2f}x" if a > 0 else ""
+        return (f"{t:.2f} ms against {a:.2f} ms alone{at(b, n)} ({abs(t - a):.2f} ms "
+                f"{'longer' if t >= a else 'shorter'}{ratio})")
+
     def moved(method, what):
         extra = ((busy["median_s"] - alone["median_s"]).loc[method].dropna()) * 1e3
-        told = extra[[_told(table, method, b, n) for b, n in extra.index]]
+        reading = {(b, n): _load_reading(table, method, b, n) for b, n in extra.index}
+        few = [key for key, (kind, _) in reading.items() if kind == "few"]
+        if few:
+            few_runs.extend(runs for kind, runs in reading.values() if kind == "few")
+            return f"{what} took " + stats.listed([times(method, b, n) for b, n in few])
+        told = extra[[reading[key][0] == "told" for key in extra.index]]
         if told.empty:
-            return f"{what}'s time can't be told apart from its time alone"
+            return (f"{what} took " + stats.listed([times(method, b, n) for b, n in extra.index])
+                    + ": can't tell apart on this machine")
         if (told < 0).any():
             by = (f"by {ms(-told.iloc[0])} ms" if len(extra) == 1 else
                   f"at {int((told < 0).sum())} of {len(extra)} points")
@@ -187,21 +207,66 @@ def contention_line(table) -> str:
                  f"{'other' if quiet == 1 else 'others'} it can't be told apart from alone)")
         return f"{what} takes {span} more per batch than alone{where}"
 
-    return (f"Under this side load {moved('per row', 'the per-row loop')}; "
+    line = (f"Under this side load {moved('per row', 'the per-row loop')}; "
             f"{moved('on host', 'the host copy')}.")
+    if few_runs:
+        line += f" Only {min(few_runs)} runs each: too few to judge."
+    return line
 
 
-def _told(table, method, batch_size, seq_len) -> bool:
+def _load_reading(table, method, batch_size, seq_len) -> tuple:
     """Whether one method's contended runs at one point can be told apart from its runs alone
-    (``stats.speedup`` of two sweeps, not paired); True without stored trials (only medians)."""
+    (``stats.speedup`` of two sweeps, not paired): ("told" | "noise" | "few", runs), "few" with
+    fewer than ``stats.MIN_TRIALS`` runs on a side; ("told", 0) without stored trials (only
+    medians)."""
     if "trials_wall_ms" not in table:
-        return True
+        return "told", 0
     trials = [stats.method_trials(table, method, condition=c, batch_size=batch_size,
                                   seq_len=seq_len) for c in ("contended", "alone")]
     if not all(trials):
-        return True
+        return "told", 0
+    runs = min(len(t) for t in trials)
+    if runs < stats.MIN_TRIALS:
+        return "few", runs
     ratio = stats.speedup(*trials, paired=False)
-    return ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) != stats.NOISE
+    return ("noise" if stats.verdict(ratio) == stats.NOISE else "told"), runs
+
+
+def headline_line(table, judge, batch_size, seq_len) -> str:
+    """What it means, first line: the host copy's speedup over per-row syncs alone at one point,
+    as ``stats.say`` gives it, and where the table's speedup (the ratio of the two medians)
+    prints differently and ``say`` does not name it, which number is which (the workshop run of
+    6bba703 printed 6.54x here and 6.42x in the table, far apart)."""
+    where = dict(condition="alone", batch_size=batch_size, seq_len=seq_len)
+    said = stats.say(table, "on host", "per row", judge, **where)
+    line = (f"Alone, batch {batch_size}, completions of {seq_len}, the host copy against per-row "
+            f"syncs: {said}.")
+    ratio = transfer_speedup(table, "alone", batch_size=batch_size, seq_len=seq_len)
+    row = speedups(table).query("condition == 'alone' and batch_size == @batch_size "
+                                "and seq_len == @seq_len")
+    if not judge or "the table's medians" in said or row.empty or math.isnan(ratio.estimate):
+        return line
+    medians = row["speedup"].iloc[0]
+    if f"{medians:.2f}" == f"{ratio.estimate:.2f}" or not said.startswith(f"{ratio.estimate:.2f}x"):
+        return line
+    return line + (f" {ratio.estimate:.2f}x averages each round's ratio of the two calls; the "
+                   f"table's speedup, {medians:.2f}x, divides the table's medians.")
+
+
+def sync_count_line(syncs) -> str:
+    """The sync counts in one sentence: per row, from the smallest batch to the largest, and the
+    host copy's; "the same at every completion length" only where more than one was counted (the
+    workshop counts one: its run of 6bba703 printed it of a single length)."""
+    per_row, on_host = (syncs[syncs["method"] == m] for m in ("per row", "on host"))
+    lengths = syncs["seq_len"].nunique()
+    same = syncs.groupby(["method", "batch_size"])["syncs"].nunique().max() == 1
+    tail = ("this preset counts one completion length" if lengths < 2 else
+            "the same at every completion length" if same else
+            "not the same at every completion length")
+    return (f"Syncs per batch: per row {int(per_row['syncs'].min())} to "
+            f"{int(per_row['syncs'].max())} ({per_row['syncs_per_row'].max():.0f} a row, growing "
+            f"with the batch); the host copy {int(on_host['syncs'].max())}, whatever the batch; "
+            f"{tail}.")
 
 
 def one_line(table, batch_size, seq_len, syncs_per_row) -> str:
@@ -256,15 +321,26 @@ def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
             f"{us[(batch_size, seq_len)]:.0f} µs: {head}{span}.")
 
 
-def loaded_sync_line(wide, syncs, batch_size, seq_len) -> str:
+def loaded_sync_line(wide, syncs, batch_size, seq_len, table=None) -> str:
     """``sync_cost`` under the side load at its one point, beside its cost alone: each per-row
-    sync's small kernels queue behind the load's matmuls; empty without both numbers."""
+    sync's small kernels queue behind the load's matmuls. With ``table`` (its stored runs), that
+    reason is read only where the per-row loop's runs under load can be told apart from its runs
+    alone (``_load_reading``); with too few runs, the two costs as what the runs showed. Empty
+    without both numbers."""
     alone, loaded = sync_cost(wide, syncs) * 1e6, sync_cost(wide, syncs, "contended") * 1e6
     key = (batch_size, seq_len)
     if key not in alone.index or key not in loaded.index or loaded[key] <= 0 or alone[key] <= 0:
         return ""
     head = (f"Under this side load one per-row sync, computed the same way, costs about "
             f"{loaded[key]:.0f} µs against {alone[key]:.0f} µs alone")
+    kind, runs = ("told", 0) if table is None else _load_reading(table, "per row", *key)
+    if kind == "few":
+        return (f"Computed the same way, one per-row sync came to about {loaded[key]:.0f} µs under "
+                f"this side load against {alone[key]:.0f} µs alone, in {runs} runs: too few to "
+                "judge, so no reason is read from them.")
+    if kind == "noise":
+        return (head + ", but the loop's time under load can't be told apart from its time "
+                "alone: no reason is read from them.")
     if loaded[key] > 1.5 * alone[key]:
         return (head + ": the loop's small kernels run on the same GPU as the load, so at every "
                 "sync they wait their turn behind its matmuls.")

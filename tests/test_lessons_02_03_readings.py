@@ -119,7 +119,7 @@ def test_retries_line_says_whether_memory_ran_short_from_the_table():
     published = Path(__file__).resolve().parent.parent / "figures/data/03_expandable_segments.csv"
     t = pd.read_csv(published)
     assert expandable.retries_line(t) == (
-        "No timed run under either setting ran short of GPU memory: the allocator never had to "
+        "No run under either setting ran short of GPU memory: the allocator never had to "
         "free its cached segments and try again.")
     t.loc[(t["method"] == "default") & (t["seq_len"] == 400), "alloc_retries"] = 3
     assert expandable.retries_line(t) == (
@@ -131,7 +131,13 @@ def test_retries_line_says_whether_memory_ran_short_from_the_table():
 def test_gap_line_says_which_moment_against_the_tables_peaks():
     published = Path(__file__).resolve().parent.parent / "figures/data/03_expandable_segments_timeline.csv"
     line = expandable.gap_line(pd.read_csv(published), "expandable_segments:True")
-    assert "the table's unused % compares two peaks, not one moment" in line
+    # the twenty-second review read four ideas in one sentence: two lines, the two peaks left to
+    # the table's own line (unused_line)
+    assert line.split("\n") == [
+        "With expandable_segments:True, up to 491 MiB (27% of reserved then) stayed reserved but "
+        "unused even at a step's busiest moment, in decode step 292.",
+        "  Old and new cache tensors alive together explain little of it: they lifted allocated at "
+        "most 42 MiB above a step's start."]
 
 
 def test_the_small_gpu_work_panel_sits_level_and_labels_clear_of_the_bars():
@@ -146,7 +152,10 @@ def test_the_small_gpu_work_panel_sits_level_and_labels_clear_of_the_bars():
     expandable.plot_gpu_work(small, steps, title="GPU work, 400 tokens")
     assert small.get_title() == "GPU work, 400 tokens" and small.get_title(loc="left") == ""
     assert small.get_legend() is None and small.get_axisbelow() is True
-    assert [t.get_text() for t in small.get_yticklabels()] == ["expandable", "default"]
+    assert [t.get_text() for t in small.get_yticklabels()] == ["expandable_\nsegments:True", "default"]
+    # one colour a setting, as the memory panel draws them (the twenty-second review)
+    from matplotlib.colors import to_rgb
+    assert [b.get_facecolor()[:3] for b in small.patches] == [to_rgb(plotting.PALETTE[i]) for i in (1, 0)]
     labels = [t for t in small.texts]
     assert sorted(t.get_text() for t in labels) == ["2.49 ms", "2.53 ms"]
     fig.canvas.draw()

@@ -1,5 +1,5 @@
 """What notebooks 10 and 11 print from their tables, read from real H100 runs (tests/data: the
-published 12:29 run ba37cc3 and the 09:46, 06:54 and 05:14 runs): the compact kernel table, the
+published 12:29 run ba37cc3, the 09:46, 06:54 and 05:14 runs, and round 22's workshop copy of 6bba703): the compact kernel table, the
 reason more steps per launch cannot help, rung 6's extra step, the PDL legend, and the rung
 numbers the text uses appearing in the labels the reader sees."""
 import json
@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from helpers import bench  # noqa: E402
-from helpers.course import budget, floor, stats, summary  # noqa: E402
+from helpers.course import budget, floor, kernels, stats, summary  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -156,3 +156,133 @@ def test_10_leans_on_11_little():
     assert len(re.findall(r"notebook 11", text)) <= 1  # the bucket arguments' one sentence
     assert "notebook 11" not in floor.gpu_gap_line(
         pd.DataFrame({"method": ["g"], "gpu_ms": [1.16], "floor_ms": [0.219]}), "g")
+
+
+# ------------------------------------------------------------------ round 22: the workshop copies
+WORKSHOP = "6bba703-workshop"  # the 13:41 workshop run of 6bba703, the copy round 22 read
+
+
+def rungs_table(run):
+    table = pd.read_csv(DATA / f"11_toward_the_floor_rungs-{run}.csv")
+    table["method"] = table["method"].replace(LABELS)  # the workshop run has today's labels
+    return table
+
+
+def prose_of(stem):
+    return "\n".join("".join(c["source"]) for c in notebook(stem) if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("preset", ["full", "workshop", "smoke"])
+def test_10_prints_what_its_preset_times_and_leaves_out(preset):
+    from helpers.course.presets import preset_values
+    p = preset_values("10", preset)
+    line = floor.graph_scope_line(p["graph_steps"], p["peers"])
+    steps = sorted(p["graph_steps"])
+    assert line.startswith(f"this preset times the step eagerly and at {stats.listed(steps)} step")
+    assert ("more steps per launch are not measured here" in line) == (steps == [1])
+    assert ("generate() static is left out (peers [])" in line) == (not p["peers"])
+    assert ("with generate() static beside it" in line) == ("generate() static" in p["peers"])
+
+
+def test_10s_prose_reads_true_in_every_preset_and_its_proof_covers_the_timed_eager_step():
+    text = prose_of("10_cuda_graph_step")
+    for said in ("batch 32", "At batch", "whether 4 steps per launch beat 1", "(full preset)",
+                 "every variant proven"):
+        assert said not in text, said
+    cells = notebook("10_cuda_graph_step")
+    proof = next("".join(c["source"]) for c in cells if "check_same_tokens(" in "".join(c["source"]))
+    assert "EAGER" in proof and "for name, options in builds.items()" in proof
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    assert "builds = " not in code.replace(proof, "")  # Measure times the variants the proof checked
+
+
+def test_the_proofs_print_one_line():
+    same = {"identical": True, "rows": 16, "rows_equal": 16, "ties": [], "shapes": ((16, 66), (16, 66))}
+    rungs = {name: [same, same] for name in ("1 · bucketed step (eager ops)", "3 · Triton kernels",
+                                             "4 · + PDL and prefetch", "5 · + prompt in a graph",
+                                             "6 · + 10 steps/replay")}
+    assert floor.proof_line(rungs) == (
+        "identical to the naive loop, with and without forced stops (16 rows, 66 tokens each, "
+        "prompt included): rungs 1, 3, 4, 5 and 6")
+    tenth = floor.proof_line({"decode_step, eager": [same, same],
+                              "graph, decode_step, 1/launch": [same, same]})
+    assert tenth.endswith(": \u201cdecode_step, eager\u201d and \u201cgraph, decode_step, 1/launch\u201d")
+    tie = dict(same, identical=False, rows_equal=15, ties=[{"row": 3, "position": 20, "fp64_gap": 3e-6}])
+    two = floor.proof_line({"1 · a": [same, same], "3 · b": [same, tie]}).splitlines()
+    assert two == ["identical to the naive loop, with and without forced stops (16 rows, 66 tokens "
+                   "each, prompt included): rung 1",
+                   "3 · b: 15/16 rows identical to the naive loop; the others diverge at float32 "
+                   "near-ties (largest float64 gap 3e-06)"]
+
+
+@pytest.mark.parametrize("run", RUNS + [WORKSHOP])
+def test_11s_closing_line_starts_from_its_own_rung_1_and_names_each_rungs_gain(run):
+    table = rungs_table(run)
+    n, rungs = int(table["seq_len"].iloc[0]), list(table["method"])
+    at = table.set_index("method")
+    line = floor.ladder_line(table, rungs, True, seq_len=n)
+    assert line.startswith(f"\u201c1 · bucketed step (eager ops)\u201d takes "
+                           f"{at.loc[rungs[0], 'per_step_ms']:.3f} ms per step, "
+                           f"{at.loc[rungs[0], 'floor_ratio']:.2f}x the floor; against the rung "
+                           "before, ")
+    for old, new in zip(rungs, rungs[1:]):
+        ratio = stats.row_speedup(table, new, old, seq_len=n)
+        said = stats.short(ratio)
+        assert f"\u201c{new}\u201d {said}" in line
+        word = said.split()[-1] if stats.verdict(ratio) != stats.NOISE else "can't tell apart"
+        assert word in floor.say_ratio(table, new, old, True, seq_len=n)  # as the line above it
+    assert line.endswith(f"rung 6 takes {at.loc[rungs[-1], 'per_step_ms']:.3f} ms per step, "
+                         f"{at.loc[rungs[-1], 'floor_ratio']:.2f}x the floor.")
+    assert "notebook 10" not in line
+    assert ("\u201c2 · bucketed step (Inductor)\u201d" in line) == ("2 · bucketed step (Inductor)" in rungs)
+    few = table.assign(trials_wall_ms=table["trials_wall_ms"].str.split().str[:3].str.join(" "))
+    assert "(too few runs to judge)" in floor.ladder_line(few, rungs, True, seq_len=n)
+    assert floor.ladder_line(table, rungs, False, seq_len=n).endswith("(smoke run).")
+    nan = table.assign(floor_ratio=math.nan)  # a judged smoke run on a CPU: no floor
+    assert "nan" not in floor.ladder_line(nan, rungs, True, seq_len=n)
+
+
+@pytest.mark.parametrize("preset", ["full", "workshop", "smoke"])
+def test_11_says_why_rung_1_is_inductors_step_only_where_rung_2_runs(preset):
+    from helpers.course.presets import preset_values
+    p = preset_values("11", preset)
+    line = floor.rungs_scope_line(p["inductor_reference"], p["bf16"])
+    assert ("written for it" in line) == p["inductor_reference"]
+    assert ("leaves out rung 2" in line) == (not p["inductor_reference"])
+    assert ("the bf16 rung (bf16 False)" in line) == (not p["bf16"])
+    text = prose_of("11_toward_the_floor")
+    assert "written for Inductor" not in text and "M = 32" not in text
+
+
+def test_11s_bf16_line_reads_the_published_row():
+    row = pd.read_csv(REPO / "figures" / "data" / "11_toward_the_floor_bf16.csv").iloc[0]
+    fast = pd.read_csv(DATA / "11_toward_the_floor_rungs-ba37cc3.csv")["per_step_ms"].iloc[-1]
+    first, second = kernels.bf16_line(row, fast).splitlines()
+    ms, low = round(row["per_step_ms"], 3), round(row["floor_ms"], 3)
+    assert first.startswith(f"bf16 rung (timed in its own rounds, not interleaved with the float32 "
+                            f"rungs): {ms:.3f} ms per step, {ms / low:.1f}x its own floor of {low:.3f} ms; ")
+    assert f"{row['agreement']:.0%} of generated tokens agree with float32 (a row that differs" in first
+    assert second == kernels.bf16_bytes_line(row["per_step_ms"], fast)
+    same = row.copy()
+    same["agreement"] = 1.0
+    assert "(a row that differs" not in kernels.bf16_line(same, fast)
+
+
+def test_11s_bf16_rung_runs_and_its_row_feeds_the_line(tiny):
+    """The bf16 rung runs on a GPU only; its helper runs here on the CPU (the PyTorch references of
+    the kernels, no floor), so the path the full preset takes is exercised before a GPU run."""
+    import copy
+
+    import torch
+
+    from helpers.course.presets import resolve_params
+    from helpers.fast_step import FastDecoder
+    model, prompt, eos = tiny
+    params = resolve_params("11", "smoke", device="cpu", batch_size=prompt.shape[0],
+                            prompt_len=prompt.shape[1], repeats=3)
+    model16 = copy.deepcopy(model).to(torch.bfloat16)
+    row = kernels.bf16_rung(lambda m: FastDecoder(m, prompt.shape[0], prompt.shape[1] + 6, eos, 3),
+                            model, model16, prompt, 6, params, name="bf16: rung 6")
+    assert row["method"] == "bf16: rung 6" and row["per_step_ms"] > 0 and 0 <= row["agreement"] <= 1
+    assert math.isnan(row["floor_ms"])  # no GPU: no copy bandwidth
+    assert kernels.bf16_line(row, 1.0).startswith("bf16 rung (timed in its own rounds")

@@ -366,8 +366,21 @@ def test_expandable_lesson_tables():
     assert calls.loc["expandable_segments:True", "segment_map"] == 3
     assert "segment_free" not in calls.columns  # no setting freed a segment: column left out
     assert lesson.timeline(runs)[0]["reserved"] == 2
+    # no rate per decode step (the twenty-second review: most of a short run's trips come in the
+    # prefill), and with the history, the decode steps in which reserved memory rose
     assert lesson.driver_line(runs, steps=3).endswith(
-        "expandable_segments:True 3 times to map pages onto its segment (1.00 per decode step).")
+        "prefill included, for the same 90 tensor allocations: default 6 times for a new segment; "
+        "expandable_segments:True 3 times to map pages onto its segment.")
+    mib = 2**20
+    history = pd.DataFrame([{"setting": c, "step": s, "reserved": r * mib, "reserved_peak": p * mib}
+                            for c, steps in (("default", ((0, 9, 9), (1, 10, 10), (2, 10, 10), (3, 12, 12))),
+                                             ("expandable_segments:True", ((0, 5, 5), (1, 6, 6), (2, 7, 7), (3, 7, 8))))
+                            for s, r, p in steps])
+    assert lesson.rises(history, "default") == 1  # step 1's rise came in the prefill
+    assert lesson.rises(history, "expandable_segments:True") == 2  # the last step's in its peak
+    assert lesson.driver_line(runs, steps=3, history=history).endswith(
+        "onto its segment. Reserved memory rose in 1 of the 3 decode steps with default, in 2 with "
+        "expandable_segments:True.")
     # the gap share is named as what it divides: two peaks, not always of the same moment
     assert lesson.unused_line(memory.loc[8], "default", "expandable_segments:True") == (
         "Unused % (1 − peak allocated ÷ peak reserved; two peaks, not always of the same moment): "
@@ -401,10 +414,10 @@ def test_expandable_lesson_lines_come_from_the_data():
         + [{"setting": "x", "step": s, "allocated": 700 * mib, "reserved": 1191 * mib,
             "allocated_peak": 742 * mib, "reserved_peak": None} for s in range(1, 300)])
     gap = lesson.gap_line(history, "x")
-    assert gap == ("With x, up to 449 MiB, 38% of reserved then, stayed reserved but unused even at "
-                   "a step's busiest moment (decode step 1; the table's unused % compares two "
-                   "peaks, not one moment): not the overlap of old and new cache "
-                   "tensors inside a step, which lifted allocated at most 42 MiB above the step's start.")
+    assert gap == ("With x, up to 449 MiB (38% of reserved then) stayed reserved but unused even at "
+                   "a step's busiest moment, in decode step 1.\n  Old and new cache tensors alive "
+                   "together explain little of it: they lifted allocated at most 42 MiB above a "
+                   "step's start.")
 
 
 def test_compiled_lesson_compilation_table():

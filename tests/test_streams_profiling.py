@@ -179,7 +179,12 @@ def test_plot_timeline_draws_lanes():
     profiling.plot_timeline(ax, profiling.trace_events(synthetic_trace()), first_step=0, steps=2,
                             title="synthetic")
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels == ["CPU: step ranges", "CPU: waiting for the GPU", "GPU stream 7", "GPU stream 8"]
+    # the lanes named as the code names them: the stream of the first GPU event is the default
+    # stream, the next the first side stream (generate_interleaved's streams[0])
+    assert labels == ["CPU: step ranges", "CPU: waiting for the GPU", "GPU: default stream",
+                      "GPU: streams[0]"]
+    assert profiling.stream_names(profiling.trace_events(synthetic_trace())) == {
+        "GPU stream 7": profiling.DEFAULT_STREAM, "GPU stream 8": "GPU: streams[0]"}
     # the GPU's idle gap between step 0 (ends at 130 µs) and step 1 (starts at 160) is marked
     assert "GPU idle 30 µs" in [t.get_text() for t in ax.texts]
     plt.close(fig)
@@ -207,7 +212,9 @@ def test_late_check_summary_and_its_words():
         "over the per-step sync (CUDA graph step): 1.82x at batch 8 and 1.82x at batch 32. Batch "
         "8's speedup against batch 32's: too few rounds to judge. The claim holds where batch 8's "
         "speedup is larger than every larger batch's: can't tell on this machine.")
-    assert late_check.article_claim_line(pd.DataFrame(rows), summary.reset_index()) == ""
+    assert late_check.article_claim_line(pd.DataFrame(rows), summary.reset_index()) == (
+        "The article claims interleaving gains most at the smallest batch: this preset times the "
+        "CUDA graph step at one batch size (8), so the claim is not checked here.")
     assert late_check.article_claim_line(pd.DataFrame(more), late_check.summary(pd.DataFrame(more)),
                                          judge=False) == ""
     # the eager step timed with and without the check only: its late loops are "not timed"
@@ -325,23 +332,34 @@ def test_06_gap_line():
     gaps = pd.DataFrame({"gap_before_us": [838.4, 196.6], "cpu_us": [2179.2, 1479.8]},
                         index=[eos_sync.CHECK, eos_sync.FREE])
     assert eos_sync.gap_line(gaps) == (
-        "Profiled, the GPU idles 838 µs before each step with the check and 197 µs without.")
+        "Profiled, the GPU idles 838 µs before each step with the check and 197 µs without (641 µs "
+        "more with it). Without the check the GPU still waits for the host before each step: the "
+        "check's cost is what it adds to that wait.")
     # the profiled gap beside the timed cost (the 05:14 run: 558 µs profiled, 399 µs timed), never
     # called "the check's wait" (the CPU's wait is another number)
     budget = pd.DataFrame({"method": ["CUDA graph, check every step", "CUDA graph, no check"],
                            "wall_ms": [1.679, 1.280]})
     line = eos_sync.gap_line(gaps, budget)
-    assert line == ("Profiled, the GPU idles 838 µs before each step with the check and 197 µs "
-                    "without; the profiler slows the host: a profiled step with the check took "
-                    "2179 µs, against 1679 µs timed. Under the profiler the check adds 641 µs of "
-                    "idle per step; timed without it, it costs 399 µs, the number to quote.")
+    assert line.endswith(
+        "The profiler slowed the host's step with the check and without it: 2179 µs against 1679 "
+        "µs timed, and 1480 µs against 1280 µs timed. Timed without the profiler, the check costs "
+        "399 µs per step: the number to quote.")
     assert "can't" not in line and "wait is" not in line
+    # one loop slowed: which gap it widens, and which way that moved the difference
+    one = gaps.assign(cpu_us=[2179.2, 1300.0])
+    assert ("The profiler slowed the host's step with the check: 2179 µs against 1679 µs timed, "
+            "which widens that loop's gap and grows the difference.") in eos_sync.gap_line(one, budget)
+    # the CPU queued ahead without the check (a gap under 50 µs): said so
+    ahead = gaps.assign(gap_before_us=[838.4, 1.2], cpu_us=[1793.0, 896.0])
+    assert ("Without the check the CPU queues ahead, and the GPU runs one step after another."
+            in eos_sync.gap_line(ahead))
     # a profiled step within 10% of the timed one: the profiler's slowing not named
     calm = gaps.assign(cpu_us=[1793.0, 896.0])
-    assert "slows the host" not in eos_sync.gap_line(calm, budget.assign(wall_ms=[1.763, 1.308]))
-    # the rounds did not resolve the cost: no signed number beside the gap
-    assert eos_sync.gap_line(gaps, budget, ["CUDA graph"]).endswith(
-        "against 1679 µs timed. Timed without the profiler, the rounds can't tell the check's cost "
+    assert "slowed the host" not in eos_sync.gap_line(calm, budget.assign(wall_ms=[1.763, 1.308]))
+    # the rounds did not resolve the cost: no signed number beside the gap, no direction
+    assert eos_sync.gap_line(one, budget, ["CUDA graph"]).endswith(
+        "2179 µs against 1679 µs timed, which widens that loop's gap. Timed without the profiler, "
+        "the rounds can't tell the check's cost "
         "apart (above), so this gap is the profiler's view only.")
 
 

@@ -11,6 +11,7 @@ ladder. Every verdict comes with its evidence in plain words and names its sourc
 - "does not apply here": the claim is about a situation this GPU does not produce;
 - "needs the full preset's sizes": the workshop's sizes (lengths, batch sizes, runs per point) cannot
   show it, and the evidence says what is missing;
+- "needs compile_dynamic = True": a rung the claim reads is left out by that setting (claim 5);
 - "not in this run": the notebook that measures it has not run yet in this run folder, and
   the evidence names it;
 - "not judged: smoke run": a smoke run only exercises the code.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
+import textwrap
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -27,12 +29,14 @@ import pandas as pd
 from . import results, stats
 from .analysis import growth_exponent
 from .harness import OK
+from .presets import preset_values
 
 REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
 PARTLY = "partly reproduced"  # a claim of several parts: some borne out, the others not or unclear
 CANT_TELL = "can't tell apart on this machine"
 PREMISE = "does not apply here: the check costs no time to hide"
 FULL_RUN = "needs the full preset's sizes"
+SETTING = "needs compile_dynamic = True"  # claim 5: a setting, not a size, leaves its rung out
 EXCEEDED = "exceeded: faster than claimed"
 NOT_RUN = "not in this run"
 NO_DATA = "no data"
@@ -69,6 +73,7 @@ class Context:
     preset: str = "full"
     why: dict = field(default_factory=dict)
     allocators: dict = field(default_factory=dict)  # table name -> allocator setting it ran under
+    compile_dynamic: bool | None = None  # 08's parameter (None: read from the ladder's rungs)
 
     def table(self, number):
         return _ok(self.tables.get(TABLES[number]))
@@ -204,7 +209,7 @@ def _growth_medians(short, long) -> float:
 # Each returns (verdict, text) or (verdict, headline, detail[, note[, context[, number[, parts]]]]):
 # the headline is this run's evidence in full, the detail and note more of it, the context a
 # number the verdict does not rest on (all saved: the evidence column holds headline, context and
-# detail); the number is the short cell the printed table shows, and the parts, (part, number,
+# detail); the number is the short line ``numbers`` prints, and the parts, (part, number,
 # verdict word) for a claim of several parts, its rows under the claim's.
 
 def claim_quadratic(ctx):
@@ -256,7 +261,7 @@ def claim_kv_gain(ctx):
     return verdict, (f"KV cache over naive {gain_text}; the gain at {int(long)} tokens against "
                      f"{int(short)}: {grew}"), "", "", "", \
         (f"{_point(gains[int(short)])} at {int(short)} tokens, {_point(gains[int(long)])} at "
-         f"{int(long)}; {int(long)} vs {int(short)}: {_cell(growth, ctx.judge)}")
+         f"{int(long)}; the gain at {int(long)} vs at {int(short)}: {_cell(growth, ctx.judge)}")
 
 
 def _frag_word(candidate, baseline) -> str:
@@ -432,8 +437,11 @@ def claim_compile_static(ctx):
     ladder = _ok(ctx.ladder)
     names = set() if ladder is None else set(ladder["method"])
     if KV_COMPILED not in names or STATIC_COMPILED not in names:
-        return ctx.short("needs the compiled KV-cache loop in 08's ladder (compile_dynamic, "
-                         "on in the full preset)")
+        off = ctx.compile_dynamic is False or (ctx.compile_dynamic is None and STATIC_COMPILED
+                                               in names)  # a GPU ladder without its rung
+        if off:
+            return SETTING, _setting_off()
+        return ctx.short("needs the compiled KV-cache loop in 08's ladder")
     n = sorted(ladder["seq_len"].unique())[0]
     pair = lambda a, b: (stats.method_trials(ladder, a, seq_len=n),  # noqa: E731
                          stats.method_trials(ladder, b, seq_len=n))
@@ -459,6 +467,14 @@ def claim_compile_static(ctx):
     return _expect(more, stats.FASTER), f"{evidence}; the static gain is {_larger(grew, more)}", \
         "", note, "", (f"compile + CUDA graphs (static) {_point(gains[0][0])} vs compile alone "
                        f"(dynamic) {_point(gains[1][0])}: " + _cell(more, ctx.judge))
+
+
+def _setting_off() -> str:
+    """Why claim 5 has no number: the parameter that leaves its rung out, and the preset that
+    sets it (read from ``presets``, so the sentence follows them)."""
+    on = [p for p in ("full", "workshop") if preset_values("08", p).get("compile_dynamic")]
+    return ("needs the KV cache's step compiled alone in 08's ladder: compile_dynamic is False in "
+            "this run" + (f" (True in the {' and '.join(on)} preset)" if on else ""))
 
 
 def _gains_note(number, ladder, n, gains) -> str:
@@ -556,13 +572,29 @@ def claim_five_x(ctx):
     else:
         verdict = CANT_TELL
     said = say(ladder, LATE, NAIVE, ctx.judge, seq_len=n)
+    shown = f"{plain(ratio, ctx.judge)}{_table_apart(ladder, ratio, n) if ctx.judge else ''}"
     context = (f"for context, over the KV-cache loop (02), not the article's baseline: "
                f"{say(ladder, LATE, KV, ctx.judge, seq_len=n)}" if KV in set(ladder["method"])
                else "")
-    rule = f"starts between {low:g}x and {high:g}x"
-    return verdict, f"{evidence}: {said}", (f"about 5x: the range {rule}; exceeded when it "
-                                            f"starts above {high:g}x"), "", context, \
-        f"over the naive loop: {said}; reproduced when its range {rule}"
+    rule = f"'s lower end is between {low:g}x and {high:g}x"
+    return verdict, f"{evidence}: {said}", (f"about 5x: the range{rule}; exceeded when the "
+                                            f"whole range is above {high:g}x"), "", context, \
+        f"over the naive loop: {shown}; reproduced when its range{rule}"
+
+
+def _table_apart(ladder, ratio, n) -> str:
+    """Where the ladder's "× naive (medians)" cell for the late stop check prints another number
+    than claim 7's estimate, one clause naming both ways of reading the rounds: ", from the
+    rounds; the table's 6.16x divides the two medians" (empty where they print alike)."""
+    rows = ladder[(ladder["method"] == LATE) & (ladder["seq_len"] == n)]
+    cell = rows["speedup_vs_naive"].iloc[0] if "speedup_vs_naive" in rows and len(rows) else \
+        float("nan")
+    if cell != cell:  # a table without the column: the same division, from the trials
+        cell = stats.medians_ratio(stats.method_trials(ladder, LATE, seq_len=n),
+                                   stats.method_trials(ladder, NAIVE, seq_len=n))
+    if cell != cell or f"{cell:.2f}" == f"{ratio.estimate:.2f}":
+        return ""
+    return f", from the rounds; the table's {cell:.2f}x divides the two medians"
 
 
 CLAIMS = {  # claim -> (judge, source)
@@ -578,7 +610,7 @@ CLAIMS = {  # claim -> (judge, source)
 
 
 def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
-                 sources=None) -> pd.DataFrame:
+                 sources=None, compile_dynamic=None) -> pd.DataFrame:
     """Each claim of the article judged on this run's data: ``ladder`` is 08's table (methods
     named as in helpers.course.summary), ``tables`` maps the other notebooks' table names
     (``TABLES``) to their frames, or None where absent (``why`` says why). ``judge`` False (a
@@ -587,10 +619,11 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
     (this run's number, empty where none), detail (the rest of the evidence), note (saved: where
     08's own ladder disagrees) and context (printed after the verdict: a number the verdict does
     not rest on). ``sources``
-    (``this_run_tables``'s frame) names the allocator setting each table ran under."""
+    (``this_run_tables``'s frame) names the allocator setting each table ran under;
+    ``compile_dynamic``, 08's parameter, whether claim 5's compiled KV-cache rung could run."""
     allocators = {} if sources is None or "allocator" not in sources else \
         {t: a for t, a in zip(sources["table"], sources["allocator"]) if a}
-    ctx = Context(ladder, tables or {}, judge, preset, why or {}, allocators)
+    ctx = Context(ladder, tables or {}, judge, preset, why or {}, allocators, compile_dynamic)
     rows = []
     for claim, (rule, source) in CLAIMS.items():
         verdict, *text = rule(ctx)
@@ -611,14 +644,13 @@ def _uncut(number) -> str:
     return "" if pd.isna(number) else str(number)
 
 
-def table(verdicts) -> pd.DataFrame:
-    """The claims as a table, one row per claim: its number ("#"), the claim in the article's
-    words, where its number comes from ("from": 08's own ladder or the notebook whose table
-    decided), this run's number (with its range where it has one) and the verdict; a claim of
-    several parts gets a short row per part under it ("4a", "4b", ...), with the part's own
-    word ("borne out", "not borne out", "can't tell apart on this machine"), and its own number
-    cell left blank. The full evidence stays in the saved table; notes are printed under it
-    (``notes``). Every cell shows whole under ``summary.WIDE``."""
+def rows(verdicts) -> pd.DataFrame:
+    """The claims one row each: its number ("#"), the claim in the article's words, where its
+    number comes from ("from": 08's own ladder or the notebook whose table decided), this run's
+    number (with its range where it has one) and the verdict; a claim of several parts gets a
+    short row per part under it ("4a", "4b", ...), with the part's own word ("borne out", "not
+    borne out", "can't tell apart on this machine"), and its own number cell left blank. The
+    full evidence stays in the saved table. Shown as ``table`` and ``numbers``."""
     out = []
     for i, row in enumerate(verdicts.itertuples(index=False), 1):
         parts = json.loads(row.parts) if isinstance(row.parts, str) and row.parts else []
@@ -632,12 +664,33 @@ def table(verdicts) -> pd.DataFrame:
     return pd.DataFrame(out).set_index("#")
 
 
+def table(verdicts) -> pd.DataFrame:
+    """The claims and their verdicts, narrow enough to read in one block (each claim's number,
+    the long cell, is printed under it by ``numbers``); every cell whole under ``summary.WIDE``."""
+    return rows(verdicts)[["claim", "verdict"]]
+
+
+def numbers(verdicts, width=100) -> list:
+    """Each claim's (or part's) number on its own line, headed by its row's "#" and where it
+    comes from, wrapped at ``width`` characters, never cut: "1  (notebook 01) x2.66 per
+    doubling (claim: x3.5 to x4.5)". A claim of parts has no line of its own: its parts do."""
+    shown = rows(verdicts)
+    lines = ["This run's numbers (in parentheses: the table each comes from):"]
+    for label, row in shown[shown["this run's number"] != ""].iterrows():
+        number = row["this run's number"]
+        lines.append(textwrap.fill(f"{label:<3}({row['from']}) {number}", width,
+                                   subsequent_indent=" " * 3, break_long_words=False,
+                                   break_on_hyphens=False))
+    return lines
+
+
 def _origin(source) -> str:
-    """Where a claim's number comes from: "08's ladder (above)" or "notebook 04"."""
-    return "08's ladder (above)" if source == "notebook 08" else str(source)
+    """Where a claim's number comes from: "08's ladder" (the table above) or "notebook 04"."""
+    return "08's ladder" if source == "notebook 08" else str(source)
 
 
 _LEFT = {FULL_RUN: ("need the full preset's sizes", "needs the full preset's sizes"),
+         SETTING: ("need compile_dynamic = True", "needs compile_dynamic = True"),
          NOT_RUN: ("wait for their notebook", "waits for its notebook"),
          TOO_FEW: ("have too few runs to judge", "has too few runs to judge"),
          NO_DATA: ("have no data in this run", "has no data in this run"),
@@ -647,7 +700,7 @@ _LEFT = {FULL_RUN: ("need the full preset's sizes", "needs the full preset's siz
 def tally(verdicts) -> list:
     """The claims table in a few plain lines: how many this run judged and how they came out,
     which it leaves to the full preset's sizes, and which wait for a notebook not run yet."""
-    left = verdicts[verdicts["verdict"].isin([FULL_RUN, NOT_RUN, TOO_FEW, NO_DATA, NOT_JUDGED])]
+    left = verdicts[verdicts["verdict"].isin(list(_LEFT))]
     judged = verdicts.drop(left.index)
     counts = judged["verdict"].value_counts()
     lines = [f"Judged from this run's own tables: {len(judged)} of {len(verdicts)} claims"
@@ -656,6 +709,7 @@ def tally(verdicts) -> list:
                        for v, c in left["verdict"].value_counts().items())
              + "."]
     for verdict, words in ((FULL_RUN, "Left to the full run (these sizes cannot show them)"),
+                           (SETTING, "Left to a run with compile_dynamic = True"),
                            (NOT_RUN, "Not in this run (their notebook has not run before 08)"),
                            (TOO_FEW, "Too few runs to judge"),
                            (NO_DATA, "No data in this run"),

@@ -22,7 +22,7 @@ import torch
 from ..checks import check_same_tokens
 from ..generation import generate_kv_cache
 from ..model import exact_matmul
-from ..static import (compile_counters, counters_delta, generate_static_cache,
+from ..static import (COMPILE_MODES, compile_counters, counters_delta, generate_static_cache,
                       generate_static_compiled, make_static_cache)
 from . import budget, harness, stats
 from .static_cache import plot_runs_range  # noqa: F401 - the whiskers on 05's budget panel
@@ -32,6 +32,29 @@ EAGER = "static (eager)"
 
 def name(mode: str) -> str:
     return f"static compiled ({mode})"
+
+
+LEFT_OUT = {"default": "the default mode (fused kernels, no CUDA graph)",
+            "reduce-overhead": "reduce-overhead (the CUDA graph)"}
+
+
+def plan_line(modes, check_tokens: bool) -> str:
+    """Which modes this run compiles (``modes``: those it built a step for), that a mode it
+    leaves out is not measured here, and whether the compiled tokens are checked against the
+    eager KV-cache loop's (``check_tokens``): what a preset changes, said before the results."""
+    modes = list(modes)
+    left = [LEFT_OUT[m] for m in COMPILE_MODES if m not in modes]
+    if not modes:
+        return "This run compiles no mode: nothing compiled is measured here."
+    line = (f"This run compiles the decode step in {stats.listed(modes)} mode"
+            + "s" * (len(modes) > 1))
+    if left:
+        line += (f" only: {stats.listed(left)} is not compiled, so its effect is not measured "
+                 "here")
+    return line + (". Each compiled loop's tokens are checked against the eager KV-cache loop's "
+                   "(the lines below)." if check_tokens else
+                   ". The compiled tokens are not checked against the eager KV-cache loop's in "
+                   "this run (check_tokens False).")
 
 
 def _first_call(call, device):
@@ -160,11 +183,13 @@ def graphs_line(compile_table, table, check_tokens: bool) -> str:
     """The graphs each compiled loop compiled, how many compiled while timing (none: the
     measurement asserts it), and the CUDA graphs ``reduce-overhead`` declined to use (torch's
     ``cudagraph_skips``, counted while compiling; none while timing: asserted)."""
-    precisions = ("float32 check, TF32 timed" if check_tokens else "TF32 timed")
+    precisions = ("one per matmul precision at each length: float32 check, TF32 timed"
+                  if check_tokens else "one at each length, the TF32 graph timed: the tokens "
+                  "were not checked, so no float32 check graph")
     each = ", ".join(f"{m.split('(')[-1].rstrip(')')} {int(n)}" for m, n in
                      compile_table.groupby("method", sort=False)["graphs compiled"].sum().items())
     skips = int(table["cudagraph_skips"].fillna(0).sum()) if "cudagraph_skips" in table else 0
-    return (f"Graphs compiled: {each} (one per matmul precision at each length: {precisions}); "
+    return (f"Graphs compiled: {each} ({precisions}); "
             f"while timing: {int(table['compiled_while_timed'].sum())}. CUDA graph skips: {skips}.")
 
 

@@ -23,75 +23,138 @@ def stop_bound(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
 
 
 def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: bool = True) -> str:
-    """What the check costs per step in each regime, from the rounds: each read as how many
-    times faster the loop runs without the check. A resolved regime gives its cost in µs and as a
-    share of the step without it; then which regime pays more each way (they can differ: a long
-    eager step hides a large cost in a small share). A regime in ``unclear`` gives its verdict
-    ("can't tell apart"), then what its medians and rounds show (``unclear_note``); where it is
-    the CUDA-graph step, that notebook 07 times the same loops again. Empty on a smoke run."""
+    """What the check costs per step in each regime, from the rounds, a line each. A
+    resolved regime gives its cost in µs and as a share of the step without it, and how many
+    times faster that step runs; then which regime pays more each way (they can differ: a long
+    eager step hides a large cost in a small share). A regime in ``unclear`` says what its rounds
+    show instead (``unclear_note``) and, for the eager step, who sets its pace
+    (``host_behind``); where it is the CUDA-graph step, that notebook 07 times the same loops
+    again. Empty on a smoke run."""
     if not judge:
         return ""
     wall = step_budget.set_index("method")["wall_ms"]
-    parts, paid, notes = [], {}, ""
+    parts, paid = [], {}
     for regime in ("eager", "CUDA graph"):
         check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
         if not {check, free} <= set(wall.index):
             continue
         us = 1e3 * (wall[check] - wall[free])
-        if regime in unclear or not us > 0:  # no medians' note: its direction read backwards
-            parts.append(f"with the {regime} step, "
-                         f"{stats.plain(stats.row_speedup(cost, free, check), judge)}")
-            notes += unclear_note(cost, wall, regime) + host_behind(step_budget, [regime])
+        if regime in unclear or not us > 0:
+            parts.append(unclear_note(cost, step_budget, regime) + host_behind(step_budget, [regime]))
             continue
         paid[regime] = (us, 100 * (wall[check] - wall[free]) / wall[free])
-        parts.append(f"with the {regime} step it costs {us:.0f} µs per step, {paid[regime][1]:.0f}% "
-                     f"of the {wall[free]:.2f} ms step without it, which runs "
-                     f"{stats.say(cost, free, check, judge)}")
+        parts.append(f"With the {regime} step the check costs {us:.0f} µs per step, "
+                     f"{paid[regime][1]:.0f}% of the {wall[free]:.2f} ms step without it, which "
+                     f"runs {stats.say(cost, free, check, judge)}.")
     if not parts:
         return ""
-    text = ("What the check costs, read as how many times faster each loop runs without it: "
-            + "; ".join(parts) + ".")
-    text += who_pays(paid) + notes
+    parts[-1] += who_pays(paid)
     if "CUDA graph" in unclear:
-        text += " Notebook 07 times the same two CUDA-graph loops again."
-    return text
+        parts[-1] += " Notebook 07 times the same two CUDA-graph loops again."
+    return "\n".join(parts)  # a line per step
 
 
-def unclear_note(cost: pd.DataFrame, wall: pd.Series, regime: str) -> str:
-    """For a regime whose rounds can't tell the two loops apart: their medians per step (where
-    the loop with the check ran the faster, that this is the host's noise: a check cannot make
-    a step faster) and the range of each loop's rounds, which is what hides the difference."""
+def per_step_rounds(cost: pd.DataFrame, method: str) -> list:
+    """One row's timed rounds in ms per decode step (its trials over its ``seq_len``)."""
+    rows = cost.loc[cost["method"] == method, "seq_len"]
+    if rows.empty:
+        return []
+    return [1e3 * t / float(rows.iloc[0]) for t in stats.method_trials(cost, method)]
+
+
+def apart(check: list, free: list) -> str:
+    """Whether two loops' runs separate: "check" where every run of the loop with the check was
+    faster than every run without it, "free" the other way, "" where they overlap (or none)."""
+    if not check or not free:
+        return ""
+    return "check" if max(check) < min(free) else "free" if max(free) < min(check) else ""
+
+
+def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> str:
+    """For a regime whose rounds do not show the check as a cost, what they show, in words: the
+    loop with the check faster in every round (no cost shows; the course does not explain why,
+    the GPU's work being about the same where it is); the loop without it faster in every one of
+    fewer than ``stats.MIN_TRIALS`` rounds (a cost, but no range); else the verdict with each
+    loop's range of rounds (and, from ``stats.MIN_TRIALS`` rounds on, its interval)."""
     check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
-    per_step = {m: [1e3 * t / float(cost.loc[cost["method"] == m, "seq_len"].iloc[0])
-                    for t in stats.method_trials(cost, m)] for m in (check, free)}
-    medians = f"({wall[check]:.2f} against {wall[free]:.2f} ms per step)"
-    rounds = (f"its rounds ran from {min(per_step[check]):.2f} to {max(per_step[check]):.2f} ms "
-              f"per step with the check and from {min(per_step[free]):.2f} to "
-              f"{max(per_step[free]):.2f} without it" if all(per_step.values()) else "")
-    if wall[check] < wall[free]:
-        return (f" With the {regime} step the loop with the check even ran the faster by the "
-                f"medians {medians}: a check cannot make a step faster, so that is the host's "
-                "noise" + (f"; {rounds}." if rounds else "."))
-    return (f" With the {regime} step the medians differ {medians}, but "
-            + (f"{rounds}: " if rounds else "the rounds do not agree: ")
-            + "this run cannot say what the check costs.")
+    per_step = {m: per_step_rounds(cost, m) for m in (check, free)}
+    n = min(len(v) for v in per_step.values())
+    spread = lambda m: f"{min(per_step[m]):.2f} to {max(per_step[m]):.2f}"  # noqa: E731
+    rounds = (f"{spread(check)} ms per step with the check, {spread(free)} without it"
+              if n else "")
+    side = apart(per_step[check], per_step[free])
+    if side == "check":
+        gpu = step_budget.set_index("method")["gpu_ms"] if "gpu_ms" in step_budget else None
+        same = gpu is not None and budget.about_same(gpu.get(free, 0), gpu.get(check, 0))
+        return (f"With the {regime} step the loop with the check was faster in every one of its "
+                f"{n} rounds ({rounds})"
+                + (f", its GPU work about the same ({gpu[check]:.2f} against {gpu[free]:.2f} ms)"
+                   if same else "")
+                + ": no cost shows, and this course does not explain why the loop without the "
+                "check ran slower.")
+    if side == "free":  # only with fewer rounds than a range needs: more would resolve it
+        return (f"With the {regime} step the loop without the check was faster in every one of "
+                f"its {n} rounds ({rounds}): the check costs time, but {n} rounds give no range "
+                f"(it takes {stats.MIN_TRIALS}).")
+    if n < stats.MIN_TRIALS:
+        return (f"With the {regime} step the two loops' {n} rounds overlap ({rounds}): too few "
+                f"to tell them apart, since with fewer than {stats.MIN_TRIALS} one odd round sways "
+                "the figure.")
+    said = stats.plain(stats.row_speedup(cost, free, check))
+    return (f"With the {regime} step, with and without the check: {said}; its rounds overlap "
+            f"({rounds}), so this run cannot say what the check costs.")
 
 
 def host_behind(step_budget: pd.DataFrame, unclear=()) -> str:
     """Why the eager step shows no cost, where its rounds leave it unresolved (``unclear``) and
-    its GPU works less than half of its wall clock without the check: the host sets the pace,
-    so the GPU has finished when the CPU reaches the check. Empty otherwise, or without the
-    GPU's numbers."""
+    lesson 00's pace rule (``budget.pace``, on the idle share of its step without the check, as
+    printed) says the host sets its pace: then the GPU has finished when the CPU reaches the
+    check. Empty otherwise, or without the GPU's numbers."""
     rows = step_budget.set_index("method")
     free = f"eager, {FREE}"
     if "eager" not in unclear or free not in rows.index or "gpu_ms" not in rows.columns:
         return ""
     wall, gpu = rows.at[free, "wall_ms"], rows.at[free, "gpu_ms"]
-    if pd.isna(wall) or pd.isna(gpu) or not gpu < 0.5 * wall:
+    if pd.isna(wall) or pd.isna(gpu) or not wall > 0:
         return ""
-    return (f" In the eager step the GPU works {gpu:.2f} of the {wall:.2f} ms a step takes: the "
-            "host sets the pace, so when the CPU reaches the check the GPU has already finished "
-            "and there is little to wait for.")
+    share = 100 * budget.printed_idle(rows.loc[free]) / round(wall, 2)
+    pace = budget.pace(share, why=False)
+    if pace != budget.pace(100.0, why=False):  # the host's pace, as 00 words it
+        return ""
+    return (f" In the eager step without the check the GPU idles {share:.0f}% of the {wall:.2f} ms "
+            f"a step takes: {pace} (lesson 00's rule), so when the CPU reaches the check the GPU "
+            "has already finished and there is little to wait for.")
+
+
+def stop_speedup(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
+    """Early stopping's speedup at ``cap`` (the loop with the check against running to the cap):
+    ``stats.say`` from ``stats.MIN_TRIALS`` rounds on. With fewer the course gives no range, so
+    the line says in words what the runs show: every run of one loop faster than every run of
+    the other, or that they overlap; with the rounds' ratio and, where they differ, the medians'."""
+    check, free = (stats.method_trials(table, m, seq_len=cap) for m in (CHECK, FREE))
+    n = min(len(check), len(free))
+    if not judge or n >= stats.MIN_TRIALS or not n:
+        said = stats.say(table, CHECK, FREE, judge, seq_len=cap)
+        return f"timed against running to the cap, {said}"
+    ratio = stats.row_speedup(table, CHECK, FREE, seq_len=cap).estimate
+    medians = stats.medians_ratio(check, free)
+    also = f" (the table's medians: {medians:.2f}x)" if stats.medians_apart(medians, ratio) else ""
+    ms = lambda v: f"{1e3 * v:.1f} ms"  # noqa: E731
+    side = apart(check, free)
+    if side == "check":
+        return (f"timed, every run that stopped early beat every run to the cap ({ms(max(check))} "
+                f"at the slowest, against {ms(min(free))} at the fastest): {ratio:.2f}x faster, averaged "
+                f"round by round{also}; {n} runs give no range (it takes {stats.MIN_TRIALS})")
+    if side == "free":
+        return (f"timed, every run to the cap beat every run that stopped early ({ms(max(free))} "
+                f"at the slowest, against {ms(min(check))} at the fastest): {1 / ratio:.2f}x slower, "
+                f"averaged round by round{also}; {n} runs give no range (it takes "
+                f"{stats.MIN_TRIALS})")
+    return (f"timed against running to the cap, {ratio:.2f}x, averaged round by round{also}, but "
+            f"the runs overlap ({ms(min(check))} to {ms(max(check))} stopping early, "
+            f"{ms(min(free))} to {ms(max(free))} to the cap): "
+            f"{n} runs are too few to tell them apart, since with fewer than {stats.MIN_TRIALS} "
+            "one odd run sways the figure")
 
 
 def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
@@ -99,9 +162,8 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
     rounds' whole range lies on one side of it. Above: the no-check loop's time per step grows
     from the smallest cap to the largest (the steps early stopping skips are the slower ones).
     Below: a token cost more in the loop with the check (medians over tokens, the prefill
-    included); the prefill weighs more on the shorter run, and where the checking loop ran the
-    same tokens at two caps with medians more than ``stats.MEDIANS_APART`` apart, the host's
-    drift shows in them. Empty otherwise, or on a smoke run."""
+    included). Then ``drift_line``: identical runs of one table that differ. Empty otherwise, or
+    on a smoke run."""
     ok = table[table["status"] == harness.OK]
     caps = sorted(ok["seq_len"].unique())
     if not judge or len(caps) < 2:
@@ -114,34 +176,46 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
     tokens = {m: int(here.at[m, "tokens"]) for m in (CHECK, FREE)}
     ratio = tokens[FREE] / tokens[CHECK]
     speedup = stats.row_speedup(ok, CHECK, FREE, seq_len=cap)
-    if speedup.high < ratio:
-        return _short_of_ratio(ok, here, tokens, low, cap)
     per_step = {c: 1e3 * free.at[c, "median_s"] / c for c in (low, cap)}
-    if not (speedup.low > ratio and round(per_step[cap], 2) > round(per_step[low], 2)):
-        return ""
-    return (f"The speedup exceeds the token ratio because steps get slower as the cache grows: "
-            f"without the check a step takes {per_step[low]:.2f} ms on average at cap {low} and "
-            f"{per_step[cap]:.2f} ms at cap {cap}, so the steps early stopping skips are the "
-            "slower ones.")
+    why = ""
+    if speedup.high < ratio:
+        why = _short_of_ratio(here, tokens)
+    elif speedup.low > ratio and round(per_step[cap], 2) > round(per_step[low], 2):
+        why = (f"The speedup exceeds the token ratio because steps get slower as the cache grows: "
+               f"without the check a step takes {per_step[low]:.2f} ms on average at cap {low} "
+               f"and {per_step[cap]:.2f} ms at cap {cap}, so the steps early stopping skips are "
+               "the slower ones.")
+    return " ".join(t for t in (why, drift_line(ok, low, cap, tokens[CHECK])) if t)
 
 
-def _short_of_ratio(ok, here, tokens, low, cap) -> str:
+def _short_of_ratio(here, tokens) -> str:
     """``speedup_why``'s reading where the speedup falls short of the token ratio."""
     per_token = {m: 1e3 * here.at[m, "median_s"] / tokens[m] for m in (CHECK, FREE)}
     if not round(per_token[CHECK], 2) > round(per_token[FREE], 2):
         return ""
-    text = (f"It falls short of the token ratio because a token cost more in the loop with the "
+    return (f"It falls short of the token ratio because a token cost more in the loop with the "
             f"check ({per_token[CHECK]:.2f} against {per_token[FREE]:.2f} ms, the prefill "
-            "included): the prefill, paid once by both, weighs more on its fewer tokens, as does any "
-            "cost of the check itself (below)")
+            "included): the prefill, paid once by both, weighs more on its fewer tokens, as does "
+            "any cost of the check itself (below).")
+
+
+def drift_line(ok: pd.DataFrame, low: int, cap: int, tokens: int) -> str:
+    """Where the loop with the check ran the same ``tokens`` per row at caps ``low`` and ``cap``
+    (identical work) and its medians lie more than ``stats.MEDIANS_APART`` apart: both times, and
+    whether their runs overlap. Empty otherwise."""
     check = ok[ok["method"] == CHECK].set_index("seq_len")
-    same = low in check.index and int(check.at[low, "tokens"]) == tokens[CHECK]
-    at = {c: 1e3 * check.at[c, "median_s"] for c in (low, cap)} if same else {}
-    if same and stats.medians_apart(at[low], at[cap]):
-        text += (f", and the eager step's speed drifts with the host's (the same {tokens[CHECK]} "
-                 f"tokens with the check took {at[low]:.0f} ms in the cap-{low} rounds and "
-                 f"{at[cap]:.0f} ms in the cap-{cap} rounds)")
-    return text + "."
+    if low not in check.index or cap not in check.index or int(check.at[low, "tokens"]) != tokens:
+        return ""
+    at = {c: 1e3 * check.at[c, "median_s"] for c in (low, cap)}
+    if not stats.medians_apart(at[low], at[cap]):
+        return ""
+    runs = {c: [1e3 * t for t in stats.method_trials(ok, CHECK, seq_len=c)] for c in (low, cap)}
+    spread = (f" (runs {min(runs[low]):.1f} to {max(runs[low]):.1f} against {min(runs[cap]):.1f} "
+              f"to {max(runs[cap]):.1f} ms, no overlap)" if apart(runs[low], runs[cap]) else "")
+    return (f"The loop with the check ran the same {tokens} tokens per row at caps {low} and "
+            f"{cap}, yet its median run took {at[low]:.1f} ms at cap {low} and {at[cap]:.1f} ms "
+            f"at cap {cap}{spread}: identical work in one table, so the eager step's time varies "
+            "that much from call to call.")
 
 
 def who_pays(paid: dict) -> str:
@@ -177,31 +251,52 @@ def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
 
 
+QUEUED_AHEAD_US = 50  # a median GPU gap below this without the check: the CPU queued ahead
+
+
 def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -> str:
-    """The profiled CUDA-graph steps in one sentence (``gaps``: a row per loop, medians of
-    ``gap_before_us``, and of ``cpu_us`` where known): the GPU's idle before a step with the
-    check and without it; where a profiled step with the check ran over
-    ``profiling.PROFILER_SLOWED`` times the timed one (``step_budget``), that the profiler
-    slowed the host; then the idle the check adds
-    under the profiler beside the cost timed without it (the one to quote), or that the rounds
-    left it unresolved (``unclear``)."""
+    """The profiled CUDA-graph steps in words (``gaps``: a row per loop, medians of
+    ``gap_before_us``, and of ``cpu_us`` where known): the GPU's idle before a step with the check
+    and without it, and what the gap without it shows (under ``QUEUED_AHEAD_US``: the CPU queued
+    ahead; else the GPU waited for the host's longer step even so). Then each loop whose profiled
+    CPU step ran over ``profiling.PROFILER_SLOWED`` times its timed step (``step_budget``): the
+    profiler slowed its host, which widens that loop's gap; where only one loop was slowed,
+    which way that moved the difference. Last, the cost timed without the profiler (the number
+    to quote), or that the rounds left it unresolved (``unclear``)."""
     with_gap, free_gap = gaps.at[CHECK, "gap_before_us"], gaps.at[FREE, "gap_before_us"]
+    added = int(f"{with_gap:.0f}") - int(f"{free_gap:.0f}")  # the difference of the printed gaps
     text = (f"Profiled, the GPU idles {with_gap:.0f} µs before each step with the check and "
-            f"{free_gap:.0f} µs without")
+            f"{free_gap:.0f} µs without" + (f" ({added} µs more with it). " if added > 0 else ". "))
+    cpu = gaps["cpu_us"] if "cpu_us" in gaps.columns else None
+    text += ("Without the check the CPU queues ahead, and the GPU runs one step after another."
+             if free_gap < QUEUED_AHEAD_US else "Without the check the GPU still waits for the "
+             "host before each step: the check's cost is what it adds to that wait.")
     wall = None if step_budget is None else step_budget.set_index("method")["wall_ms"]
     check, free = f"CUDA graph, {CHECK}", f"CUDA graph, {FREE}"
     if wall is None or not {check, free} <= set(wall.index):
-        return text + "."
-    profiled = gaps.at[CHECK, "cpu_us"] if "cpu_us" in gaps.columns else float("nan")
-    if profiled > profiling.PROFILER_SLOWED * 1e3 * wall[check]:
-        text += (f"; the profiler slows the host: a profiled step with the check took "
-                 f"{profiled:.0f} µs, against {1e3 * wall[check]:.0f} µs timed")
+        return text
+    timed = {CHECK: 1e3 * wall[check], FREE: 1e3 * wall[free]}
+    slowed = [m for m in (CHECK, FREE)
+              if cpu is not None and cpu[m] > profiling.PROFILER_SLOWED * timed[m]]
+    if slowed:
+        named = {CHECK: "with the check", FREE: "without it"}
+        step = lambda m: f"{cpu[m]:.0f} µs against {timed[m]:.0f} µs timed"  # noqa: E731
+        text += (f" The profiler slowed the host's step {named[slowed[0]]}: {step(slowed[0])}, "
+                 "which widens that loop's gap" if len(slowed) == 1 else
+                 " The profiler slowed the host's step with the check and without it: "
+                 f"{step(CHECK)}, and {step(FREE)}")
+        resolved = "CUDA graph" not in unclear and wall[check] > wall[free]
+        cost = timed[CHECK] - timed[FREE]
+        if resolved and slowed == [FREE] and added < cost:
+            text += " and shrinks the difference"
+        elif resolved and slowed == [CHECK] and added > cost:
+            text += " and grows the difference"
+        text += "."
     if "CUDA graph" in unclear or not wall[check] > wall[free]:
-        return (text + ". Timed without the profiler, the rounds can't tell the check's cost apart "
+        return (text + " Timed without the profiler, the rounds can't tell the check's cost apart "
                 "(above), so this gap is the profiler's view only.")
-    added = int(f"{with_gap:.0f}") - int(f"{free_gap:.0f}")  # the difference of the printed gaps
-    return (text + f". Under the profiler the check adds {added} µs of idle per step; timed "
-            f"without it, it costs {1e3 * (wall[check] - wall[free]):.0f} µs, the number to quote.")
+    return (text + f" Timed without the profiler, the check costs "
+            f"{timed[CHECK] - timed[FREE]:.0f} µs per step: the number to quote.")
 
 
 def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:
@@ -237,13 +332,25 @@ def budget_line(view: pd.DataFrame, regime: str = "CUDA graph") -> str:
                    f"from {idle} per step" if same else
                    f"GPU work ({work}) and GPU idle ({idle} per step)")
                 + "; whether the wall clock differs by more than the host's noise, the rounds "
-                "decide (below).")
+                "decide (below)." + pace_note(view, regime))
     text = (f"With the {regime} step, the check adds {added:.3f} ms of wall clock per step "
             f"({view.at[free, 'wall ms']:.3f} -> {view.at[check, 'wall ms']:.3f} ms). ")
     if same:
         return text + (f"The GPU's work stayed about the same ({work}), so the added time is "
-                       f"GPU idle: it went from {idle} per step.")
-    return text + f"The GPU's work went {work}, its idle from {idle} per step."
+                       f"GPU idle: it went from {idle} per step." + pace_note(view, regime))
+    return text + f"The GPU's work went {work}, its idle from {idle} per step." + pace_note(view, regime)
+
+
+def pace_note(view: pd.DataFrame, regime: str) -> str:
+    """Who sets the pace of ``regime``'s step without the check, by lesson 00's rule
+    (``budget.pace``) on the idle share of the values ``view`` prints."""
+    free = f"{regime}, {FREE}"
+    idle, wall = view.at[free, "GPU idle ms"], view.at[free, "wall ms"]
+    if not wall > 0:
+        return ""
+    share = 100 * idle / wall
+    return (f" Without the check the GPU idles {share:.0f}% of this step: "
+            f"{budget.pace(share, why=False)} (lesson 00's rule).")
 
 
 def cost_summary(step_budget: pd.DataFrame, unclear=(), judge: bool = True) -> str:

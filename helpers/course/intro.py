@@ -55,25 +55,17 @@ def resolution(ratio, judge: bool, by_round=None) -> str:
     ``by_round`` (``rounds``): a round whose two trials both ran far from the runs' median, and
     closer to each other than to it, moved together (their ratio cancels that); a round whose
     two trials differed more than they moved together was hit in one trial (interleaving does
-    not cancel that). The sixteenth review: "much of that noise hit one trial" where two rounds
-    had moved together and one alone was a one-trial hit; and the interval was read a second
-    time, in the other scale, with its ends swapped (now said once, in the verdict). Empty
-    without an interval or without rounds."""
+    not cancel that). Where the interval told the identical loops apart, the line says so first,
+    with what this run's rounds show: in how many rounds the slower loop's trial was the slower
+    (the twenty-second review: "by chance, or because the host's speed drifted" left an
+    either/or where the rounds table could say what happened; the general rate is in the
+    lesson's text). Empty without an interval or without rounds."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
-            or not math.isfinite(ratio.high):
-        return ""
-    if stats.verdict(ratio) != stats.NOISE:  # identical loops told apart: say what that means
-        # the thirteenth review: "more often when the host's speed drifts" blamed the drift that
-        # interleaving was said to cancel; what it does not cancel is drift within a round
-        # round 18's cut left "about one pair in 20 shows a difference by chance, or the host's
-        # speed drifted": the "or" offered no alternative to a general fact; now two causes
-        return (f"Identical loops told apart: by chance (with a {100 * ratio.level:.0f}% interval, "
-                f"about one identical pair in {1 / (1 - ratio.level):.0f} shows a difference), or "
-                "because the host's speed drifted within its rounds, which interleaving does not "
-                "cancel.")
-    if by_round is None or not len(by_round):
+            or not math.isfinite(ratio.high) or by_round is None or not len(by_round):
         return ""
     a, b = (by_round[k].to_numpy(dtype=float) for k in ("A ms", "B ms"))
+    told = stats.verdict(ratio) != stats.NOISE
+    slower = "B" if ratio.estimate < 1 else "A"  # estimate: A / B, the speedup of B over A
     middle = float(np.median(np.concatenate([a, b])))
     common = np.abs(np.log(np.sqrt(a * b) / middle))  # how far the round moved as a whole
     split = np.abs(np.log(a / b))                     # how far its two trials moved apart
@@ -94,13 +86,19 @@ def resolution(ratio, judge: bool, by_round=None) -> str:
         slow = {s: [int(names[i]) for i in apart if (a[i] > b[i]) == (s == "A")] for s in "AB"}
         if not slow["B"] or not slow["A"]:
             side = "A" if slow["A"] else "B"
-            by += f"; {side}'s trial the slower" + ("" if len(apart) == 1 else
-                                                     " in both" if len(apart) == 2 else " in each")
+            if not (told and side == slower):  # the lead already says which loop ran slow
+                by += f"; {side}'s trial the slower" + (
+                    "" if len(apart) == 1 else " in both" if len(apart) == 2 else " in each")
         else:
             by += (f"; A's trial the slower in {rounds(slow['A'])}, B's in "
                    f"{rounds(slow['B'])}")
         said.append(f"in {rounds([int(names[i]) for i in apart])} the two trials differed ({by}), "
                     "which interleaving does not cancel")
+    if told:
+        count = int(np.sum(b > a) if slower == "B" else np.sum(a > b))
+        lead = (f"This run told the identical loops apart: {slower}'s trial was the slower in "
+                f"{count} of the {len(a)} rounds")
+        return lead + "".join(f"; {part}" for part in said) + "."
     if not said:
         return (f"No round moved more than {100 * (math.exp(NOISY) - 1):.0f}% from the runs' "
                 f"median of {middle:.0f} ms, nor its two trials apart: this machine was quiet.")
@@ -187,8 +185,7 @@ SAME_IDLE = 0.20  # idle times per step within 20% of their mean read "about the
 
 def _split(table):
     """Per length, shortest first: the lengths, and the median run's GPU work (the profiled
-    run's ``gpu_busy_s``) and GPU idle time (the median wall clock minus that work), in ms per
-    run; None unless every length has its GPU work."""
+    run's ``gpu_busy_s``) in ms per run; None unless every length has its GPU work."""
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
     if len(ok) < 2 or "gpu_busy_s" not in ok:
         return None
@@ -196,7 +193,7 @@ def _split(table):
     work = [1e3 * float(g) for g in ok["gpu_busy_s"]]
     if not all(w > 0 for w in work):  # NaN too: a CPU run has no GPU work
         return None
-    return ns, work, [1e3 * float(t) - w for t, w in zip(ok["median_s"], work)]
+    return ns, work
 
 
 def _idle_trend(ns, per) -> tuple:
@@ -218,45 +215,61 @@ def _idle_trend(ns, per) -> tuple:
 
 def _parts(table):
     """What ``growth_why`` and ``takeaway`` read, from a length n to its double m (``_growth``):
-    the GPU's work and idle time per run at both (ms) and their growth, the idle time per step
-    at every length (as ``budget.sentence`` prints it: the rounded wall clock minus the rounded
-    work) with its trend, and the idle share of each length's step; None without GPU work or
-    without idle time at n."""
+    the median run, the GPU's work and its idle time per run at both, in whole ms as printed
+    (the idle time the rounded median minus the rounded work, so the printed parts add up), and
+    their growth as divisions of those printed values; the rounds' ratio (``doubling``'s); the
+    idle time per step at every length (as ``budget.sentence`` prints it: the rounded wall clock
+    minus the rounded work) with its trend, and the idle share of each length's step; None
+    without GPU work or without idle time at n."""
     got, split = _growth(table), _split(table)
     if got is None or split is None:
         return None
     n, m, _ = got
-    ns, work, idle = split
+    ns, work = split
     i, j = ns.index(n), ns.index(m)
-    if not idle[i] > 0:
-        return None
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    medians = [round(1e3 * float(t)) for t in ok["median_s"]]
+    works = [round(w) for w in work]
+    t, w = (medians[i], medians[j]), (works[i], works[j])
+    idle = (t[0] - w[0], t[1] - w[1])
+    if not idle[0] > 0:
+        return None
     walls = [round(1e3 * float(t) / k, 2) for t, k in zip(ok["median_s"], ns)]
     per = [w - round(g / k, 2) for w, g, k in zip(walls, work, ns)]
     trend, about, values = _idle_trend(ns, per)
-    return dict(n=n, m=m, ns=ns, work=(work[i], work[j]), idle=(idle[i], idle[j]),
-                work_grew=work[j] / work[i], idle_grew=idle[j] / idle[i], trend=trend,
-                about=about, values=values, shares=[100 * p / w for p, w in zip(per, walls)])
+    return dict(n=n, m=m, ns=ns, medians=t, work=w, idle=idle, rounds=got[2].estimate,
+                grew=t[1] / t[0], work_grew=w[1] / w[0], idle_grew=idle[1] / idle[0],
+                trend=trend, about=about, values=values,
+                shares=[100 * p / w for p, w in zip(per, walls)])
 
 
 def growth_why(table, prompt_len: int) -> str:
     """Notebook 01's reason, read from its own numbers (the twenty-first review: "extra work
-    fills that idle time" was said where the idle time per step had grown, 2.88 to 3.09 ms): a
-    run is the GPU's work plus its idle time (the median run's wall clock minus the profiled
-    work); from a length to its double the work grew with the positions processed (step t
-    works on ``prompt_len`` + t, the prompt's included), the idle time as its value per step at
-    every length shows; the wall clock, their sum, grew less (more) than the work where the
-    idle time grew less (more). Then the shortest length's pace, where it differs from the
-    longest's (``budget.sentence`` reads that one). Empty without GPU work (a CPU run)."""
+    fills that idle time" was said where the idle time per step had grown, 2.88 to 3.09 ms): the
+    median run from a length to its double, split into the GPU's work (the profiled run) and its
+    idle time (the rest of the median); the work grew with the positions processed (step t works
+    on ``prompt_len`` + t, the prompt's included), the idle time as its value per step at every
+    length shows; the wall clock, their sum, grew less (more) than the work where the idle time
+    grew less (more). The split adds up to the table's medians, not to ``doubling``'s rounds'
+    ratio: where the two print apart, the first sentence names both (the twenty-second review:
+    "2.58x" stood above parts that add to 2.66x). The idle times printed are the rounded median
+    minus the rounded work, so the printed parts add up. Then the shortest length's pace, where
+    it differs from the longest's (``budget.sentence`` reads that one). Empty without GPU work
+    (a CPU run)."""
     p = _parts(table)
     if p is None:
         return ""
     n, m, r = p["n"], p["m"], p["m"] / p["n"]
     positions = lambda k: k * prompt_len + k * (k - 1) / 2  # steps 0 .. k-1 on prompt_len + t
-    text = (f"A run is the GPU's work plus its idle time. From {n} to {m} tokens the work grew "
-            f"{p['work_grew']:.2f}x ({p['work'][0]:.0f} -> {p['work'][1]:.0f} ms per run): step t "
-            f"works on {prompt_len} + t positions (the prompt's included), "
-            f"{positions(m) / positions(n):.2f}x as many in all, not {r * r:.3g}x. ")
+    (t0, t1), (w0, w1) = p["medians"], p["work"]
+    grown = p["grew"]
+    rounds = (f"; the {p['rounds']:.2f}x above is the rounds' typical ratio"
+              if f"{p['rounds']:.2f}" != f"{grown:.2f}" else "")
+    text = (f"From {n} to {m} tokens the table's medians grew {grown:.2f}x ({t0} -> {t1} ms"
+            f"{rounds}). Each median run is the GPU's work plus its idle time. The work grew "
+            f"{p['work_grew']:.2f}x ({w0} -> {w1} ms): step t works on {prompt_len} + t "
+            f"positions (the prompt's included), {positions(m) / positions(n):.2f}x as many in "
+            f"all, not {r * r:.3g}x. ")
     trend, grew, q = p["trend"], p["idle_grew"], p["idle_grew"] / r
     as_n = ("about as N" if trend == "same" or (trend == "mixed" and abs(q - 1) <= SAME_IDLE)
             else "less than N" if q < 1 else "more than N")
@@ -265,8 +278,8 @@ def growth_why(table, prompt_len: int) -> str:
                 "rose": f"per step it grew with the length ({p['values']})",
                 "mixed": f"per step it was {p['values']}"}[trend]
     i0, i1 = p["idle"]
-    moved = (f"grew {grew:.2f}x ({i0:.0f} -> {i1:.0f} ms)" if grew >= 1 else
-             f"went from {i0:.0f} to {i1:.0f} ms ({grew:.2f}x)")
+    moved = (f"grew {grew:.2f}x ({i0} -> {i1} ms)" if grew >= 1 else
+             f"went from {i0} to {i1} ms ({grew:.2f}x)")
     text += f"The idle time {moved}, {as_n}: {per_step}."
     if grew != p["work_grew"]:
         text += (" So the wall clock, their sum, grew "
@@ -294,19 +307,24 @@ def idle_parts(table) -> str:
             "allocator gets its memory from the driver, as every timed run starts with an emptied "
             "cache.")
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    if "alloc_retries" not in ok or not len(ok) or not ok["alloc_retries"].notna().any():
-        return text
-    tries = [int(t) for t in ok["alloc_retries"].fillna(0)]
+    ns = [int(n) for n in ok["seq_len"]]
+    held = ""
+    if "peak_reserved_bytes" in ok and ok["peak_reserved_bytes"].gt(0).any():
+        gib = [float(b) / 2**30 for b in ok["peak_reserved_bytes"].fillna(0)]
+        top = [k for k, g in zip(ns, gib) if f"{g:.1f}" == f"{max(gib):.1f}"]
+        held = (f" The allocator held up to {max(gib):.1f} GiB from the driver (peak reserved, "
+                f"at {stats.listed(top, ' tokens')})")
+    tries = ([int(t) for t in ok["alloc_retries"].fillna(0)]
+             if "alloc_retries" in ok and ok["alloc_retries"].notna().any() else [])
     if not any(tries):
-        return text
+        return text + (held + "." if held else "")
     runs = {len(harness.trials(row)) for _, row in ok.iterrows()}
     over = (f"over the {runs.pop()} timed runs of each length" if len(runs) == 1 else
             "over each length's timed runs")
-    ns = [int(n) for n in ok["seq_len"]]
-    return text + (f" The allocator ran out of driver memory, freed its whole cache and asked "
-                   f"again {stats.listed(tries)} times at {stats.listed(ns, ' tokens')} ({over}): "
-                   "a cost inside the idle time that this run does not separate (notebook 03 "
-                   "measures it).")
+    return text + (held + "," if held else " The allocator") + (
+        f" ran out of driver memory, freed its whole cache and asked again "
+        f"{stats.listed(tries)} times at {stats.listed(ns, ' tokens')} ({over}): a cost inside "
+        "the idle time that this run does not separate (notebook 03 measures it).")
 
 
 def takeaway(table) -> str:
@@ -328,9 +346,10 @@ def takeaway(table) -> str:
     if not said.startswith("less") or p is None or not p["idle_grew"] < p["work_grew"]:
         return text + "."
     grew = p["idle_grew"]
+    every = "both lengths" if len(p["ns"]) == 2 else "every length"
     idle = (f"its idle time did not grow ({grew:.2f}x)" if grew < 1 else
-            f"its idle time, {p['about']} a step at every length, only {grew:.2f}x"
+            f"its idle time, {p['about']} a step at {every}, only {grew:.2f}x"
             if p["trend"] == "same" else
             f"its idle time, smaller per step at longer lengths, only {grew:.2f}x"
             if p["trend"] == "fell" else f"its idle time only {grew:.2f}x")
-    return text + f": the GPU's work grew {p['work_grew']:.2f}x, and {idle}."
+    return text + f": in the table's medians the GPU's work grew {p['work_grew']:.2f}x, and {idle}."

@@ -20,7 +20,7 @@ import time
 import pandas as pd
 import torch
 
-from . import floor, profiling
+from . import budget, floor, harness, profiling
 from ..graphs import cache_bytes, capture_graph, decode_step, hf_decode_step, prefill
 
 # Per-block weight GEMMs of a GPT-2 decode step, in the order the step runs them.
@@ -395,6 +395,43 @@ def bf16_bytes_line(bf16_ms, float32_ms) -> str:
     return (f"Half the bytes took the step from {float32_ms:.3f} ms (float32) to {bf16_ms:.3f} ms, "
             f"{ratio:.0%} of its time (timed in different rounds); a step bound by its bytes "
             f"would take about half as long, {how}.")
+
+
+def bf16_rung(build, model, model16, input_ids, new_tokens, params, name="bf16") -> dict:
+    """11's bf16 rung, timed in its own rounds (``params``: the lesson's ``P``; a quarter of its
+    time budget): ``build(m)`` makes the last float32 rung's decoder for the model ``m``. The
+    row ``bf16_line`` reads: the timing, ``per_step_ms``, the floor at two bytes a value, the
+    share of generated tokens that agree with the float32 rung's, where differing rows first
+    differ, and the largest next-token logit difference on the prompt."""
+    fast16, fast32 = build(model16), build(model)
+    rows, outputs = harness.compare_row({name: lambda: fast16(input_ids, new_tokens)},
+                                        device=params.device, batch_size=params.batch_size,
+                                        seq_len=new_tokens, repeats=params.repeats,
+                                        warmup=params.warmup, budget_s=params.budget_s / 4)
+    floor16 = budget.floor_ms(model16, params.device, params.batch_size, params.prompt_len,
+                              new_tokens, dtype_bytes=2)
+    out32, out16 = fast32(input_ids, new_tokens), next(iter(outputs.values()))
+    prompt_len = input_ids.shape[1]
+    return dict(rows[0], per_step_ms=rows[0]["median_s"] / new_tokens * 1e3, floor_ms=floor16,
+                agreement=token_agreement(out32, out16, prompt_len),
+                first_difference=first_difference(out32, out16, prompt_len),
+                max_logit_diff=largest_logit_difference(model, model16, input_ids))
+
+
+def bf16_line(row, float32_ms) -> str:
+    """What 11 prints of ``bf16_rung``'s row: its time per step against its own floor (a
+    division of the printed values), the tokens' agreement with float32, and
+    ``bf16_bytes_line`` against the float32 rung's ``float32_ms``."""
+    ms, low = row["per_step_ms"], row["floor_ms"]
+    text = (f"bf16 rung (timed in its own rounds, not interleaved with the float32 rungs): "
+            f"{ms:.3f} ms per step, {round(ms, 3) / round(low, 3):.1f}x its own floor of "
+            f"{low:.3f} ms; {row['agreement']:.0%} of generated tokens agree with float32")
+    if row["agreement"] < 1:
+        text += (f" (a row that differs does so from new token {row['first_difference']:.0f} "
+                 "on, the median)")
+    text += f"; largest next-token logit difference on the prompt {row['max_logit_diff']:.3f}"
+    return text + "\n" + bf16_bytes_line(ms, float32_ms)
+
 
 def token_agreement(reference, other, prompt_len) -> float:
     """Share of the generated positions (those both runs produced) whose token is the same."""

@@ -87,6 +87,21 @@ def measure(decoders, methods, points, *, repeats, compiled_repeats, warmup, bud
     return pd.DataFrame(harness.sweep(points, run_point, desc="stop check"))
 
 
+def plan_line(points) -> str:
+    """What ``measure`` times for ``points`` (``(regime, batch_size)`` pairs), from the preset
+    itself: each step's batch sizes and loops, and a step the preset does not time."""
+    said = []
+    for regime in ("compiled", "eager"):
+        sizes = sorted({b for r, b in points if r == regime})
+        step = f"the {'CUDA-graph' if regime == 'compiled' else 'eager'} step"
+        if not sizes:
+            said.append(f"{step} is not timed in this run")
+            continue
+        loops = "all four loops" if regime == "compiled" else "the per-step sync and no check only"
+        said.append(f"{step} at {_batches(sizes)}, {loops}")
+    return "Timed here: " + "; ".join(said) + "."
+
+
 def summary(table) -> pd.DataFrame:
     """One row per regime and batch size: each loop's ms per step, what the per-step check
     costs per step (sync against no check, µs) and the share of that cost each one-step-late
@@ -202,13 +217,21 @@ def plot(fig_axes, table, step_costs, params):
         part = part.sort_values("batch_size")
         above = 1e3 * (part["ms_per_step"].to_numpy() - free.reindex(part["batch_size"]).to_numpy())
         ax_batch.plot(part["batch_size"], above, marker="o", color=plotting.PALETTE[i],
-                      label=LOOP_LABELS.get(name, name))
+                      label=LOOP_LABELS.get(name, name),
+                      linestyle="-" if part["batch_size"].nunique() > 1 else "none")
     sizes = sorted(compiled["batch_size"].unique())
-    ax_batch.set_xscale("log", base=2)  # batch sizes 1, 32, 128: spaced by their doublings
+    if len(sizes) > 1:
+        ax_batch.set_xscale("log", base=2)  # batch sizes 1, 32, 128: spaced by their doublings
     ax_batch.set_xticks(sizes, [str(b) for b in sizes])
     ax_batch.minorticks_off()
-    ax_batch.set(xlabel="batch size (log scale)", ylabel="µs per step more than no check")
+    ax_batch.set(xlabel="batch size" + (" (log scale)" if len(sizes) > 1 else ""),
+                 ylabel="µs per step more than no check")
     ax_batch.set_title("CUDA-graph step: time per step above no check's", loc="left")
+    if len(sizes) == 1:  # no sweep: the article's batch claim is not checked
+        ax_batch.text(0.5, 0.55, f"one batch size ({sizes[0]}) in this preset:\nthe sweep over "
+                      "batch sizes, and the article's\nclaim about the smallest batch, are not "
+                      "checked here", ha="center", va="center", transform=ax_batch.transAxes,
+                      fontsize=9, color="#555555")
     ax_batch.legend(loc="best", fontsize=9, frameon=False)
 
 
@@ -248,10 +271,16 @@ def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> s
     rounds' estimate, and the medians' ratios where one is more than ``stats.MEDIANS_APART``
     from it), then the smallest batch's speedup against each larger batch's
     (``stats.row_growth``: "larger", "smaller" or "can't tell apart", with its range), and the
-    verdict of ``_smallest_batch_gains``. Empty with fewer than two batch sizes or on a smoke
-    run."""
-    if not judge or not (found := _smallest_batch_gains(table, summary_frame, regime)):
+    verdict of ``_smallest_batch_gains``. With one batch size, that the claim is not checked;
+    empty without the regime or on a smoke run."""
+    if not judge:
         return ""
+    if not (found := _smallest_batch_gains(table, summary_frame, regime)):
+        sizes = sorted(int(b) for b in summary_frame.loc[summary_frame["regime"] == regime,
+                                                         "batch_size"].unique())
+        return ("The article claims interleaving gains most at the smallest batch: this preset "
+                f"times the {REGIME_LABELS[regime]} step at one batch size ({sizes[0]}), so the "
+                "claim is not checked here." if len(sizes) == 1 else "")
     gains, medians, batches, growth, said = found
     against = [f"against batch {b}'s: " + (
         stats.plain(r).replace(f" {stats.FASTER} (", " larger (").replace(f" {stats.SLOWER} (", " smaller (")
@@ -302,6 +331,31 @@ def pays_line(table, summary_frame, judge=True, regime="compiled") -> str:
                    "and two streams win back") + f" ({pct(won[b0])}{rest}).")
     return (f"{head}. At batch {b0} the check costs {cost}; two streams win back "
             f"{pct(won[b0])} of it there{rest}.")
+
+
+def shares_line(summary_frame, batch, judge=True, regime="compiled") -> str:
+    """The two shares a late read's speedup grows with, at one point of ``regime``: the check's
+    cost as a share of the step without it, and the share of that cost each late loop wins
+    back (from the summary's medians, as the table prints them). Where the rounds do not
+    resolve the check's cost, that there is nothing to win back. Empty on a smoke run or
+    without the point."""
+    rows = summary_frame[(summary_frame["regime"] == regime)
+                         & (summary_frame["batch_size"] == batch)]
+    if not judge or rows.empty:
+        return ""
+    row = rows.iloc[0]
+    head = f"On this run, with the {REGIME_LABELS[regime]} step at batch {batch}"
+    if not bool(row.get("check_resolved", True)):
+        return (f"{head}, the rounds can't tell the check's cost apart, so a late read has nothing "
+                "to win back.")
+    part = lambda v: ALL if v > 100 else "none of it" if v <= 0 else f"{v:.0f}% of it"  # noqa: E731
+    won = {n: part(row[f"{n}_recovered_pct"]) for n in ("interleaved", "event")
+           if not math.isnan(row[f"{n}_recovered_pct"])}
+    verb = {"interleaved": "two streams win back", "event": "the event loop wins back"}
+    back = stats.listed([f"{verb[n]} {w}" for n, w in won.items()])
+    return (f"{head}, the check costs {row['check_cost_us']:.0f} µs per step, "
+            f"{row['check_cost_us'] / (10 * row['no_check']):.0f}% of the {row['no_check']:.2f} ms "
+            "step without it" + (f"; {back}" if won else "") + ".")
 
 
 CALLED = {"interleaved": "two streams", "event": "one stream and an event"}  # in sentences

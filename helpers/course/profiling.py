@@ -278,19 +278,37 @@ def step_gaps(trace: dict) -> pd.DataFrame:
     return step_table(trace_events(trace))
 
 
+DEFAULT_STREAM = "GPU: default stream"
+
+
+def stream_names(frame: pd.DataFrame) -> dict:
+    """Plain names for the GPU lanes of a ``trace_events`` frame, whose lanes carry the profiler's
+    stream numbers ("GPU stream 7"): the stream of the call's first GPU event reads
+    ``DEFAULT_STREAM`` (06's and 07's loops reset the cache there before anything else); any
+    other "GPU: streams[0]", "GPU: streams[1]", ... in the order they first ran, as
+    ``generate_interleaved`` names its side streams (its prompt runs on ``streams[0]``)."""
+    gpu = frame[frame["kind"] == "gpu"].sort_values("start_us", kind="stable")
+    order = list(dict.fromkeys(gpu["lane"]))
+    return {lane: DEFAULT_STREAM if i == 0 else f"GPU: streams[{i - 1}]"
+            for i, lane in enumerate(order)}
+
+
 def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, title: str = ""):
     """CPU step ranges and waits against GPU events, over ``steps`` steps from ``first_step``;
     alternate steps in alternate colours, time in ms from the first shown step's start. The
     CPU's waits at a sync are red on their own lane, and every idle gap of the GPU between two
-    steps is shaded grey across the GPU lanes, with its length written above it. Panels made
-    with ``sharex=True`` share one time axis, each with its tick labels."""
+    steps is shaded grey across the GPU lanes, with its length written below them. GPU lanes
+    are named by ``stream_names``, the default stream first. Panels made with ``sharex=True``
+    share one time axis, each with its tick labels."""
     shown = frame[(frame["step"] >= first_step) & (frame["step"] < first_step + steps)]
     if shown.empty:
         ax.set_title(title + " (no events)")
         return ax
     t0 = shown["start_us"].min()
-    lanes = ["CPU: step ranges", "CPU: waiting for the GPU"] + sorted(
-        lane for lane in shown["lane"].unique() if lane.startswith("GPU"))
+    names = stream_names(frame)
+    gpu_lanes = sorted((lane for lane in shown["lane"].unique() if lane.startswith("GPU")),
+                       key=lambda lane: (list(names).index(lane) if lane in names else len(names), lane))
+    lanes = ["CPU: step ranges", "CPU: waiting for the GPU"] + gpu_lanes
     colors = [plotting.PALETTE[0], plotting.PALETTE[3]]
     for y, lane in enumerate(lanes):
         part = shown[shown["lane"] == lane]
@@ -304,14 +322,15 @@ def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, 
     for first, gap in zip(gaps["first_us"], gaps["gap_before_us"]):
         if gap > 0 and gap / 1e3 > 0.004 * span_ms:  # wide enough to see at this scale
             left = (first - gap - t0) / 1e3
-            ax.axvspan(left, left + gap / 1e3, ymin=0, ymax=1, color="#999999", alpha=0.25,
-                       linewidth=0)
-            ax.annotate(f"GPU idle {gap:.0f} µs", (left + gap / 2e3, len(lanes) - 1 + 0.45), fontsize=7,
+            # over the GPU lanes only: the CPU's step boundaries stay visible above
+            ax.broken_barh([(left, gap / 1e3)], (1.5, len(lanes) - 1.5), color="#999999",
+                           alpha=0.25, linewidth=0)
+            ax.annotate(f"GPU idle {gap:.0f} µs", (left + gap / 2e3, len(lanes) - 1 + 0.45), fontsize=9,
                         ha="center", va="top", color="#333333")
     for _, row in shown[shown["kind"] == "step"].iterrows():
-        ax.annotate(f"{int(row['step'])}", ((row["start_us"] - t0) / 1e3, -0.45), fontsize=8,
+        ax.annotate(f"step {int(row['step'])}", ((row["start_us"] - t0) / 1e3, -0.45), fontsize=9,
                     ha="left", va="top", color="#333333")
-    ax.set_yticks(range(len(lanes)), lanes)
+    ax.set_yticks(range(len(lanes)), [names.get(lane, lane) for lane in lanes])
     ax.set_ylim(len(lanes) - 0.5 + 0.45, -0.8)
     ax.set_xlabel("ms from the first shown step (colours alternate by step)")
     ax.tick_params(labelbottom=True)  # panels sharing one time axis each keep their scale

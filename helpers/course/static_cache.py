@@ -167,12 +167,60 @@ ARTICLE = {100: stats.SLOWER, 200: stats.FASTER, 400: stats.FASTER}  # the artic
 
 
 def eager_verdict(table, seq_len, judge: bool) -> str:
-    """The static cache against the dynamic one in the eager loop, at one length, beside what
-    the article found there (at its lengths 100, 200 and 400 only)."""
+    """The static cache against the dynamic one in the eager loop, at one length (the article's
+    finding is ``article_line``'s)."""
     said = stats.say(table, STATIC, DYNAMIC, judge, seq_len=seq_len)
-    told = ARTICLE.get(seq_len)
-    return (f"{seq_len} tokens, eager: the static cache against the dynamic one: {said}"
-            + ("." if told is None else f"; the article found it {told}."))
+    return f"{seq_len} tokens, eager: the static cache against the dynamic one: {said}."
+
+
+def _found(table, n) -> str:
+    """This run's finding at ``n`` tokens in a word or two: "slower", "faster", "can't tell
+    apart" or "not judged"."""
+    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
+    return ("not judged" if ratio.n < stats.MIN_TRIALS
+            else "can't tell apart" if stats.verdict(ratio) == stats.NOISE else stats.verdict(ratio))
+
+
+def article_line(table, seq_lens, judge: bool) -> str:
+    """Which of the article's lengths (``ARTICLE``) this run timed and what it found at each,
+    beside the article's finding; the article's findings at lengths this run did not time, named
+    as not tested here; and at a length the article did not time, this run's finding beside the
+    article's at its nearest length. Empty in a run that judges nothing."""
+    if not judge:
+        return ""
+    flags = disturbed(table, seq_lens)
+
+    def claims(lens):  # "slower at 100, faster at 200 and 400"
+        groups = {}
+        for n in sorted(lens):
+            groups.setdefault(ARTICLE[n], []).append(n)
+        return ", ".join(f"{word} at {stats.listed(ns)}" for word, ns in groups.items())
+
+    timed = [n for n in sorted(seq_lens) if n in ARTICLE]
+    missing = [n for n in sorted(ARTICLE) if n not in seq_lens]
+    line = (f"The article timed {stats.listed(sorted(ARTICLE))} tokens (the static cache "
+            f"{claims(ARTICLE)}); this run timed ")
+    if not timed:
+        line += "none of them, so none of its findings is tested here"
+    else:
+        line += ("all of them" if not missing else stats.listed(timed)) + ": " + ", ".join(
+            f"{n} tokens {_found(table, n)} (" + "disturbed; " * (n in flags)
+            + ("as the article found" if _found(table, n) == ARTICLE[n]
+               else f"the article: {ARTICLE[n]}") + ")" for n in timed)
+        if missing:
+            line += f"; not tested here: {claims(missing)}"
+    others = [n for n in sorted(seq_lens) if n not in ARTICLE]
+    near = {n: min(sorted(ARTICLE), key=lambda k: abs(k - n)) for n in others}
+    found = {n: _found(table, n) + " (disturbed)" * (n in flags) for n in others}
+    if len(others) == 1:
+        n = others[0]
+        line += (f". At {n} tokens, not one of its lengths, the static cache was {found[n]}; at "
+                 f"its nearest length, {near[n]}, the article found it {ARTICLE[near[n]]}")
+    elif others:
+        line += (". At lengths not its own, this run against the article at its nearest: "
+                 + ", ".join(f"{n} tokens {found[n]} ({near[n]}: {ARTICLE[near[n]]})"
+                             for n in others))
+    return line + "."
 
 
 SAME_GPU = 0.05  # GPU work within 5% counts as the same (as budget.sentence's "about the same")
@@ -325,6 +373,8 @@ def drawn_length(table, seq_lens, judge: bool) -> int:
 
 def drawn_line(table, seq_lens, point, judge: bool) -> str:
     """Which length the figure draws, and why (``drawn_length``'s choice) with its verdict."""
+    if len(seq_lens) == 1:
+        return f"The figure draws {point} tokens, this run's only length."
     if judge and (ratio := _told_apart(table, point)) is not None:
         # a flagged length is left out of the choice (``drawn_length``): say so, where one was
         where = (" among the lengths no slow spell of the host disturbed"
