@@ -798,9 +798,9 @@ def test_host_paced_on_real_runs(run, naive, kv, lines):
 
 
 def test_claim_5_note_on_the_published_ladder():
-    """The published run (1c698c0): the cell's 4.53x and 1.68x are what the verdict divides; the
+    """The 12:29 run of 1c698c0 (frozen in tests/data): the cell's 4.53x and 1.68x are what the verdict divides; the
     medians' 4.69x and the one-baseline 3.64x are divisions of printed ms per step."""
-    ladder = pd.read_csv(ROOT / "figures" / "data" / "08_results_summary.csv")
+    ladder = pd.read_csv(ROOT / "tests" / "data" / "08_results_summary-1c698c0.csv")
     row = claims.check_claims(ladder, {}).set_index("claim").loc[COMPILE]
     assert row["number"].startswith("compile + CUDA graphs (static) 4.53x vs compile alone "
                                     "(dynamic) 1.68x: 2.70x larger ("), row["number"]
@@ -855,7 +855,8 @@ def _run_tables(run):
 
 
 @pytest.mark.parametrize("run,estimate,medians", [
-    ("6bba703-workshop", "6.25x faster (5.82–6.84)", "6.16"), ("published", "6.37x faster", "6.28"),
+    ("6bba703-workshop", "6.25x faster (5.82–6.84)", "6.16"), ("1c698c0", "6.37x faster", "6.28"),
+    ("f4bf2b7", "9.97x faster (8.82–11.11)", "9.71"),
     ("8973374", "7.15x faster (6.55–8.25)", "6.73"), ("90c3788", "8.47x faster", "8.81"),
     ("eb4fe0c", "6.55x faster", "6.48")])
 def test_claim_7_says_why_its_number_differs_from_the_tables(run, estimate, medians):
@@ -912,7 +913,7 @@ def test_the_static_peer_takeaway_prints_only_where_it_ran():
     """Round 22: a takeaway described generate() static in a workshop run without it."""
     workshop, _ = _run_tables("6bba703-workshop")
     assert summary.static_peer(workshop, 50, True) == ""
-    published, _ = _run_tables("published")
+    published, _ = _run_tables("1c698c0")  # the 12:29 run's ladder, frozen in tests/data
     assert summary.static_peer(published, 100, True) == (
         "With a static cache (generate() static), transformers compiles its step too: 2.25 ms per "
         "step, against 1.27 ms for stop check a step late (lesson 07); \"What it means\" gives "
