@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from helpers.course import published, report, results
@@ -134,3 +135,25 @@ def test_the_guide_quotes_each_lessons_answer_from_the_workshop_run(repo):
     assert "- **01**: 1.4x faster (1.3–1.5)." in block
     assert "- **02**: did not finish in that run" in block
     assert "- **00**: no answer line recorded" in block
+
+
+def test_the_header_names_reserved_memory_where_it_differs_from_allocated():
+    """Round 23: a student asked what the naive loop held, not only what it allocated at once."""
+    info = {"gpu": "NVIDIA H100 80GB HBM3", "one_run": True, "notebooks": {
+        "02_kv": {"full_s": 57.7, "peak_gib": 2.1, "reserved_gib": 54.9, "workshop_s": 54.4},
+        "09_sync": {"full_s": 28.7, "peak_gib": 0.2, "reserved_gib": 0.2, "workshop_s": 15.3}}}
+    assert published.header_line("02_kv", info).startswith(
+        "**On an H100** (this run): 58 s, a peak of about 2.1 GiB of GPU memory allocated at once "
+        "(54.9 GiB reserved by PyTorch's allocator), in the full preset; 54 s in the workshop")
+    assert "reserved" not in published.header_line("09_sync", info)
+
+
+def test_the_published_peaks_read_either_column(tmp_path):
+    (tmp_path / "figures" / "data").mkdir(parents=True)
+    pd.DataFrame({"peak_allocated_bytes": [2 * 2**30, 1 * 2**30],
+                  "peak_reserved_bytes": [40 * 2**30, 2 * 2**30]}).to_csv(
+        tmp_path / "figures" / "data" / "02_kv.csv", index=False)
+    results.atomic_write_text(tmp_path / "figures" / "manifest.json", json.dumps(
+        {"tables": {"data/02_kv.csv": {"notebook": "02_kv.ipynb"}}}))
+    assert published._published_peaks(tmp_path) == {"02_kv": 2.0}
+    assert published._published_peaks(tmp_path, "peak_reserved_bytes") == {"02_kv": 40.0}
