@@ -293,11 +293,14 @@ def sync_cost(wide, syncs, condition="alone"):
     return ((part["per row"] - part["on host"]) / saved.where(saved > 0)).dropna()
 
 
-def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
+def sync_cost_line(wide, syncs, batch_size, seq_len, bounded=False) -> str:
     """``sync_cost`` in one sentence: at the headline point, with its sum, and its range over
     the points timed alone, less those ``out_of_line`` (one such point set the range's top in
     the 12:29 run: 48 µs at batch 64, completions of 128); empty without sync counts or where
-    the point is missing."""
+    the point is missing. ``bounded=True`` (the round-23 review: "the cost of one sync" assumed
+    the loop does all of the host copy's other work) reads it as at least that, if the loop's
+    work besides its syncs takes no longer than the host copy's call, and at most the loop's
+    whole call over its syncs."""
     cost = sync_cost(wide, syncs)
     if (batch_size, seq_len) not in cost.index:
         return ""
@@ -317,6 +320,13 @@ def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
     left_out = f", the {'one' if odd_n == 1 else odd_n} out of line left out" if odd_n else ""
     span = (f"; {kept.min():.0f} to {kept.max():.0f} µs at the {len(kept)} points timed alone"
             f"{left_out}" if len(kept) > 1 else "")
+    if bounded:
+        top = round(w["per row"] * 1e3, 2) / int(n["per row"]) * 1e3
+        return (f"One sync of the per-row loop (with its small kernels) costs at least about "
+                f"{us[(batch_size, seq_len)]:.0f} µs, {head}, if the loop's work besides its syncs "
+                f"takes no longer than the host copy's call; at most {top:.0f} µs, its whole call "
+                f"over its {int(n['per row'])} syncs."
+                + (f" The lower figure{span.replace(';', ' is', 1)}." if span else ""))
     return (f"One sync of the per-row loop (with its small kernels) costs about "
             f"{us[(batch_size, seq_len)]:.0f} µs: {head}{span}.")
 
@@ -382,12 +392,14 @@ def out_of_line_line(wide, condition="alone") -> str:
             f"nothing of the length; the cost per sync below leaves {them} out.")
 
 
-def length_line(wide, batch_size, condition="alone") -> str:
+def length_line(wide, batch_size, condition="alone", table=None) -> str:
     """Why the speedup moves with the completion length, at ``batch_size``: each method's growth
     from the shortest to the longest length (from the printed ms), the speedups (ratios of the
     medians, as the table prints them), and why the headline quotes the longest; then
     ``out_of_line_line``. No trend is read where a time at ``batch_size`` is out of line (the
-    12:29 run: the host copy 11.74 ms at 128, 11.18 at 2048); empty with one length."""
+    12:29 run: the host copy 11.74 ms at 128, 11.18 at 2048); empty with one length. With
+    ``table`` (its GPU work per call), the host copy's growth is split into what is measured, its
+    copies, and the rest, its host work (``_host_growth``)."""
     part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)] \
         .sort_values("seq_len")
     if part["seq_len"].nunique() < 2:
@@ -402,8 +414,11 @@ def length_line(wide, batch_size, condition="alone") -> str:
     s_short, s_long = round(short["speedup"], 2), round(long["speedup"], 2)
     moves = ("falls" if s_long < s_short else "rises" if s_long > s_short else "stays")
     which = ("smaller" if s_long < s_short else "larger" if s_long > s_short else "same")
-    why = (", which grows more, with the tokens it copies and builds into lists"
-           if round(fast_growth, 2) > max(1.0, round(slow_growth, 2)) else "")
+    grows = round(fast_growth, 2) > max(1.0, round(slow_growth, 2))
+    measured, unlike = (_host_growth(table, batch_size, short, long)
+                        if grows and table is not None else ("", ""))
+    why = (measured or ", which grows more, with the tokens it copies and builds into lists"
+           ) if grows else ""
     name = {"per row": "the per-row loop", "on host": "the host copy"}
     odd = [f"{name[m]}'s time at {n}" for m, b, n, *_ in out_of_line(wide, condition)
            if b == batch_size]
@@ -417,8 +432,32 @@ def length_line(wide, batch_size, condition="alone") -> str:
                 f"{'is' if len(odd) == 1 else 'are'} out of line (below). {largest}.")
     else:
         text = (f"{head}{why}: the speedup (ratio of the medians) {moves} from {s_short:.2f}x to "
-                f"{s_long:.2f}x. {largest}, where the speedup is the {which} of the two.")
+                f"{s_long:.2f}x. {unlike}{largest}, where the speedup is the {which} of the two.")
     return " ".join(t for t in (text, out_of_line_line(wide, condition)) if t)
+
+
+def _host_growth(table, batch_size, short, long) -> str:
+    """The round-23 review: the host copy's time doubled with the length (9.55 -> 19.92 ms) and the
+    per-row loop's barely moved, unexplained. What this lesson measures of it: the host copy's
+    copies (its GPU work) at both lengths, and the rest, its host work; beside the per-row loop's
+    whole growth where that host work grows more, as the two do not then do the same host work.
+    Returns (clause, sentence), either empty; both empty without the GPU's work at both points."""
+    parts = call_budget(table, batch_size, int(short["seq_len"])), \
+        call_budget(table, batch_size, int(long["seq_len"]))
+    if any(len(p) < 2 or p["gpu_ms"].isna().any() for p in parts):
+        return "", ""
+    (a, c, e), (b, d, f) = ([round(p.set_index("method").loc[m, k], 2) for m, k in
+                             (("on host", "gpu_ms"), ("on host", "wall_ms"), ("per row", "wall_ms"))]
+                            for p in parts)  # short, long: copies, host copy, per-row loop (ms)
+    rest_a, rest_b = c - a, d - b
+    clause = (f", which grows more: its copies from {a:.2f} to {b:.2f} ms and the rest, its host "
+              f"work over the rows, from {rest_a:.2f} to {rest_b:.2f} ms")
+    if rest_b - rest_a <= f - e:
+        return clause, ""
+    return clause, (f"That host work grows {rest_b - rest_a:.2f} ms, more than the per-row loop's "
+                    f"whole call ({f - e:.2f} ms), though both build the same lists: the host copy "
+                    "does host work the loop does not, likely its indexing of the padded rows on "
+                    "the CPU (the loop indexes on the GPU; not timed apart here). ")
 
 
 def table_view(wide, methods=("per row", "on host")):
@@ -449,11 +488,14 @@ def _about(ms) -> str:
     return f"{ms:.0f}" if abs(ms) >= 10 else f"{ms:.1f}"
 
 
-def call_sentence(frame, syncs_per_row=float("nan")) -> str:
+def call_sentence(frame, syncs_per_row=float("nan"), bounded=False) -> str:
     """``call_budget`` read in two sentences: both calls and the GPU's work in each (measured),
     the host copy's call split into its copies and the rest, the host's own indexing and list
     building; then the per-row loop's host time split, by inference only, into that list
-    building and the rest, its launches and waits; empty without the GPU's numbers (a CPU run)."""
+    building and the rest, its launches and waits; empty without the GPU's numbers (a CPU run).
+    ``bounded=True`` (notebook 09, the round-23 review: the split assumed both methods do the
+    same host work, which the lengths' growth argues against) gives that rest as a lower bound
+    within the loop's whole host time, and says what it assumes."""
     data = frame.set_index("method")
     if len(data) < 2 or data["gpu_ms"].isna().any():
         return ""
@@ -468,6 +510,12 @@ def call_sentence(frame, syncs_per_row=float("nan")) -> str:
             f"{slow['gpu_ms']:.2f} ms of it; the host copy takes {fast['wall_ms']:.2f} ms: "
             f"{fast['gpu_ms']:.2f} ms its copies and the rest, about {_about(build)} ms, the "
             f"host's own work of indexing the rows and building the lists.")
+    if rest > 0 and bounded:
+        return text + (f" Inferred, not measured: besides the GPU's work, the per-row loop spends "
+                       f"{wall - gpu:.2f} ms launching small kernels, waiting at its syncs{syncs} "
+                       f"and building its lists; if its list building takes no longer than the host "
+                       f"copy's whole host work, at least about {_about(rest)} ms of that goes to "
+                       f"the launches and the waits.")
     if rest > 0:
         return text + (f" Inferred, not measured: if the per-row loop builds its lists as fast, "
                        f"the rest of its call besides the GPU's work, about {_about(rest)} ms, goes "
@@ -511,7 +559,7 @@ def plot(table, batch_sizes, completion_lens):
         part = wide[(wide["condition"] == "alone") & (wide["seq_len"] == length)]
         ax_gain.plot(part["batch_size"], part["speedup"], marker="s",
                      color=length_color.get(length), label=f"alone, length {length}")
-    ax_time.set(xscale="log", yscale="log", xlabel="batch size (rows)", ylabel="ms per batch",
+    ax_time.set(xscale="log", yscale="log", xlabel="batch size (rows)", ylabel="ms per batch (log scale)",
                 title="Post-processing time, alone")
     plotting.plain_log_ticks(ax_time, "y")  # 2, 5, 10, 20 ...: a label below 10 as well
     ax_time.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -532,10 +580,18 @@ def plot(table, batch_sizes, completion_lens):
     return fig
 
 
+GPU_WORK = "GPU work (kernels, or the host copy's copies)"
+
+
 def fit_axis(ax, call):
     """After ``budget.plot`` of ``call_budget``: the x axis labelled per call and ended just past
-    the longest bar, with room for its label (``budget.plot`` leaves 40% for a decode step's)."""
+    the longest bar, with room for its label (``budget.plot`` leaves 40% for a decode step's); the
+    GPU bar's legend entry renamed (the round-23 review: "kernel time" for the host copy's copies)."""
     ax.set_xlabel("ms per call (one batch)")
+    legend = ax.get_legend()
+    for text in legend.get_texts() if legend else []:
+        if text.get_text().startswith("GPU work"):
+            text.set_text(GPU_WORK)
     top = max(call["wall_ms"].max(), call["gpu_ms"].max() if call["gpu_ms"].notna().any() else 0)
     if top > 0:
         ax.set_xlim(0, top * 1.2)

@@ -28,10 +28,9 @@ def table02(name):
 def test_the_gains_note_names_the_rounds_and_gives_the_tables_medians():
     t = table02("6bba703-workshop")
     assert growth.gains_note(t, "kv_cache", "naive", True, NAMES) == (
-        "Each gain below is the rounds' (each round's naive ÷ KV cache time, averaged as notebook "
-        "00 does), drawn in the right panel. The table's medians differ: 1.10x and 1.17x at 20 and "
-        "120 tokens, the last as the left panel's bars show it. A round where one loop alone ran "
-        "slow or fast moves the rounds' gain, not the medians.")
+        "The gain is the rounds' (the right panel): each round times both loops back to back, and "
+        "the gain is their typical ratio. The per-step times below use each loop's median run on "
+        "its own instead, and give 1.10x and 1.17x at 20 and 120 tokens.")  # round 23's wording
     assert growth.gains_note(t, "kv_cache", "naive", False, NAMES) == ""  # a smoke run
 
 
@@ -55,7 +54,7 @@ def test_the_gains_note_reads_every_runs_medians_from_its_table():
             ms = 1e3 * same.loc[row, "median_s"].iloc[0]
             same.loc[row, "trials_wall_ms"] = " ".join([f"{ms:.4f}"] * 8)
     assert growth.gains_note(same, "kv_cache", "naive", True, NAMES).endswith(
-        "the table's medians give about the same.")
+        "each loop's median run gives about the same.")  # round 23's wording
 
 
 def test_the_pace_line_divides_the_walls_it_prints_and_gives_the_hosts_time():
@@ -96,15 +95,14 @@ def test_the_start_line_says_how_much_of_the_saving_predates_the_cache():
     assert expandable.start_line(workshop, OLD, NEW).split("\n") == [
         "Before the prefill (step 0), with 508 MiB allocated, default held 680 MiB reserved and "
         "expandable_segments:True 524 MiB: 156 MiB apart before any cache existed.",
-        "At the run's peak they held 728 and 688 MiB, 40 MiB apart: less than at step 0, so this "
-        "saving is what was left of that gap (during the run default's reserve grew 48 MiB, "
-        "expandable_segments:True's 164 MiB)."]
+        "During this recorded run default's reserve grew 48 MiB and expandable_segments:True's "
+        "164 MiB: the difference at the peak is what was left of the step-0 gap."]  # round 23
     assert expandable.start_line(full, OLD, NEW).split("\n") == [
         "Before the prefill (step 0), with 509 and 508 MiB allocated, default held 678 MiB reserved "
         "and expandable_segments:True 522 MiB: 156 MiB apart before any cache existed.",
-        "At the run's peak they held 9636 and 1826 MiB, 7810 MiB apart: 2% of it there at step 0, "
-        "the rest came during the run (during the run default's reserve grew 8958 MiB, "
-        "expandable_segments:True's 1304 MiB)."]
+        "During this recorded run default's reserve grew 8958 MiB and expandable_segments:True's "
+        "1304 MiB: the step-0 gap is 2% of the difference at the peak, the rest came during the "
+        "run."]  # round 23: the recorded run's own peaks (1826 MiB) are not printed
     assert expandable.start_line(workshop[workshop["setting"] == OLD], OLD, NEW) == ""
 
 

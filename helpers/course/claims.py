@@ -478,23 +478,16 @@ def _setting_off() -> str:
 
 
 def _gains_note(number, ladder, n, gains) -> str:
-    """What claim 5's verdict rests on, said once: the two gains estimated from the ladder's
-    rounds; where the table's medians give other ratios (``_apart_medians``), those too, divided
-    out from the printed ms per step; and, since each gain is over its own cache's eager loop,
-    the static rung over the KV cache's, the one baseline both share (its printed division)."""
+    """What claim 5's two gains are over, said once: each over its own cache's eager loop (their
+    printed ms per step), and the static rung over the KV cache's, the one baseline both share
+    (its printed division). Empty where a rung's time is missing."""
     ms = {name: round(_medians(ladder, name).get(n, float("nan")) / n * 1e3, 2)
           for name in (STATIC, KV, STATIC_COMPILED, KV_COMPILED)}
-    div = lambda a, b: f"{ms[a]:.2f}/{ms[b]:.2f} = {ms[a] / ms[b]:.2f}x"  # noqa: E731
-    known = all(m > 0 for m in ms.values())  # NaN fails too
-    note = (f"Claim {number} rests on the gains estimated from the ladder's rounds, "
-            f"{_point(gains[0][0])} and {_point(gains[1][0])}")
-    if known and _apart_medians(gains):
-        note += (f" (by its ms per step: {div(STATIC, STATIC_COMPILED)}, "
-                 f"{div(KV, KV_COMPILED)})")
-    if known:
-        note += (f"; each is over its own cache's eager loop: over the KV cache's, the static "
-                 f"rung gains {div(KV, STATIC_COMPILED)}")
-    return note + "."
+    if not all(m > 0 for m in ms.values()):  # NaN fails too
+        return ""
+    return (f"Claim {number}: each gain is over its own cache's eager loop ({ms[STATIC]:.2f} and "
+            f"{ms[KV]:.2f} ms per step); over the KV cache's loop, the static rung gains "
+            f"{ms[KV]:.2f}/{ms[STATIC_COMPILED]:.2f} = {ms[KV] / ms[STATIC_COMPILED]:.2f}x.")
 
 
 def claim_interleave_small_batch(ctx):
@@ -534,9 +527,11 @@ def claim_interleave_small_batch(ctx):
         said = [_larger(plain(r, ctx.judge, _growth_medians(pair(b), pair(batches[0]))), r)
                 for b, r in zip(batches[1:], against)]
         versus = [f"batch {int(b)}'s: {s}" for b, s in zip(batches[1:], said)]
-        rows += [(f"{regime}: gain at batch {int(batches[0])} vs {int(b)}", s,
+        rows += [(f"{regime}: gain at batch {int(batches[0])} vs {int(b)}",
+                  f"{_point(gains[batches[0]])} at batch {int(batches[0])} vs {_point(gains[b])} "
+                  f"at {int(b)}: {_cell(r, ctx.judge)}",  # the gains, then their ratio's range
                   _PART_WORDS[_expect(r, stats.FASTER)] if ctx.judge else "")
-                 for b, s, r in zip(batches[1:], said, against)]
+                 for b, r in zip(batches[1:], against)]
         heads.append(f"{regime}: the gain of two streams at batch {int(batches[0])} against "
                      + ", against ".join(versus))
         parts.append(f"{regime}: two streams over the per-step sync " + ", ".join(
@@ -572,7 +567,7 @@ def claim_five_x(ctx):
     else:
         verdict = CANT_TELL
     said = say(ladder, LATE, NAIVE, ctx.judge, seq_len=n)
-    shown = f"{plain(ratio, ctx.judge)}{_table_apart(ladder, ratio, n) if ctx.judge else ''}"
+    shown = plain(ratio, ctx.judge)  # from the rounds, as every claim (the lesson says so once)
     context = (f"for context, over the KV-cache loop (02), not the article's baseline: "
                f"{say(ladder, LATE, KV, ctx.judge, seq_len=n)}" if KV in set(ladder["method"])
                else "")
@@ -580,21 +575,6 @@ def claim_five_x(ctx):
     return verdict, f"{evidence}: {said}", (f"about 5x: the range{rule}; exceeded when the "
                                             f"whole range is above {high:g}x"), "", context, \
         f"over the naive loop: {shown}; reproduced when its range{rule}"
-
-
-def _table_apart(ladder, ratio, n) -> str:
-    """Where the ladder's "× naive (medians)" cell for the late stop check prints another number
-    than claim 7's estimate, one clause naming both ways of reading the rounds: ", from the
-    rounds; the table's 6.16x divides the two medians" (empty where they print alike)."""
-    rows = ladder[(ladder["method"] == LATE) & (ladder["seq_len"] == n)]
-    cell = rows["speedup_vs_naive"].iloc[0] if "speedup_vs_naive" in rows and len(rows) else \
-        float("nan")
-    if cell != cell:  # a table without the column: the same division, from the trials
-        cell = stats.medians_ratio(stats.method_trials(ladder, LATE, seq_len=n),
-                                   stats.method_trials(ladder, NAIVE, seq_len=n))
-    if cell != cell or f"{cell:.2f}" == f"{ratio.estimate:.2f}":
-        return ""
-    return f", from the rounds; the table's {cell:.2f}x divides the two medians"
 
 
 CLAIMS = {  # claim -> (judge, source)
@@ -635,8 +615,47 @@ def check_claims(ladder, tables=None, judge=True, preset="full", why=None,
                      "evidence": "; ".join(t for t in (headline, context, detail) if t),
                      "source": f"notebook {source}", "headline": headline, "detail": detail,
                      "note": note, "context": context, "number": number or ("" if parts else headline or detail),
-                     "parts": json.dumps(parts) if parts else ""})
+                     "parts": json.dumps(parts) if parts else "",
+                     "sizes": _sizes(ctx.ladder if source == "08" else ctx.table(source)),
+                     **dict(zip(("apart", "same_loop"),
+                                (0.0, "") if source == "08" else _same_loop(ctx, source)))})
     return pd.DataFrame(rows)
+
+
+def _sizes(frame) -> str:
+    """The sizes a table's rows ran at: "batch 32, 30, 75 and 120 tokens" (empty without one)."""
+    frame = _ok(frame)
+    if frame is None or not {"batch_size", "seq_len"} <= set(frame) or not len(frame):
+        return ""
+    batches = sorted({int(b) for b in frame["batch_size"]})
+    return (f"batch{'es' if len(batches) > 1 else ''} {stats.listed(batches)}, "
+            f"{stats.listed(sorted({int(n) for n in frame['seq_len']}))} tokens")
+
+
+# The loops a notebook's table shares with 08's ladder: (its method name, the ladder's).
+SAME_LOOPS = {"01": [("naive", NAIVE)], "02": [("naive", NAIVE), ("kv_cache", KV)],
+              "04": [(CACHE_DYNAMIC, KV), (CACHE_STATIC, STATIC)]}
+LOOP_WORDS = {NAIVE: "naive loop", KV: "KV-cache loop", STATIC: "static-cache loop"}
+
+
+def _same_loop(ctx, source) -> tuple:
+    """(how far apart, words): of the loops notebook ``source`` and 08's ladder both timed at
+    the same batch and length, the one whose two ms per step differ most, as "the naive loop at
+    batch 32, 100 tokens: 9.33 ms per step in notebook 01, 13.77 in the ladder" ((0, "") where
+    they share none)."""
+    frame, ladder = ctx.table(source), _ok(ctx.ladder)
+    found = [(0.0, "")]
+    if frame is None or ladder is None or "batch_size" not in frame or "batch_size" not in ladder:
+        return found[0]
+    for mine, theirs in SAME_LOOPS.get(source, []):
+        a, b = (f[f["method"] == m] for f, m in ((frame, mine), (ladder, theirs)))
+        for _, row in a.merge(b, on=["batch_size", "seq_len"], suffixes=("", "_ladder")).iterrows():
+            ms = [round(row[c] / row["seq_len"] * 1e3, 2) for c in ("median_s", "median_s_ladder")]
+            if min(ms) > 0:
+                found.append((max(ms) / min(ms), f"the {LOOP_WORDS[theirs]} at batch "
+                              f"{int(row['batch_size'])}, {int(row['seq_len'])} tokens: {ms[0]:.2f} "
+                              f"ms per step in notebook {source}, {ms[1]:.2f} in the ladder"))
+    return max(found)
 
 
 def _uncut(number) -> str:
@@ -675,7 +694,18 @@ def numbers(verdicts, width=100) -> list:
     comes from, wrapped at ``width`` characters, never cut: "1  (notebook 01) x2.66 per
     doubling (claim: x3.5 to x4.5)". A claim of parts has no line of its own: its parts do."""
     shown = rows(verdicts)
-    lines = ["This run's numbers (in parentheses: the table each comes from):"]
+    lines = ["This run's numbers (in parentheses: the table each comes from)."]
+    if {"sizes", "apart", "same_loop"} <= set(verdicts):  # each table's sizes once, then why they need not match the ladder
+        sizes = dict.fromkeys(f"{_origin(s)} {z}" for s, z in sorted(  # the ladder last
+            zip(verdicts["source"], verdicts["sizes"]), key=lambda p: p[0] == "notebook 08")
+            if isinstance(z, str) and z)
+        example = max(zip(verdicts["apart"], verdicts["same_loop"]))[1]  # the widest apart
+        if any(not s.startswith("08's") for s in sizes):  # another notebook's table to read
+            lines.append(textwrap.fill(
+                "Each notebook ran at its own sizes, in its own process: " + "; ".join(sizes)
+                + ". So read a claim's numbers against its own notebook, not against the ladder"
+                + (f": one loop need not time alike in two notebooks ({example})." if example
+                   else "."), width))
     for label, row in shown[shown["this run's number"] != ""].iterrows():
         number = row["this run's number"]
         lines.append(textwrap.fill(f"{label:<3}({row['from']}) {number}", width,

@@ -24,7 +24,7 @@ from ..generation import generate_kv_cache
 from ..model import exact_matmul
 from ..static import (COMPILE_MODES, compile_counters, counters_delta, generate_static_cache,
                       generate_static_compiled, make_static_cache)
-from . import budget, harness, stats
+from . import budget, floor, harness, stats
 from .static_cache import plot_runs_range  # noqa: F401 - the whiskers on 05's budget panel
 
 EAGER = "static (eager)"
@@ -267,8 +267,9 @@ def _fresh_line(compile_table, table) -> str:
                          row["tokens"]))
     more = bool(later) and cost > max(later)
     line = (f"A fresh process pays about what its first graph costs"
-            + (", more than later graphs (plausibly one-time start-up, and kernels later graphs "
-               "reuse)" if more else "")
+            + (f", more than later graphs (up to {max(later):.1f} s here), so plan on the first "
+               "graph's cost once per process and a later graph's for each further shape"
+               if more else "")
             + f": here the first, {what}, took {cost:.1f} s")
     if not runs and timed_first is not None:  # its count above is already at that cost
         return (f"{what[0].upper()}{what[1:]} was this process's first: about what a fresh "
@@ -310,11 +311,13 @@ def idle_line(steps_budget, methods) -> str:
     return line
 
 
-def summary_line(table, compile_table, methods, point, judge: bool) -> str:
+def summary_line(table, compile_table, methods, point, judge: bool, earlier_ms=None) -> str:
     """The lesson in one line: the last compiled loop of ``methods`` against the eager
-    static-cache loop it compiles, at ``point`` tokens (the ratio and its range), its timed
-    graph's compile time with Inductor's cache state, and the first graph's (what a fresh
-    process pays). The step's times are the budget sentences' and are not repeated. Empty in a
+    static-cache loop it compiles, at ``point`` tokens (the ratio and its range), then every
+    other compiled loop's against the same loop; where ``earlier_ms`` (notebook 04's time of that
+    loop, ``lesson04_ms``) parts from this run's, by how much and each ratio against it
+    (``against_04``); its timed graph's compile time with Inductor's cache state, and the first
+    graph's (what a fresh process pays). The step's times are the budget sentences' and are not repeated. Empty in a
     run that judges nothing."""
     if not judge or len(methods) < 2:
         return ""
@@ -322,12 +325,82 @@ def summary_line(table, compile_table, methods, point, judge: bool) -> str:
     rows = compile_table[(compile_table["method"] == best) & (compile_table["tokens"] == point)]
     line = (f"In one line: at {point} tokens, {best} against the eager loop it compiles (the "
             f"static cache's): {stats.say(table, best, EAGER, judge, seq_len=point)}")
+    for other in methods[1:-1]:
+        line += (f", {other.split('(')[-1].rstrip(')')} "
+                 f"{stats.say(table, other, EAGER, judge, seq_len=point)}")
+    apart = against_04(table, point, methods, earlier_ms)
+    if apart:
+        word, ratio, each = apart
+        line += (f"; this run's eager loop was {ratio:.2f}x {word} than notebook 04's, against "
+                 f"whose time {'it is' if len(each) == 1 else 'they are'} "
+                 f"{stats.listed(each)} faster")
     if not rows.empty:
         timed, state = rows.iloc[0]["compile s"], rows.iloc[0]["Inductor cache"]
-        line += f"; compiling its timed graph took {timed:.1f} s" + (
+        line += (f"; compiling {best.split('(')[-1].rstrip(')')}'s timed graph took {timed:.1f} s"
+                 if len(methods) > 2 else f"; compiling its timed graph took {timed:.1f} s") + (
             f", {CACHE_WORDS[state]}" if state in CACHE_WORDS else "")
         first = first_graph(table)
         if first is not None and first[2] != best:  # its timed graph was not the first
             line += (f"; this process's first graph, about what a fresh process pays, "
                      f"{first[0]:.1f} s")
     return line + "."
+
+
+SAME_BASELINE = 0.05  # 05's eager step within 5% of 04's reads "about the same"
+
+
+def lesson04_ms(table, point) -> float:
+    """ms per step of notebook 04's eager static-cache loop (method "static") in this runner
+    run's table, at ``point`` tokens on this table's GPU and batch (``floor.this_run_ms``); NaN
+    where this run has none (outside a runner run, before 04 ran, another length)."""
+    rows = table[table["method"] == EAGER]
+    if rows.empty or "device_name" not in rows:
+        return float("nan")
+    return floor.this_run_ms("04_static_cache", "static", str(rows["device_name"].iloc[0]),
+                             batch_size=int(rows["batch_size"].iloc[0]), seq_len=point)
+
+
+def _ms_per_step(table, method, point, column="median_s") -> float:
+    rows = table[(table["method"] == method) & (table["seq_len"] == point)]
+    return round(1e3 * float(rows[column].iloc[0]) / point, 2) if len(rows) else float("nan")
+
+
+def against_04(table, point, methods, earlier_ms):
+    """(word, ratio, ["4.27x (reduce-overhead)", ...]) where this run's eager step parts from
+    notebook 04's (``earlier_ms``) by more than ``SAME_BASELINE``: "slower" or "faster", this
+    step over 04's (or inverted), and each compiled loop's speedup over 04's step, from the
+    per-step times as printed (0.01 ms; the two tables' medians, no interval). None where they
+    agree, or where 04's time is missing."""
+    if earlier_ms is None or not earlier_ms == earlier_ms or earlier_ms <= 0:
+        return None
+    ours, theirs = _ms_per_step(table, EAGER, point), round(earlier_ms, 2)
+    if not ours > 0 or abs(ours / theirs - 1) <= SAME_BASELINE:
+        return None
+    word, ratio = ("slower", ours / theirs) if ours > theirs else ("faster", theirs / ours)
+    each = [f"{theirs / _ms_per_step(table, m, point):.2f}x ({m.split('(')[-1].rstrip(')')})"
+            for m in methods[1:][::-1] if _ms_per_step(table, m, point) > 0]
+    return word, ratio, each
+
+
+def baseline_line(table, point, methods, earlier_ms) -> str:
+    """This lesson's eager static-cache step against notebook 04's time of the same loop in this
+    run (``earlier_ms``, from ``lesson04_ms``), with this run's fastest and slowest eager runs;
+    where the two part by more than ``SAME_BASELINE``, each compiled loop's speedup against 04's
+    time too (the two tables' medians, no interval). Where 04 did not time this point in this
+    run, says so."""
+    ours = _ms_per_step(table, EAGER, point)
+    if not earlier_ms == earlier_ms or earlier_ms is None or not ours > 0:
+        return (f"Notebook 04 has no time of this loop at {point} tokens in this run, so the "
+                "eager baseline is not compared with it.")
+    theirs = round(earlier_ms, 2)
+    low, high = (_ms_per_step(table, EAGER, point, c) for c in ("min_s", "max_s"))
+    line = (f"The eager baseline took {ours:.2f} ms per step here (its runs {low:.2f} to "
+            f"{high:.2f} ms) and {theirs:.2f} ms in notebook 04 of this run, the same loop")
+    apart = against_04(table, point, methods, earlier_ms)
+    if apart is None:
+        return line + ": about the same, so the speedups above hold against either."
+    word, ratio, each = apart
+    return (line + f": {ratio:.2f}x {word} here. Against notebook 04's time (the two tables' "
+            f"medians, no interval) the compiled loop{' is' if len(each) == 1 else 's are'} "
+            f"{stats.listed(each)} faster: read the "
+            f"speedups above as against this run's {word} baseline.")

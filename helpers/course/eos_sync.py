@@ -310,15 +310,26 @@ def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:
                   != stats.FASTER)
 
 
-def budget_line(view: pd.DataFrame, regime: str = "CUDA graph") -> str:
+def pace_rule() -> str:
+    """Lesson 00's rule for who sets a step's pace, with its thresholds (``budget.pace``), for a
+    lesson that names the pace: the same words in 06 and 07."""
+    return (f"lesson 00's rule: the GPU sets the pace where it idles at most "
+            f"{budget.GPU_PACE_PCT}% of the step, the host where it idles {budget.HOST_PACE_PCT}% "
+            "or more, and they share it in between")
+
+
+def budget_line(view: pd.DataFrame, regime: str = "CUDA graph", rule: bool = False) -> str:
     """The budget of ``regime``'s step in words, from ``profiling.check_cost``'s table (``view``,
     its values as printed): what the check adds to the wall clock per step (the table's last
     column), and whether that is GPU work or GPU idle. Where the check's cost is not a number
     (a "can't tell"), what the bars differ in, and that the rounds decide whether it is a cost.
-    Empty without both loops' GPU numbers."""
+    Empty without both loops' GPU numbers. With ``rule``, the pace's rule is written out
+    (``pace_rule``) in place of "(lesson 00's rule)"."""
     check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
     if not {check, free} <= set(view.index):
         return ""
+    if rule:
+        return budget_line(view, regime).replace("(lesson 00's rule)", f"({pace_rule()})")
     added = view.at[check, "the check adds ms"]
     cells = view.loc[[check, free], ["wall ms", "GPU busy ms", "GPU idle ms"]]
     if cells.isna().any().any():
@@ -351,6 +362,46 @@ def pace_note(view: pd.DataFrame, regime: str) -> str:
     share = 100 * idle / wall
     return (f" Without the check the GPU idles {share:.0f}% of this step: "
             f"{budget.pace(share, why=False)} (lesson 00's rule).")
+
+
+def idle_line(gaps: pd.DataFrame, step_budget: pd.DataFrame, unclear=()) -> str:
+    """Where the budget's GPU idle lies, and why the profiled gap need not match the timed cost,
+    for the CUDA-graph loops (``gaps``: medians per loop of ``gap_before_us``, ``idle_inside_us``
+    (the GPU idle between the kernels of one step) and ``cpu_us``). Without the check: the idle
+    per step of the timed budget, and how much of it the profiler finds between two steps and
+    inside a step; the rest is the prefill and the call's own host work, not split here (where
+    the profiled idle is the larger: that the profiler slowed the host where it did, else that
+    the profiler finds about all of it). With it, where
+    no loop's host was slowed (``gap_line`` names those) and the gap's rise is more than 10%
+    off the timed cost: that the lesson quotes the timed cost and does not measure the
+    difference. Empty without the numbers."""
+    data = step_budget.set_index("method")
+    check, free = f"CUDA graph, {CHECK}", f"CUDA graph, {FREE}"
+    if (not {check, free} <= set(data.index) or "idle_inside_us" not in gaps.columns
+            or data.loc[[check, free], "gpu_ms"].isna().any()):
+        return ""
+    idle_us = 1e3 * data.at[free, "idle_ms"]
+    between, inside = gaps.at[FREE, "gap_before_us"], gaps.at[FREE, "idle_inside_us"]
+    rest = idle_us - between - inside
+    wall = {m: 1e3 * data.at[f"CUDA graph, {m}", "wall_ms"] for m in (CHECK, FREE)}
+    slowed = {m: "cpu_us" in gaps.columns and gaps.at[m, "cpu_us"] > profiling.PROFILER_SLOWED * wall[m]
+              for m in (CHECK, FREE)}
+    found = f"{between:.0f} µs between two steps and {inside:.0f} µs inside a step, between the graph's kernels"
+    text = (f"Without the check the GPU idles {idle_us:.0f} µs per step in the timed budget; " + (
+        f"the profiler finds {found}, and the other {rest:.0f} µs is the prefill and the call's "
+        "own host work, spread over its steps (not split here)." if rest >= 0 else
+        f"the profiled run idles {found}, more in all: the profiler slowed its host." if slowed[FREE]
+        else f"the profiler finds {found}: about all of it."))
+    if "CUDA graph" in unclear or not wall[CHECK] > wall[FREE] or any(slowed.values()):
+        return text
+    cost = wall[CHECK] - wall[FREE]
+    added = int(f"{gaps.at[CHECK, 'gap_before_us']:.0f}") - int(f"{between:.0f}")
+    if abs(added - cost) <= 0.1 * cost:
+        return text
+    return text + (f" The profiled gap's rise ({added} µs) is {'smaller' if added < cost else 'larger'}"
+                   f" than the timed cost ({cost:.0f} µs): the profiled call is one short run "
+                   "with the profiler's own host work, and this lesson does not measure where "
+                   "the difference goes.")
 
 
 def cost_summary(step_budget: pd.DataFrame, unclear=(), judge: bool = True) -> str:

@@ -206,10 +206,13 @@ def rises(history, conf: str):
     return rose
 
 
-def gap_line(history, conf: str) -> str:
+def gap_line(history, conf: str, table_pct: float | None = None) -> str:
     """For one setting's memory history: the widest gap between reserved memory and the peak
     allocated inside a step, against the most a step's allocations rose above its start (the old
-    and new cache tensors alive together): how much of the gap that overlap can explain."""
+    and new cache tensors alive together): how much of the gap that overlap can explain. With
+    ``table_pct`` (the table's unused % of that setting), a third line: how reserved and
+    allocated moved after that step, and which of the two shares is the lesson's fragmentation
+    (the twenty-third review: 13.1% in the table, 27% at the worst step, which one?)."""
     part = history[(history["setting"] == conf) & (history["step"] > 0)]  # decode steps only
     part = part.dropna(subset=["allocated_peak"])
     if part.empty:
@@ -223,9 +226,26 @@ def gap_line(history, conf: str) -> str:
                f"allocated at most {rise:.0f} MiB above a step's start." if rise < gap.max() / 2 else
                f"Old and new cache tensors alive together explain a good part of it: they lifted "
                f"allocated up to {rise:.0f} MiB above a step's start.")
-    return (f"With {conf}, up to {gap.max():.0f} MiB ({share:.0f}% of reserved then) stayed "
+    said = (f"With {conf}, up to {gap.max():.0f} MiB ({share:.0f}% of reserved then) stayed "
             f"reserved but unused even at a step's busiest moment, in decode step {at}.\n"
             f"  {explain}")
+    if table_pct is None:
+        return said
+    later = part[part["step"] > at]
+    if later.empty:
+        moved = f"Decode step {at} was the run's last."
+    else:
+        grew = lambda col: (later[col].max() - part.loc[gap.idxmax(), col]) / MIB  # noqa: E731
+        reserve, used = grew("reserved"), grew("allocated_peak")
+        if round(reserve) <= 0 < round(used):
+            moved = (f"After decode step {at} the reserve did not grow while allocated grew "
+                     f"{used:.0f} MiB into it, so the gap shrank.")
+        else:
+            moved = (f"After decode step {at} the reserve grew {max(reserve, 0):.0f} MiB and "
+                     f"allocated {max(used, 0):.0f} MiB"
+                     + (", into the unused space: the gap shrank." if used > reserve else "."))
+    return (f"{said}\n  {moved} The lesson's fragmentation number is the table's unused % "
+            f"({table_pct:.1f}%), from the whole run's two peaks; the {share:.0f}% is its worst single step.")
 
 
 def start_line(history, old: str, new: str) -> str:
@@ -250,20 +270,20 @@ def start_line(history, old: str, new: str) -> str:
     head = (f"Before the prefill (step 0), with {allocated} allocated, {old} held {r_old:.0f} MiB "
             f"reserved and {new} {r_new:.0f} MiB: {abs(r_old - r_new):.0f} MiB apart before any "
             "cache existed.")
-    grew = (f"during the run {old}'s reserve grew {peak[old] - r_old:.0f} MiB, {new}'s "
-            f"{peak[new] - r_new:.0f} MiB")
-    at_peak = f"At the run's peak they held {peak[old]:.0f} and {peak[new]:.0f} MiB"
+    grew = (f"During this recorded run {old}'s reserve grew {peak[old] - r_old:.0f} MiB and "
+            f"{new}'s {peak[new] - r_new:.0f} MiB")
+    # its own peaks are not printed: the table's run printed 1824 MiB where this one reached
+    # 1826 (the twenty-third review read two peaks for one setting)
     before, after = r_old - r_new, peak[old] - peak[new]
     if after <= 0:
-        tail = f"{at_peak}: {new} held no less ({grew})."
+        tail = f"{grew}: {new} held no less at its peak."
     elif before >= after:
-        tail = (f"{at_peak}, {after:.0f} MiB apart: less than at step 0, so this saving is what "
-                f"was left of that gap ({grew}).")
+        tail = f"{grew}: the difference at the peak is what was left of the step-0 gap."
     elif before > 0:
-        tail = (f"{at_peak}, {after:.0f} MiB apart: {100 * before / after:.0f}% of it there at "
-                f"step 0, the rest came during the run ({grew}).")
+        tail = (f"{grew}: the step-0 gap is {100 * before / after:.0f}% of the difference at the "
+                "peak, the rest came during the run.")
     else:
-        tail = f"{at_peak}, {after:.0f} MiB apart, all of it from the run ({grew})."
+        tail = f"{grew}: all of the difference at the peak came during the run."
     return f"{head}\n{tail}"
 
 

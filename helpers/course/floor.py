@@ -343,8 +343,9 @@ def gpu_gap_line(budget_frame, method: str) -> str:
     text = f"its GPU work alone is {gpu:.2f} ms per step, {gpu / low:.2f}x the floor"
     if gpu <= low:
         return text + "."
-    return text + (": that gap is the kernels themselves (reading the whole cache buffer, many "
-                   "small kernels, TF32 tiles at a small batch), which no graph removes.")
+    # round 23: the causes it once listed (the whole cache buffer read, ...) were not measured
+    return text + (": that gap is the kernels themselves (which of them, this lesson does not "
+                   "measure), which no graph removes.")
 
 
 def extra_steps_note(ratio, new_tokens: int, k: int, unit: str = "launch") -> str:
@@ -364,6 +365,105 @@ def extra_steps_note(ratio, new_tokens: int, k: int, unit: str = "launch") -> st
     per = stats.Ratio(ratio.estimate * w, ratio.low * w, ratio.high * w, ratio.n, ratio.level)
     return (f"; per decode step (a run at {k} per {unit} does {steps} steps, not {new_tokens - 1}): "
             f"{stats.plain(per)}")
+
+
+def rounds_ratio(table, candidate: str, baseline: str, judge: bool = True, **where) -> str:
+    """The rounds' ratio of two rows in ``stats.plain``'s words, with no medians' note: 10 and
+    11 say once, in ``rounds_note``, how the table's medians differ (round 23: a note on some
+    lines and not on others read as two answers)."""
+    return stats.plain(stats.row_speedup(table, candidate, baseline, **where), judge)
+
+
+def rounds_note(table, comparisons, judge: bool = True, **where) -> str:
+    """One sentence after a lesson's ratios (``comparisons``: (label, candidate, baseline)):
+    they are the rounds' estimates, and where dividing the table's medians prints another ratio
+    (two decimals), each such ratio, named once. Empty in a smoke run or where no comparison
+    has enough rounds for a range."""
+    if not judge:
+        return ""
+    apart, read = [], 0
+    for label, new, old in comparisons:
+        cand, base = stats._row_trials(table, new, old, "wall", where)
+        ratio, medians = stats._trials_speedup(cand, base), stats.medians_ratio(cand, base)
+        if ratio.n < stats.MIN_TRIALS or not (math.isfinite(medians) and medians > 0
+                                              and math.isfinite(ratio.estimate)):
+            continue
+        read += 1
+        if _as_said(medians) != _as_said(ratio.estimate):
+            apart.append(f"{_as_said(medians)} ({_rung(label)})")
+    if not read:  # too few rounds for any ratio: nothing to reconcile
+        return ""
+    text = ("These ratios come from the interleaved rounds (each round runs every method once, "
+            "back to back, and compares them within the round: notebook 00)")
+    if not apart:
+        return text + "; dividing the table's medians gives the same ratios to two decimals."
+    return (text + "; the table's medians, each method's middle run on its own, give "
+            f"{stats.listed(apart)}.")
+
+
+def _as_said(ratio: float) -> str:
+    """A ratio (baseline over candidate) as "1.49x faster" or "1.02x slower", two decimals."""
+    return f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
+
+
+def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: bool) -> str:
+    """10's "k steps per launch against 1", read per decode step only (a run at ``k`` per launch
+    does whole launches: ``extra_steps_note``), where it is slower saying that this lesson does
+    not measure why (round 23: 1.03x slower, unexplained). Empty in a smoke run or for k = 1."""
+    if not judge or not k > 1:
+        return ""
+    ratio = stats.row_speedup(table, most, one, seq_len=new_tokens)
+    note = extra_steps_note(ratio, new_tokens, k)
+    text = (f"{k} steps per launch against 1, {note[2:]}" if note else
+            f"{k} steps per launch against 1, per decode step: {stats.plain(ratio)}")
+    steps = math.ceil((new_tokens - 1) / k) * k
+    w = steps / (new_tokens - 1) if new_tokens > 1 else 1.0
+    per = stats.Ratio(ratio.estimate * w, ratio.low * w, ratio.high * w, ratio.n, ratio.level)
+    if stats.verdict(per) == stats.SLOWER:
+        text += "; why it is slower, this lesson does not measure"
+    return text
+
+
+def against_tenth(fast_ms: float, start_ms: float, tenth_ms: float, fast: str) -> str:
+    """11's answer first (round 23: it came only in the last line): notebook 10's graphed step
+    (``tenth_ms``: ``this_run_ms``) against the last rung ``fast`` and against rung 1, where the
+    ladder starts, each from the two tables' printed medians (no interval: the lessons time in
+    separate rounds)."""
+    if not all(math.isfinite(x) and x > 0 for x in (fast_ms, start_ms, tenth_ms)):
+        return ("Notebook 10's step ('graph, decode_step, 1/launch'): no time of it from this run "
+                "on this GPU, so the ladder is read from its own rung 1 only.")
+    fast_r, start_r, tenth_r = round(fast_ms, 3), round(start_ms, 3), round(tenth_ms, 3)
+    return (f"Notebook 10's step ('graph, decode_step, 1/launch') takes {tenth_r:.3f} ms per step "
+            f"in this run; the ladder starts at rung 1, {start_r:.3f} ms, "
+            f"{_as_said(tenth_r / start_r)} than 10's step, and ends at '{fast}', {fast_r:.3f} ms, "
+            f"{_as_said(tenth_r / fast_r)} than 10's step (the two tables' medians: the lessons "
+            "time in separate rounds, so no range).")
+
+
+def graph_prompt_line(budget_frame, eager, new_tokens, graphed) -> str:
+    """What replaying the prompt from a graph took off each step (``graphed``: the rungs before
+    and after, as the figure's labels subtract) against the prompt's whole time alone
+    (``eager``: ``prefill_cost``), plainly where it took more: the two are separate timings, and
+    the prompt's host time moves between them (round 23: "more than its whole time alone" read
+    as a finding). Empty without both rungs or the prompt's time."""
+    rows = budget_frame.set_index("method")
+    if not new_tokens > 0 or not math.isfinite(eager[0]) or \
+            not all(m in rows.index for m in graphed):
+        return ""
+    from . import budget  # budget imports this module
+    before, after = (rows.loc[m, "wall_ms"] for m in graphed)
+    if not (math.isfinite(before) and math.isfinite(after)):
+        return ""
+    saved, per = round(before, 2) - round(after, 2), eager[0] / new_tokens
+    if saved <= 0:
+        return ""
+    text = (f"Replaying the prompt from a graph ({_rung(graphed[0])} to {_rung(graphed[1])}) "
+            f"took {budget.ms_or_us(saved, printed=saved)} off each step")
+    if saved <= per:
+        return text + f", of the {budget.ms_or_us(per)} its forward costs per step timed alone."
+    return (text + f", more than the {budget.ms_or_us(per)} its forward costs per step timed "
+            "alone: the two are separate timings and the prompt's host time moves between them "
+            "(notebook 10 times the same forward); what else the graph saved is not measured here.")
 
 
 def graph_scope_line(graph_steps, peers) -> str:

@@ -389,11 +389,10 @@ def length_line(table, candidate: str, baseline: str, judge: bool, n: int, label
 
 
 def gains_note(table, candidate: str, baseline: str, judge: bool, labels=None) -> str:
-    """Notebook 02's line above its gains: which number they are (the rounds' ratios, as the
-    right panel draws them) and, where the table's medians print another at some length, theirs
-    at every length (the twenty-second review: "1.14x" printed, 262.5 ÷ 239.1 = 1.10x in the
-    table, 1.17x in the left panel's bars, explained only in the plot's caption). Empty on a
-    smoke run."""
+    """Notebook 02's line above its gains: which number the lesson's answer is (the rounds', as
+    the right panel draws them) and, only where the table's medians print another at some
+    length, one plain sentence naming those once (the twenty-third review: a 60-word note left
+    two answers, 1.12x or 1.07x at 30 tokens). Empty on a smoke run."""
     if not judge:
         return ""
     labels = labels or {}
@@ -405,14 +404,13 @@ def gains_note(table, candidate: str, baseline: str, judge: bool, labels=None) -
     if any(math.isnan(m) for m in medians.values()):
         return ""
     rounds = {n: stats.row_speedup(table, candidate, baseline, seq_len=n).estimate for n in values}
-    each = (f"each round's {labels.get(baseline, baseline)} ÷ {labels.get(candidate, candidate)} "
-            "time, averaged as notebook 00 does")
+    answer = ("The gain is the rounds' (the right panel): each round times both loops back to "
+              "back, and the gain is their typical ratio")
     if all(f"{medians[n]:.2f}" == f"{rounds[n]:.2f}" for n in values):
-        return f"Each gain below is the rounds' ({each}); the table's medians give about the same."
+        return f"{answer}; each loop's median run gives about the same."
     said = stats.listed([f"{medians[n]:.2f}x" for n in values]) + f" at {_tokens(values)}"
-    return (f"Each gain below is the rounds' ({each}), drawn in the right panel. The table's "
-            f"medians differ: {said}, the last as the left panel's bars show it. A round where "
-            "one loop alone ran slow or fast moves the rounds' gain, not the medians.")
+    return (f"{answer}. The per-step times below use each loop's median run on its own instead, "
+            f"and give {said}.")
 
 
 def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
@@ -433,7 +431,10 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
         rows[n] = step
     idle = {m: [100 * rows[n].loc[m, "idle_ms"] / rows[n].loc[m, "wall_ms"] for n in values]
             for m in (candidate, baseline)}
-    cut = [rows[n].loc[baseline, "gpu_ms"] / rows[n].loc[candidate, "gpu_ms"] for n in values]
+    # derived numbers divide the printed, rounded values (the twenty-third review: "2.09x or
+    # more" where the printed 2.84 / 1.35 give 2.10)
+    shown = lambda n, m, col: round(float(rows[n].loc[m, col]), 2)  # noqa: E731
+    cut = [shown(n, baseline, "gpu_ms") / shown(n, candidate, "gpu_ms") for n in values]
     ms = lambda m, col: stats.listed([f"{rows[n].loc[m, col]:.2f}" for n in values], " ms")
     pct = lambda m: stats.listed([f"{i:.0f}%" for i in idle[m]])
     lines = [f"Per decode step at {_tokens(values)}, the GPU's work: {base} {ms(baseline, 'gpu_ms')}; "
@@ -443,13 +444,13 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
              f"{ms(candidate, 'wall_ms')}, idle {pct(candidate)}."]
     # the wall clock per step as printed just above (the table's medians), not the rounds' gain:
     # "fell at most 1.21x" beside 15.59 and 13.30 ms read as a slip (the twenty-second review)
-    fell = [rows[n].loc[baseline, "wall_ms"] / rows[n].loc[candidate, "wall_ms"] for n in values]
+    fell = [shown(n, baseline, "wall_ms") / shown(n, candidate, "wall_ms") for n in values]
     if min(cut) > 1:
         wall_fell = (f"the wall clock per step fell at most {max(fell):.2f}x" if max(fell) > 1
                      else "the wall clock per step did not fall")
         # floored, not rounded: "2.1x or more" was printed for a cut of 2.07x (the 21st review)
         said = (f"At every length the cache cut the GPU's work per step "
-                f"{math.floor(100 * min(cut)) / 100:.2f}x or more, "
+                f"{math.floor(100 * min(cut) + 1e-9) / 100:.2f}x or more, "
                 f"{'but' if max(fell) < min(cut) else 'and'} {wall_fell}")
     else:
         said = "The cache did not cut the GPU's work per step at every length"
@@ -471,9 +472,11 @@ def _host_line(step, n: int, label: str) -> str:
     Empty where the host does not set the pace."""
     if budget.pace(100 * step["idle_ms"] / step["wall_ms"], why=False) != "the host sets the pace":
         return ""
-    return (f"At {n} tokens the host took at least {step['idle_ms']:.2f} ms of each "
-            f"{step['wall_ms']:.2f} ms {label} step, the time the GPU sat idle waiting for it, "
-            f"against {step['gpu_ms']:.2f} ms of GPU work.")
+    wall, gpu = round(float(step["wall_ms"]), 2), round(float(step["gpu_ms"]), 2)
+    # the printed wall less the printed work (the twenty-third review: 6.75 beside 8.36 - 1.60)
+    return (f"At {n} tokens the host took at least {wall - gpu:.2f} ms of each "
+            f"{wall:.2f} ms {label} step, the time the GPU sat idle waiting for it, "
+            f"against {gpu:.2f} ms of GPU work.")
 
 
 def _tokens(lengths) -> str:

@@ -106,6 +106,37 @@ def resolution(ratio, judge: bool, by_round=None) -> str:
     return text[0].upper() + text[1:] + "."
 
 
+def reach(ratio, judge: bool, by_round=None) -> str:
+    """What notebook 00's A/A comparison means for the course, from this run (the twenty-third
+    review: the lesson never said plainly what the noise means, and "in round 8 both trials moved
+    together, which their ratio cancels" stood beside round 8's ratio of 0.933): how far the
+    identical loop's round ratios ranged, and how far the interval reaches either side of its
+    estimate at this many rounds, the smallest difference that rounds as noisy as these can
+    tell from none. Where the interval told the identical loops apart, it says so first, with in
+    how many rounds the slower loop's trial was the slower. Empty without an interval or rounds."""
+    if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
+            or not math.isfinite(ratio.high) or by_round is None or not len(by_round):
+        return ""
+    a, b = (by_round[k].to_numpy(dtype=float) for k in ("A ms", "B ms"))
+    r, names = a / b, by_round["round"].astype(int).to_numpy()
+    lo, hi = int(np.argmin(r)), int(np.argmax(r))
+    half = 100 * (max(ratio.high / ratio.estimate, ratio.estimate / ratio.low) - 1)
+    k = len(a)
+    text = ""
+    if stats.verdict(ratio) != stats.NOISE:
+        slower = "B" if ratio.estimate < 1 else "A"  # estimate: A / B, the speedup of B over A
+        count = int(np.sum(b > a) if slower == "B" else np.sum(a > b))
+        text = (f"This run told the identical loops apart ({slower}'s trial was the slower in "
+                f"{count} of the {k} rounds): a verdict this close to 1 can come from noise "
+                "alone. ")
+    return text + (
+        f"The same loop's round ratios A / B ranged from {r[lo]:.2f}x (round {names[lo]}) to "
+        f"{r[hi]:.2f}x (round {names[hi]}), and {k} rounds put the interval about {half:.0f}% "
+        f"either side of its estimate. So at {k} rounds as noisy as these, a difference smaller "
+        f"than about {half:.0f}% reads \"can't tell apart\"; only a larger one can read "
+        "\"faster\" or \"slower\".")
+
+
 def spread(by_round, n: int, gpu_ms: float) -> str:
     """Notebook 00: the budget's wall clock is one reading of a host whose speed varies (the
     sixteenth review: the budget read as one fixed fact beside runs of the same loop 1.9x apart):
@@ -181,6 +212,7 @@ def doubling(table) -> str:
 
 
 SAME_IDLE = 0.20  # idle times per step within 20% of their mean read "about the same"
+LAST_ROSE = 0.10  # ... unless the longest length's, after a dip, lies over 10% above the one before
 
 
 def _split(table):
@@ -198,12 +230,18 @@ def _split(table):
 
 def _idle_trend(ns, per) -> tuple:
     """How the GPU's idle time per step (``per``, ms, as printed) moved with the length:
+    "last" where it dipped below the shortest's, then rose at the longest length to the largest,
+    more than ``LAST_ROSE`` above the length before (the twenty-third review: 3.65, 3.46 and
+    4.09 ms read "about the same" where the rise at the longest length was the point);
     "same" where every length's lies within ``SAME_IDLE`` of their mean, "fell" ("rose") where
     no longer length's lies above (below) the shortest's and the longest's lies below (above),
     else "mixed"; with the mean ("about 2.8 ms") and the values ("2.88, 3.09 and 2.37 ms at
     100, 200 and 300 tokens")."""
     values = f"{stats.listed([f'{p:.2f}' for p in per], ' ms')} at {stats.listed(ns, ' tokens')}"
     mean = sum(per) / len(per)
+    if len(per) > 2 and min(per[1:]) < per[0] and per[-1] > max(per[:-1]) \
+            and per[-1] > (1 + LAST_ROSE) * per[-2]:
+        return "last", "", values
     if mean > 0 and all(abs(p / mean - 1) <= SAME_IDLE for p in per):
         return "same", f"about {mean:.1f} ms", values
     if per[-1] < per[0] and max(per[1:]) <= per[0]:
@@ -271,11 +309,12 @@ def growth_why(table, prompt_len: int) -> str:
             f"positions (the prompt's included), {positions(m) / positions(n):.2f}x as many in "
             f"all, not {r * r:.3g}x. ")
     trend, grew, q = p["trend"], p["idle_grew"], p["idle_grew"] / r
-    as_n = ("about as N" if trend == "same" or (trend == "mixed" and abs(q - 1) <= SAME_IDLE)
-            else "less than N" if q < 1 else "more than N")
+    as_n = ("about as N" if trend == "same"
+            or (trend in ("mixed", "last") and abs(q - 1) <= SAME_IDLE) else "less than N" if q < 1 else "more than N")
     per_step = {"same": f"per step it stayed about the same, {p['about']} ({p['values']})",
                 "fell": f"per step it did not grow with the length ({p['values']})",
                 "rose": f"per step it grew with the length ({p['values']})",
+                "last": f"per step it was largest at the longest length ({p['values']})",
                 "mixed": f"per step it was {p['values']}"}[trend]
     i0, i1 = p["idle"]
     moved = (f"grew {grew:.2f}x ({i0} -> {i1} ms)" if grew >= 1 else
@@ -325,6 +364,51 @@ def idle_parts(table) -> str:
         f" ran out of driver memory, freed its whole cache and asked again "
         f"{stats.listed(tries)} times at {stats.listed(ns, ' tokens')} ({over}): a cost inside "
         "the idle time that this run does not separate (notebook 03 measures it).")
+
+
+def idle_reading(table) -> str:
+    """Notebook 01, last: what the idle time holds, in short lines (the twenty-third review: "host
+    work that the GPU's work does not hide" did not fit a run whose idle time per step was largest
+    at 300 tokens, where the GPU's work per step outlasted the whole 100-token step, while the
+    allocator's retries rose 0, 5, 15; and the retries sat mid-paragraph). Its parts, which this
+    run does not separate; the allocator's peak reserved and retries per length where the table
+    has them; and, where the idle time per step was largest at the longest length although the
+    GPU's work per step there outlasted the shortest length's whole step, that longer work did not
+    hide more of it, with the retries beside it. Empty without GPU work (a CPU run)."""
+    split = _split(table)
+    if split is None:
+        return ""
+    ns, work = split
+    ok = table[table["status"] == harness.OK].sort_values("seq_len")
+    walls = [round(1e3 * float(t) / k, 2) for t, k in zip(ok["median_s"], ns)]
+    works = [round(w / k, 2) for w, k in zip(work, ns)]
+    per = [w - g for w, g in zip(walls, works)]  # as budget.sentence prints it
+    at = stats.listed(ns, " tokens")
+    lines = ["The idle time holds the host's Python and launches, the wait of each step's EOS check, "
+             "the allocator getting memory from the driver and gaps between kernels; this run does "
+             "not measure how it splits."]
+    tries = ([int(t) for t in ok["alloc_retries"].fillna(0)]
+             if "alloc_retries" in ok and ok["alloc_retries"].notna().any() else [])
+    if any(tries):
+        runs = {len(harness.trials(row)) for _, row in ok.iterrows()}
+        over = (f"over the {runs.pop()} timed runs of each length" if len(runs) == 1 else
+                "over each length's timed runs")
+        lines.append(f"Allocator retries (out of driver memory, it freed its whole cache and asked "
+                     f"again), {over}: {stats.listed(tries)} at {at}.")
+    if "peak_reserved_bytes" in ok and ok["peak_reserved_bytes"].gt(0).any():
+        gib = [float(b) / 2**30 for b in ok["peak_reserved_bytes"].fillna(0)]
+        top = [k for k, g in zip(ns, gib) if f"{g:.1f}" == f"{max(gib):.1f}"]
+        lines.append(f"Peak reserved (memory the allocator held from the driver): up to "
+                     f"{max(gib):.1f} GiB, at {stats.listed(top, ' tokens')}.")
+    if len(ns) > 1 and per[-1] > max(per[:-1]) and works[-1] > walls[0]:
+        line = (f"At {ns[-1]} tokens the GPU's work per step ({works[-1]:.2f} ms) outlasted the "
+                f"whole {ns[0]}-token step ({walls[0]:.2f} ms), yet the idle time per step was "
+                f"largest there ({per[-1]:.2f} ms): longer GPU work did not hide more of it.")
+        if tries and tries[-1] > max(tries[:-1]):
+            line += (f" The allocator's retries were the most there too ({tries[-1]}); which part "
+                     "grew is not measured here.")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def takeaway(table) -> str:

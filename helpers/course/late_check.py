@@ -11,6 +11,7 @@ import pandas as pd
 import torch
 
 from . import budget, claims, harness, plotting, profiling, stats
+from .eos_sync import pace_rule  # noqa: F401  (07 names the pace by the same rule as 06)
 from .. import static
 from ..model import make_prompt
 from ..streams import eager_step, generate_sync
@@ -197,11 +198,15 @@ def idle_why(step_costs, shown="interleaved", old="sync") -> str:
 
 
 def plot(fig_axes, table, step_costs, params):
-    """Left: the time budget of one step at ``batch_size``; right: with the CUDA-graph step, each
+    """Left: the time budget of one step at ``batch_size`` (the CUDA-graph loops only where
+    they ran: ``eager_line`` reads the eager step); right: with the CUDA-graph step, each
     loop's time per step above no check's (µs, from the medians) against batch size: the
     per-step sync's line is the check's cost, a late loop's what it leaves of it."""
     ax_budget, ax_batch = fig_axes
-    budget.plot(ax_budget, step_costs, title=f"One step at batch {params.batch_size}")
+    graph = step_costs["method"].str.startswith(REGIME_LABELS["compiled"])
+    # the eager step's 11 ms bars would squeeze the CUDA-graph loops' (eager_line reads it)
+    shown = step_costs[graph] if graph.any() else step_costs
+    budget.plot(ax_budget, shown, title=f"One step at batch {params.batch_size}")
     compiled = table[(table["regime"] == "compiled") & (table["status"] == harness.OK)]
     if compiled.empty:
         ax_batch.text(0.5, 0.5, "no CUDA-graph step on a CPU run", ha="center", va="center",
@@ -356,6 +361,76 @@ def shares_line(summary_frame, batch, judge=True, regime="compiled") -> str:
     return (f"{head}, the check costs {row['check_cost_us']:.0f} µs per step, "
             f"{row['check_cost_us'] / (10 * row['no_check']):.0f}% of the {row['no_check']:.2f} ms "
             "step without it" + (f"; {back}" if won else "") + ".")
+
+
+def where_line(table, summary_frame, judge=True, regime="compiled") -> str:
+    """Where the late read wins back most, in plain words from the summary's medians: at each
+    batch size of ``regime`` whose check's cost the rounds resolve, the share of it the two late
+    loops win back and the µs per step they leave above no check. With several batch sizes, the
+    batch where they win back least (the lower of the two loops' shares; only where it is
+    ``LEAST_APART`` points below every other batch's, else "about as much"), and there the GPU's
+    work per step (the profiled runs' busy time) beside the late loops' GPU idle per step, against
+    the other batches': where that batch's GPU work is the shortest, that a late read hides the
+    wait only behind the queued step's GPU work, which there ends first; the host's own time per
+    step is not measured at that batch. Empty with fewer than two resolved batch sizes or on a
+    smoke run."""
+    if not judge:
+        return ""
+    rows = summary_frame[(summary_frame["regime"] == regime)
+                         & summary_frame["check_resolved"].astype(bool)].set_index("batch_size")
+    late = [n for n in ("interleaved", "event") if n in rows and rows[n].notna().all()]
+    if len(rows) < 2 or not late:
+        return ""
+    ok = table[(table["regime"] == regime) & (table["status"] == harness.OK)]
+    per = ok.assign(gpu=1e3 * ok["gpu_busy_s"] / ok["seq_len"]).set_index(["batch_size", "method"])
+    span = lambda vals, unit: (f"{min(vals):.0f}{unit}" if round(min(vals)) == round(max(vals))  # noqa: E731
+                               else f"{min(vals):.0f}–{max(vals):.0f}{unit}")
+    won = {int(b): [min(r[f"{n}_recovered_pct"], 100.0) for n in late] for b, r in rows.iterrows()}
+    left = {int(b): [max(1e3 * (r[n] - r["no_check"]), 0.0) for n in late] for b, r in rows.iterrows()}
+    each = [f"{span(won[b], '%')} at batch {b} ({span(left[b], ' µs')}"
+            + (" per step left)" if i == 0 else " left)") for i, b in enumerate(won)]
+    least = min(won, key=lambda b: min(won[b]))
+    others = [b for b in won if b != least]
+    apart = all(min(won[least]) < min(won[b]) - LEAST_APART for b in others)
+    text = ("Where it pays: of the check's cost, the late loops win back " + stats.listed(each)
+            + (f"; the least at batch {least}." if apart else ": about as much at every batch."))
+    if not apart or "gpu_busy_s" not in ok or per["gpu"].isna().any():
+        return text
+    gpu = {b: per.at[(b, "no_check"), "gpu"] for b in won}  # ms per step
+    idle = {b: [1e3 * (rows.at[b, n] - per.at[(b, n), "gpu"]) for n in late] for b in won}
+    if not (all(gpu[least] < gpu[b] for b in others)
+            and all(min(idle[least]) > max(idle[b]) for b in others)):
+        return text
+    return text + (f" There the GPU's work per step is the shortest ({gpu[least]:.2f} ms, "
+                   "against " + stats.listed([f"{gpu[b]:.2f} ms" for b in others])
+                   + f"), and with a late read the GPU still idles {span(idle[least], ' µs')} per "
+                   "step (against " + stats.listed([span(idle[b], " µs") for b in others])
+                   + "): a late read hides the CPU's wait only behind the queued step's GPU work, "
+                   "and the shorter that work, the less it hides. The host's own time per step "
+                   f"at batch {least} is not measured here.")
+
+
+LEAST_APART = 10  # percentage points: a batch wins back "the least" only this far below the others
+
+
+def eager_line(summary_frame, judge=True) -> str:
+    """The eager step's row in one line: whether its rounds tell the check's cost apart (the
+    per-step sync against no check, ms per step from the medians), and that the figure leaves the
+    eager step out. Empty without an eager row or on a smoke run."""
+    rows = summary_frame[summary_frame["regime"] == "eager"]
+    if not judge or rows.empty:
+        return ""
+    row = rows.iloc[0]
+    times = f"{row['sync']:.2f} and {row['no_check']:.2f} ms per step"
+    if not bool(row.get("check_resolved", True)):
+        said = (f"the rounds can't tell the per-step sync from no check ({times}): the check "
+                "costs nothing measurable there, so a late read has nothing to win back")
+    else:
+        said = (f"the check costs {row['check_cost_us']:.0f} µs per step ({row['sync']:.2f} "
+                f"against {row['no_check']:.2f} ms), "
+                f"{row['check_cost_us'] / (10 * row['no_check']):.0f}% of the step without it")
+    return (f"With the eager step at batch {int(row['batch_size'])}, {said}; the figure leaves the "
+            "eager step out.")
 
 
 CALLED = {"interleaved": "two streams", "event": "one stream and an event"}  # in sentences

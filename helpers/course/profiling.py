@@ -293,13 +293,16 @@ def stream_names(frame: pd.DataFrame) -> dict:
             for i, lane in enumerate(order)}
 
 
-def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, title: str = ""):
+def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, title: str = "",
+                  step_offset: int = 0):
     """CPU step ranges and waits against GPU events, over ``steps`` steps from ``first_step``;
     alternate steps in alternate colours, time in ms from the first shown step's start. The
     CPU's waits at a sync are red on their own lane, and every idle gap of the GPU between two
     steps is shaded grey across the GPU lanes, with its length written below them. GPU lanes
     are named by ``stream_names``, the default stream first. Panels made with ``sharex=True``
-    share one time axis, each with its tick labels."""
+    share one time axis, each with its tick labels. ``step_offset`` is added to the step numbers
+    written under the bars: the ranges count the decode step's calls from 0, and 06's and 07's
+    loops make their first call at ``i = 1``, so 1 labels each step with the loop's ``i``."""
     shown = frame[(frame["step"] >= first_step) & (frame["step"] < first_step + steps)]
     if shown.empty:
         ax.set_title(title + " (no events)")
@@ -328,7 +331,7 @@ def plot_timeline(ax, frame: pd.DataFrame, first_step: int = 1, steps: int = 4, 
             ax.annotate(f"GPU idle {gap:.0f} µs", (left + gap / 2e3, len(lanes) - 1 + 0.45), fontsize=9,
                         ha="center", va="top", color="#333333")
     for _, row in shown[shown["kind"] == "step"].iterrows():
-        ax.annotate(f"step {int(row['step'])}", ((row["start_us"] - t0) / 1e3, -0.45), fontsize=9,
+        ax.annotate(f"step {int(row['step']) + step_offset}", ((row["start_us"] - t0) / 1e3, -0.45), fontsize=9,
                     ha="left", va="top", color="#333333")
     ax.set_yticks(range(len(lanes)), [names.get(lane, lane) for lane in lanes])
     ax.set_ylim(len(lanes) - 0.5 + 0.45, -0.8)

@@ -280,16 +280,16 @@ def _idle(wall_ms, gpu_ms) -> float:
     return budget.printed_idle({"wall_ms": wall_ms, "gpu_ms": gpu_ms})
 
 
-def host_lengths(table, seq_lens) -> dict:
+def host_lengths(table, seq_lens, inputs=None) -> dict:
     """{length: the static cache's host time per step less the dynamic cache's, in ms} at each
     length where the rounds tell the caches apart (a clear verdict), the GPU's work per step was
-    about the same (within ``SAME_GPU``) and ``disturbed`` flags nothing: there the gap is the
-    host's. Host time is the GPU's idle time (wall clock minus GPU work per step, each rounded as
+    about the same (within ``SAME_GPU``) and neither ``disturbed`` nor ``out_of_line`` (with
+    ``inputs``, the operation counts) flags it: there the gap is the host's. Host time is the GPU's idle time (wall clock minus GPU work per step, each rounded as
     the budget sentence prints them). Empty on a CPU run."""
     steps = _per_step(table, seq_lens)
     if not _timed(steps, seq_lens):
         return {}
-    flags = disturbed(table, seq_lens)  # a slow spell's host times mislead
+    flags = {**disturbed(table, seq_lens), **out_of_line(table, seq_lens, inputs)}
     out = {}
     for n in sorted(seq_lens):
         (ws, gs), (wd, gd) = steps[(n, STATIC)], steps[(n, DYNAMIC)]
@@ -300,21 +300,89 @@ def host_lengths(table, seq_lens) -> dict:
     return out
 
 
-def host_line(table, seq_lens) -> str:
+def host_line(table, seq_lens, inputs=None) -> str:
     """``host_lengths`` in one sentence: the static cache's extra host time per step at each
     length where the gap is the host's (a length's own two idle times are in the budget sentence
     for the drawn length and in the table for the others, so they are not repeated). Which host
     work makes the gap is not timed: the summary counts the operations each step dispatches.
     Empty where no length qualifies, and on a CPU run."""
-    extra = host_lengths(table, seq_lens)
+    extra = host_lengths(table, seq_lens, inputs)
     if not extra:
         return ""
     each = [f"{abs(e):.2f} ms {'more' if e >= 0 else 'less'} at {n} tokens" for n, e in extra.items()]
     return ("Where the rounds tell the caches apart"
             + (", no slow spell was flagged" if disturbed(table, seq_lens) else "")
+            + (", the host times are in line with the operations counted"
+               if out_of_line(table, seq_lens, inputs) else "")
             + " and the GPU's work per step is about the same, the gap is the host's: the static "
             "cache's host time per step (wall clock minus GPU work), against the dynamic cache's, "
             "was " + stats.listed(each) + ".")
+
+
+OUT_OF_LINE = 1.5  # a host-time ratio this far (either way) from the operations' ratio
+
+
+def _ops_ratio(inputs) -> float:
+    """The static cache's operations per decode step over the dynamic cache's (``inputs``, from
+    ``attention_inputs``); NaN without them."""
+    if inputs is None or "ops per step" not in inputs:
+        return float("nan")
+    ops = inputs["ops per step"]
+    return float(ops["static"]) / float(ops["dynamic"]) if ops["dynamic"] > 0 else float("nan")
+
+
+def host_ratios(table, seq_lens) -> dict:
+    """{length: (static idle, dynamic idle, their ratio)} per decode step, each idle time as the
+    budget sentence prints it (wall clock minus GPU work, each to 0.01 ms); empty on a CPU run."""
+    steps = _per_step(table, seq_lens)
+    if not _timed(steps, seq_lens):
+        return {}
+    out = {}
+    for n in sorted(seq_lens):
+        s, d = _idle(*steps[(n, STATIC)]), _idle(*steps[(n, DYNAMIC)])
+        if s > 0 and d > 0:
+            out[n] = (s, d, s / d)
+    return out
+
+
+def out_of_line(table, seq_lens, inputs) -> dict:
+    """{length: (static idle, dynamic idle, ratio)} where the static cache's host time per step
+    over the dynamic cache's is more than ``OUT_OF_LINE`` times (either way) the ratio of the
+    operations each step dispatches: the operations, the same at every length, do not account
+    for it. Empty without the operation counts and on a CPU run."""
+    ops = _ops_ratio(inputs)
+    if not ops > 0:
+        return {}
+    return {n: r for n, r in host_ratios(table, seq_lens).items()
+            if max(r[2] / ops, ops / r[2]) > OUT_OF_LINE}
+
+
+def ops_line(table, seq_lens, inputs, point=None) -> str:
+    """The static cache's host time per step against the dynamic cache's at each length, beside
+    the ratio of the operations each step dispatches, and the lengths out of line with it
+    (``out_of_line``), their two idle times given, and that ``point`` (the figure's length) is
+    not among them where it is not. Empty without counts and on a CPU run."""
+    ratios, ops = host_ratios(table, seq_lens), _ops_ratio(inputs)
+    if not ratios or not ops > 0:
+        return ""
+    counts = inputs["ops per step"]
+    flags = out_of_line(table, seq_lens, inputs)
+    line = ("The static cache's host time per step (wall clock minus GPU work) was "
+            + stats.listed([f"{r[2]:.2f}x the dynamic cache's at {n} tokens" if i == 0
+                            else f"{r[2]:.2f}x at {n}" for i, (n, r) in enumerate(ratios.items())])
+            + f"; its step dispatches {ops:.2f}x the operations ({int(counts['static'])} against "
+            f"{int(counts['dynamic'])})" + " at every length" * (len(ratios) > 1))
+    if not flags:
+        return line + ": in line with the operations counted."
+    each = stats.listed([f"at {n} tokens ({r[0]:.2f} against {r[1]:.2f} ms)"
+                         for n, r in flags.items()])
+    return (line + f". Out of line {each}: the operations counted do not account for "
+            + ("that length's" if len(flags) == 1 else "those lengths'")
+            + " host times, and what does is not measured here, so "
+            + ("its verdict is" if len(flags) == 1 else "their verdicts are")
+            + " marked \"out of line\""
+            + (" and the figure draws another length." if point is not None and point not in flags
+               else "."))
 
 
 def disturbed(table, seq_lens) -> dict:
@@ -360,27 +428,31 @@ def disturbed_line(table, seq_lens) -> str:
             + " uncertain (marked \"disturbed\" in the summary).")
 
 
-def drawn_length(table, seq_lens, judge: bool) -> int:
-    """The length the figure draws: of the lengths the rounds tell apart and ``disturbed`` does
-    not flag, the one whose range lies farthest from 1 (its bound nearer 1, not the estimate: a
-    wide range with a large estimate is not the clearest difference); else the longest."""
-    flags, clear = disturbed(table, seq_lens) if judge else {}, {}
+def drawn_length(table, seq_lens, judge: bool, inputs=None) -> int:
+    """The length the figure draws: of the lengths the rounds tell apart and neither ``disturbed``
+    nor ``out_of_line`` flags, the one whose range lies farthest from 1 (its bound nearer 1, not
+    the estimate: a wide range with a large estimate is not the clearest difference); else the
+    longest."""
+    flags = {**disturbed(table, seq_lens), **out_of_line(table, seq_lens, inputs)} if judge else {}
+    clear = {}
     for n in seq_lens if judge else []:
         if n not in flags and (ratio := _told_apart(table, n)) is not None:
             clear[n] = min(abs(math.log(ratio.low)), abs(math.log(ratio.high)))
     return max(clear, key=clear.get) if clear else max(seq_lens)
 
 
-def drawn_line(table, seq_lens, point, judge: bool) -> str:
+def drawn_line(table, seq_lens, point, judge: bool, inputs=None) -> str:
     """Which length the figure draws, and why (``drawn_length``'s choice) with its verdict."""
     if len(seq_lens) == 1:
         return f"The figure draws {point} tokens, this run's only length."
     if judge and (ratio := _told_apart(table, point)) is not None:
         # a flagged length is left out of the choice (``drawn_length``): say so, where one was
-        where = (" among the lengths no slow spell of the host disturbed"
+        odd = sorted(out_of_line(table, seq_lens, inputs))
+        where = (f", leaving out {stats.listed(odd)} tokens (out of line: see the lines after "
+                 "the verdicts)" if odd else " among the lengths no slow spell of the host disturbed"
                  if disturbed(table, seq_lens) else "")
         return (f"The figure draws {point} tokens, where the caches differ most clearly{where}.")
-    why = ("no undisturbed length told the caches apart" if judge
+    why = ("no length told the caches apart that no line below flags" if judge
            else "a smoke run judges nothing")
     return f"The figure draws {point} tokens, the longest length ({why})."
 
@@ -463,3 +535,60 @@ def _times(steps, point) -> str:
                   f"idle the rest ({_idle(wall[STATIC], gpu[STATIC]):.2f} and "
                   f"{_idle(wall[DYNAMIC], gpu[DYNAMIC]):.2f} ms)")
     return times
+
+
+def answer_line(table, steps, seq_lens, judge: bool, point=None, inputs=None) -> str:
+    """The lesson in one line, as the notebook prints it: the eager verdict at each length in one
+    form ("slower at every length timed: 1.21x at 100 tokens, ..." where every length got the
+    same clear verdict), the table's medians where they part from it by more than
+    ``stats.MEDIANS_APART`` written as the verdict lines write them ("the table's medians:
+    1.25x"), a length ``disturbed`` or ``out_of_line`` flags marked so; the article's findings;
+    the lengths where the gap is the host's (``host_lengths``, out-of-line lengths left out);
+    and each step's operations. A run that cannot judge prints the times at ``point`` only."""
+    point = max(seq_lens) if point is None else point
+    if not judge:
+        return ("In one line: a smoke run only exercises the code (the H100 reference above "
+                f"holds this lesson's answer); here {_times(steps, point)}.")
+    slow, odd = disturbed(table, seq_lens), out_of_line(table, seq_lens, inputs)
+    ratios = {n: stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n) for n in seq_lens}
+    words = {n: "not judged" if r.n < stats.MIN_TRIALS else stats.verdict(r)
+             for n, r in ratios.items()}
+    same = len(set(words.values())) == 1 and words[seq_lens[0]] in (stats.SLOWER, stats.FASTER)
+    parts = []
+    for n, ratio in ratios.items():
+        said = stats.short(ratio) if words[n] != "not judged" else "not judged"
+        if same:
+            said = said.split("x ")[0] + "x"  # the word is said once, before the list
+        notes = [x for x in (_medians_x(table, ratio, n), "disturbed" * (n in slow),
+                             "out of line" * (n in odd)) if x]
+        parts.append(f"{said} at {n} tokens" + (f" ({'; '.join(notes)})" if notes else ""))
+    every = " at every length timed" * (len(seq_lens) > 1)
+    line = ("In one line: eager, the static cache "
+            + (f"was {words[seq_lens[0]]} than the dynamic one{every}: " if same
+               else "against the dynamic one: ") + ", ".join(parts))
+    told = [n for n in seq_lens if n in ARTICLE]
+    if told:
+        line += "; the article found it " + ", ".join(f"{ARTICLE[n]} at {n}" for n in told)
+    host = [n for n, e in host_lengths(table, seq_lens, inputs).items()
+            if (e > 0) == (words[n] == stats.SLOWER)]  # the slower cache spends the more host time
+    if host:
+        line += f"; the gap is the host's at {stats.listed(host)} tokens"
+    ops = ops_phrase(inputs)
+    return line + (f"; {ops}." if ops else ".")
+
+
+def _medians_x(table, ratio, n) -> str:
+    """"the table's medians: 1.25x" (in the verdict's direction, as the verdict lines print it)
+    where the ratio of the table's medians at ``n`` tokens is more than ``stats.MEDIANS_APART``
+    from the rounds' ratio; with its own word where it points the other way; else empty."""
+    medians = stats.medians_ratio(stats.method_trials(table, STATIC, seq_len=n),
+                                  stats.method_trials(table, DYNAMIC, seq_len=n))
+    if ratio.n < stats.MIN_TRIALS or not 0 < medians < math.inf \
+            or not stats.medians_apart(medians, ratio.estimate):
+        return ""
+    word = stats.verdict(ratio)
+    shown = 1 / medians if word == stats.SLOWER else medians
+    if word == stats.NOISE or shown < 1:
+        return (f"the table's medians: {max(medians, 1 / medians):.2f}x "
+                f"{stats.FASTER if medians > 1 else stats.SLOWER}")
+    return f"the table's medians: {shown:.2f}x"
