@@ -34,7 +34,7 @@ def _show(commit, path):
 def tables(name):
     """The published run's table, the workshop preset's of the same commit (where present) and
     the earlier full runs' (ba37cc3, 8973374, 90c3788) where git has them."""
-    found = {"f4bf2b7": pd.read_csv(REPO / f"figures/data/{name}.csv")}
+    found = {"f4bf2b7": pd.read_csv(REPO / f"tests/data/{name}-f4bf2b7.csv")}
     if (WS / f"{name}.csv").exists():
         found["f4bf2b7-workshop"] = pd.read_csv(WS / f"{name}.csv")
     for commit in ("ba37cc3", "8973374", "90c3788"):
@@ -85,7 +85,7 @@ def test_derived_numbers_divide_the_printed_values_on_every_run():
 
 def _timeline(key):
     if key == "f4bf2b7":
-        return pd.read_csv(REPO / "figures/data/03_expandable_segments_timeline.csv")
+        return pd.read_csv(REPO / "tests/data/03_expandable_segments_timeline-f4bf2b7.csv")
     if key == "f4bf2b7-workshop":
         return pd.read_csv(WS / "03_expandable_segments_timeline.csv")
     return _show(key, "figures/data/03_expandable_segments_timeline.csv")

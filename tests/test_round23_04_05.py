@@ -1,5 +1,5 @@
 """Round 23 of mends of lessons 04 and 05, read on real GPU tables: the published run's CSVs
-(figures/data/, run f4bf2b7, a slow host) and the earlier runs frozen in tests/data/.
+(run f4bf2b7, a slow host, frozen in tests/data/) and the earlier runs frozen in tests/data/.
 
 04: the host times per step are read against the operations each step dispatches (the same at
 every length); a length out of line with them (the published 400 tokens: 13.17 against 6.32 ms,
@@ -27,7 +27,7 @@ OPS = pd.DataFrame({"ops per step": [447, 551]}, index=["dynamic", "static"])  #
 
 
 def runs(name):
-    out = [("published", pd.read_csv(REPO / "figures" / "data" / f"{name}.csv"))]
+    out = [("published", pd.read_csv(REPO / "tests" / "data" / f"{name}-f4bf2b7.csv"))]
     for commit in FROZEN:
         path = REPO / "tests" / "data" / f"{name}-{commit}.csv"
         if path.exists():

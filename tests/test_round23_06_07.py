@@ -1,5 +1,5 @@
 """Round 23's mends of notebooks 06 and 07, read on real H100 tables: the published run of
-f4bf2b7 (figures/data) and the full and workshop runs frozen in tests/data. 06 says where the
+f4bf2b7 (frozen in tests/data) and the full and workshop runs frozen in tests/data. 06 says where the
 budget's idle lies and why the profiled gap need not match the timed cost, and names the pace
 with lesson 00's rule written out; 07 says plainly where the late read wins back most and what
 it leaves, reads the eager step in a line (and leaves it off the figure), and labels the
@@ -21,7 +21,7 @@ RUNS = ["ba37cc3", "8973374", "90c3788", "eb4fe0c", "6bba703-workshop", "publish
 
 
 def table(name, run):
-    return pd.read_csv(ROOT / "figures" / "data" / f"{name}.csv" if run == "published"
+    return pd.read_csv(DATA / f"{name}-f4bf2b7.csv" if run == "published"
                        else DATA / f"{name}-{run}.csv")
 
 

@@ -1,4 +1,4 @@
-"""Round 23's review of lesson 08, checked on real GPU tables: the published run (figures/data)
+"""Round 23's review of lesson 08, checked on real GPU tables: the 15:19 run of f4bf2b7 (frozen in tests/data)
 and the round-22 workshop copies (tests/data, "6bba703-workshop")."""
 import json
 import re
@@ -15,7 +15,7 @@ DATA = ROOT / "tests" / "data"
 
 def _tables(run):
     if run == "published":
-        read = lambda name: pd.read_csv(ROOT / "figures" / "data" / f"{name}.csv")  # noqa: E731
+        read = lambda name: pd.read_csv(DATA / f"{name}-f4bf2b7.csv")  # noqa: E731
     else:
         read = lambda name: pd.read_csv(DATA / f"{name}-{run}.csv")  # noqa: E731
     return read("08_results_summary"), {name: read(name) for name in claims.TABLES.values()}

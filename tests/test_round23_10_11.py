@@ -1,5 +1,5 @@
 """Round 23's mends of notebooks 10 and 11, read on real H100 tables: the published run
-(figures/data, f4bf2b7), the earlier full runs and round 22's workshop copy (tests/data), and
+(f4bf2b7, frozen in tests/data), the earlier full runs and round 22's workshop copy (tests/data), and
 the workshop tables of f4bf2b7 where this checkout has them (/work/review23/ws-tables)."""
 import json
 import math
@@ -27,13 +27,13 @@ LABELS = {"bucketed step, graph (eager ops)": "1 · bucketed step (eager ops)",
 
 
 def ten(run):
-    path = REPO / "figures" / "data" / "10_cuda_graph_step.csv" if run == "published" else \
+    path = DATA / "10_cuda_graph_step-f4bf2b7.csv" if run == "published" else \
         DATA / f"10_cuda_graph_step-{run}.csv"
     return pd.read_csv(path)
 
 
 def eleven(run):
-    path = REPO / "figures" / "data" / "11_toward_the_floor.csv" if run == "published" else \
+    path = DATA / "11_toward_the_floor-f4bf2b7.csv" if run == "published" else \
         DATA / f"11_toward_the_floor_rungs-{run}.csv"
     table = pd.read_csv(path)
     table["method"] = table["method"].replace(LABELS)
