@@ -17,7 +17,7 @@ import pytest
 from helpers.course import expandable, growth
 
 REPO = Path(__file__).resolve().parent.parent
-WS = Path("/work/review23/ws-tables")
+WS = Path(__file__).resolve().parent / "data"  # the f4bf2b7 workshop tables, frozen
 NAMES = {"naive": "naive", "kv_cache": "KV cache"}
 OLD, NEW = "default", "expandable_segments:True"
 
@@ -35,8 +35,8 @@ def tables(name):
     """The published run's table, the workshop preset's of the same commit (where present) and
     the earlier full runs' (ba37cc3, 8973374, 90c3788) where git has them."""
     found = {"f4bf2b7": pd.read_csv(REPO / f"tests/data/{name}-f4bf2b7.csv")}
-    if (WS / f"{name}.csv").exists():
-        found["f4bf2b7-workshop"] = pd.read_csv(WS / f"{name}.csv")
+    if (WS / f"{name}-f4bf2b7-workshop.csv").exists():
+        found["f4bf2b7-workshop"] = pd.read_csv(WS / f"{name}-f4bf2b7-workshop.csv")
     for commit in ("ba37cc3", "8973374", "90c3788"):
         t = _show(commit, f"figures/data/{name}.csv")
         if t is not None:
@@ -87,7 +87,7 @@ def _timeline(key):
     if key == "f4bf2b7":
         return pd.read_csv(REPO / "tests/data/03_expandable_segments_timeline-f4bf2b7.csv")
     if key == "f4bf2b7-workshop":
-        return pd.read_csv(WS / "03_expandable_segments_timeline.csv")
+        return pd.read_csv(WS / "03_expandable_segments_timeline-f4bf2b7-workshop.csv")
     return _show(key, "figures/data/03_expandable_segments_timeline.csv")
 
 
@@ -121,8 +121,8 @@ def test_03_says_which_unused_share_is_the_lessons_fragmentation():
                         "table's unused % (13.1%), from the whole run's two peaks; the 27% is its "
                         "worst single step.")
     assert expandable.gap_line(_timeline("f4bf2b7"), NEW).count("\n") == 1  # without the table
-    if (WS / "03_expandable_segments.csv").exists():
-        ws = pd.read_csv(WS / "03_expandable_segments.csv")
+    if (WS / "03_expandable_segments-f4bf2b7-workshop.csv").exists():
+        ws = pd.read_csv(WS / "03_expandable_segments-f4bf2b7-workshop.csv")
         point = int(ws["seq_len"].max())
         line = expandable.gap_line(_timeline("f4bf2b7-workshop"), NEW,
                                    float(expandable.memory(ws).loc[(point, NEW), "unused %"]))

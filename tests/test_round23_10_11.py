@@ -1,6 +1,6 @@
 """Round 23's mends of notebooks 10 and 11, read on real H100 tables: the published run
 (f4bf2b7, frozen in tests/data), the earlier full runs and round 22's workshop copy (tests/data), and
-the workshop tables of f4bf2b7 where this checkout has them (/work/review23/ws-tables)."""
+the workshop tables of f4bf2b7 (frozen in tests/data)."""
 import json
 import math
 from pathlib import Path
@@ -15,7 +15,7 @@ DATA = REPO / "tests" / "data"
 GRAPH, MOST, EAGER = "graph, decode_step, 1/launch", "graph, decode_step, 4/launch", "decode_step, eager"
 TENS = ["ba37cc3", "8973374", "90c3788", "eb4fe0c"]
 ELEVENS = ["ba37cc3", "8973374", "90c3788", "eb4fe0c", "6bba703-workshop"]
-WS = Path("/work/review23/ws-tables")
+WS = Path(__file__).resolve().parent / "data"  # the f4bf2b7 workshop tables, frozen
 LABELS = {"bucketed step, graph (eager ops)": "1 · bucketed step (eager ops)",
           "10: bucketed step, graph (eager ops)": "1 · bucketed step (eager ops)",
           "bucketed step compiled by Inductor, graph": "2 · bucketed step (Inductor)",
@@ -86,12 +86,11 @@ def test_11_says_once_how_the_medians_differ(run):
         assert "1.49x faster (rung 2)" in note  # the review's 1.53x against 1.49x
 
 
-@pytest.mark.skipif(not WS.exists(), reason="the f4bf2b7 workshop tables are not on this machine")
 def test_the_workshop_tables_read_the_same_way():
-    table = pd.read_csv(WS / "10_cuda_graph_step.csv")
+    table = pd.read_csv(WS / "10_cuda_graph_step-f4bf2b7-workshop.csv")
     check_note(table, pairs_10(table), int(table["seq_len"].max()))
     assert floor.per_launch_line(table, GRAPH, GRAPH, 50, 1, True) == ""  # graph_steps [1]
-    table = pd.read_csv(WS / "11_toward_the_floor.csv")
+    table = pd.read_csv(WS / "11_toward_the_floor-f4bf2b7-workshop.csv")
     rungs = list(table["method"])
     check_note(table, [(b, b, a) for a, b in zip(rungs, rungs[1:])], int(table["seq_len"].max()))
 
