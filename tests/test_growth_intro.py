@@ -30,17 +30,6 @@ def test_fit_recovers_the_linear_and_quadratic_parts():
     assert 1 < fit["exponent"] < 2
 
 
-def test_quadratic_shares_judged_only_with_enough_rounds():
-    times = {n: 6e-3 * n + 40e-6 * n * n for n in (100, 200, 300)}
-    shares = growth.quadratic_shares(pd.DataFrame(rows("naive", times)), judge=True)
-    assert list(shares["new tokens"]) == [100, 200, 300]
-    assert shares["N² share %"].is_monotonic_increasing
-    assert all("\u2013" in s for s in shares["interval %"])
-    assert set(growth.quadratic_shares(pd.DataFrame(rows("naive", times)), False)["interval %"]) == {"not judged"}
-    few = growth.quadratic_shares(pd.DataFrame(rows("naive", times, rounds=3)), True)
-    assert all("too few to judge" in s for s in few["interval %"])
-
-
 def test_gain_growth_in_the_course_words():
     table = pd.DataFrame(rows("naive", {50: 0.40, 200: 2.6}) + rows("kv_cache", {50: 0.30, 200: 1.5}, seed=1))
     assert growth.gain_growth(table, "kv_cache", "naive", True).startswith(
@@ -101,91 +90,6 @@ def test_floor_reading_says_the_keys_and_values_are_an_average(monkeypatch):
     assert "498 MB of weights and 84 MB of keys and values" in text
     assert "(35.5 positions on average; 55 at the last step, 130 MB)" in text
     assert intro.floor_reading(model, "cpu", 32, 16, 40, float("nan")) == "no floor on a CPU run"
-
-
-def test_resolution_reads_round_by_round_which_kind_of_noise_hit():
-    """The sixteenth review: "much of that noise hit one trial of a round" while rounds 1 and 8
-    had moved both trials together (250/288 and 250/239 ms against about 440) and round 7 alone
-    was a one-trial hit (447 against 324 ms); and the interval was read a second time, in B's
-    time, with its ends swapped. Each round is now read for its kind; the interval is said once."""
-    from helpers.course import stats
-    a = [250.74, 437.62, 453.43, 449.28, 429.68, 442.20, 447.36, 249.76]  # the 06:54 run
-    b = [287.90, 403.24, 445.49, 449.78, 430.63, 441.16, 323.70, 238.59]
-    by_round = pd.DataFrame({"round": range(1, 9), "A ms": a, "B ms": b,
-                             "A / B": [round(x / y, 3) for x, y in zip(a, b)]})
-    assert intro.resolution(stats.Ratio(1.04, 0.97, 1.14, 8), True, by_round) == (
-        "In rounds 1 and 8 both trials moved together, which their ratio cancels; in round 7 the two trials differed (by 1.38x; A's trial the "
-        "slower), which interleaving does not cancel.")
-    # made up: only whole rounds moved; only single trials; a quiet machine
-    together = pd.DataFrame({"round": [1, 2, 3], "A ms": [200.0, 300.0, 400.0],
-                             "B ms": [204.0, 297.0, 410.0], "A / B": [0.980, 1.010, 0.976]})
-    assert intro.resolution(stats.Ratio(0.99, 0.95, 1.03, 8), True, together) == (
-        "In rounds 1 and 3 both trials moved together, which their ratio cancels.")
-    single = pd.DataFrame({"round": [1, 2, 3], "A ms": [300.0, 390.0, 300.0],
-                           "B ms": [300.0, 300.0, 240.0], "A / B": [1.0, 1.3, 1.25]})
-    assert intro.resolution(stats.Ratio(1.1, 0.95, 1.3, 8), True, single) == (
-        "In rounds 2 and 3 the two trials differed (by up to 1.30x, round 2; A's trial the slower "
-        "in both), which interleaving does not cancel.")
-    quiet = pd.DataFrame({"round": [1, 2], "A ms": [300.0, 305.0], "B ms": [302.0, 299.0],
-                          "A / B": [0.993, 1.02]})
-    assert intro.resolution(stats.Ratio(1.0, 0.98, 1.02, 8), True, quiet) == (
-        "No round moved more than 10% from the runs' median of 301 ms, nor its two trials apart: "
-        "this machine was quiet.")
-    assert intro.resolution(stats.Ratio(1.03, 0.89, 1.19, 8), False, by_round) == ""
-    assert intro.resolution(stats.Ratio(1.03, float("-inf"), float("inf"), 3), True, by_round) == ""
-    assert intro.resolution(stats.Ratio(1.03, 0.93, 1.34, 8), True) == ""
-    # identical loops told apart: the line says so first, from the rounds (the general rate is
-    # the lesson's text); made up, A slower in 3 of 4 rounds, round 2 a one-trial hit
-    apart = pd.DataFrame({"round": [1, 2, 3, 4], "A ms": [303.0, 390.0, 306.0, 300.0],
-                          "B ms": [300.0, 300.0, 300.0, 302.0], "A / B": [1.01, 1.3, 1.02, 0.99]})
-    assert intro.resolution(stats.Ratio(1.07, 1.01, 1.2, 5), True, apart) == (
-        "This run told the identical loops apart: A's trial was the slower in 3 of the 4 rounds; "
-        "in round 2 the two trials differed (by 1.30x), which interleaving does not cancel.")
-    assert intro.resolution(stats.Ratio(1.07, 1.01, 1.2, 5), True) == ""
-
-
-def test_resolution_says_what_the_workshop_run_that_told_identical_loops_apart_shows():
-    """The twenty-second review: the workshop copy of 6bba703 printed "1.045x slower
-    (1.001–1.091)" for two identical loops, then "by chance (... one identical pair in 20 ...),
-    or because the host's speed drifted": an either/or resting on a rate that does not hold at 5
-    rounds. The line now says what the rounds show; the lesson's text gives the rates."""
-    from pathlib import Path
-
-    from helpers.course import stats
-
-    table = pd.read_csv(Path(__file__).parent / "data" / "00_setup-6bba703-workshop.csv")
-    by_round = intro.rounds(table, "loop A", "loop B")
-    ratio = stats.row_speedup(table, "loop B", "loop A", seq_len=10)
-    assert stats.say(table, "loop B", "loop A", True, seq_len=10) == "1.045x slower (1.001–1.091)"
-    assert intro.resolution(ratio, True, by_round) == (
-        "This run told the identical loops apart: B's trial was the slower in 4 of the 5 rounds; "
-        "in round 3 the two trials differed (by 1.12x), which interleaving does not cancel.")
-
-
-def test_resolution_on_the_three_published_runs_tables():
-    """The 05:14, 04:18 and 01:49 runs' rounds, written out (frozen copies of 00's table are not
-    kept): each had rounds of both kinds, and each sentence names them."""
-    from helpers.course import stats
-    runs = {  # A ms, B ms per round, (estimate, low, high), rounds moved together, trials apart
-        "05:14": ([293.77, 218.80, 295.15, 229.75, 316.40, 213.10, 241.65, 209.49],
-                  [317.39, 248.38, 213.41, 374.55, 237.90, 203.50, 196.14, 288.57], (0.98, 0.81, 1.18),
-                  "rounds 1 and 6", "rounds 2, 3, 4, 5, 7 and 8 the two trials differed (by up to 1.63x, round 4; "
-                  "A's trial the slower in rounds 3, 5 and 7, B's in rounds 2, 4 and 8)"),
-        "04:18": ([263.97, 228.21, 271.28, 233.31, 270.35, 260.77, 364.57, 389.88],
-                  [246.00, 240.39, 231.77, 229.98, 292.04, 282.68, 262.77, 338.28], (1.06, 0.98, 1.17),
-                  "rounds 2, 4 and 8", "rounds 3 and 7 the two trials differed (by up to 1.39x, round 7; A's "
-                  "trial the slower in both)"),
-        "01:49": ([341.01, 511.64, 405.34, 221.68, 350.71, 197.12, 197.39, 369.50],
-                  [348.36, 418.82, 224.80, 239.98, 462.66, 325.26, 202.49, 311.17], (1.01, 0.82, 1.25),
-                  "rounds 2, 4 and 7", "rounds 3, 5, 6 and 8 the two trials differed (by up to 1.80x, round 3; "
-                  "A's trial the slower in rounds 3 and 8, B's in rounds 5 and 6)"),
-    }
-    for name, (a, b, (est, low, high), together, apart) in runs.items():
-        by_round = pd.DataFrame({"round": range(1, 9), "A ms": a, "B ms": b,
-                                 "A / B": [round(x / y, 3) for x, y in zip(a, b)]})
-        text = intro.resolution(stats.Ratio(est, low, high, 8), True, by_round)
-        assert text.startswith(f"In {together} both trials moved together"), (name, text)
-        assert f"in {apart}, which interleaving does not cancel." in text, (name, text)
 
 
 def test_spread_reads_the_budget_as_one_reading_of_a_varying_host():
@@ -366,27 +270,6 @@ def test_doubling_answers_the_articles_claim_with_one_number():
     assert intro.doubling(few.iloc[:1]) == "" and intro.takeaway(few.iloc[:1]) == ""
 
 
-def test_idle_parts_name_the_naive_loops_sync_and_the_allocators_retries_per_length():
-    """The sixteenth review: 01's budget line named "the prompt's forward", which the naive loop
-    does not have. The nineteenth: the budget line ran to 90 words, and "15 times" said no length:
-    the budget line names the parts in a few words, the next line gives them and the retries at
-    every length."""
-    table = pd.DataFrame(rows("naive", {100: 0.8, 200: 2.5, 300: 5.0}, rounds=5))
-    table["alloc_retries"] = [0, 5, 15]
-    assert intro.IDLE_WHY == "waiting for the host, for the allocator, or between kernels"
-    plain = ("The host issues each step's forward only after the previous step's EOS check; the "
-             "allocator gets its memory from the driver, as every timed run starts with an emptied "
-             "cache.")
-    assert intro.idle_parts(table) == plain + (
-        " The allocator ran out of driver memory, freed its whole cache and asked again 0, 5 and "
-        "15 times at 100, 200 and 300 tokens (over the 5 timed runs of each length): a cost inside "
-        "the idle time that this run does not separate (notebook 03 measures it).")
-    assert intro.idle_parts(table.drop(columns="alloc_retries")) == plain
-    table["alloc_retries"] = 0
-    assert intro.idle_parts(table) == plain
-    assert "prompt" not in intro.idle_parts(table)
-
-
 def test_notebook_01_on_the_workshop_table_the_twenty_second_review_read():
     """The twenty-second review of the workshop copy of 6bba703 (batch 64, 50 and 100 tokens):
     "multiplied the time by 2.58x" stood above parts adding to 2.66x (the table's medians);
@@ -407,33 +290,6 @@ def test_notebook_01_on_the_workshop_table_the_twenty_second_review_read():
         "In one line: doubling the length from 50 to 100 tokens multiplied the time by 2.58x, less "
         "than the 4x of pure N² growth: in the table's medians the GPU's work grew 3.17x, and its "
         "idle time, about 4.5 ms a step at both lengths, only 1.92x.")
-    assert (" The allocator held up to 77.9 GiB from the driver (peak reserved, at 100 tokens), "
-            "ran out of driver memory, freed its whole cache and asked again 0 and 5 times at 50 "
-            "and 100 tokens (over the 5 timed runs of each length)") in intro.idle_parts(table)
-
-
-@pytest.mark.parametrize("name", ["1c698c0", "90c3788", "90c3788-published", "65eabbe",
-                                  "6bba703-workshop"])
-def test_idle_parts_give_the_peak_reserved_of_every_real_table(name):
-    """The printed peak reserved is the table's largest, in GiB, at the lengths that reached it."""
-    from pathlib import Path
-
-    table = pd.read_csv(Path(__file__).parent / "data" / f"01_naive_generation-{name}.csv")
-    top = table["peak_reserved_bytes"].max() / 2**30
-    lengths = [int(n) for n, b in zip(table["seq_len"], table["peak_reserved_bytes"])
-               if f"{b / 2**30:.1f}" == f"{top:.1f}"]
-    said = intro.idle_parts(table)
-    assert f"held up to {top:.1f} GiB from the driver (peak reserved, at {lengths[0]}" in said, said
-    assert said.count("The allocator") == 1 and said.endswith("(notebook 03 measures it)."), said
-
-
-def test_idle_parts_say_the_peak_reserved_without_retries_too():
-    table = pd.DataFrame(rows("naive", {50: 0.5, 100: 1.2}, rounds=5))
-    table["peak_reserved_bytes"] = [2**30, 3 * 2**30]
-    assert intro.idle_parts(table).endswith(
-        " The allocator held up to 3.0 GiB from the driver (peak reserved, at 100 tokens).")
-    table["alloc_retries"] = [0, 0]
-    assert intro.idle_parts(table).endswith("(peak reserved, at 100 tokens).")
 
 
 def test_per_step_panel_spans_the_lengths_timed():
@@ -768,8 +624,6 @@ def test_notebook_00s_geometric_mean_is_its_verdicts_estimate(name):
         assert said == "1.045x slower (1.001–1.091)"
     else:  # every full run: can't tell apart
         assert said.startswith(f"{typical:.2f}x, can't tell apart"), said
-    if name == "1c698c0":
-        assert "A's trial the slower in both" in intro.resolution(ratio, True, by_round)
 
 
 def test_notebook_00_states_the_chance_rate_and_the_medians_rule_the_code_uses():

@@ -519,35 +519,6 @@ def test_extra_steps_note_reads_k_per_launch_per_decode_step():
     assert floor.extra_steps_note(stats.Ratio(math.nan, math.nan, math.nan, 0), 100, 4) == ""
 
 
-def test_tenth_line_reads_the_answer_against_this_runs_tenth_step(tmp_path, monkeypatch):
-    import pandas as pd
-    from helpers.course import floor
-    # the 06:54 run: 11's last rung 0.481, rung 1 1.623, 10's graphed step 1.387 ms per step
-    line = floor.tenth_line(0.4812, 1.6234, 1.3871)
-    assert line == ("against notebook 10's 'graph, decode_step, 1/launch' (1.387 ms, its table in "
-                    "this run): 2.88x faster (the two tables' medians, no interval); rung 1 takes "
-                    "1.623 ms, 1.17x 10's time")  # both times: 11's opening promises them
-    assert "): 2.00x slower (" in floor.tenth_line(2.0, 1.6, 1.0)  # either way
-    # 11's answer names two rungs (kernels alone, then the host-side ones): say whose ratio it is
-    assert floor.tenth_line(0.4812, 1.6234, 1.3871, name="11: + 10 steps/replay") == \
-        "'11: + 10 steps/replay' " + line
-    assert floor.tenth_line(0.48, 1.62, float("nan")).endswith(
-        "not compared (no time of it from this run on this GPU)")
-    # this run's table only: none outside a runner run, another GPU or point gives NaN
-    monkeypatch.delenv("COURSE_RUN_DIR", raising=False)
-    assert math.isnan(floor.this_run_ms("10_x", "g", "H100", seq_len=100))
-    (tmp_path / "data").mkdir()
-    pd.DataFrame([dict(method="g", device_name="H100", batch_size=32, seq_len=100, status="ok",
-                       median_s=0.1371), dict(method="e", device_name="H100", batch_size=32,
-                                              seq_len=100, status="ok", median_s=0.4)]
-                 ).to_csv(tmp_path / "data" / "10_x.csv", index=False)
-    monkeypatch.setenv("COURSE_RUN_DIR", str(tmp_path))
-    assert floor.this_run_ms("10_x", "g", "H100", batch_size=32, seq_len=100) == pytest.approx(1.371)
-    assert math.isnan(floor.this_run_ms("10_x", "g", "H200", batch_size=32, seq_len=100))
-    assert math.isnan(floor.this_run_ms("10_x", "g", "H100", batch_size=8, seq_len=100))
-    assert math.isnan(floor.this_run_ms("10_y", "g", "H100", seq_len=100))
-
-
 def test_gaps_ranked_groups_the_layer_gemms_beside_attention_and_element_wise():
     import pandas as pd
     from helpers.course import kernels
@@ -595,50 +566,6 @@ def test_contended_points_that_cannot_be_told_from_alone_are_left_out_of_the_ran
         "longer, 1.02x) and 10.30 ms against 10.00 ms alone at batch 256, completions of 8 (0.30 "
         "ms longer, 1.03x): can't tell apart on this machine.")  # the times beside it, always
     assert "can't be told" not in postprocess.contention_line(_contention_table(slow, trials=True))
-
-
-def test_say_ratio_names_medians_outside_the_interval_by_less_than_the_rounding():
-    import pandas as pd
-    from helpers.course import floor, harness, stats
-
-    def table(**methods):  # method -> per-round ms, interleaved (paired)
-        return pd.DataFrame([dict(method=m, seq_len=100, status=harness.OK,
-                                  trials_wall_ms=" ".join(str(v) for v in ms))
-                             for m, ms in methods.items()])
-    steady = table(a=[1.00, 1.01, 0.99, 1.00, 1.02, 1.00, 0.98],
-                   b=[2.00, 2.02, 1.98, 2.00, 2.04, 2.00, 1.96])
-    said = stats.say(steady, "a", "b", True, seq_len=100)
-    assert floor.say_ratio(steady, "a", "b", True, seq_len=100) == said
-    assert floor.say_ratio(steady, "a", "b", False, seq_len=100).endswith("not a measurement)")
-    # host drift: each round's ratio ~1.03, the medians' ratio lower, outside the interval
-    drift = table(a=[1.00, 1.00, 1.00, 1.00, 1.46, 1.46, 1.46, 1.46],
-                  b=[1.03, 1.03, 1.03, 1.50, 1.50, 1.51, 1.50, 1.50])
-    line = floor.say_ratio(drift, "a", "b", True, seq_len=100)
-    assert "the table's medians" in line and line.endswith(")")
-    # 11's 05:14 run (frozen): the medians' ratio 1.0154 against 1.0158-1.0552, which stats
-    # rounds into "1.02-1.06" and leaves unnamed
-    from pathlib import Path
-    frozen = pd.read_csv(Path(__file__).parent / "data" / "11_toward_the_floor-eb4fe0c.csv")
-    new, old = "11: + 10 steps/replay", "11: + prompt in a graph"
-    assert "the table's medians" not in stats.say(frozen, new, old, True, seq_len=100)
-    assert floor.say_ratio(frozen, new, old, True, seq_len=100) == \
-        "1.03x faster (1.02\u20131.06; the table's medians: 1.015x)"
-    # can't tell apart, the medians' ratio outside the interval: the rounds' estimate named too,
-    # with its direction (10's 06:54 run printed "(0.982-1.005; the table's medians: 1.013x faster)")
-    noise = table(a=[1.00, 1.01, 1.00, 1.02, 0.99, 1.46, 1.47, 1.46],
-                  b=[1.00, 1.00, 1.01, 1.00, 0.99, 1.50, 1.50, 1.49])
-    line = floor.say_ratio(noise, "a", "b", True, seq_len=100)
-    assert line.startswith("can't tell apart on this machine (")
-    assert "; estimate from the rounds: " in line and "; the table's medians: " in line
-    est = float(line.split("estimate from the rounds: ")[1].split("x")[0])
-    assert (", i.e. " in line and "x slower; the table's medians" in line) if est < 1 else "x faster; the table's medians" in line
-    assert "estimate from the rounds" not in floor.say_ratio(steady, "a", "b", True, seq_len=100)
-    # never four decimals: a medians' ratio on the interval's edge at three (11's 09:46 run
-    # printed "2.05x faster (2.03-2.07; the table's medians: 2.0310x)") gets no note
-    edge = table(a=[1.0] * 8, b=[2.031, 2.0307, 2.0307, 2.0307, 2.031, 2.031, 2.031, 2.04])
-    import re
-    for t in (edge, drift, noise):
-        assert not re.search(r"the table's medians: \d+\.\d{4}", floor.say_ratio(t, "a", "b", True, seq_len=100))
 
 
 def test_call_sentence_says_the_rest_leaves_out_the_gpus_work():

@@ -302,30 +302,6 @@ def _late_table(times, busy):
                          for b, row in times.items() for m, t in row.items()])
 
 
-def test_late_check_pays_line_without_rounds():
-    from helpers.course import late_check
-
-    # the 09:46 run's medians, no rounds stored: the claim can't be judged, the shares are facts
-    pub = _late_table({1: {"sync": 1.431, "interleaved": 1.132, "event": 1.077, "no_check": 0.878},
-                       32: {"sync": 2.002, "interleaved": 1.390, "event": 1.375, "no_check": 1.363},
-                       128: {"sync": 3.027, "interleaved": 2.437, "event": 2.472, "no_check": 2.440}},
-                      {1: 0.672, 32: 1.116, 128: 2.260})
-    summary = late_check.summary(pub)
-    assert late_check.pays_line(pub, summary) == (
-        "This run can't tell whether the late read pays most at batch 1 (the claim line above). At "
-        "batch 1 the check costs 63% of the 0.88 ms step without it, against 47% at batch 32 and "
-        "24% at batch 128; two streams win back 54% of it there, against 96% and all of it.")
-    assert late_check.view(summary).set_index("batch").loc[128, "two streams win back, %"] == "all of it"
-    assert late_check.pays_line(pub, summary, judge=False) == ""
-    one = pub[pub["batch_size"] == 32]  # one batch size: nothing to compare
-    assert late_check.pays_line(one, late_check.summary(one)) == ""
-    # no check no faster at batch 1: the claim alone
-    free = pub.copy()
-    free.loc[(free["method"] == "no_check") & (free["batch_size"] == 1), "ms_per_step"] = 5.0
-    assert late_check.pays_line(free, late_check.summary(free)) == (
-        "This run can't tell whether the late read pays most at batch 1 (the claim line above).")
-
-
 def test_06_gap_line():
     from helpers.course import eos_sync
 

@@ -403,23 +403,3 @@ def idle_line(gaps: pd.DataFrame, step_budget: pd.DataFrame, unclear=()) -> str:
                    "with the profiler's own host work, and this lesson does not measure where "
                    "the difference goes.")
 
-
-def cost_summary(step_budget: pd.DataFrame, unclear=(), judge: bool = True) -> str:
-    """The check's cost per step for the summary, one item per regime: µs and share of the step
-    without it where the rounds resolved it, "can't tell" where they did not (``unclear``, or a
-    check that did not slow the step). Empty on a smoke run."""
-    if not judge:
-        return ""
-    wall = step_budget.set_index("method")["wall_ms"]
-    items = []
-    for regime in ("eager", "CUDA graph"):
-        check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
-        if not {check, free} <= set(wall.index):
-            continue
-        us = 1e3 * (wall[check] - wall[free])
-        items.append(f"{regime} step, can't tell" + (" (notebook 07 times it again)"
-                                                     if regime == "CUDA graph" else "")
-                     if regime in unclear or not us > 0 else
-                     f"{regime} step, {us:.0f} µs ({100 * us / 1e3 / wall[free]:.0f}% of the step "
-                     "without it)")
-    return "The check's cost per step on this run: " + "; ".join(items) + "." if items else ""

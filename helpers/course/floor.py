@@ -89,43 +89,6 @@ def decode_floor(model, bandwidth, batch_size, prompt_len, new_tokens) -> float:
 EARLIER = "10_beyond_the_article"  # the lesson 10 and 11 were split from (its H100 run)
 
 
-def say_ratio(table, candidate: str, baseline: str, judge: bool = True, **where) -> str:
-    """``stats.say``, with the ratio of the medians named also where it lies outside the interval
-    by less than the printed rounding (``stats`` compares the two rounded to the printed
-    decimals): 11's 05:14 run printed "1.03x faster (1.02-1.06)" for a medians' ratio of 1.0154
-    against an interval from 1.0158; here "(1.02-1.06; the table's medians: 1.015x)". Always three
-    decimals: a ratio equal to the interval's edge at three (11's 09:46 run, 2.0310 against
-    2.0307) adds nothing, so no note. Beside "can't
-    tell apart" with the medians' ratio outside the interval, the rounds' own estimate is named
-    too, with its direction (10's 06:54 run: "(0.982-1.005; estimate from the rounds: 0.994x,
-    i.e. 1.006x slower; the table's medians: 1.013x faster)")."""
-    text = stats.say(table, candidate, baseline, judge, **where)
-    if not judge or not text.endswith(")"):
-        return text
-    cand, base = stats._row_trials(table, candidate, baseline, "wall", where)
-    ratio, medians = stats._trials_speedup(cand, base), stats.medians_ratio(cand, base)
-    if ratio.n < stats.MIN_TRIALS or not all(math.isfinite(x) and x > 0
-                                            for x in (ratio.low, ratio.high, medians)):
-        return text
-    word, estimate, low, high, medians, digits = stats._printed(ratio, medians)
-    inside = round(low, digits) <= round(medians, digits) <= round(high, digits)
-    if word == stats.NOISE:
-        if inside or "; the table's medians" not in text:
-            return text
-        said = f"{estimate:.{digits}f}x"
-        if said != f"{1:.{digits}f}x":  # its direction, as the medians' note gives theirs
-            said += (f" {stats.FASTER}" if estimate > 1 else
-                     f", i.e. {1 / estimate:.{digits}f}x {stats.SLOWER}")
-        return text.replace("; the table's medians",
-                            f"; estimate from the rounds: {said}; the table's medians", 1)
-    if "the table's medians" in text or low <= medians <= high or medians < 1:
-        return text
-    bound = low if medians < low else high
-    if f"{medians:.3f}" == f"{bound:.3f}":  # on the interval's printed edge: nothing to add
-        return text
-    return text[:-1] + f"; the table's medians: {medians:.3f}x)"
-
-
 def peer_idle_line(budget_frame, method: str) -> str:
     """Why a method's GPU bar is short of its wall clock (``budget_frame``: ``budget.per_step``):
     where the GPU idles at least ``budget.HOST_PACE_PCT`` % of the step (as printed), the wall
@@ -214,25 +177,6 @@ def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:
         return float(1e3 * rows["median_s"].iloc[0] / rows["seq_len"].iloc[0])
     except (OSError, ValueError, KeyError, TypeError):
         return float("nan")
-
-
-def tenth_line(fast_ms: float, start_ms: float, tenth_ms: float, name: str = "") -> str:
-    """Notebook 11's answer against notebook 10's graphed step (``tenth_ms``: ``this_run_ms``,
-    NaN where this run has none), the ratio of the two tables' printed medians (no interval:
-    the two lessons time in their own rounds), and 11's rung 1 against the same step, with its
-    time: 11's opening says "What it means" prints both times, and round 18's cut left rung 1's
-    time out of the answer (only its ratio to 10's remained). ``name``: the rung timed
-    ``fast_ms``, named first (11's answer names two rungs before this line)."""
-    if not all(math.isfinite(x) and x > 0 for x in (fast_ms, start_ms, tenth_ms)):
-        return ("against notebook 10's 'graph, decode_step, 1/launch': not compared (no time of "
-                "it from this run on this GPU)")
-    fast, start, tenth = round(fast_ms, 3), round(start_ms, 3), round(tenth_ms, 3)
-    ratio = tenth / fast
-    said = f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
-    return (("" if not name else f"'{name}' ") +
-            f"against notebook 10's 'graph, decode_step, 1/launch' ({tenth:.3f} ms, its table in "
-            f"this run): {said} (the two tables' medians, no interval); rung 1 takes "
-            f"{start:.3f} ms, {start / tenth:.2f}x 10's time")
 
 
 def show_reference(stem: str) -> None:

@@ -56,23 +56,6 @@ def fit(table) -> dict:
             "a_ms": 1e3 * a, "b_us": 1e6 * b, "lengths": list(ok["seq_len"])}
 
 
-def quadratic_shares(table, judge: bool) -> pd.DataFrame:
-    """Per length: the share of the time that the N**2 term accounts for, with its interval
-    (rounds resampled whole; no interval under ``stats.MIN_TRIALS`` rounds or on a smoke run)."""
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    trials = [harness.trials(row) for _, row in ok.iterrows()]
-    paired = len({len(t) for t in trials}) == 1
-    out = []
-    for n in ok["seq_len"]:
-        share = stats.quadratic_share(ok["seq_len"], trials, n, paired=paired)
-        interval = (judge and share.n >= stats.MIN_TRIALS and not math.isinf(share.low))
-        out.append({"new tokens": int(n), "N² share %": round(100 * share.estimate),
-                    "interval %": (f"{100 * share.low:.0f}\u2013{100 * share.high:.0f}"
-                                   if interval else "not judged" if not judge
-                                   else f"only {share.n} runs: too few to judge")})
-    return pd.DataFrame(out)
-
-
 def plot_per_step(ax, table, label="naive loop"):
     """Time per step against N (median, min-max bars), the points joined: how the step grows,
     read from the data (the nineteenth review: the fitted a + b·N line missed the 100-token bar

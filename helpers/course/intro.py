@@ -50,62 +50,6 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
 NOISY = math.log(1.10)  # a round moved (together or apart) when it moved more than 10%
 
 
-def resolution(ratio, judge: bool, by_round=None) -> str:
-    """What an A/A comparison's rounds say about this machine's noise, read round by round from
-    ``by_round`` (``rounds``): a round whose two trials both ran far from the runs' median, and
-    closer to each other than to it, moved together (their ratio cancels that); a round whose
-    two trials differed more than they moved together was hit in one trial (interleaving does
-    not cancel that). Where the interval told the identical loops apart, the line says so first,
-    with what this run's rounds show: in how many rounds the slower loop's trial was the slower
-    (the twenty-second review: "by chance, or because the host's speed drifted" left an
-    either/or where the rounds table could say what happened; the general rate is in the
-    lesson's text). Empty without an interval or without rounds."""
-    if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
-            or not math.isfinite(ratio.high) or by_round is None or not len(by_round):
-        return ""
-    a, b = (by_round[k].to_numpy(dtype=float) for k in ("A ms", "B ms"))
-    told = stats.verdict(ratio) != stats.NOISE
-    slower = "B" if ratio.estimate < 1 else "A"  # estimate: A / B, the speedup of B over A
-    middle = float(np.median(np.concatenate([a, b])))
-    common = np.abs(np.log(np.sqrt(a * b) / middle))  # how far the round moved as a whole
-    split = np.abs(np.log(a / b))                     # how far its two trials moved apart
-    names = by_round["round"].astype(int).to_numpy()
-    together = [int(r) for r, c, d in zip(names, common, split) if c > NOISY and c > d]
-    apart = [i for i, (c, d) in enumerate(zip(common, split)) if d > NOISY and d >= c]
-    rounds = lambda found: ("round " if len(found) == 1 else "rounds ") + stats.listed(found)
-    said = []
-    if together:
-        said.append(f"in {rounds(together)} both trials moved together, which their ratio "
-                    "cancels")
-    if apart:
-        far = max(apart, key=lambda i: split[i])
-        by = (f"by {math.exp(split[far]):.2f}x" if len(apart) == 1 else
-              f"by up to {math.exp(split[far]):.2f}x, round {int(names[far])}")
-        # the twenty-first review: which method ran slow in those rounds, the pull that moves the
-        # rounds' ratio away from the medians' (00 had A slow in rounds 1 and 3: 1.04x, 0.98x)
-        slow = {s: [int(names[i]) for i in apart if (a[i] > b[i]) == (s == "A")] for s in "AB"}
-        if not slow["B"] or not slow["A"]:
-            side = "A" if slow["A"] else "B"
-            if not (told and side == slower):  # the lead already says which loop ran slow
-                by += f"; {side}'s trial the slower" + (
-                    "" if len(apart) == 1 else " in both" if len(apart) == 2 else " in each")
-        else:
-            by += (f"; A's trial the slower in {rounds(slow['A'])}, B's in "
-                   f"{rounds(slow['B'])}")
-        said.append(f"in {rounds([int(names[i]) for i in apart])} the two trials differed ({by}), "
-                    "which interleaving does not cancel")
-    if told:
-        count = int(np.sum(b > a) if slower == "B" else np.sum(a > b))
-        lead = (f"This run told the identical loops apart: {slower}'s trial was the slower in "
-                f"{count} of the {len(a)} rounds")
-        return lead + "".join(f"; {part}" for part in said) + "."
-    if not said:
-        return (f"No round moved more than {100 * (math.exp(NOISY) - 1):.0f}% from the runs' "
-                f"median of {middle:.0f} ms, nor its two trials apart: this machine was quiet.")
-    text = "; ".join(said)
-    return text[0].upper() + text[1:] + "."
-
-
 def reach(ratio, judge: bool, by_round=None) -> str:
     """What notebook 00's A/A comparison means for the course, from this run (the twenty-third
     review: the lesson never said plainly what the noise means, and "in round 8 both trials moved
@@ -331,39 +275,8 @@ def growth_why(table, prompt_len: int) -> str:
 
 # Notebook 01: what the GPU's idle time holds in the naive loop, short, for ``budget.sentence``'s
 # ``why`` (the nineteenth review: the budget line ran to 90 words with the causes and the
-# allocator's retries inside it; ``idle_parts`` gives them on their own line).
+# allocator's retries inside it; ``idle_reading`` gives them on their own lines).
 IDLE_WHY = "waiting for the host, for the allocator, or between kernels"
-
-
-def idle_parts(table) -> str:
-    """Notebook 01, last: what the idle time's parts are (the host issues each step's forward
-    only after the previous step's EOS check; the allocator gets its memory from the driver,
-    every timed run starting with an emptied cache), and, where the table counts any
-    (``alloc_retries``, summed over each length's timed runs), how often the allocator ran out
-    and retried at each length (the nineteenth review: "15 times" said no length), a cost this
-    run does not separate from the rest of the idle time (the twenty-first review asked)."""
-    text = ("The host issues each step's forward only after the previous step's EOS check; the "
-            "allocator gets its memory from the driver, as every timed run starts with an emptied "
-            "cache.")
-    ok = table[table["status"] == harness.OK].sort_values("seq_len")
-    ns = [int(n) for n in ok["seq_len"]]
-    held = ""
-    if "peak_reserved_bytes" in ok and ok["peak_reserved_bytes"].gt(0).any():
-        gib = [float(b) / 2**30 for b in ok["peak_reserved_bytes"].fillna(0)]
-        top = [k for k, g in zip(ns, gib) if f"{g:.1f}" == f"{max(gib):.1f}"]
-        held = (f" The allocator held up to {max(gib):.1f} GiB from the driver (peak reserved, "
-                f"at {stats.listed(top, ' tokens')})")
-    tries = ([int(t) for t in ok["alloc_retries"].fillna(0)]
-             if "alloc_retries" in ok and ok["alloc_retries"].notna().any() else [])
-    if not any(tries):
-        return text + (held + "." if held else "")
-    runs = {len(harness.trials(row)) for _, row in ok.iterrows()}
-    over = (f"over the {runs.pop()} timed runs of each length" if len(runs) == 1 else
-            "over each length's timed runs")
-    return text + (held + "," if held else " The allocator") + (
-        f" ran out of driver memory, freed its whole cache and asked again "
-        f"{stats.listed(tries)} times at {stats.listed(ns, ' tokens')} ({over}): a cost inside "
-        "the idle time that this run does not separate (notebook 03 measures it).")
 
 
 def idle_reading(table) -> str:

@@ -300,44 +300,6 @@ def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> s
             f"batch's: {said}.")
 
 
-def pays_line(table, summary_frame, judge=True, regime="compiled") -> str:
-    """Where the late read pays most, in the claim line's words (``_smallest_batch_gains``'s
-    verdict on the smallest batch) and why, from the summary: the check's cost as a share of
-    the step without it, and the share of that cost two streams win back, at the smallest batch
-    against the others whose cost is resolved. Where the claim is supported and the check's
-    share is largest at the smallest batch, that is said as the reason, and a lower win-back
-    there as no contradiction. Empty with fewer than two batch sizes or on a smoke run."""
-    if not judge or not (found := _smallest_batch_gains(table, summary_frame, regime)):
-        return ""
-    said, b0 = found[-1], found[2][0]
-    head = {"supported": f"The late read pays most at batch {b0}, where two streams' speedup is "
-                         "largest (the claim line above)",
-            "not supported": f"The late read does not pay most at batch {b0} on this run (the "
-                             "claim line above)"}.get(
-        said, f"This run can't tell whether the late read pays most at batch {b0} (the claim "
-              "line above)")
-    rows = summary_frame[(summary_frame["regime"] == regime)
-                         & summary_frame["check_resolved"].astype(bool)].set_index("batch_size")
-    if b0 not in rows.index:
-        return head + "."
-    share = {int(b): r["check_cost_us"] / (10 * r["no_check"]) for b, r in rows.iterrows()}
-    won = {int(b): r["interleaved_recovered_pct"] for b, r in rows.iterrows()}
-    others = [b for b in share if b != b0]
-    pct = lambda v: ALL if v > 100 else "none" if v <= 0 else f"{v:.0f}%"  # noqa: E731
-    cost = (f"{share[b0]:.0f}% of the {rows.at[b0, 'no_check']:.2f} ms step without it"
-            + (", against " + stats.listed([f"{share[b]:.0f}% at batch {b}" for b in others])
-               if others else ""))
-    rest = ", against " + stats.listed([pct(won[b]) for b in others]) if others else ""
-    largest = others and all(round(share[b0]) > round(share[b]) for b in others)
-    if said == "supported" and largest:
-        fewer = all(round(won[b0]) < round(won[b]) for b in others)
-        return (f"{head}: there the check costs the largest share of a step ({cost}), "
-                + ("even though two streams win back less of it there" if fewer else
-                   "and two streams win back") + f" ({pct(won[b0])}{rest}).")
-    return (f"{head}. At batch {b0} the check costs {cost}; two streams win back "
-            f"{pct(won[b0])} of it there{rest}.")
-
-
 def shares_line(summary_frame, batch, judge=True, regime="compiled") -> str:
     """The two shares a late read's speedup grows with, at one point of ``regime``: the check's
     cost as a share of the step without it, and the share of that cost each late loop wins
