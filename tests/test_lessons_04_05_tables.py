@@ -49,6 +49,13 @@ def tables(name, workshop=False):
     return out
 
 
+def nth(found, run):
+    """The ``run``-th (name, table) of ``found``, or a skip where this checkout has fewer runs."""
+    if run >= len(found):
+        pytest.skip("no such run's table")
+    return found[run]
+
+
 # --- 04 ------------------------------------------------------------------------------------------
 
 def test_04_each_step_s_operations_are_counted(tiny):
@@ -67,10 +74,7 @@ def test_04_each_step_s_operations_are_counted(tiny):
 
 @pytest.mark.parametrize("run", range(4))
 def test_04_printed_numbers_come_from_printed_numbers(run):
-    found = tables("04_static_cache")
-    if run >= len(found):
-        pytest.skip("no such run's table")
-    name, table = found[run]
+    name, table = nth(tables("04_static_cache"), run)
     table = table[table["method"].isin(c04.EAGER)]
     lens = sorted(table["seq_len"].unique().tolist())
     point = c04.drawn_length(table, lens, True)
@@ -114,10 +118,7 @@ def test_04_printed_numbers_come_from_printed_numbers(run):
 
 @pytest.mark.parametrize("run", range(4))
 def test_05_a_fresh_process_pays_the_first_graph(run):
-    found = tables("05_torch_compile")
-    if run >= len(found):
-        pytest.skip("no such run's table")
-    name, table = found[run]
+    name, table = nth(tables("05_torch_compile"), run)
     compile_table = c05.compilation(table)
     said = c05.repay_line(compile_table, table)
     first = table[table["mode"] != "eager"].iloc[0]
@@ -189,10 +190,7 @@ def _word(table, n):
 
 @pytest.mark.parametrize("run", range(5))
 def test_04_article_line_says_what_this_run_timed_and_found(run):
-    found = tables("04_static_cache", workshop=True)
-    if run >= len(found):
-        pytest.skip("no such run's table")
-    name, table = found[run]
+    name, table = nth(tables("04_static_cache", workshop=True), run)
     table = table[table["method"].isin(c04.EAGER)]
     lens = sorted(table["seq_len"].unique().tolist())
     line = c04.article_line(table, lens, True)
@@ -256,10 +254,7 @@ def test_04_prose_names_no_preset_size():
 
 @pytest.mark.parametrize("run", range(5))
 def test_05_plan_line_says_which_modes_ran_and_whether_tokens_were_checked(run):
-    found = tables("05_torch_compile", workshop=True)
-    if run >= len(found):
-        pytest.skip("no such run's table")
-    name, table = found[run]
+    name, table = nth(tables("05_torch_compile", workshop=True), run)
     modes = [m for m in table["mode"].unique() if m != "eager"]
     checked = bool(table["check_first_call_s"].notna().any())
     line = c05.plan_line(modes, checked)

@@ -155,5 +155,5 @@ def test_the_published_peaks_read_either_column(tmp_path):
         tmp_path / "figures" / "data" / "02_kv.csv", index=False)
     results.atomic_write_text(tmp_path / "figures" / "manifest.json", json.dumps(
         {"tables": {"data/02_kv.csv": {"notebook": "02_kv.ipynb"}}}))
-    assert published._published_peaks(tmp_path) == {"02_kv": 2.0}
-    assert published._published_peaks(tmp_path, "peak_reserved_bytes") == {"02_kv": 40.0}
+    assert published._published_peaks(tmp_path) == {"peak_allocated_bytes": {"02_kv": 2.0},
+                                                     "peak_reserved_bytes": {"02_kv": 40.0}}

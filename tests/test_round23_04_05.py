@@ -21,18 +21,17 @@ from helpers.course import budget, stats
 from helpers.course import compiled as c05
 from helpers.course import static_cache as c04
 
+from test_lessons_04_05_tables import nth, tables
+
 REPO = Path(__file__).resolve().parent.parent
-FROZEN = ["8973374", "90c3788", "eb4fe0c", "6bba703-workshop"]
 OPS = pd.DataFrame({"ops per step": [447, 551]}, index=["dynamic", "static"])  # the published run's
 
 
 def runs(name):
-    out = [("published", pd.read_csv(REPO / "tests" / "data" / f"{name}-f4bf2b7.csv"))]
-    for commit in FROZEN:
-        path = REPO / "tests" / "data" / f"{name}-{commit}.csv"
-        if path.exists():
-            out.append((commit, pd.read_csv(path)))
-    return out
+    """f4bf2b7's table first (the copy the round-23 students read, frozen; named "published" as
+    it was then), then the earlier runs' and the workshop run's, as ``tables`` reads them."""
+    frozen = ("published", pd.read_csv(REPO / "tests" / "data" / f"{name}-f4bf2b7.csv"))
+    return [frozen] + [t for t in tables(name, workshop=True) if t[0] != "published"]
 
 
 def _eager04(table):
@@ -47,10 +46,7 @@ def _idle(table, n, method):
 
 @pytest.mark.parametrize("run", range(5))
 def test_04_host_times_are_read_against_the_operations(run):
-    found = runs("04_static_cache")
-    if run >= len(found):
-        pytest.skip("no such run's table")
-    name, raw = found[run]
+    name, raw = nth(runs("04_static_cache"), run)
     table, lens = _eager04(raw)
     point = c04.drawn_length(table, lens, True, OPS)
     line = c04.ops_line(table, lens, OPS, point)
@@ -112,10 +108,7 @@ def _run_dir(tmp_path, monkeypatch, table04):
 
 @pytest.mark.parametrize("run", range(5))
 def test_05_eager_baseline_against_notebook_04s(run, tmp_path, monkeypatch):
-    found4, found5 = runs("04_static_cache"), runs("05_torch_compile")
-    if run >= len(found5):
-        pytest.skip("no such run's table")
-    (name, t4), (name5, t5) = found4[run], found5[run]
+    (name, t4), (name5, t5) = nth(runs("04_static_cache"), run), nth(runs("05_torch_compile"), run)
     assert name == name5
     _run_dir(tmp_path, monkeypatch, t4)
     methods, point = list(t5["method"]), int(t5["seq_len"].max())
@@ -162,10 +155,7 @@ def test_05_outside_a_runner_run_nothing_is_compared(monkeypatch):
 
 @pytest.mark.parametrize("run", range(4))
 def test_05_fresh_process_line_says_what_to_plan_for(run):
-    found = runs("05_torch_compile")
-    if run >= len(found):
-        pytest.skip("no such run's table")
-    _, table = found[run]
+    _, table = nth(runs("05_torch_compile"), run)
     said = c05.repay_line(c05.compilation(table), table)
     assert "plausibly" not in said
     later = [g - m for _, r in table[table["mode"] != "eager"].iterrows()

@@ -3,39 +3,26 @@
 the workshop tables of f4bf2b7 (frozen in tests/data)."""
 import json
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from helpers.course import budget, floor, stats, summary
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "tests" / "data"
-GRAPH, MOST, EAGER = "graph, decode_step, 1/launch", "graph, decode_step, 4/launch", "decode_step, eager"
+from test_lessons_10_11_readings import DATA, EAGER, GRAPH, LABELS, MOST, REPO, rungs_table
+
 TENS = ["ba37cc3", "8973374", "90c3788", "eb4fe0c"]
 ELEVENS = ["ba37cc3", "8973374", "90c3788", "eb4fe0c", "6bba703-workshop"]
-WS = Path(__file__).resolve().parent / "data"  # the f4bf2b7 workshop tables, frozen
-LABELS = {"bucketed step, graph (eager ops)": "1 · bucketed step (eager ops)",
-          "10: bucketed step, graph (eager ops)": "1 · bucketed step (eager ops)",
-          "bucketed step compiled by Inductor, graph": "2 · bucketed step (Inductor)",
-          "11: Triton kernels, 1/launch": "3 · Triton kernels",
-          "11: + PDL and prefetch": "4 · + PDL and prefetch",
-          "11: + PDL, reads asked early": "4 · + PDL and prefetch",
-          "11: + prompt in a graph": "5 · + prompt in a graph",
-          "11: + 10 steps/replay": "6 · + 10 steps/replay"}
 
 
 def ten(run):
-    path = DATA / "10_cuda_graph_step-f4bf2b7.csv" if run == "published" else \
-        DATA / f"10_cuda_graph_step-{run}.csv"
-    return pd.read_csv(path)
+    return pd.read_csv(DATA / f"10_cuda_graph_step-{'f4bf2b7' if run == 'published' else run}.csv")
 
 
 def eleven(run):
-    path = DATA / "11_toward_the_floor-f4bf2b7.csv" if run == "published" else \
-        DATA / f"11_toward_the_floor_rungs-{run}.csv"
-    table = pd.read_csv(path)
+    if run != "published":
+        return rungs_table(run)  # the earlier runs' rung tables, relabelled as 11 names them now
+    table = pd.read_csv(DATA / "11_toward_the_floor-f4bf2b7.csv")
     table["method"] = table["method"].replace(LABELS)
     return table
 
@@ -87,10 +74,10 @@ def test_11_says_once_how_the_medians_differ(run):
 
 
 def test_the_workshop_tables_read_the_same_way():
-    table = pd.read_csv(WS / "10_cuda_graph_step-f4bf2b7-workshop.csv")
+    table = pd.read_csv(DATA / "10_cuda_graph_step-f4bf2b7-workshop.csv")
     check_note(table, pairs_10(table), int(table["seq_len"].max()))
     assert floor.per_launch_line(table, GRAPH, GRAPH, 50, 1, True) == ""  # graph_steps [1]
-    table = pd.read_csv(WS / "11_toward_the_floor-f4bf2b7-workshop.csv")
+    table = pd.read_csv(DATA / "11_toward_the_floor-f4bf2b7-workshop.csv")
     rungs = list(table["method"])
     check_note(table, [(b, b, a) for a, b in zip(rungs, rungs[1:])], int(table["seq_len"].max()))
 

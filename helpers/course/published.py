@@ -272,32 +272,38 @@ def times(root: Path | None = None) -> dict:
     else:
         _, workshop, label = _earlier(root)
         source.append(f"workshop: {label}")
-    peaks, reserved = _published_peaks(root), _published_peaks(root, "peak_reserved_bytes")
+    peaks = _published_peaks(root)
+    allocated, reserved = (peaks[column] for column in PEAKS)
     stems = sorted(set(full) | set(workshop))
     table = {s: {"full_s": (full.get(s) or {}).get("seconds"),
-                 "peak_gib": (full.get(s) or {}).get("peak_allocated_gib", peaks.get(s)),
+                 "peak_gib": (full.get(s) or {}).get("peak_allocated_gib", allocated.get(s)),
                  "reserved_gib": reserved.get(s),
                  "workshop_s": (workshop.get(s) or {}).get("seconds")} for s in stems}
     return {"notebooks": table, "source": source, "gpu": gpu, "one_run": full_path.exists()}
 
 
-def _published_peaks(root: Path, column_name: str = "peak_allocated_bytes") -> dict:
-    """Each notebook's largest peak (GiB) of ``column_name`` (allocated, or reserved by the
-    caching allocator) in its published tables (figures/data)."""
+PEAKS = ("peak_allocated_bytes", "peak_reserved_bytes")
+
+
+def _published_peaks(root: Path) -> dict:
+    """Each notebook's largest peak (GiB) of each column in ``PEAKS`` (allocated, and reserved by
+    the caching allocator) in its published tables (figures/data), each table read once:
+    ``{column: {stem: gib}}``."""
+    peaks = {column: {} for column in PEAKS}
     path = root / "figures" / "manifest.json"
     if not path.exists():
-        return {}
-    peaks = {}
+        return peaks
     for name, entry in json.loads(path.read_text()).get("tables", {}).items():
         try:
             frame = pd.read_csv(root / "figures" / name)
         except (OSError, ValueError):
             continue
-        if column_name in frame:
-            column = pd.to_numeric(frame[column_name], errors="coerce").dropna()
-            if len(column):
-                stem = entry["notebook"].removesuffix(".ipynb")
-                peaks[stem] = max(peaks.get(stem, 0.0), round(float(column.max()) / GIB, 1))
+        stem = entry["notebook"].removesuffix(".ipynb")
+        for column_name, found in peaks.items():
+            if column_name in frame:
+                column = pd.to_numeric(frame[column_name], errors="coerce").dropna()
+                if len(column):
+                    found[stem] = max(found.get(stem, 0.0), round(float(column.max()) / GIB, 1))
     return peaks
 
 
