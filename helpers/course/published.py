@@ -328,7 +328,9 @@ def header_line(stem: str, info: dict) -> str:
     # reserved too, where it differs: what the allocator held decides whether a card fits (the
     # twenty-third review: 02's naive loop allocated 2.1 GiB at once but reserved 55)
     reserved = row.get("reserved_gib")
-    held = (f" ({reserved:.1f} GiB reserved)"
+    # twenty-fourth: "40.9 GiB reserved next to 2.7 allocated, unexplained": say who holds it
+    why = "" if stem.startswith("03_") else ": lesson 03 shows why it holds more"
+    held = (f" (PyTorch's allocator held up to {reserved:.1f} GiB{why})"
             if reserved is not None and row.get("peak_gib") is not None
             and f"{reserved:.1f}" != f"{row['peak_gib']:.1f}" else "")
     peak = (f", a peak of about {row['peak_gib']:.1f} GiB of GPU memory allocated at once{held},"
