@@ -78,13 +78,16 @@ def test_reach_on_the_published_run_says_what_the_noise_means():
     n, by_round, ratio = _zero(_table(FULL_00))
     assert intro.with_estimate(stats.say(_table(FULL_00), "loop B", "loop A", True, seq_len=n),
                                ratio) == "0.98x, can't tell apart on this machine (0.89–1.09)"
-    assert intro.reach(ratio, True, by_round) == (
-        "The same loop's round ratios A / B ranged from 0.76x (round 4) to 1.33x (round 2), "
-        "and 8 rounds put the interval about 11% either side of its estimate. So at 8 rounds as "
-        "noisy as these, a difference smaller than about 11% reads \"can't tell apart\"; only a "
-        "larger one can read \"faster\" or \"slower\".")
+    assert intro.reach(ratio, True, by_round).split("\n") == [  # round 24's wording
+        "Round ratios A / B farthest from 1: rounds 2 (1.33x) and 4 (0.76x); the other 6 rounds "
+        "lay between 0.91x and 1.03x. Rounds of the same code can lie this far apart (this lesson "
+        "does not measure why), so an A/B is read from all 8 rounds together, the estimate and its "
+        "interval, never from one or two.",
+        "The interval runs from 10% below to 11% above its estimate: at 8 rounds as noisy as "
+        "these, a difference smaller than about 11% reads \"can't tell apart\"; only a larger one "
+        "can read \"faster\" or \"slower\"."]
     _, ws_rounds, ws = _zero(_table(WS_00))
-    assert "from 0.86x (round 1) to 1.23x (round 4), and 5 rounds put the interval about 12%" in (
+    assert "rounds 1 (0.86x) and 4 (1.23x); the other 3 rounds lay between 0.88x and 1.07x" in (
         intro.reach(ws, True, ws_rounds))
 
 
@@ -97,13 +100,17 @@ def test_reach_follows_every_real_tables_rounds(name):
     _, by_round, ratio = _zero(table)
     said = intro.reach(ratio, True, by_round)
     r = by_round["A / B"]
-    assert f"from {r.min():.2f}x (round {int(by_round['round'][r.idxmin()])}) to {r.max():.2f}x" in said
-    half = 100 * (max(ratio.high / ratio.estimate, ratio.estimate / ratio.low) - 1)
-    assert f"about {half:.0f}% either side" in said and f"smaller than about {half:.0f}%" in said
+    far = abs(r.map(math.log)).nlargest(2).index
+    for i in far:
+        assert f"{int(by_round['round'][i])} ({r[i]:.2f}x)" in said.split(";")[0], (name, said)
+    rest = r.drop(far)
+    assert f"lay between {rest.min():.2f}x and {rest.max():.2f}x" in said
+    below = 100 * (1 - ratio.low / ratio.estimate)
+    above = 100 * (ratio.high / ratio.estimate - 1)
+    assert f"from {below:.0f}% below to {above:.0f}% above its estimate" in said
+    assert f"smaller than about {max(round(below), round(above))}%" in said
     told = stats.verdict(ratio) != stats.NOISE
-    assert said.startswith("This run told the identical loops apart") == told, said
-    off = 100 * (max(ratio.estimate, 1 / ratio.estimate) - 1)
-    assert (off > half) == told, (name, off, half)
+    assert said.split("\n")[1].startswith("This run told the identical loops apart") == told, said
     assert "cancels" not in said and "moved together" not in said
     assert intro.reach(ratio, False, by_round) == "" and intro.reach(ratio, True) == ""
 
@@ -114,6 +121,7 @@ def test_notebook_00_mends():
     exercise 2's floor counts the keys and values the printed floor counts."""
     code, text = _code("notebooks/00_setup.ipynb"), _markdown("notebooks/00_setup.ipynb")
     assert "intro.reach(same, judge, by_round)" in code and "intro.resolution" not in code
+    assert "A speedup of 1.02 means" not in text  # round 24: the cell prints this run's reading
     assert "no verdict uses it" not in text and "The verdict below says" not in text
     assert "Here eager (" not in text and "the column `order`" in text
     assert ("Compute the floor yourself: (parameter bytes + the average step's keys and values) "
@@ -151,13 +159,13 @@ def test_idle_reading_on_the_published_run_follows_its_numbers():
     assert "(5.68 -> 13.83 ms)" in line and "from 9.33 to 17.92 ms" in line
     assert "from 3.65 ms to 4.09 ms per step" in line
     said = intro.growth_why(table, 16)
-    assert ("The idle time grew 1.90x (365 -> 693 ms), about as N: per step it was largest at "
-            "the longest length (3.65, 3.46 and 4.09 ms at 100, 200 and 300 tokens).") in said
+    assert ("- Idle: 365 -> 693 ms (1.90x) while N grew 2x; per step 3.65, 3.46 and 4.09 ms at "
+            "100, 200 and 300 tokens.") in said
     assert "about the same" not in said
     assert intro.takeaway(table) == (
         "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.70x, "
-        "less than the 4x of pure N² growth: in the table's medians the GPU's work grew 3.42x, "
-        "and its idle time only 1.90x.")
+        "less than the 4x of pure N² growth: in the table's medians the GPU's work grew 3.42x "
+        "and its idle time 1.90x.")
 
 
 @pytest.mark.parametrize("name", ["ba37cc3", "8973374", "90c3788", "1c698c0", "65eabbe",
@@ -180,9 +188,8 @@ def test_idle_reading_on_runs_whose_idle_time_did_not_peak_at_the_longest_length
     tries = stats.listed([int(t) for t in table.sort_values("seq_len")["alloc_retries"]])
     assert len(lines) == 3 and lines[1].endswith(f": {tries} at "
                                                  f"{stats.listed(sorted(table['seq_len']), ' tokens')}.")
-    assert "largest at the longest length" not in intro.growth_why(table, 16)
     if name == "f4bf2b7-workshop":
-        assert "(7.65 and 4.96 ms at 50 and 100 tokens)" in intro.growth_why(table, 16)
+        assert "per step 7.65 and 4.96 ms at 50 and 100 tokens" in intro.growth_why(table, 16)
 
 
 def test_idle_reading_is_empty_without_gpu_work_and_quiet_without_retries():
@@ -197,4 +204,4 @@ def test_notebook_01_mends():
     code, text = _code("notebooks/01_naive_generation.ipynb"), _markdown("notebooks/01_naive_generation.ipynb")
     assert "print(intro.idle_reading(table))" in code and "idle_parts" not in code
     assert "does not hide" not in text and "is not measured here" in text
-    assert text.index("this run's sizes") < text.index("The workshop preset")
+    assert "this run's sizes" in text and "The workshop preset" not in text  # round 24: dropped

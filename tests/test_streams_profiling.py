@@ -245,8 +245,8 @@ def test_late_check_summary_and_its_words():
         "463 µs (two streams, 75% of it) and 337 µs (event, 54% of it). The profiler slowed the "
         "host's work in the two streams loop (a profiled step of 1766 µs against 1425 timed) and "
         "the event loop (a profiled "
-        "step of 1677 µs against 1411 timed), so those gaps hold the host's launches too: the "
-        "timed table's win-back is the measure.")
+        "step of 1677 µs against 1411 timed), so those loops' profiled gaps are wider than in a "
+        "timed run: the timed table's win-back is the measure.")
     # the 05:14 run: the per-step sync 16% over its timed step (named), two streams 8% (not)
     every = pd.DataFrame({"gap_before_us": [584.1, 73.4, 232.8], "busy_us": [1109.4, 1110.4, 1109.4],
                           "cpu_us": [1914.1, 1401.8, 1619.4], "cpu_wait_us": [645.4, 8.4, 9.2]},

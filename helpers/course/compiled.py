@@ -197,7 +197,7 @@ def first_graph(table):
     """(seconds, what, method) for the first graph this process compiled: the first compiled
     loop's float32 check graph where the check ran, else its timed graph (``method`` then names
     that loop; the rows are in the order the measurement compiled them). A process's first graph
-    also pays the process's one-time costs, so it is about what a fresh process pays. None where
+    also pays the process's one-time costs, so a new process would pay about that again (not timed). None where
     nothing compiled."""
     ok = table[(table["status"] == harness.OK) & (table["mode"] != "eager")]
     if ok.empty:
@@ -214,7 +214,7 @@ def repay_line(compile_table, table) -> str:
     """The timed graph's compile time and the runs each compiled loop needs to repay it against
     the eager static-cache loop (the only eager loop this lesson times), with the course's float32
     check graphs on a line of their own (where they ran): ``table``'s ``compile_s`` holds both
-    graphs' compile time. Then the cost a fresh process pays (``first_graph``) and the runs that
+    graphs' compile time. Then what a new process would pay (``first_graph``) and the runs that
     repay that. Short lines, one a mode."""
     both = table.set_index(["method", "seq_len"])["compile_s"]
     parts, checks = [], []
@@ -242,14 +242,15 @@ def repay_line(compile_table, table) -> str:
     return "\n".join(lines)
 
 
-def _fresh_line(compile_table, table) -> str:
-    """What a fresh process pays: this process's first graph (``first_graph``), whether it cost
-    more than every later graph, and the runs of each compiled loop that repay that cost (whole
-    runs, as ``compilation`` counts them; a loop whose timed graph was the first is counted
-    above already)."""
+def _fresh(compile_table, table):
+    """(cost, what, timed_first, later, runs) behind ``_fresh_line``: this process's first graph
+    (``first_graph``), every later graph's compile time, and the runs of each compiled loop that
+    repay the first graph's cost ((runs, mode, tokens); whole runs, as ``compilation`` counts
+    them; a loop whose timed graph was the first is counted in ``compilation`` already). None
+    where nothing compiled."""
     first = first_graph(table)
     if first is None or compile_table.empty:
-        return ""
+        return None
     cost, what, timed_first = first
     ok = table[(table["status"] == harness.OK) & (table["mode"] != "eager")]
     eager = table[table["method"] == EAGER].set_index("seq_len")["median_s"]
@@ -265,20 +266,28 @@ def _fresh_line(compile_table, table) -> str:
         if gain > 0 and row["method"] != timed_first:
             runs.append((math.ceil(cost / gain), row["method"].split("(")[-1].rstrip(")"),
                          row["tokens"]))
-    more = bool(later) and cost > max(later)
-    line = (f"A fresh process pays about what its first graph costs"
-            + (f", more than later graphs (up to {max(later):.1f} s here), so plan on the first "
-               "graph's cost once per process and a later graph's for each further shape"
-               if more else "")
-            + f": here the first, {what}, took {cost:.1f} s")
+    return cost, what, timed_first, later, runs
+
+
+def _fresh_line(compile_table, table) -> str:
+    """What a new process would pay, said as an expectation, not a finding (no new process is
+    timed): this process's first graph's cost, later graphs' beside it, and the runs of each
+    compiled loop that repay the first graph's cost. Round 24 read one five-idea sentence."""
+    found = _fresh(compile_table, table)
+    if found is None:
+        return ""
+    cost, what, timed_first, later, runs = found
     if not runs and timed_first is not None:  # its count above is already at that cost
-        return (f"{what[0].upper()}{what[1:]} was this process's first: about what a fresh "
-                "process pays.")
+        return (f"{what[0].upper()}{what[1:]} was this process's first graph; a new process "
+                "would pay about that again (expected, not timed here).")
+    line = (f"This process's first graph, {what}, took {cost:.1f} s"
+            + (f"; later graphs up to {max(later):.1f} s" if later else "")
+            + ". A new process would pay the first graph's cost again (expected, not timed here)")
     if not runs:
         return line + "."
     each = [f"{k} ({mode})" if i and n == runs[0][2] else f"{k} runs of {n} tokens ({mode})"
             for i, (k, mode, n) in enumerate(runs)]
-    return line + f"; at that cost, repaid after {stats.listed(each)}."
+    return line + f": at that cost, repaid after {stats.listed(each)}."
 
 
 def idle_line(steps_budget, methods) -> str:
@@ -311,39 +320,86 @@ def idle_line(steps_budget, methods) -> str:
     return line
 
 
-def summary_line(table, compile_table, methods, point, judge: bool, earlier_ms=None) -> str:
-    """The lesson in one line: the last compiled loop of ``methods`` against the eager
-    static-cache loop it compiles, at ``point`` tokens (the ratio and its range), then every
-    other compiled loop's against the same loop; where ``earlier_ms`` (notebook 04's time of that
-    loop, ``lesson04_ms``) parts from this run's, by how much and each ratio against it
-    (``against_04``); its timed graph's compile time with Inductor's cache state, and the first
-    graph's (what a fresh process pays). The step's times are the budget sentences' and are not repeated. Empty in a
-    run that judges nothing."""
+def _compile_spans(compile_table, table):
+    """(seconds, runs): every compile time and every "repaid after" count ``repay_line``
+    prints, rounded as printed (0.1 s; whole runs), for the summary's "from ... to ..."."""
+    seconds = [round(x, 1) for x in compile_table["compile s"]]
+    if "compile_s" in table:
+        both = table.set_index(["method", "seq_len"])["compile_s"]
+        for _, row in compile_table.iterrows():
+            extra = both.get((row["method"], row["tokens"]), row["compile s"]) - row["compile s"]
+            if extra > 0.05:
+                seconds.append(round(extra, 1))
+    runs = [int(k) for k in compile_table["runs to repay"] if k == k]
+    found = _fresh(compile_table, table)
+    if found is not None:
+        runs += [k for k, _, _ in found[4]]
+    return seconds, runs
+
+
+def _span(values, fmt, unit) -> str:
+    low, high = min(values), max(values)
+    return (f"{low:{fmt}}{unit}" if low == high else f"{low:{fmt}} to {high:{fmt}}{unit}")
+
+
+def summary_line(table, compile_table, methods, point, judge: bool) -> str:
+    """The lesson in one line: each compiled loop of ``methods`` (the last first) against the
+    eager static-cache loop it compiles, at ``point`` tokens, as the rounds give it (ratio and
+    range: ``medians_line`` says once why the table's medians differ); then what compiling cost
+    and the runs that repay it, from the smallest to the largest ``repay_line`` prints (notebook
+    04's time of the eager loop is ``baseline_line``'s, not repeated). Empty in a run that
+    judges nothing."""
     if not judge or len(methods) < 2:
         return ""
-    best = methods[-1]
-    rows = compile_table[(compile_table["method"] == best) & (compile_table["tokens"] == point)]
-    line = (f"In one line: at {point} tokens, {best} against the eager loop it compiles (the "
-            f"static cache's): {stats.say(table, best, EAGER, judge, seq_len=point)}")
-    for other in methods[1:-1]:
-        line += (f", {other.split('(')[-1].rstrip(')')} "
-                 f"{stats.say(table, other, EAGER, judge, seq_len=point)}")
-    apart = against_04(table, point, methods, earlier_ms)
-    if apart:
-        word, ratio, each = apart
-        line += (f"; this run's eager loop was {ratio:.2f}x {word} than notebook 04's, against "
-                 f"whose time {'it is' if len(each) == 1 else 'they are'} "
-                 f"{stats.listed(each)} faster")
-    if not rows.empty:
-        timed, state = rows.iloc[0]["compile s"], rows.iloc[0]["Inductor cache"]
-        line += (f"; compiling {best.split('(')[-1].rstrip(')')}'s timed graph took {timed:.1f} s"
-                 if len(methods) > 2 else f"; compiling its timed graph took {timed:.1f} s") + (
-            f", {CACHE_WORDS[state]}" if state in CACHE_WORDS else "")
-        first = first_graph(table)
-        if first is not None and first[2] != best:  # its timed graph was not the first
-            line += (f"; this process's first graph, about what a fresh process pays, "
-                     f"{first[0]:.1f} s")
+    each = [f"{m.split('(')[-1].rstrip(')')} "
+            + stats.plain(stats.row_speedup(table, m, EAGER, seq_len=point), judge)
+            for m in methods[1:][::-1]]
+    line = (f"In one line: at {point} tokens, against the eager static-cache loop: "
+            + stats.listed(each))
+    seconds, runs = _compile_spans(compile_table[compile_table["tokens"] == point], table)
+    if seconds:
+        line += f"; compiling a graph took {_span(seconds, '.1f', ' s')}"
+        if runs:
+            line += f", repaid after {_span(runs, 'd', '')} runs of {point} tokens"
     return line + "."
+
+
+def medians_line(table, methods, point, judge: bool) -> str:
+    """Said once: the lesson quotes the rounds' ratio of each compiled loop against the eager one,
+    and why the table's medians differ on this run where they do (more than
+    ``stats.MEDIANS_APART``): the two medians may come from different rounds, and one loop's
+    runs spread far more than the others' (its fastest to slowest run, per step). Empty where
+    every pair agrees, and in a run that judges nothing."""
+    if not judge or len(methods) < 2:
+        return ""
+    rounds, medians = [], []
+    for m in methods[1:]:
+        ratio = stats.row_speedup(table, m, EAGER, seq_len=point)
+        med = stats.medians_ratio(stats.method_trials(table, m, seq_len=point),
+                                  stats.method_trials(table, EAGER, seq_len=point))
+        if ratio.n < stats.MIN_TRIALS or not 0 < med < math.inf:
+            return ""
+        rounds.append((_mode(m), ratio.estimate, med))
+    if not any(stats.medians_apart(med, est) for _, est, med in rounds):
+        return ""
+    spread = {m: (_ms_per_step(table, m, point, "min_s"), _ms_per_step(table, m, point, "max_s"))
+              for m in methods}
+    widest = max(spread, key=lambda m: spread[m][1] / spread[m][0])
+    lo, hi = spread[widest]
+    return ("The lesson quotes each compiled loop's speedup over the eager loop as the rounds "
+            "give it: " + ", ".join(f"{mode} {est:.2f}x" for mode, est, _ in rounds)
+            + ". Each round runs the loops back to back, so its ratio compares runs made moments "
+            "apart; the table's medians (" + ", ".join(f"{mode} {med:.2f}x" for mode, _, med in rounds)
+            + f") may come from different rounds, and here {_whose(widest)} runs spread the most, "
+            f"from {lo:.2f} to {hi:.2f} ms per step.")
+
+
+def _mode(method) -> str:
+    return method.split("(")[-1].rstrip(")")
+
+
+def _whose(method) -> str:
+    return "the eager loop's" if method == EAGER else f"{_mode(method)}'s"
 
 
 SAME_BASELINE = 0.05  # 05's eager step within 5% of 04's reads "about the same"
@@ -384,7 +440,7 @@ def against_04(table, point, methods, earlier_ms):
 
 def baseline_line(table, point, methods, earlier_ms) -> str:
     """This lesson's eager static-cache step against notebook 04's time of the same loop in this
-    run (``earlier_ms``, from ``lesson04_ms``), with this run's fastest and slowest eager runs;
+    run (``earlier_ms``, from ``lesson04_ms``);
     where the two part by more than ``SAME_BASELINE``, each compiled loop's speedup against 04's
     time too (the two tables' medians, no interval). Where 04 did not time this point in this
     run, says so."""
@@ -393,14 +449,13 @@ def baseline_line(table, point, methods, earlier_ms) -> str:
         return (f"Notebook 04 has no time of this loop at {point} tokens in this run, so the "
                 "eager baseline is not compared with it.")
     theirs = round(earlier_ms, 2)
-    low, high = (_ms_per_step(table, EAGER, point, c) for c in ("min_s", "max_s"))
-    line = (f"The eager baseline took {ours:.2f} ms per step here (its runs {low:.2f} to "
-            f"{high:.2f} ms) and {theirs:.2f} ms in notebook 04 of this run, the same loop")
+    line = (f"The eager baseline took {ours:.2f} ms per step here and {theirs:.2f} ms in notebook "
+            "04 of this run, the same loop")
     apart = against_04(table, point, methods, earlier_ms)
     if apart is None:
         return line + ": about the same, so the speedups above hold against either."
     word, ratio, each = apart
     return (line + f": {ratio:.2f}x {word} here. Against notebook 04's time (the two tables' "
-            f"medians, no interval) the compiled loop{' is' if len(each) == 1 else 's are'} "
+            f"medians, no range) the compiled loop{' is' if len(each) == 1 else 's are'} "
             f"{stats.listed(each)} faster: read the "
             f"speedups above as against this run's {word} baseline.")

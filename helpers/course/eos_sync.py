@@ -101,8 +101,9 @@ def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> 
                 f"to tell them apart, since with fewer than {stats.MIN_TRIALS} one odd round sways "
                 "the figure.")
     said = stats.plain(stats.row_speedup(cost, free, check))
-    return (f"With the {regime} step, with and without the check: {said}; its rounds overlap "
-            f"({rounds}), so this run cannot say what the check costs.")
+    return (f"With the {regime} step, the loop without the check against the loop with it (how "
+            f"many times faster it ran): {said}; its rounds overlap ({rounds}), so this run "
+            "cannot say what the check costs.")
 
 
 def host_behind(step_budget: pd.DataFrame, unclear=()) -> str:
@@ -121,8 +122,8 @@ def host_behind(step_budget: pd.DataFrame, unclear=()) -> str:
     pace = budget.pace(share, why=False)
     if pace != budget.pace(100.0, why=False):  # the host's pace, as 00 words it
         return ""
-    return (f" In the eager step without the check the GPU idles {share:.0f}% of the {wall:.2f} ms "
-            f"a step takes: {pace} (lesson 00's rule), so when the CPU reaches the check the GPU "
+    return (f" In the eager step without the check the GPU idles {share:.0f}% of its median step "
+            f"({wall:.2f} ms): {pace} (lesson 00's rule), so when the CPU reaches the check the GPU "
             "has already finished and there is little to wait for.")
 
 
@@ -214,8 +215,32 @@ def drift_line(ok: pd.DataFrame, low: int, cap: int, tokens: int) -> str:
               f"to {max(runs[cap]):.1f} ms, no overlap)" if apart(runs[low], runs[cap]) else "")
     return (f"The loop with the check ran the same {tokens} tokens per row at caps {low} and "
             f"{cap}, yet its median run took {at[low]:.1f} ms at cap {low} and {at[cap]:.1f} ms "
-            f"at cap {cap}{spread}: identical work in one table, so the eager step's time varies "
-            "that much from call to call.")
+            f"at cap {cap}{spread}: identical work in one table.")
+
+
+def eager_pace(table: pd.DataFrame, cost: pd.DataFrame, judge: bool = True) -> str:
+    """The eager step's pace in the two tables that time it: the early-stopping table (each
+    run over its tokens per row) and the cost table (its eager runs over their ``seq_len``),
+    ms per token, the prefill included in both; each table's range of runs, and how many times
+    slower one table's median ran than the other's. Said plainly, not judged: the lesson does
+    not measure why the pace moved. Empty on a smoke run or without both tables' eager runs."""
+    ok = table[table["status"] == harness.OK]
+    first = [1e3 * t / float(r["tokens"]) for _, r in ok.iterrows() if "tokens" in ok
+             for t in stats.method_trials(ok, r["method"], seq_len=r["seq_len"])]
+    second = [v for m in (f"eager, {CHECK}", f"eager, {FREE}") for v in per_step_rounds(cost, m)]
+    if not judge or not first or not second:
+        return ""
+    mid = [float(pd.Series(v).median()) for v in (first, second)]
+    ratio = max(mid) / min(mid)
+    which = ("in the first table than in the second" if mid[0] > mid[1]
+             else "in the second table than in the first")
+    moved = (f"the eager step ran {ratio:.2f}x slower {which}" if round(ratio, 2) > 1
+             else "the eager step ran at the same median pace in both")
+    return (f"The two tables time the same eager step: per token, the prefill included, its runs "
+            f"took {min(first):.2f} to {max(first):.2f} ms in the early-stopping table and "
+            f"{min(second):.2f} to {max(second):.2f} ms in the cost table; by their medians "
+            f"({mid[0]:.2f} and {mid[1]:.2f} ms) {moved}. This lesson does not measure why the "
+            "eager step's pace moves, so it compares loops only within one table.")
 
 
 def who_pays(paid: dict) -> str:
@@ -391,7 +416,9 @@ def idle_line(gaps: pd.DataFrame, step_budget: pd.DataFrame, unclear=()) -> str:
         f"the profiler finds {found}, and the other {rest:.0f} µs is the prefill and the call's "
         "own host work, spread over its steps (not split here)." if rest >= 0 else
         f"the profiled run idles {found}, more in all: the profiler slowed its host." if slowed[FREE]
-        else f"the profiler finds {found}: about all of it."))
+        else f"the profiler finds {found}, {between + inside:.0f} µs in all, more than the timed "
+        "budget's: the profiled call is one short run, and this lesson does not measure the "
+        "difference."))
     if "CUDA graph" in unclear or not wall[CHECK] > wall[FREE] or any(slowed.values()):
         return text
     cost = wall[CHECK] - wall[FREE]

@@ -134,11 +134,11 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
     apart = f"{gaps.min()}" if gaps.min() == gaps.max() else f"{gaps.min()} to {gaps.max()}"
     low, high = (f"{found['rise'].agg(f) / MIB:.0f}" for f in ("min", "max"))
     per = batch_size * config.n_embd * dtype_bytes  # one position of one tensor
-    return (f"{head} at {len(found)} decode steps:\n"
-            f"  the first in {when};\n"
-            f"  then every {apart} steps (a tensor grows 2 MiB in {ROUND_LARGE / per:.1f} steps, at "
-            f"{per / 1024:.0f} KiB a step);\n"
-            f"  {low if low == high else f'{low} to {high}'} MiB a rise.")
+    # the mechanism in two lines (the twenty-fourth review: "at 10 decode steps" read as "10 steps
+    # into the run", and the rises came last, after the side facts)
+    return (f"{head} in {len(found)} decode steps, {low if low == high else f'{low} to {high}'} "
+            f"MiB each:\n  the first in {when}; then every {apart} steps, as a tensor grows 2 MiB "
+            f"in {ROUND_LARGE / per:.1f} steps ({per / 1024:.0f} KiB a step).")
 
 
 # Actions of a memory history that go to the CUDA driver: a new segment (cudaMalloc), pages
@@ -167,11 +167,12 @@ def driver_calls(runs: dict, steps: int) -> pd.DataFrame:
     return table.drop(columns=unused)
 
 
-def driver_line(runs: dict, steps: int, history=None) -> str:
+def driver_line(runs: dict, steps: int) -> str:
     """``driver_calls`` in one sentence: each setting's trips to the driver in the recorded run,
-    prefill included, and with ``history`` (``timeline``) in how many of its ``steps`` decode
-    steps reserved memory rose. No rate per decode step: the twenty-second review found the
-    workshop run's "0.32 per decode step" against a reserve that rose in one decode step only."""
+    prefill included. No rate per decode step: the twenty-second review found the workshop run's
+    "0.32 per decode step" against a reserve that rose in one decode step only; no count of the
+    steps in which the reserve rose (the twenty-fourth review: 41 with default against 52 with
+    expandable_segments:True, beside 324 trips against 61, puzzled more than it told)."""
     calls = driver_calls(runs, steps)
     if calls.empty:
         return "No memory history recorded: no driver calls to count."
@@ -182,78 +183,16 @@ def driver_line(runs: dict, steps: int, history=None) -> str:
         done = [f"{int(row[a])} times {words[a]}" for a in DRIVER_ACTIONS
                 if a in calls.columns and row[a]]
         parts.append(f"{conf} {', '.join(done) or 'never'}")
-    said = ("Trips to the CUDA driver in that run, prefill included, for the same "
-            f"{int(calls['tensor allocations'].max())} tensor allocations: " + "; ".join(parts) + ".")
-    rose = {conf: rises(history, conf) for conf in calls.index} if history is not None else {}
-    if rose and None not in rose.values():
-        (first, n), *rest = rose.items()
-        said += (f" Reserved memory rose in {n} of the {steps} decode steps with {first}"
-                 + "".join(f", in {k} with {c}" for c, k in rest) + ".")
-    return said
-
-
-def rises(history, conf: str):
-    """The decode steps of one setting's recorded run in which reserved memory rose (a reading is
-    taken before each forward pass: a rise seen at step s happened in step s - 1; the last step's
-    own rise shows in its peak). None without that setting's history."""
-    part = history[history["setting"] == conf].sort_values("step")
-    if part.empty:
-        return None
-    rose = int((part["reserved"].diff()[part["step"] >= 2] > 0).sum())
-    last = part.iloc[-1]
-    if "reserved_peak" in part and pd.notna(last["reserved_peak"]) and last["reserved_peak"] > last["reserved"]:
-        rose += 1
-    return rose
-
-
-def gap_line(history, conf: str, table_pct: float | None = None) -> str:
-    """For one setting's memory history: the widest gap between reserved memory and the peak
-    allocated inside a step, against the most a step's allocations rose above its start (the old
-    and new cache tensors alive together): how much of the gap that overlap can explain. With
-    ``table_pct`` (the table's unused % of that setting), a third line: how reserved and
-    allocated moved after that step, and which of the two shares is the lesson's fragmentation
-    (the twenty-third review: 13.1% in the table, 27% at the worst step, which one?)."""
-    part = history[(history["setting"] == conf) & (history["step"] > 0)]  # decode steps only
-    part = part.dropna(subset=["allocated_peak"])
-    if part.empty:
-        return f"{conf}: no peaks inside the steps recorded."
-    gap = (part["reserved"] - part["allocated_peak"]) / MIB
-    rise = ((part["allocated_peak"] - part["allocated"]) / MIB).max()
-    at = part.loc[gap.idxmax(), "step"]
-    share = 100 * gap.max() * MIB / part.loc[gap.idxmax(), "reserved"]
-    # two sentences (the twenty-second review could not tell what one sentence of four ideas meant)
-    explain = (f"Old and new cache tensors alive together explain little of it: they lifted "
-               f"allocated at most {rise:.0f} MiB above a step's start." if rise < gap.max() / 2 else
-               f"Old and new cache tensors alive together explain a good part of it: they lifted "
-               f"allocated up to {rise:.0f} MiB above a step's start.")
-    said = (f"With {conf}, up to {gap.max():.0f} MiB ({share:.0f}% of reserved then) stayed "
-            f"reserved but unused even at a step's busiest moment, in decode step {at}.\n"
-            f"  {explain}")
-    if table_pct is None:
-        return said
-    later = part[part["step"] > at]
-    if later.empty:
-        moved = f"Decode step {at} was the run's last."
-    else:
-        grew = lambda col: (later[col].max() - part.loc[gap.idxmax(), col]) / MIB  # noqa: E731
-        reserve, used = grew("reserved"), grew("allocated_peak")
-        if round(reserve) <= 0 < round(used):
-            moved = (f"After decode step {at} the reserve did not grow while allocated grew "
-                     f"{used:.0f} MiB into it, so the gap shrank.")
-        else:
-            moved = (f"After decode step {at} the reserve grew {max(reserve, 0):.0f} MiB and "
-                     f"allocated {max(used, 0):.0f} MiB"
-                     + (", into the unused space: the gap shrank." if used > reserve else "."))
-    return (f"{said}\n  {moved} The lesson's fragmentation number is the table's unused % "
-            f"({table_pct:.1f}%), from the whole run's two peaks; the {share:.0f}% is its worst single step.")
+    return ("Trips to the CUDA driver in that run, prefill included, for the same tensor "
+            "allocations: " + "; ".join(parts) + ".")
 
 
 def start_line(history, old: str, new: str) -> str:
     """How far apart the two settings' reserves were before the prefill (step 0, read just after
     ``empty_cache``) and at the recorded run's peak, and how much of the peak's difference was
     there at step 0 (the twenty-second review: the workshop run's 40 MiB saving was what was
-    left of a 156 MiB gap present before any cache existed, and the lesson never said so). Two
-    lines; empty without both settings' histories."""
+    left of a 156 MiB gap present before any cache existed, and the lesson never said so). One
+    line; empty without both settings' histories."""
     first, peak = {}, {}
     for conf in (old, new):
         part = history[history["setting"] == conf].sort_values("step")
@@ -264,27 +203,21 @@ def start_line(history, old: str, new: str) -> str:
         if "reserved_peak" in part and part["reserved_peak"].notna().any():
             top = max(top, part["reserved_peak"].max())
         peak[conf] = top / MIB
-    a_old, a_new = (f"{first[c]['allocated'] / MIB:.0f}" for c in (old, new))
-    allocated = f"{a_old} MiB" if a_old == a_new else f"{a_old} and {a_new} MiB"
     r_old, r_new = (first[c]["reserved"] / MIB for c in (old, new))
-    head = (f"Before the prefill (step 0), with {allocated} allocated, {old} held {r_old:.0f} MiB "
-            f"reserved and {new} {r_new:.0f} MiB: {abs(r_old - r_new):.0f} MiB apart before any "
-            "cache existed.")
-    grew = (f"During this recorded run {old}'s reserve grew {peak[old] - r_old:.0f} MiB and "
-            f"{new}'s {peak[new] - r_new:.0f} MiB")
-    # its own peaks are not printed: the table's run printed 1824 MiB where this one reached
-    # 1826 (the twenty-third review read two peaks for one setting)
+    # one line, no word "gap" (the twenty-fourth review: "the step-0 gap" read as reserved -
+    # allocated, the right panel's gap); its own peaks are not printed: the table's run printed
+    # 1824 MiB where this one reached 1826 (the twenty-third review)
+    head = (f"Before the prefill (step 0) {old} already held {r_old:.0f} MiB reserved and {new} "
+            f"{r_new:.0f} MiB, {abs(r_old - r_new):.0f} MiB apart")
     before, after = r_old - r_new, peak[old] - peak[new]
     if after <= 0:
-        tail = f"{grew}: {new} held no less at its peak."
-    elif before >= after:
-        tail = f"{grew}: the difference at the peak is what was left of the step-0 gap."
-    elif before > 0:
-        tail = (f"{grew}: the step-0 gap is {100 * before / after:.0f}% of the difference at the "
-                "peak, the rest came during the run.")
-    else:
-        tail = f"{grew}: all of the difference at the peak came during the run."
-    return f"{head}\n{tail}"
+        return f"{head}; at the recorded run's peak {new} held no less."
+    if before >= after:
+        return f"{head}: the smaller difference at the peak is what was left of that."
+    if before > 0:
+        return (f"{head}: {100 * before / after:.0f}% of the difference at the peak; the rest came "
+                "during the run.")
+    return f"{head}: all of the difference at the peak came during the run."
 
 
 def timeline(runs: dict) -> list:
@@ -329,10 +262,11 @@ def plot_memory(ax, table, on_gpu: bool):
     ax.set_xticks(range(len(lengths)), [f"{n} tokens" for n in lengths])
     ax.set(ylabel="MiB", title="Peak reserved memory per run (peak allocated inside)")
     ax.grid(axis="x", visible=False)
-    # room above the tallest bar's label for a two-row legend (the twenty-second review: the
-    # legend sat on the default's bar and its "728" read as part of a legend entry)
-    ax.set_ylim(top=ax.get_ylim()[1] * 1.35)
-    ax.legend(fontsize=8, loc="upper center", ncol=2)
+    # the legend under the axes, off every bar (the twenty-second review: on the default's bar
+    # its "728" read as part of a legend entry), and the y axis only as tall as the bars' labels
+    # need (the twenty-fourth review: room kept for the legend left a wide empty band)
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.08)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     return ax
 
 
@@ -412,11 +346,11 @@ def plot_gpu_work(ax, steps: pd.DataFrame, title: str):
     # twenty-second review: both bars blue beside a red expandable_segments:True)
     colors = {m: plotting.PALETTE[i] for i, m in enumerate(steps["method"])}
     rows = steps.dropna(subset=["gpu_ms"]).iloc[::-1]
-    names = rows["method"].str.replace("expandable_segments:", "expandable_\nsegments:")
+    names = rows["method"]  # whole (the twenty-fourth review read "expandable_ / segments:True")
     bars = ax.barh(range(len(rows)), rows["gpu_ms"], height=0.5,
                    color=[colors[m] for m in rows["method"]])
     ax.bar_label(bars, labels=[f"{v:.2f} ms" for v in rows["gpu_ms"]], padding=4, fontsize=9)
-    ax.set_yticks(range(len(rows)), names)
+    ax.set_yticks(range(len(rows)), names, fontsize=8)
     ax.set_xlim(0, 1.7 * rows["gpu_ms"].max())  # room for the labels
     ax.set_axisbelow(True)
     ax.grid(axis="y", visible=False)

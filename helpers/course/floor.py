@@ -337,10 +337,9 @@ def rounds_note(table, comparisons, judge: bool = True, **where) -> str:
             apart.append(f"{_as_said(medians)} ({_rung(label)})")
     if not read:  # too few rounds for any ratio: nothing to reconcile
         return ""
-    text = ("These ratios come from the interleaved rounds (each round runs every method once, "
-            "back to back, and compares them within the round: notebook 00)")
+    text = "The ratios above are the interleaved rounds' (notebook 00)"  # round 24: one line
     if not apart:
-        return text + "; dividing the table's medians gives the same ratios to two decimals."
+        return text + "; the table's medians give the same ratios to two decimals."
     return (text + "; the table's medians, each method's middle run on its own, give "
             f"{stats.listed(apart)}.")
 
@@ -351,37 +350,50 @@ def _as_said(ratio: float) -> str:
 
 
 def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: bool) -> str:
-    """10's "k steps per launch against 1", read per decode step only (a run at ``k`` per launch
-    does whole launches: ``extra_steps_note``), where it is slower saying that this lesson does
-    not measure why (round 23: 1.03x slower, unexplained). Empty in a smoke run or for k = 1."""
+    """10's "k steps per launch against 1", read as the table and the figure read every method:
+    whole runs of ``new_tokens`` new tokens (round 24: re-divided per decode step, 1.005x faster
+    beside a table and figure that showed it slower). A run at ``k`` per launch does whole
+    launches, ``ceil((n - 1) / k) * k`` decode steps: the line states that count where it differs
+    from ``n - 1``, and where the run is slower it says that this lesson does not measure why.
+    Empty in a smoke run or for k = 1."""
     if not judge or not k > 1:
         return ""
     ratio = stats.row_speedup(table, most, one, seq_len=new_tokens)
-    note = extra_steps_note(ratio, new_tokens, k)
-    text = (f"{k} steps per launch against 1, {note[2:]}" if note else
-            f"{k} steps per launch against 1, per decode step: {stats.plain(ratio)}")
+    text = (f"{k} steps per launch against 1, whole runs of {new_tokens} new tokens as the table "
+            f"times them: {stats.plain(ratio)}")
     steps = math.ceil((new_tokens - 1) / k) * k
-    w = steps / (new_tokens - 1) if new_tokens > 1 else 1.0
-    per = stats.Ratio(ratio.estimate * w, ratio.low * w, ratio.high * w, ratio.n, ratio.level)
-    if stats.verdict(per) == stats.SLOWER:
+    if new_tokens > 1 and steps != new_tokens - 1:
+        text += f"; a run at {k} per launch does {steps} decode steps, at 1 per launch {new_tokens - 1}"
+    if stats.verdict(ratio) == stats.SLOWER:
         text += "; why it is slower, this lesson does not measure"
     return text
 
 
-def against_tenth(fast_ms: float, start_ms: float, tenth_ms: float, fast: str) -> str:
+def against_tenth(fast_ms: float, start_ms: float, tenth_ms: float, fast: str,
+                  attention=None) -> str:
     """11's answer first (round 23: it came only in the last line): notebook 10's graphed step
     (``tenth_ms``: ``this_run_ms``) against the last rung ``fast`` and against rung 1, where the
     ladder starts, each from the two tables' printed medians (no interval: the lessons time in
-    separate rounds)."""
+    separate rounds). Where rung 1 is the slower, what differs in its code and what the kernel
+    table measured of it (``attention``: rung 1's attention kernels and µs per step, profiled),
+    and that 10's step is not profiled (round 24: "1.17x slower" was never explained)."""
     if not all(math.isfinite(x) and x > 0 for x in (fast_ms, start_ms, tenth_ms)):
         return ("Notebook 10's step ('graph, decode_step, 1/launch'): no time of it from this run "
                 "on this GPU, so the ladder is read from its own rung 1 only.")
     fast_r, start_r, tenth_r = round(fast_ms, 3), round(start_ms, 3), round(tenth_ms, 3)
-    return (f"Notebook 10's step ('graph, decode_step, 1/launch') takes {tenth_r:.3f} ms per step "
+    text = (f"Notebook 10's step ('graph, decode_step, 1/launch') takes {tenth_r:.3f} ms per step "
             f"in this run; the ladder starts at rung 1, {start_r:.3f} ms, "
             f"{_as_said(tenth_r / start_r)} than 10's step, and ends at '{fast}', {fast_r:.3f} ms, "
             f"{_as_said(tenth_r / fast_r)} than 10's step (the two tables' medians: the lessons "
             "time in separate rounds, so no range).")
+    if start_r <= tenth_r:
+        return text
+    kernels_, us = attention if attention is not None else (math.nan, math.nan)
+    measured = (f" ({kernels_:.0f} kernels, {us:.0f} µs per step under the profiler above)"
+                if math.isfinite(kernels_) and math.isfinite(us) else "")
+    return (text + "\nRung 1 differs from 10's step only in its attention, which runs uncompiled "
+            f"as many small kernels{measured}; 10's step is not profiled here, so what makes "
+            "rung 1 slower is not measured.")
 
 
 def graph_prompt_line(budget_frame, eager, new_tokens, graphed) -> str:

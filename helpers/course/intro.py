@@ -5,6 +5,7 @@ idle time) and what its idle time holds."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -47,25 +48,36 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
             f"({mean:g} positions on average; {last} at the last step, {kv_last / 1e6:.0f} MB)")
 
 
-NOISY = math.log(1.10)  # a round moved (together or apart) when it moved more than 10%
-
-
 def reach(ratio, judge: bool, by_round=None) -> str:
-    """What notebook 00's A/A comparison means for the course, from this run (the twenty-third
-    review: the lesson never said plainly what the noise means, and "in round 8 both trials moved
-    together, which their ratio cancels" stood beside round 8's ratio of 0.933): how far the
-    identical loop's round ratios ranged, and how far the interval reaches either side of its
-    estimate at this many rounds, the smallest difference that rounds as noisy as these can
-    tell from none. Where the interval told the identical loops apart, it says so first, with in
-    how many rounds the slower loop's trial was the slower. Empty without an interval or rounds."""
+    """What notebook 00's A/A comparison means for reading an A/B, from this run, in two lines.
+    First the two rounds whose A / B lay farthest from 1, in round order (the twenty-fourth
+    review: in the published run loop B was about 20% slower in rounds 1 and 2 and faster in all
+    six later ones, and no line said so), with the range of the other rounds and what that means
+    for reading an A/B; no cause is claimed, since the lesson measures none. Then how far the
+    interval reaches below and above its estimate (the twenty-fourth review: "about 9% either
+    side" for -8% / +7%), and so the smallest difference rounds as noisy as these can tell from
+    none. Where the interval told the identical loops apart, it says so first, with in how many
+    rounds the slower loop's trial was the slower. Empty without an interval or rounds."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
-            or not math.isfinite(ratio.high) or by_round is None or not len(by_round):
+            or not math.isfinite(ratio.high) or by_round is None or len(by_round) < 3:
         return ""
     a, b = (by_round[k].to_numpy(dtype=float) for k in ("A ms", "B ms"))
     r, names = a / b, by_round["round"].astype(int).to_numpy()
-    lo, hi = int(np.argmin(r)), int(np.argmax(r))
-    half = 100 * (max(ratio.high / ratio.estimate, ratio.estimate / ratio.low) - 1)
     k = len(a)
+    far = sorted(np.argsort(-np.abs(np.log(r)), kind="stable")[:2])  # farthest from 1
+    rest = np.delete(r, far)
+    named = " and ".join(f"{names[i]} ({r[i]:.2f}x)" for i in far)
+    if list(names[far]) == [1, 2]:
+        named += ", the first two"
+    if all(r[far] < 1) or all(r[far] > 1):
+        named += f", {'B' if r[far[0]] < 1 else 'A'} the slower in both"
+    first = (f"Round ratios A / B farthest from 1: rounds {named}; the other {k - 2} rounds lay "
+             f"between {rest.min():.2f}x and {rest.max():.2f}x. Rounds of the same code can lie "
+             "this far apart (this lesson does not measure why), so an A/B is read from all "
+             f"{k} rounds together, the estimate and its interval, never from one or two.")
+    below = 100 * (1 - ratio.low / ratio.estimate)
+    above = 100 * (ratio.high / ratio.estimate - 1)
+    size = max(round(below), round(above))
     text = ""
     if stats.verdict(ratio) != stats.NOISE:
         slower = "B" if ratio.estimate < 1 else "A"  # estimate: A / B, the speedup of B over A
@@ -73,12 +85,10 @@ def reach(ratio, judge: bool, by_round=None) -> str:
         text = (f"This run told the identical loops apart ({slower}'s trial was the slower in "
                 f"{count} of the {k} rounds): a verdict this close to 1 can come from noise "
                 "alone. ")
-    return text + (
-        f"The same loop's round ratios A / B ranged from {r[lo]:.2f}x (round {names[lo]}) to "
-        f"{r[hi]:.2f}x (round {names[hi]}), and {k} rounds put the interval about {half:.0f}% "
-        f"either side of its estimate. So at {k} rounds as noisy as these, a difference smaller "
-        f"than about {half:.0f}% reads \"can't tell apart\"; only a larger one can read "
-        "\"faster\" or \"slower\".")
+    return first + "\n" + text + (
+        f"The interval runs from {below:.0f}% below to {above:.0f}% above its estimate: at {k} "
+        f"rounds as noisy as these, a difference smaller than about {size}% reads \"can't tell "
+        "apart\"; only a larger one can read \"faster\" or \"slower\".")
 
 
 def spread(by_round, n: int, gpu_ms: float) -> str:
@@ -103,10 +113,14 @@ def spread(by_round, n: int, gpu_ms: float) -> str:
 
 def with_estimate(said: str, ratio) -> str:
     """Notebook 00: a "can't tell apart" line leads with the rounds' estimate, so that where it
-    sits in the interval shows ("1.03x, can't tell apart on this machine (0.97–1.09)"); any
-    other line as it is."""
+    sits in the interval shows ("1.03x, can't tell apart on this machine (0.97–1.09)"), and gives
+    the table's medians as a bare A / B, like the estimate (the twenty-fourth review: "the table's
+    medians: 1.01x faster" read as a second verdict beside "can't tell apart"); any other line as
+    it is."""
     if not said.startswith("can't tell"):
         return said
+    said = re.sub(r"(the table's medians: [\d.]+x)(?:, i\.e\. [\d.]+x)? ?(?:faster|slower)?\)",
+                  r"\1)", said)
     return f"{ratio.estimate:.2f}x, {said}"
 
 
@@ -155,10 +169,6 @@ def doubling(table) -> str:
             f"{_against(ratio, r)}.")
 
 
-SAME_IDLE = 0.20  # idle times per step within 20% of their mean read "about the same"
-LAST_ROSE = 0.10  # ... unless the longest length's, after a dip, lies over 10% above the one before
-
-
 def _split(table):
     """Per length, shortest first: the lengths, and the median run's GPU work (the profiled
     run's ``gpu_busy_s``) in ms per run; None unless every length has its GPU work."""
@@ -172,37 +182,14 @@ def _split(table):
     return ns, work
 
 
-def _idle_trend(ns, per) -> tuple:
-    """How the GPU's idle time per step (``per``, ms, as printed) moved with the length:
-    "last" where it dipped below the shortest's, then rose at the longest length to the largest,
-    more than ``LAST_ROSE`` above the length before (the twenty-third review: 3.65, 3.46 and
-    4.09 ms read "about the same" where the rise at the longest length was the point);
-    "same" where every length's lies within ``SAME_IDLE`` of their mean, "fell" ("rose") where
-    no longer length's lies above (below) the shortest's and the longest's lies below (above),
-    else "mixed"; with the mean ("about 2.8 ms") and the values ("2.88, 3.09 and 2.37 ms at
-    100, 200 and 300 tokens")."""
-    values = f"{stats.listed([f'{p:.2f}' for p in per], ' ms')} at {stats.listed(ns, ' tokens')}"
-    mean = sum(per) / len(per)
-    if len(per) > 2 and min(per[1:]) < per[0] and per[-1] > max(per[:-1]) \
-            and per[-1] > (1 + LAST_ROSE) * per[-2]:
-        return "last", "", values
-    if mean > 0 and all(abs(p / mean - 1) <= SAME_IDLE for p in per):
-        return "same", f"about {mean:.1f} ms", values
-    if per[-1] < per[0] and max(per[1:]) <= per[0]:
-        return "fell", "", values
-    if per[-1] > per[0] and min(per[1:]) >= per[0]:
-        return "rose", "", values
-    return "mixed", "", values
-
-
 def _parts(table):
     """What ``growth_why`` and ``takeaway`` read, from a length n to its double m (``_growth``):
     the median run, the GPU's work and its idle time per run at both, in whole ms as printed
     (the idle time the rounded median minus the rounded work, so the printed parts add up), and
     their growth as divisions of those printed values; the rounds' ratio (``doubling``'s); the
     idle time per step at every length (as ``budget.sentence`` prints it: the rounded wall clock
-    minus the rounded work) with its trend, and the idle share of each length's step; None
-    without GPU work or without idle time at n."""
+    minus the rounded work), and the idle share of each length's step; None without GPU work or
+    without idle time at n."""
     got, split = _growth(table), _split(table)
     if got is None or split is None:
         return None
@@ -218,59 +205,49 @@ def _parts(table):
         return None
     walls = [round(1e3 * float(t) / k, 2) for t, k in zip(ok["median_s"], ns)]
     per = [w - round(g / k, 2) for w, g, k in zip(walls, work, ns)]
-    trend, about, values = _idle_trend(ns, per)
+    values = f"{stats.listed([f'{q:.2f}' for q in per], ' ms')} at {stats.listed(ns, ' tokens')}"
     return dict(n=n, m=m, ns=ns, medians=t, work=w, idle=idle, rounds=got[2].estimate,
                 grew=t[1] / t[0], work_grew=w[1] / w[0], idle_grew=idle[1] / idle[0],
-                trend=trend, about=about, values=values,
-                shares=[100 * p / w for p, w in zip(per, walls)])
+                values=values, shares=[100 * p / w for p, w in zip(per, walls)])
 
 
 def growth_why(table, prompt_len: int) -> str:
-    """Notebook 01's reason, read from its own numbers (the twenty-first review: "extra work
-    fills that idle time" was said where the idle time per step had grown, 2.88 to 3.09 ms): the
-    median run from a length to its double, split into the GPU's work (the profiled run) and its
-    idle time (the rest of the median); the work grew with the positions processed (step t works
-    on ``prompt_len`` + t, the prompt's included), the idle time as its value per step at every
-    length shows; the wall clock, their sum, grew less (more) than the work where the idle time
-    grew less (more). The split adds up to the table's medians, not to ``doubling``'s rounds'
-    ratio: where the two print apart, the first sentence names both (the twenty-second review:
-    "2.58x" stood above parts that add to 2.66x). The idle times printed are the rounded median
-    minus the rounded work, so the printed parts add up. Then the shortest length's pace, where
-    it differs from the longest's (``budget.sentence`` reads that one). Empty without GPU work
-    (a CPU run)."""
+    """Notebook 01's reason, read from its own numbers, in short labelled lines (the twenty-fourth
+    review: six ratios in one paragraph, and "about as N: per step it stayed about the same,
+    about 2.8 ms" beside 1.55x and 3.24, 2.51 and 2.64 ms). The median run from a length to its
+    double is the GPU's work (the profiled run) plus its idle time (the rest of the median); the
+    lines state how each grew and the idle time per step at every length, with no judgement
+    chosen by thresholds. The split needs one run per length, so it reads the table's medians;
+    where their growth prints apart from ``doubling``'s rounds' ratio, the first line says once
+    which is which. The idle times printed are the rounded median minus the rounded work, so the
+    printed parts add up. Then the shortest length's pace, where it differs from the longest's
+    (``budget.sentence`` reads that one). Empty without GPU work (a CPU run)."""
     p = _parts(table)
     if p is None:
         return ""
     n, m, r = p["n"], p["m"], p["m"] / p["n"]
     positions = lambda k: k * prompt_len + k * (k - 1) / 2  # steps 0 .. k-1 on prompt_len + t
-    (t0, t1), (w0, w1) = p["medians"], p["work"]
-    grown = p["grew"]
-    rounds = (f"; the {p['rounds']:.2f}x above is the rounds' typical ratio"
+    (t0, t1), (w0, w1), (i0, i1) = p["medians"], p["work"], p["idle"]
+    grown, grew, work = p["grew"], p["idle_grew"], p["work_grew"]
+    rounds = (f" (the answer above, {p['rounds']:.2f}x, reads every round; a split into parts "
+              "needs one run per length, here the median)"
               if f"{p['rounds']:.2f}" != f"{grown:.2f}" else "")
-    text = (f"From {n} to {m} tokens the table's medians grew {grown:.2f}x ({t0} -> {t1} ms"
-            f"{rounds}). Each median run is the GPU's work plus its idle time. The work grew "
-            f"{p['work_grew']:.2f}x ({w0} -> {w1} ms): step t works on {prompt_len} + t "
-            f"positions (the prompt's included), {positions(m) / positions(n):.2f}x as many in "
-            f"all, not {r * r:.3g}x. ")
-    trend, grew, q = p["trend"], p["idle_grew"], p["idle_grew"] / r
-    as_n = ("about as N" if trend == "same"
-            or (trend in ("mixed", "last") and abs(q - 1) <= SAME_IDLE) else "less than N" if q < 1 else "more than N")
-    per_step = {"same": f"per step it stayed about the same, {p['about']} ({p['values']})",
-                "fell": f"per step it did not grow with the length ({p['values']})",
-                "rose": f"per step it grew with the length ({p['values']})",
-                "last": f"per step it was largest at the longest length ({p['values']})",
-                "mixed": f"per step it was {p['values']}"}[trend]
-    i0, i1 = p["idle"]
-    moved = (f"grew {grew:.2f}x ({i0} -> {i1} ms)" if grew >= 1 else
-             f"went from {i0} to {i1} ms ({grew:.2f}x)")
-    text += f"The idle time {moved}, {as_n}: {per_step}."
-    if grew != p["work_grew"]:
-        text += (" So the wall clock, their sum, grew "
-                 f"{'less' if grew < p['work_grew'] else 'more'} than the work.")
+    lines = [f"Why, from the table's medians{rounds}: from {n} to {m} tokens the median run "
+             f"went from {t0} to {t1} ms ({grown:.2f}x), the GPU's work plus its idle time.",
+             f"- Work: {w0} -> {w1} ms ({work:.2f}x). Step t works on {prompt_len} + t positions "
+             f"(the prompt's included): {positions(m) / positions(n):.2f}x as many in all, not "
+             f"{r * r:.3g}x.",
+             f"- Idle: {i0} -> {i1} ms ({grew:.2f}x) while N grew {r:.3g}x; per step "
+             f"{p['values']}."]
+    if f"{grew:.2f}" != f"{work:.2f}":
+        lines.append(f"- Sum: the wall clock grew {grown:.2f}x, "
+                     f"{'less' if grew < work else 'more'} than the work's {work:.2f}x, because "
+                     f"the idle time grew {'less' if grew < work else 'more'}.")
     first, last = (budget.pace(share, why=False) for share in (p["shares"][0], p["shares"][-1]))
     if first != last:
-        text += f" At {p['ns'][0]} tokens the GPU idled {p['shares'][0]:.0f}% of the step: {first}."
-    return text
+        lines.append(f"At {p['ns'][0]} tokens the GPU idled {p['shares'][0]:.0f}% of the step: "
+                     f"{first}.")
+    return "\n".join(lines)
 
 
 # Notebook 01: what the GPU's idle time holds in the naive loop, short, for ``budget.sentence``'s
@@ -343,10 +320,5 @@ def takeaway(table) -> str:
     if not said.startswith("less") or p is None or not p["idle_grew"] < p["work_grew"]:
         return text + "."
     grew = p["idle_grew"]
-    every = "both lengths" if len(p["ns"]) == 2 else "every length"
-    idle = (f"its idle time did not grow ({grew:.2f}x)" if grew < 1 else
-            f"its idle time, {p['about']} a step at {every}, only {grew:.2f}x"
-            if p["trend"] == "same" else
-            f"its idle time, smaller per step at longer lengths, only {grew:.2f}x"
-            if p["trend"] == "fell" else f"its idle time only {grew:.2f}x")
-    return text + f": in the table's medians the GPU's work grew {p['work_grew']:.2f}x, and {idle}."
+    return (text + f": in the table's medians the GPU's work grew {p['work_grew']:.2f}x and its "
+            f"idle time {grew:.2f}x.")

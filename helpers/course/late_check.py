@@ -181,6 +181,53 @@ def step_budget(model, table, params, methods):
     return budget.per_step(labelled, order, floor=floor)
 
 
+def count_steps(methods, model, prompt, n_tokens, eos, stops) -> dict:
+    """The decode steps each loop of ``methods`` runs with the eager step and the forced stops
+    (``profiling.StepRanges`` counts the step's calls), checked: a late loop runs one more than
+    the per-step sync where the batch stops before ``n_tokens``, the step whose token it drops."""
+    calls = {}
+    for name, generate in methods.items():
+        counter = profiling.StepRanges()
+        generate(model, prompt, n_tokens, eos, stops, step=counter.wrap(eager_step(model)))
+        counter.close()
+        calls[name] = counter.steps
+    extra = int(int(stops.max()) < n_tokens)
+    assert calls["interleaved"] == calls["event"] == calls["sync"] + extra, calls
+    return calls
+
+
+def proof_line(proofs, calls) -> str:
+    """How many token checks passed (and rows differing only at float32 near-ties), and the
+    decode steps each loop ran (``count_steps``)."""
+    ties = sum(len(p["ties"]) for p in proofs)
+    return (f"{len(proofs)} token checks passed"
+            + (f" ({ties} rows differ only at float32 near-ties)" if ties else ", every one identical")
+            + "; decode steps run (eager step, forced stops): "
+            + ", ".join(f"{LOOP_LABELS[name]} {n}" for name, n in calls.items()))
+
+
+def budget_reading(said, step_costs, new="interleaved", old="sync") -> str:
+    """The figure's budget in words, CUDA-graph step, ``old`` loop against ``new``: first the GPU's
+    work and the wall clock (the first sentence of ``said``, ``budget.sentence``'s), then the GPU's idle per step
+    of the two and of every other CUDA-graph loop, and who sets the pace by lesson 00's rule,
+    named only (06 spells it out). Empty without GPU numbers."""
+    label = lambda n: f"{REGIME_LABELS['compiled']}, {LOOP_LABELS[n]}"  # noqa: E731
+    data = step_costs.set_index("method")
+    if not said or "The GPU's idle time" not in said:
+        return said.split(" The floor is")[0]
+    head = said.split(" The GPU's idle time")[0]
+    idle = lambda n: budget.ms_or_us(data.at[label(n), "idle_ms"], budget.printed_idle(data.loc[label(n)]))  # noqa: E731
+    b = data.loc[label(new)]
+    share = 100 * budget.printed_idle(b) / round(b["wall_ms"], 2)
+    the = {"sync": "the per-step sync", "event": "the event loop", "no_check": "no check",
+           "interleaved": "two streams"}
+    rest = [f"{idle(n)} with {the[n]}" for n in LOOP_LABELS if n not in (new, old)
+            and label(n) in data.index and not math.isnan(data.at[label(n), "gpu_ms"])]
+    return (f"{head} The GPU's idle went from {idle(old)} to {idle(new)} per step, {share:.0f}% of "
+            f"the {b['wall_ms']:.2f} ms step" + (f" (against {stats.listed(rest)})" if rest else "")
+            + f". By lesson 00's rule, which lesson 06 spells out, {budget.pace(share, why=False)}.")
+
+
 def idle_why(step_costs, shown="interleaved", old="sync") -> str:
     """The GPU's idle per step of every other CUDA-graph loop in ``step_costs``, as the budget's
     figure prints them (wall clock and GPU work each rounded to 0.01 ms), for
@@ -292,9 +339,14 @@ def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> s
         if r.n >= stats.MIN_TRIALS else "too few rounds to judge") for r, b in zip(growth, batches[1:])]
     by_medians = (" (by the medians: " + stats.listed([f"{m:.2f}x" for m in medians]) + ")"
                   if any(stats.medians_apart(m, g) for m, g in zip(medians, gains)) else "")
+    first = stats.row_speedup(table[table["regime"] == regime], "interleaved", "sync",
+                              batch_size=batches[0])
+    each = [f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)]
+    if first.n >= stats.MIN_TRIALS and stats.verdict(first) == stats.FASTER:
+        each[0] = f"{stats.plain(first)} at batch {batches[0]}"  # the claim's point: its range
     return ("The article claims interleaving gains most at the smallest batch. Two streams' "
             f"speedup over the per-step sync ({REGIME_LABELS[regime]} step): "
-            + stats.listed([f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)])
+            + stats.listed(each)
             + by_medians + f". Batch {batches[0]}'s speedup " + "; ".join(against)
             + f". The claim holds where batch {batches[0]}'s speedup is larger than every larger "
             f"batch's: {said}.")
@@ -326,16 +378,12 @@ def shares_line(summary_frame, batch, judge=True, regime="compiled") -> str:
 
 
 def where_line(table, summary_frame, judge=True, regime="compiled") -> str:
-    """Where the late read wins back most, in plain words from the summary's medians: at each
-    batch size of ``regime`` whose check's cost the rounds resolve, the share of it the two late
-    loops win back and the µs per step they leave above no check. With several batch sizes, the
-    batch where they win back least (the lower of the two loops' shares; only where it is
-    ``LEAST_APART`` points below every other batch's, else "about as much"), and there the GPU's
-    work per step (the profiled runs' busy time) beside the late loops' GPU idle per step, against
-    the other batches': where that batch's GPU work is the shortest, that a late read hides the
-    wait only behind the queued step's GPU work, which there ends first; the host's own time per
-    step is not measured at that batch. Empty with fewer than two resolved batch sizes or on a
-    smoke run."""
+    """Where the late read pays, in plain words from the summary's medians, at each batch size of
+    ``regime`` whose check's cost the rounds resolve: the check's cost as a share of the step
+    without it, the share of that cost the two late loops win back, and the µs per step they
+    leave above no check. Then the batch where the check takes the largest share of the step:
+    there a late read has the most to win (and, where it is so, that it wins back the smallest
+    share there). Empty with fewer than two resolved batch sizes or on a smoke run."""
     if not judge:
         return ""
     rows = summary_frame[(summary_frame["regime"] == regime)
@@ -343,36 +391,21 @@ def where_line(table, summary_frame, judge=True, regime="compiled") -> str:
     late = [n for n in ("interleaved", "event") if n in rows and rows[n].notna().all()]
     if len(rows) < 2 or not late:
         return ""
-    ok = table[(table["regime"] == regime) & (table["status"] == harness.OK)]
-    per = ok.assign(gpu=1e3 * ok["gpu_busy_s"] / ok["seq_len"]).set_index(["batch_size", "method"])
     span = lambda vals, unit: (f"{min(vals):.0f}{unit}" if round(min(vals)) == round(max(vals))  # noqa: E731
                                else f"{min(vals):.0f}–{max(vals):.0f}{unit}")
+    share = {int(b): r["check_cost_us"] / (10 * r["no_check"]) for b, r in rows.iterrows()}
     won = {int(b): [min(r[f"{n}_recovered_pct"], 100.0) for n in late] for b, r in rows.iterrows()}
     left = {int(b): [max(1e3 * (r[n] - r["no_check"]), 0.0) for n in late] for b, r in rows.iterrows()}
-    each = [f"{span(won[b], '%')} at batch {b} ({span(left[b], ' µs')}"
-            + (" per step left)" if i == 0 else " left)") for i, b in enumerate(won)]
-    least = min(won, key=lambda b: min(won[b]))
-    others = [b for b in won if b != least]
-    apart = all(min(won[least]) < min(won[b]) - LEAST_APART for b in others)
-    text = ("Where it pays: of the check's cost, the late loops win back " + stats.listed(each)
-            + (f"; the least at batch {least}." if apart else ": about as much at every batch."))
-    if not apart or "gpu_busy_s" not in ok or per["gpu"].isna().any():
-        return text
-    gpu = {b: per.at[(b, "no_check"), "gpu"] for b in won}  # ms per step
-    idle = {b: [1e3 * (rows.at[b, n] - per.at[(b, n), "gpu"]) for n in late] for b in won}
-    if not (all(gpu[least] < gpu[b] for b in others)
-            and all(min(idle[least]) > max(idle[b]) for b in others)):
-        return text
-    return text + (f" There the GPU's work per step is the shortest ({gpu[least]:.2f} ms, "
-                   "against " + stats.listed([f"{gpu[b]:.2f} ms" for b in others])
-                   + f"), and with a late read the GPU still idles {span(idle[least], ' µs')} per "
-                   "step (against " + stats.listed([span(idle[b], " µs") for b in others])
-                   + "): a late read hides the CPU's wait only behind the queued step's GPU work, "
-                   "and the shorter that work, the less it hides. The host's own time per step "
-                   f"at batch {least} is not measured here.")
-
-
-LEAST_APART = 10  # percentage points: a batch wins back "the least" only this far below the others
+    each = [f"at batch {b} the check costs {rows.at[b, 'check_cost_us']:.0f} µs, {share[b]:.0f}% of the "
+            f"{rows.at[b, 'no_check']:.2f} ms step without it, and the late loops win back "
+            f"{span(won[b], '%')} of that, leaving {span(left[b], ' µs')} per step above no check"
+            for b in won]
+    text = "Where it pays: " + "; ".join(each) + "."
+    most = max(share, key=share.get)
+    smallest = all(round(min(won[most])) < round(min(won[b])) for b in won if b != most)
+    return text + (f" The check takes the largest share of the step at batch {most}: there a late "
+                   "read has the most to win" + (", though it wins back the smallest share of the "
+                   "cost" if smallest else "") + ".")
 
 
 def eager_line(summary_frame, judge=True) -> str:
@@ -427,8 +460,7 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
     rounds' verdict (``stats.verdict``, no interval) of the event loop against two streams, the
     batch sizes where they can't be told apart and those where one is faster, with how many µs
     per step the slower one ran (by the medians). Without rounds to judge, the method alone."""
-    how = ("one stream and an event queue step i before waiting for step i-1, as the article's "
-           "two streams do")
+    how = "one stream and an event queue step i before waiting for step i-1, as two streams do"
     rows = table[(table["regime"] == regime) & (table["status"] == harness.OK)]
     batches = sorted(int(b) for b in rows["batch_size"].unique())
     words = {}
@@ -440,10 +472,12 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
         ms = part.groupby("method")["ms_per_step"].median()
         words[b] = (stats.verdict(ratio), 1e3 * abs(ms["interleaved"] - ms["event"]))
     if not words:
-        return f"The late read: {how} (not timed against each other here)."
+        return f"The late read: {how} (the two are not timed against each other here)."
     kinds = {w for w, _ in words.values()}
-    head = (f"The late read needs no second stream: {how}"
-            if stats.FASTER in kinds and stats.SLOWER not in kinds else f"The late read: {how}")
+    head = ("The second stream buys nothing measurable" if kinds == {stats.NOISE} else
+            "The second stream buys nothing" if stats.SLOWER not in kinds else
+            "The second stream buys time" if stats.FASTER not in kinds else
+            "The second stream's worth depends on the batch")
 
     def at(kind):
         return [b for b, (w, _) in words.items() if w == kind]
@@ -457,7 +491,8 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
             parts.append(f"{fast} is faster at {_batches(won)} ({slow} "
                          "ran " + stats.listed([f"{words[b][1]:.0f} µs per step slower at batch {b}"
                                                for b in won]) + ", by the medians)")
-    return f"{head}; with the {REGIME_LABELS[regime]} step, " + stats.listed(parts) + "."
+    return (f"{head}: with the {REGIME_LABELS[regime]} step, one stream and an event against two "
+            "streams, " + stats.listed(parts) + ".")
 
 
 def _batches(sizes) -> str:
@@ -509,8 +544,9 @@ def profile_line(gaps, timed_us=None) -> str:
         text += (" The profiler slowed the host's work in " + stats.listed(
             [f"the {LOOP_LABELS[n]} loop (a profiled step of {gaps.at[n, 'cpu_us']:.0f} µs against "
              f"{timed_us[n]:.0f} timed)" for n in slowed])
-            + ", so " + ("that gap holds" if len(slowed) == 1 else "those gaps hold")
-            + " the host's launches too: the timed table's win-back is the measure.")
+            + ", so " + ("that loop's profiled gap is" if len(slowed) == 1 else "those loops' "
+                          "profiled gaps are") + " wider than in a timed run: the timed table's "
+            "win-back is the measure.")
     elif known and "sync" in timed_us and gaps.at["sync", "cpu_us"] > timed_us["sync"]:
         text += (" Profiled steps run longer than timed ones (the profiler's own host work: the "
                  f"per-step sync's {gaps.at['sync', 'cpu_us']:.0f} µs against "

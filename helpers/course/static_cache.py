@@ -73,17 +73,6 @@ def attention_inputs(model, prompt, device) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("cache")
 
 
-def ops_phrase(inputs) -> str:
-    """The operations each cache's decode step dispatched (``attention_inputs``' column), as the
-    summary gives them: "the static cache's decode step dispatches 551 PyTorch operations
-    against the dynamic cache's 459"; empty without the column."""
-    if inputs is None or "ops per step" not in inputs:
-        return ""
-    ops = inputs["ops per step"]
-    return (f"the static cache's decode step dispatches {int(ops['static'])} PyTorch operations "
-            f"against the dynamic cache's {int(ops['dynamic'])}")
-
-
 def reads_line(prompt_len, seq_lens) -> str:
     """What a static cache sized to the run reads per decode step against the positions filled
     on average: (prompt + N) ÷ (prompt + N/2) for N new tokens, approaching 2."""
@@ -163,64 +152,50 @@ def shown(table) -> pd.DataFrame:
 
 
 ARTICLE = {100: stats.SLOWER, 200: stats.FASTER, 400: stats.FASTER}  # the article's static
-# cache against the dynamic one, in the verdict's words
+# cache against the dynamic one, in the verdict's words (``answer_line``'s)
 
 
 def eager_verdict(table, seq_len, judge: bool) -> str:
     """The static cache against the dynamic one in the eager loop, at one length (the article's
-    finding is ``article_line``'s)."""
-    said = stats.say(table, STATIC, DYNAMIC, judge, seq_len=seq_len)
+    finding is ``answer_line``'s)."""
+    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=seq_len)
+    if judge and ratio.n >= stats.MIN_TRIALS and stats.verdict(ratio) == stats.NOISE \
+            and all(0 < x < math.inf for x in (ratio.low, ratio.high)):
+        said = f"can't tell apart on this machine ({_time_range(table, ratio, seq_len)})"
+    elif judge and ratio.n < stats.MIN_TRIALS and 0 < ratio.estimate < math.inf:
+        said = (f"the static cache took {1 / ratio.estimate:.2f}x the dynamic cache's time (only "
+                f"{ratio.n} runs: too few to judge{_medians_time(table, 1 / ratio.estimate, seq_len)})")
+    else:
+        said = stats.say(table, STATIC, DYNAMIC, judge, seq_len=seq_len)
     return f"{seq_len} tokens, eager: the static cache against the dynamic one: {said}."
 
 
-def _found(table, n) -> str:
-    """This run's finding at ``n`` tokens in a word or two: "slower", "faster", "can't tell
-    apart" or "not judged"."""
-    ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
-    return ("not judged" if ratio.n < stats.MIN_TRIALS
-            else "can't tell apart" if stats.verdict(ratio) == stats.NOISE else stats.verdict(ratio))
+def _time_range(table, ratio, n) -> str:
+    """Where the rounds cannot tell the caches apart, the range as the other lines run: the
+    static cache's time over the dynamic cache's ("the static cache took 0.94–1.30x the dynamic cache's
+    time"), and the table's medians in the same direction where they are more than
+    ``stats.MEDIANS_APART`` from the rounds' ratio ("1.08x slower", "1.05x faster"). Round 24
+    misread "(0.77–1.06; the table's medians: 0.93x, i.e. 1.08x slower)", a speedup's range,
+    beside lines that give the static cache's time over the dynamic one's."""
+    low, high = 1 / ratio.high, 1 / ratio.low
+    digits = stats._digits(low, high)
+    line = f"the static cache took {low:.{digits}f}\u2013{high:.{digits}f}x the dynamic cache's time"
+    return line + _medians_time(table, 1 / ratio.estimate, n, low, high, digits)
 
 
-def article_line(table, seq_lens, judge: bool) -> str:
-    """Which of the article's lengths (``ARTICLE``) this run timed and what it found at each,
-    beside the article's finding; the article's findings at lengths this run did not time, named
-    as not tested here; and at a length the article did not time, this run's finding beside the
-    article's at its nearest length. Empty in a run that judges nothing."""
-    if not judge:
+def _medians_time(table, took, n, low=None, high=None, digits=2) -> str:
+    """"; the table's medians: 1.08x slower" (or "faster": the static cache's median against the
+    dynamic cache's, in words) where they are more than ``stats.MEDIANS_APART`` from ``took``
+    (the rounds' static time over dynamic time) or print outside ``low``-``high``; else empty."""
+    medians = stats.medians_ratio(stats.method_trials(table, STATIC, seq_len=n),
+                                  stats.method_trials(table, DYNAMIC, seq_len=n))  # > 1: static faster
+    if not 0 < medians < math.inf:
         return ""
-    flags = disturbed(table, seq_lens)
-
-    def claims(lens):  # "slower at 100, faster at 200 and 400"
-        groups = {}
-        for n in sorted(lens):
-            groups.setdefault(ARTICLE[n], []).append(n)
-        return ", ".join(f"{word} at {stats.listed(ns)}" for word, ns in groups.items())
-
-    timed = [n for n in sorted(seq_lens) if n in ARTICLE]
-    missing = [n for n in sorted(ARTICLE) if n not in seq_lens]
-    line = (f"The article timed {stats.listed(sorted(ARTICLE))} tokens (the static cache "
-            f"{claims(ARTICLE)}); this run timed ")
-    if not timed:
-        line += "none of them, so none of its findings is tested here"
-    else:
-        line += ("all of them" if not missing else stats.listed(timed)) + ": " + ", ".join(
-            f"{n} tokens {_found(table, n)} (" + "disturbed; " * (n in flags)
-            + ("as the article found" if _found(table, n) == ARTICLE[n]
-               else f"the article: {ARTICLE[n]}") + ")" for n in timed)
-        if missing:
-            line += f"; not tested here: {claims(missing)}"
-    others = [n for n in sorted(seq_lens) if n not in ARTICLE]
-    near = {n: min(sorted(ARTICLE), key=lambda k: abs(k - n)) for n in others}
-    found = {n: _found(table, n) + " (disturbed)" * (n in flags) for n in others}
-    if len(others) == 1:
-        n = others[0]
-        line += (f". At {n} tokens, not one of its lengths, the static cache was {found[n]}; at "
-                 f"its nearest length, {near[n]}, the article found it {ARTICLE[near[n]]}")
-    elif others:
-        line += (". At lengths not its own, this run against the article at its nearest: "
-                 + ", ".join(f"{n} tokens {found[n]} ({near[n]}: {ARTICLE[near[n]]})"
-                             for n in others))
-    return line + "."
+    outside = low is not None and not round(low, digits) <= round(1 / medians, digits) <= round(high, digits)
+    if not (stats.medians_apart(medians, 1 / took) or outside):
+        return ""
+    return "; the table's medians: " + (f"{1 / medians:.2f}x {stats.SLOWER}" if medians < 1
+                                        else f"{medians:.2f}x {stats.FASTER}")
 
 
 SAME_GPU = 0.05  # GPU work within 5% counts as the same (as budget.sentence's "about the same")
@@ -301,22 +276,20 @@ def host_lengths(table, seq_lens, inputs=None) -> dict:
 
 
 def host_line(table, seq_lens, inputs=None) -> str:
-    """``host_lengths`` in one sentence: the static cache's extra host time per step at each
-    length where the gap is the host's (a length's own two idle times are in the budget sentence
-    for the drawn length and in the table for the others, so they are not repeated). Which host
-    work makes the gap is not timed: the summary counts the operations each step dispatches.
-    Empty where no length qualifies, and on a CPU run."""
+    """``host_lengths`` in one sentence, answer first: the lengths where the gap is the host's,
+    then why there (each gap in ms is ``ops_line``'s, beside what the extra operations would
+    take). Empty where no length qualifies, and on a CPU run."""
     extra = host_lengths(table, seq_lens, inputs)
     if not extra:
         return ""
-    each = [f"{abs(e):.2f} ms {'more' if e >= 0 else 'less'} at {n} tokens" for n, e in extra.items()]
-    return ("Where the rounds tell the caches apart"
-            + (", no slow spell was flagged" if disturbed(table, seq_lens) else "")
-            + (", the host times are in line with the operations counted"
-               if out_of_line(table, seq_lens, inputs) else "")
-            + " and the GPU's work per step is about the same, the gap is the host's: the static "
-            "cache's host time per step (wall clock minus GPU work), against the dynamic cache's, "
-            "was " + stats.listed(each) + ".")
+    why = ["the rounds tell the caches apart",
+           f"the GPU's work per step is about the same (within {SAME_GPU:.0%})"]
+    if disturbed(table, seq_lens):
+        why.append("no slow spell was flagged")
+    if out_of_line(table, seq_lens, inputs):
+        why.append("the host times are not out of line")
+    return (f"The gap is the host's at {stats.listed(list(extra))} tokens: there "
+            + stats.listed(why) + ".")
 
 
 OUT_OF_LINE = 1.5  # a host-time ratio this far (either way) from the operations' ratio
@@ -358,27 +331,40 @@ def out_of_line(table, seq_lens, inputs) -> dict:
 
 
 def ops_line(table, seq_lens, inputs, point=None) -> str:
-    """The static cache's host time per step against the dynamic cache's at each length, beside
-    the ratio of the operations each step dispatches, and the lengths out of line with it
-    (``out_of_line``), their two idle times given, and that ``point`` (the figure's length) is
-    not among them where it is not. Empty without counts and on a CPU run."""
+    """The operations each cache's decode step dispatches, the static cache's host time per step
+    against the dynamic cache's at each length (in ms, as the budget sentence's idle times
+    subtract), and what the extra operations would take at the dynamic loop's own host time per
+    operation: numbers side by side, no judgement (round 24: "in line with the operations
+    counted" said more than 1.31x, 1.09x and 1.38x against 1.23x support). Then the lengths
+    ``out_of_line`` flags, their two idle times given, and that ``point`` (the figure's length)
+    is not among them where it is not. Empty without counts and on a CPU run."""
     ratios, ops = host_ratios(table, seq_lens), _ops_ratio(inputs)
     if not ratios or not ops > 0:
         return ""
     counts = inputs["ops per step"]
+    s_ops, d_ops = int(counts["static"]), int(counts["dynamic"])
+    gaps = {n: round(r[0] - r[1], 2) for n, r in ratios.items()}
+    extra = {n: (s_ops - d_ops) * r[1] / d_ops for n, r in ratios.items()}
+    first = next(iter(ratios))
+    line = (f"The static cache's decode step dispatches {s_ops} PyTorch operations against the "
+            f"dynamic cache's {d_ops}" + " at every length" * (len(ratios) > 1)
+            + ". Its host time per step (wall clock minus GPU work) was "
+            + stats.listed([f"{abs(g):.2f} ms {'more' if g >= 0 else 'less'}"
+                            + (f" than the dynamic cache's at {n} tokens" if n == first
+                               else f" at {n}") for n, g in gaps.items()])
+            + f"; at the dynamic loop's host time per operation (its host time per step \u00f7 "
+            f"{d_ops}), the {abs(s_ops - d_ops)} {'extra' if s_ops >= d_ops else 'fewer'} "
+            "operations would " + ("take" if s_ops >= d_ops else "save") + " "
+            + stats.listed([f"{abs(e):.2f} ms" + (f" at {n} tokens" if n == first else f" at {n}")
+                            for n, e in extra.items()])
+            + ". What each operation really costs is not measured here.")
     flags = out_of_line(table, seq_lens, inputs)
-    line = ("The static cache's host time per step (wall clock minus GPU work) was "
-            + stats.listed([f"{r[2]:.2f}x the dynamic cache's at {n} tokens" if i == 0
-                            else f"{r[2]:.2f}x at {n}" for i, (n, r) in enumerate(ratios.items())])
-            + f"; its step dispatches {ops:.2f}x the operations ({int(counts['static'])} against "
-            f"{int(counts['dynamic'])})" + " at every length" * (len(ratios) > 1))
     if not flags:
-        return line + ": in line with the operations counted."
-    each = stats.listed([f"at {n} tokens ({r[0]:.2f} against {r[1]:.2f} ms)"
+        return line
+    each = stats.listed([f"at {n} tokens ({r[0]:.2f} against {r[1]:.2f} ms, {r[2]:.2f}x)"
                          for n, r in flags.items()])
-    return (line + f". Out of line {each}: the operations counted do not account for "
-            + ("that length's" if len(flags) == 1 else "those lengths'")
-            + " host times, and what does is not measured here, so "
+    return (line + f" Out of line {each}: the static cache's host time is more than "
+            f"{OUT_OF_LINE}x off the operations' ratio ({ops:.2f}x), so "
             + ("its verdict is" if len(flags) == 1 else "their verdicts are")
             + " marked \"out of line\""
             + (" and the figure draws another length." if point is not None and point not in flags
@@ -447,11 +433,16 @@ def drawn_line(table, seq_lens, point, judge: bool, inputs=None) -> str:
         return f"The figure draws {point} tokens, this run's only length."
     if judge and (ratio := _told_apart(table, point)) is not None:
         # a flagged length is left out of the choice (``drawn_length``): say so, where one was
-        odd = sorted(out_of_line(table, seq_lens, inputs))
-        where = (f", leaving out {stats.listed(odd)} tokens (out of line: see the lines after "
-                 "the verdicts)" if odd else " among the lengths no slow spell of the host disturbed"
-                 if disturbed(table, seq_lens) else "")
-        return (f"The figure draws {point} tokens, where the caches differ most clearly{where}.")
+        left = {**{n: "disturbed" for n in disturbed(table, seq_lens)},
+                **{n: "out of line" for n in out_of_line(table, seq_lens, inputs)}}
+        word = "slower" if ratio.estimate < 1 else "faster"
+        low, high = sorted(x if word == "faster" else 1 / x for x in (ratio.low, ratio.high))
+        digits = stats._digits(low, high)
+        why = {w: [n for n in sorted(left) if left[n] == w] for w in ("disturbed", "out of line")}
+        where = "; ".join(f"{stats.listed(ns)} left out as {w}" for w, ns in why.items() if ns)
+        return (f"The figure draws {point} tokens" + (f" ({where})" if where else "")
+                + f": of the {'other ' * bool(where)}lengths the rounds tell apart, its range "
+                f"({low:.{digits}f}\u2013{high:.{digits}f}x {word}) lies farthest from 1.")
     why = ("no length told the caches apart that no line below flags" if judge
            else "a smoke run judges nothing")
     return f"The figure draws {point} tokens, the longest length ({why})."
@@ -473,54 +464,6 @@ def plot_runs_range(ax, table, seq_len, methods=EAGER):
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=8, borderaxespad=0.2,
               handlelength=1.2, columnspacing=1.0)
     return ax
-
-
-def summary_line(table, steps, seq_lens, judge: bool, point=None, inputs=None) -> str:
-    """The lesson in one line: the eager verdict at each length beside the article's, every
-    length in one form (its ratio or "can't tell apart"; the ranges are in the verdict lines),
-    and where the table's medians differ from the verdict by more than ``stats.MEDIANS_APART``,
-    by how much they differ (five runs a loop: the two can part); then the lengths where the gap
-    is the host's (``host_lengths``) and the operations each step dispatches (``inputs``, from
-    ``attention_inputs``). The step's times are the budget sentence's and are not repeated. A
-    length ``disturbed`` flags is marked so, in the verdicts and beside the article's. A run
-    that cannot judge prints the times at ``point`` only (``steps`` from ``budget.per_step``,
-    read there; default the longest)."""
-    point = max(seq_lens) if point is None else point
-    if not judge:
-        return ("In one line: a smoke run only exercises the code (the H100 reference above "
-                f"holds this lesson's answer); here {_times(steps, point)}.")
-    words, flags = [], disturbed(table, seq_lens)
-    for n in seq_lens:
-        ratio = stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n)
-        said = "not judged" if ratio.n < stats.MIN_TRIALS else stats.short(ratio)
-        notes = [x for x in (_medians_part(table, ratio, n), "disturbed" * (n in flags)) if x]
-        words.append(f"{said} at {n} tokens" + (f" ({'; '.join(notes)})" if notes else ""))
-    told = ", ".join(f"{ARTICLE[n]} at {n}" for n in seq_lens if n in ARTICLE)
-    if told and any(n in ARTICLE for n in flags):
-        told += "; at the disturbed lengths the comparison is uncertain"
-    line = ("In one line: eager, the static cache against the dynamic one: "
-            + ", ".join(words) + (f" (the article: {told})" if told else ""))
-    host = [n for n, e in host_lengths(table, seq_lens).items()
-            if (e > 0) == (stats.verdict(stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n))
-                           == stats.SLOWER)]  # the slower cache spends the more host time
-    if host:
-        line += f"; the gap is the host's at {stats.listed(host)} tokens"
-    ops = ops_phrase(inputs)
-    return line + (f"; {ops}." if ops else ".")
-
-
-def _medians_part(table, ratio, n) -> str:
-    """"the table's medians: 9% apart" where the ratio of the table's medians at ``n`` tokens is
-    more than ``stats.MEDIANS_APART`` from the verdict's ratio ("... 3% apart, the other way"
-    where they point the other way from a clear verdict); else empty."""
-    medians = stats.medians_ratio(stats.method_trials(table, STATIC, seq_len=n),  # > 1: static
-                                  stats.method_trials(table, DYNAMIC, seq_len=n))  # faster
-    if ratio.n < stats.MIN_TRIALS or not 0 < medians < math.inf \
-            or not stats.medians_apart(medians, ratio.estimate):
-        return ""
-    way = "" if (medians > 1) == (ratio.estimate > 1) or stats.verdict(ratio) == stats.NOISE \
-        else ", the other way"
-    return f"the table's medians: {max(medians, 1 / medians) - 1:.0%} apart{way}"
 
 
 def _times(steps, point) -> str:
@@ -567,14 +510,13 @@ def answer_line(table, steps, seq_lens, judge: bool, point=None, inputs=None) ->
             + (f"was {words[seq_lens[0]]} than the dynamic one{every}: " if same
                else "against the dynamic one: ") + ", ".join(parts))
     told = [n for n in seq_lens if n in ARTICLE]
-    if told:
-        line += "; the article found it " + ", ".join(f"{ARTICLE[n]} at {n}" for n in told)
+    line += ("; the article found it " + ", ".join(f"{ARTICLE[n]} at {n}" for n in told) if told
+             else f"; the article timed none of these lengths ({stats.listed(sorted(ARTICLE))})")
     host = [n for n, e in host_lengths(table, seq_lens, inputs).items()
             if (e > 0) == (words[n] == stats.SLOWER)]  # the slower cache spends the more host time
     if host:
         line += f"; the gap is the host's at {stats.listed(host)} tokens"
-    ops = ops_phrase(inputs)
-    return line + (f"; {ops}." if ops else ".")
+    return line + "."
 
 
 def _medians_x(table, ratio, n) -> str:

@@ -23,8 +23,7 @@ from ..model import exact_matmul
 from . import floor, harness, stats
 from .budget import pace
 from .budget import printed_idle as _idle  # the idle time as the figure's labels give it
-from .claims import (CANT_TELL, KV, KV_COMPILED, LATE, NAIVE, NOT_REPRODUCED, QUADRUPLE_RANGE,
-                     STATIC, STATIC_COMPILED, per_doubling, say)
+from .claims import CANT_TELL, KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED, say
 
 PEERS = ("generate()", "generate() static")
 FUSED = "CUDA graph, fused kernels"
@@ -63,12 +62,14 @@ WHAT = {  # what each lesson's rung changes (lessons without a rung say why), at
     "10": "ahead: 10, a step by hand, uncompiled, in a graph",
     "11": "ahead: 11, kernel by kernel toward the floor",
     "peer": "transformers' own loop, for comparison",
+    "generate()": "transformers' loop: dynamic cache, eager",
+    "generate() static": "transformers' loop: static cache, step compiled",
     KV_COMPILED: "the dynamic KV cache's step compiled, no graphs",
     STATIC_COMPILED: "the step compiled (static cache: CUDA graphs)",
     FUSED: "ahead: 11, kernel by kernel toward the floor",
 }
 AHEAD = ("10", "11")  # lessons that come after this one: their rungs are labelled "ahead"
-GPU_PACED, HOST_PACED = pace(0), pace(100)  # lesson 00's words for the two ends of its rule
+HOST_PACED = pace(100)  # lesson 00's words for a step whose pace the host sets
 
 
 def ladder_methods(model, eos_token_id, *, compile_dynamic=False, peers=PEERS) -> dict:
@@ -187,6 +188,39 @@ def view(table) -> pd.DataFrame:
     return out.rename(columns=COLUMNS).reset_index(drop=True)
 
 
+def readings(table, seq_len, judge) -> str:
+    """The one line that says how far the rounds' reading (every speed-up printed in words, every
+    verdict) lies from the × columns' (two medians divided), for the pair where they differ most:
+    "... by up to 18%: KV cache, compiled over the naive loop is 2.73x by the medians, 2.32x by
+    the rounds." Empty on a smoke run or without rounds."""
+    if not judge:
+        return ""
+    ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
+    names = list(ok["method"])
+    peer = next((p for p in PEERS[::-1] if p in names), None)  # the column view() shows
+    found = []
+    for base in (b for b in (NAIVE, peer) if b in names):
+        for name in (m for m in names if m != base):
+            cand, ref = (stats.method_trials(ok, m, seq_len=seq_len) for m in (name, base))
+            if len(cand) != len(ref) or len(cand) < stats.MIN_TRIALS:
+                continue
+            medians, rounds = stats.medians_ratio(cand, ref), stats.speedup(cand, ref).estimate
+            if medians > 0 and rounds > 0:
+                found.append((max(medians / rounds, rounds / medians), name, base, medians, rounds))
+    if not found:
+        return ""
+    _, name, base, medians, rounds = max(found)
+    medians, rounds = round(medians, 2), round(rounds, 2)  # the gap as a reader divides them
+    apart = max(medians / rounds, rounds / medians)
+    head = "Every speed-up printed in words below is the rounds' reading; here it"
+    if apart <= 1 + stats.MEDIANS_APART:
+        return (f"{head} lies within {stats.MEDIANS_APART:.0%} of the × columns (medians divided) "
+                "for every pair.")
+    return (f"{head} differs from the × columns (medians divided) by up to {apart - 1:.0%}: "
+            f"{name} over {'the ' if base == NAIVE else ''}{base} is {medians:.2f}x by the "
+            f"medians, {rounds:.2f}x by the rounds.")
+
+
 def fastest(table, seq_len, taught=False) -> pd.Series:
     """The course's fastest method (lowest median, peers left out) at one length; with
     ``taught``, the fastest of the lessons before this one (the rungs "ahead" left out)."""
@@ -221,16 +255,31 @@ def reading(table, seq_len, judge) -> list:
 
 
 def _generate_note(table, seq_len, peer="generate()") -> str:
-    """Where ``generate()`` (its defaults) ran faster than lesson 02's KV-cache loop by the
-    medians, one sentence: the rounds' verdict with its interval (``say``) and why it can be: the
-    same eager dynamic-cache loop, on a step whose pace the host sets, so small differences in
-    the host's work decide. Empty otherwise (and where the rounds tell it apart as slower)."""
+    """``generate()`` (its defaults) against lesson 02's KV-cache loop, the same eager
+    dynamic-cache loop, in one sentence. Where it ran faster by the medians (and the rounds do not
+    tell it apart as slower): the rounds' verdict (``say``), and that on a step whose pace the host
+    sets, small differences in the host's work decide. Where it ran slower: both ms per step and
+    GPU work, and, where the GPU's work grew by less than half the extra wall clock, that most of
+    the extra is the host's (as ``_eager_cache``). Empty otherwise."""
     ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
     if not {peer, KV} <= set(ok["method"]):
         return ""
-    ms = ok.set_index("method")["per_step_s"] * 1e3
+    rows = ok.set_index("method")
+    ms = (rows["per_step_s"] * 1e3).round(2)
     ratio = stats.row_speedup(table, peer, KV, seq_len=seq_len)
     word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else stats.NOISE
+    if ms[peer] > ms[KV]:
+        if "gpu_busy_s" not in rows or not rows.loc[[peer, KV], "gpu_busy_s"].gt(0).all():
+            return ""
+        gpu = (rows["gpu_busy_s"] / seq_len * 1e3).round(2)
+        extra, grew = ms[peer] - ms[KV], gpu[peer] - gpu[KV]
+        host = ("all" if grew <= 0 else "most" if grew < extra / 2 else "")
+        return (f"{peer} takes {ms[peer]:.2f} ms per step against {ms[KV]:.2f} for the course's "
+                f"KV-cache loop (lesson 02), with GPU work of {gpu[peer]:.2f} against "
+                f"{gpu[KV]:.2f} ms" + (f", so {host} of the {extra:.2f} ms it adds is the host's: "
+                                       f"work {peer} does around the model that our loop does "
+                                       "not (this lesson does not take it apart)." if host
+                                       else "."))
     if not ms[peer] < ms[KV] or word == stats.SLOWER:
         return ""
     how = "beats" if word == stats.FASTER else "ran faster by the medians than"
@@ -313,38 +362,27 @@ def _eager_cache(data, names) -> str:
 
 
 def host_paced(budget, names, verdicts) -> str:
-    """Why claim 1 or 2 came out as it did, from this ladder's naive and KV-cache steps at its
-    one length, a line per claim headed by its own verdict, each by lesson 00's rule of who sets
-    the pace (``budget.pace``): claim 1 where the naive loop grew less than quadrupling and its
-    step is not the GPU's alone (the host's part of a step does not grow with the length); claim
-    2 where its gains can't be told apart and the host sets the KV-cache step's pace (cutting the
+    """Why claim 2 came out as it did, from this ladder's naive and KV-cache steps at its one
+    length, headed by its own verdict, by lesson 00's rule of who sets the pace (``budget.pace``):
+    where its gains can't be told apart and the host sets the KV-cache step's pace (cutting the
     GPU's work then moves the wall clock little). Ratios and shares from the printed values;
-    empty where neither applies (the claims' own notebooks show the rest)."""
+    empty where it does not apply (claim 1 is read in notebook 01, which times the lengths)."""
     data = budget.set_index("method")
     naive, kv = names.get(NAIVE), names.get(KV)
     if not {naive, kv} <= set(data.index) or data.loc[[naive, kv], "gpu_ms"].isna().any():
         return ""
     a, b = (data.loc[m, ["wall_ms", "gpu_ms"]].astype(float).round(2) for m in (naive, kv))
-    share = {m: 100 * _idle(r) / r["wall_ms"] for m, r in ((NAIVE, a), (KV, b))}
-    said = list(verdicts["verdict"][:2])
-    head = 'Why claim {} reads "{}" (this ladder, one length): '
-    lines = []
-    if said[:1] == [NOT_REPRODUCED] and per_doubling(verdicts) < QUADRUPLE_RANGE[0] \
-            and pace(share[NAIVE]) != GPU_PACED:
-        lines.append(head.format(1, said[0]) + f"the GPU idles {share[NAIVE]:.0f}% of the "
-                     f"naive loop's step ({_idle(a):.2f} of {a['wall_ms']:.2f} ms: "
-                     f"{pace(share[NAIVE], why=False)}); if a longer sequence adds work for the "
-                     "GPU but not for the host (not measured here, at one length), the wall "
-                     "clock grows less than quadrupling.")
-    if said[1:2] == [CANT_TELL] and pace(share[KV]) == HOST_PACED and b["gpu_ms"] < a["gpu_ms"]:
-        wall = (f"the wall clock only {a['wall_ms'] / b['wall_ms']:.2f}x"
-                if b["wall_ms"] < a["wall_ms"] else "the wall clock not at all")
-        lines.append(head.format(2, said[1]) + "the KV cache saves more GPU work the longer the "
-                     f"sequence, but the host sets its step's pace (the GPU idles "
-                     f"{share[KV]:.0f}% of {b['wall_ms']:.2f} ms): cutting the GPU's work "
-                     f"{a['gpu_ms'] / b['gpu_ms']:.2f}x ({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} "
-                     f"ms per step) cut {wall} ({a['wall_ms']:.2f} -> {b['wall_ms']:.2f} ms).")
-    return "\n".join(lines)
+    share = 100 * _idle(b) / b["wall_ms"]
+    said = list(verdicts["verdict"][1:2])
+    if said != [CANT_TELL] or pace(share) != HOST_PACED or not b["gpu_ms"] < a["gpu_ms"]:
+        return ""
+    wall = (f"the wall clock only {a['wall_ms'] / b['wall_ms']:.2f}x"
+            if b["wall_ms"] < a["wall_ms"] else "the wall clock not at all")
+    return (f'Why claim 2 reads "{said[0]}" (this ladder, one length): the KV cache saves more '
+            f"GPU work the longer the sequence, but the host sets its step's pace (the GPU idles "
+            f"{share:.0f}% of {b['wall_ms']:.2f} ms): cutting the GPU's work "
+            f"{a['gpu_ms'] / b['gpu_ms']:.2f}x ({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} "
+            f"ms per step) cut {wall} ({a['wall_ms']:.2f} -> {b['wall_ms']:.2f} ms).")
 
 
 def _no_graphs(data, names) -> str:

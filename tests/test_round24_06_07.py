@@ -1,0 +1,120 @@
+"""Round 24's mends of 06 and 07, read on every real table (full runs and both workshop runs):
+06 states how far apart the eager step's two tables ran, from their runs; 07 says where the late
+read pays as the check's share of the step and the share won back, answers the second-stream
+question directly, gives batch 1's speedup a range, and keeps its plumbing in helpers."""
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers.course import budget, eos_sync, late_check, stats
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+RUNS = {"published": ROOT / "figures" / "data" / "{}.csv",
+        "ws24": Path("/work/review24/ws-tables/{}.csv"), "ws23": Path("/work/review23/ws-tables/{}.csv"),
+        **{r: DATA / ("{}-" + r + ".csv") for r in
+           ("f4bf2b7", "ba37cc3", "8973374", "90c3788", "eb4fe0c", "6bba703-workshop")}}
+
+
+def load(run, name):
+    path = Path(str(RUNS[run]).format(name))
+    if not path.exists():
+        pytest.skip(f"{path} not here")
+    return pd.read_csv(path)
+
+
+def early_stop(run):
+    t = load(run, "06_eos_sync")
+    if "tokens" not in t:
+        t["tokens"] = [80 if m == eos_sync.CHECK else c for m, c in zip(t["method"], t["seq_len"])]
+    return t[t["status"] == "ok"]
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_06_eager_pace_says_how_far_apart_the_two_tables_ran(run):
+    ok, cost = early_stop(run), load(run, "06_eos_sync_regimes")
+    line = eos_sync.eager_pace(ok, cost)
+    first = [1e3 * t / r["tokens"] for _, r in ok.iterrows()
+             for t in stats.method_trials(ok, r["method"], seq_len=r["seq_len"])]
+    second = [v for m in ("eager, check every step", "eager, no check")
+              for v in eos_sync.per_step_rounds(cost, m)]
+    a, b = pd.Series(first).median(), pd.Series(second).median()
+    assert f"{min(first):.2f} to {max(first):.2f} ms in the early-stopping table" in line
+    assert f"{min(second):.2f} to {max(second):.2f} ms in the cost table" in line
+    if round(max(a, b) / min(a, b), 2) > 1:
+        where = "first table than in the second" if a > b else "second table than in the first"
+        assert f"ran {max(a, b) / min(a, b):.2f}x slower in the {where}" in line
+    assert "does not measure why" in line
+    assert eos_sync.eager_pace(ok, cost, judge=False) == ""
+    assert "varies that much" not in eos_sync.speedup_why(ok)
+
+
+def test_06_published_eager_pace_reads_1_51x():
+    line = eos_sync.eager_pace(early_stop("published"), load("published", "06_eos_sync_regimes"))
+    assert "the eager step ran 1.51x slower in the first table than in the second" in line
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_06_idle_line_never_says_about_all_of_it(run):
+    cost = load(run, "06_eos_sync_regimes")
+    steps = budget.per_step(cost, seq_len=int(cost["seq_len"].iloc[0]))
+    gaps = load(run, "06_eos_sync_gaps").groupby("method")[
+        ["gap_before_us", "idle_inside_us", "cpu_wait_us", "cpu_us"]].median().round(1)
+    line = eos_sync.idle_line(gaps, steps, eos_sync.unresolved(cost))
+    assert "about all of it" not in line
+    note = eos_sync.cost_line(steps, cost, eos_sync.unresolved(cost))
+    assert "with and without the check:" not in note
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_07_where_it_pays_gives_both_shares(run):
+    t = load(run, "07_stream_interleaving")
+    summary = late_check.summary(t)
+    line = late_check.where_line(t, summary)
+    graph = summary[(summary["regime"] == "compiled") & summary["check_resolved"].astype(bool)]
+    if len(graph) < 2:
+        assert line == ""
+        return
+    for _, r in graph.iterrows():
+        assert (f"at batch {int(r['batch_size'])} the check costs {r['check_cost_us']:.0f} µs, "
+                f"{r['check_cost_us'] / (10 * r['no_check']):.0f}% of the {r['no_check']:.2f} ms "
+                "step without it") in line
+    assert "still idles" not in line and "per step above no check" in line
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_07_second_stream_answered_directly_and_batch_one_ranged(run):
+    t = load(run, "07_stream_interleaving")
+    line = late_check.stream_event_line(t)
+    assert line.startswith("The second stream")
+    claim = late_check.article_claim_line(t, late_check.summary(t))
+    rows = t[t["regime"] == "compiled"]
+    if rows["batch_size"].nunique() > 1:
+        first = stats.row_speedup(rows, "interleaved", "sync", batch_size=int(rows["batch_size"].min()))
+        if stats.verdict(first) == stats.FASTER:
+            assert f"{stats.plain(first)} at batch {int(rows['batch_size'].min())}" in claim
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_07_budget_reading_names_the_pace_by_name_only(run):
+    t = load(run, "07_stream_interleaving")
+    b = int(t[t["regime"] == "compiled"]["batch_size"].min() if run.startswith(("ws", "6bba"))
+            else 32)
+    part = t[t["batch_size"] == b]
+    labelled = part.assign(method=part["regime"].map(late_check.REGIME_LABELS) + ", "
+                           + part["method"].map(lambda m: late_check.LOOP_LABELS.get(m, m)))
+    steps = budget.per_step(labelled, floor=0.1)
+    said = budget.sentence(steps, "CUDA graph, two streams", "CUDA graph, per-step sync")
+    line = late_check.budget_reading(said, steps)
+    assert line.startswith(said.split(" The GPU's idle time")[0])
+    assert "The floor is" not in line and "idles at most" not in line
+    assert "By lesson 00's rule, which lesson 06 spells out," in line
+
+
+def test_07_notebook_keeps_plumbing_in_helpers():
+    nb = json.loads((ROOT / "notebooks" / "07_stream_interleaving.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert ".split(" not in code and "removesuffix" not in code and "StepRanges" not in code
+    assert "late_check.count_steps(" in code and "late_check.proof_line(" in code
