@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
 NAME = "09_host_sync_token_processing"
 NOTEBOOK = ROOT / "notebooks" / f"{NAME}.ipynb"
-FULL = {"3deacb3": ROOT / "figures" / "data" / f"{NAME}.csv",
+FULL = {"3deacb3": DATA / f"{NAME}-3deacb3.csv",
         **{c: DATA / f"{NAME}-{c}.csv" for c in ("f4bf2b7", "ba37cc3", "8973374", "90c3788", "eb4fe0c")}}
-WORKSHOP = {"3deacb3-ws": Path("/work/review24/ws-tables") / f"{NAME}.csv",
-            "f4bf2b7-ws": Path("/work/review23/ws-tables") / f"{NAME}.csv",
+WORKSHOP = {"3deacb3-ws": DATA / f"{NAME}-3deacb3-workshop.csv",
+            "f4bf2b7-ws": DATA / f"{NAME}-f4bf2b7-workshop.csv",
             "6bba703-ws": DATA / f"{NAME}-6bba703-workshop.csv"}
 RUNS = {**FULL, **WORKSHOP}
 

@@ -317,6 +317,9 @@ def _seconds(value) -> str:
     return f"{value:.0f}" if isinstance(value, (int, float)) else "?"
 
 
+RESERVE_TAUGHT = ("02_", "03_")  # lessons whose text reads what the allocator reserved
+
+
 def header_line(stem: str, info: dict) -> str:
     """The one line of a notebook's ``course-runs-on`` cell."""
     row = info["notebooks"].get(stem, {})
@@ -328,10 +331,10 @@ def header_line(stem: str, info: dict) -> str:
     # reserved too, where it differs: what the allocator held decides whether a card fits (the
     # twenty-third review: 02's naive loop allocated 2.1 GiB at once but reserved 55)
     reserved = row.get("reserved_gib")
-    # twenty-fourth: "40.9 GiB reserved next to 2.7 allocated, unexplained": say who holds it
-    why = "" if stem.startswith("03_") else ": lesson 03 shows why it holds more"
-    held = (f" (PyTorch's allocator held up to {reserved:.1f} GiB{why})"
-            if reserved is not None and row.get("peak_gib") is not None
+    # twenty-fourth and -fifth: "40.9 GiB reserved next to 2.7 allocated, unexplained", and a
+    # pointer to lesson 03 did not explain 08's or 02's: only where the lesson reads the reserve
+    held = (f" ({reserved:.1f} GiB reserved)"
+            if stem[:3] in RESERVE_TAUGHT and reserved is not None and row.get("peak_gib") is not None
             and f"{reserved:.1f}" != f"{row['peak_gib']:.1f}" else "")
     peak = (f", a peak of about {row['peak_gib']:.1f} GiB of GPU memory allocated at once{held},"
             if row.get("peak_gib") is not None else "")
