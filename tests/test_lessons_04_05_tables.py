@@ -105,39 +105,6 @@ def test_04_printed_numbers_come_from_printed_numbers(run):
 
 # --- 05 ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("run", range(4))
-def test_05_a_fresh_process_pays_the_first_graph(run):
-    name, table = nth(tables("05_torch_compile"), run)
-    compile_table = c05.compilation(table)
-    said = c05.repay_line(compile_table, table)
-    first = table[table["mode"] != "eager"].iloc[0]
-    cost = first["check_first_call_s"] - first["median_s"]  # the full preset checked its tokens
-    fresh = next(line for line in said.splitlines() if line.startswith("This process's first"))
-    assert f"This process's first graph, {first['mode']}'s float32 check graph, took {cost:.1f} s" \
-        in fresh
-    later = [g - m for _, r in table[table["mode"] != "eager"].iterrows()
-             for g, m in ((r["check_first_call_s"], r["median_s"]), (r["first_call_s"], r["median_s"]))][1:]
-    assert f"; later graphs up to {max(later):.1f} s. " in fresh, fresh
-    # each count: the printed cost over the gain read off the table's medians (ms, 0.1)
-    eager = round(1e3 * table.loc[table["mode"] == "eager", "median_s"].iloc[0], 1)
-    assert re.search(r"repaid after \d+ runs of 100 tokens \(default\) and \d+ "
-                     r"\(reduce-overhead\)\.$", fresh), fresh
-    for count, mode in re.findall(r"(\d+)(?: runs of 100 tokens)? \(([\w-]+)\)", fresh):
-        ms = round(1e3 * table.loc[table["mode"] == mode, "median_s"].iloc[0], 1)
-        assert int(count) == math.ceil(round(cost, 1) / ((eager - ms) / 1e3)), (name, fresh)
-    # the summary: every compiled loop against the loop it compiles, the compile costs' span
-    methods = list(table["method"])
-    line = c05.summary_line(table, compile_table, methods, 100, True)
-    assert line.startswith("In one line: at 100 tokens, against the eager static-cache loop: "
-                           f"reduce-overhead {stats.plain(stats.row_speedup(table, methods[-1], c05.EAGER, seq_len=100))}")
-    assert f" to {cost:.1f} s, repaid after " in line or f"took {cost:.1f} s" in line, line
-    assert " ms" not in line and "medians" not in line
-    assert c05.summary_line(table, compile_table, methods, 100, False) == ""
-    # the two shares named apart: the budget's of a loop's own step, the idle line's of eager's
-    steps = budget.per_step(table, methods, seq_len=100, floor=0.2194)
-    idle = c05.idle_line(steps, methods)
-    assert re.findall(r"removing \d+% of the eager step's [\d.]+ ms of idle", idle)
-    assert "% of eager's" not in idle
 
 
 def test_05_fresh_line_without_a_check_graph():

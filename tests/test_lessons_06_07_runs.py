@@ -112,7 +112,8 @@ def test_06_workshop_run_reads_as_the_student_should():
         "(1.19 against 1.19 ms): no cost shows, and this course does not explain why the loop "
         "without the check ran slower. In the eager step without the check the GPU idles 86% of "
         "its median step (8.58 ms): the host sets the pace (lesson 00's rule), so when the CPU "
-        "reaches the check the GPU has already finished and there is little to wait for.\n"
+        "reaches the check the GPU has already finished and there is little to wait for. The "
+        "figure leaves the eager step out.\n"
         "With the CUDA graph step the check costs 652 µs per step, 46% of the 1.43 ms step "
         "without it, which runs 1.44x faster (1.41–1.47).")
     ok = early_stop(WORKSHOP)
@@ -122,7 +123,7 @@ def test_06_workshop_run_reads_as_the_student_should():
         "medians: 2.66x); 3 runs give no range (it takes 5)")
     # identical work at both caps, 333.0 against 224.1 ms: said, with the runs' separation
     assert eos_sync.speedup_why(ok) == (
-        "The loop with the check ran the same 32 tokens per row at caps 50 and 80, yet its median "
+        "The loop with the check ran the same 32 tokens (its longest row) at caps 50 and 80, yet its median "
         "run took 333.0 ms at cap 50 and 224.1 ms at cap 80 (runs 321.9 to 383.0 against 224.1 to "
         "320.5 ms, no overlap): identical work in one table.")
 

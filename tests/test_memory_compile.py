@@ -378,7 +378,7 @@ def test_expandable_lesson_tables():
     # what the setting bought: reserve and driver trips, from memory() and the recorded history
     assert lesson.buys_line(memory.loc[8], runs, 3, "default", "expandable_segments:True", 8) == (
         "What expandable_segments:True bought on this loop at 8 tokens: a peak reserve of 2 MiB "
-        "against 4 MiB (2 MiB less, 50% of default's) for the same 1 MiB peak allocated, and 3 trips "
+        "against 4 MiB (2 MiB less, 50% less) for the same 1 MiB peak allocated, and 3 trips "
         "to the CUDA driver against 6 in the recorded run.")
     assert "trips" not in lesson.buys_line(memory.loc[8], {}, 3, "default", "expandable_segments:True", 8)
 
@@ -419,7 +419,8 @@ def test_compiled_lesson_compilation_table():
     # a table without Inductor's cache counters (an older run): nothing said about the cache
     assert lesson.repay_line(lesson.compilation(table), table) == (
         "Compiling the timed graph, and the runs that repay it against the eager static-cache "
-        "loop:\n  default: 9.8 s; repaid after 33 runs of 8 tokens\n"
+        "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
+        "lesson quotes)):\n  default: 9.8 s; repaid after 33 runs of 8 tokens\n"
         "The float32 check graphs, compiled just before: 5.2 s (default).\n"
         "Default's timed graph was this process's first graph; a new process would pay about that "
         "again (expected, not timed here).\n"

@@ -42,14 +42,14 @@ def check_note(table, pairs, n):
     whose medians' ratio prints otherwise, with that ratio."""
     note = floor.rounds_note(table, pairs, True, seq_len=n)
     assert note.startswith("The ratios above are the interleaved rounds' (notebook 00)")
-    assert "the table's medians" in note
     for label, new, old in pairs:
         line = floor.rounds_ratio(table, new, old, True, seq_len=n)
-        assert "medians" not in line
         cand, base = stats._row_trials(table, new, old, "wall", {"seq_len": n})
         medians, ratio = stats.medians_ratio(cand, base), stats.row_speedup(table, new, old, seq_len=n)
         said = floor._as_said(medians)
-        if said != floor._as_said(ratio.estimate):
+        outside = stats.medians_outside(table, new, old, True, seq_len=n)
+        assert ("the table's medians" in line) == (outside is not None)  # round 25: on its line
+        if said != floor._as_said(ratio.estimate) and outside is None:
             assert f"{said} ({floor._rung(label)})" in note
         else:
             assert f"({floor._rung(label)})" not in note
@@ -141,13 +141,12 @@ def test_what_the_prompts_graph_saved_is_read_plainly(run):
         rows = b.set_index("method")
         saved = round(rows.loc[graphed[0], "wall_ms"], 2) - round(rows.loc[graphed[1], "wall_ms"], 2)
         assert line.startswith("Replaying the prompt from a graph (rung 4 to rung 5) took ")
-        if saved > eager[0] / n:
-            assert "separate timings" in line and line.endswith("is not measured here.")
+        if saved > (eager[0] - eager[1]) / n + 0.0005:  # round 25: against its GPU-idle part
+            assert "separate timings" in line and "is not measured here" in line
         else:
-            assert line.endswith("its forward costs per step timed alone.")
-    if run == "published":  # the review's 0.15 against 0.14 ms
-        assert "took 0.15 ms off each step, more than the 0.14 ms" in \
-            floor.graph_prompt_line(b, (14.2, 2.0), 100, graphed)
+            assert line.endswith("and the drop is no larger.")
+    if run == "published":  # the review's 0.15 ms, now against the 0.12 ms of idle
+        assert "took 0.15 ms off each step" in floor.graph_prompt_line(b, (14.2, 2.0), 100, graphed)
     assert floor.graph_prompt_line(b, (14.2, 2.0), n, (graphed[1], graphed[0])) == ""
     assert floor.graph_prompt_line(b, (math.nan, 2.0), n, graphed) == ""
 

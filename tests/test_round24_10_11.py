@@ -83,15 +83,13 @@ def test_the_medians_note_is_one_short_line(run):
             rungs = list(table["method"])
             pairs = [(b, b, a) for a, b in zip(rungs, rungs[1:])]
         note = floor.rounds_note(table, pairs, True, seq_len=int(table["seq_len"].max()))
-        assert note.startswith("The ratios above are the interleaved rounds' (notebook 00); "
-                               "the table's medians")
+        assert note.startswith("The ratios above are the interleaved rounds' (notebook 00)")
         assert "\n" not in note and "each round runs every method" not in note
     if run == "3deacb3":
         table = ten(run)
         note = floor.rounds_note(table, [("the same step in a graph", GRAPH, "decode_step, eager"),
                                          ("against naive", GRAPH, "naive")], True, seq_len=100)
-        assert note.endswith("give 2.76x faster (the same step in a graph) and 6.08x faster "
-                             "(against naive).")
+        assert "give 2.76x faster (the same step in a graph) and 6.08x faster (against naive)." in note
 
 
 @pytest.mark.parametrize("run", FULL + WORKSHOP)
@@ -150,5 +148,5 @@ def test_the_lessons_name_one_per_step_and_say_why_rung_1_comes_first():
     ten_code = code("10_cuda_graph_step")
     assert "read per decode step" not in ten_code
     intro = "".join(source("11_toward_the_floor")[0]["source"])
-    assert "rung 1 can be slower than\n10's step though it reads fewer positions" in intro
+    assert "rung 1 can be slower than 10's step" in intro  # round 25: split in two
     assert "many small\nkernels where notebook 10's is two batched matmuls" in intro

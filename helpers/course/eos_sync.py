@@ -18,8 +18,8 @@ def stop_bound(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
     if not judge or not {CHECK, FREE} <= set(ok.index):
         return ""
     free, check = int(ok.at[FREE, "tokens"]), int(ok.at[CHECK, "tokens"])
-    return (f"with early stopping the batch ran {check} of its {free} tokens per row (a token "
-            f"ratio of {free / check:.2f})")
+    return (f"with early stopping the batch stopped with its longest row, after {check} of the "
+            f"cap's {free} tokens (a token ratio of {free / check:.2f})")
 
 
 def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: bool = True) -> str:
@@ -40,18 +40,33 @@ def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: 
             continue
         us = 1e3 * (wall[check] - wall[free])
         if regime in unclear or not us > 0:
-            parts.append(unclear_note(cost, step_budget, regime) + host_behind(step_budget, [regime]))
+            parts.append(unclear_note(cost, step_budget, regime) + host_behind(step_budget, [regime])
+                         + left_out(wall, regime))
             continue
         paid[regime] = (us, 100 * (wall[check] - wall[free]) / wall[free])
         parts.append(f"With the {regime} step the check costs {us:.0f} µs per step, "
                      f"{paid[regime][1]:.0f}% of the {wall[free]:.2f} ms step without it, which "
-                     f"runs {stats.say(cost, free, check, judge)}.")
+                     f"runs {stats.say(cost, free, check, judge)}." + left_out(wall, regime))
     if not parts:
         return ""
     parts[-1] += who_pays(paid)
     if "CUDA graph" in unclear:
         parts[-1] += " Notebook 07 times the same two CUDA-graph loops again."
     return "\n".join(parts)  # a line per step
+
+
+def graph_rows(step_budget: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``step_budget`` that the budget figure draws: the CUDA-graph step's where it
+    ran (the eager step's long, noisy bars would hide them; ``cost_line`` gives the eager step
+    in a line with its rounds' range), else every row (a CPU run has the eager step only)."""
+    graph = step_budget["method"].str.startswith("CUDA graph")
+    return step_budget[graph] if graph.any() else step_budget
+
+
+def left_out(wall: pd.Series, regime: str) -> str:
+    """" The figure leaves the eager step out." where ``graph_rows`` leaves it out."""
+    graph = any(str(m).startswith("CUDA graph") for m in wall.index)
+    return " The figure leaves the eager step out." if regime == "eager" and graph else ""
 
 
 def per_step_rounds(cost: pd.DataFrame, method: str) -> list:
@@ -163,7 +178,7 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
     rounds' whole range lies on one side of it. Above: the no-check loop's time per step grows
     from the smallest cap to the largest (the steps early stopping skips are the slower ones).
     Below: a token cost more in the loop with the check (medians over tokens, the prefill
-    included). Then ``drift_line``: identical runs of one table that differ. Empty otherwise, or
+    included). Where the range holds the token ratio, that the run can't tell them apart. Then ``drift_line``: identical runs of one table that differ. Empty otherwise, or
     on a smoke run."""
     ok = table[table["status"] == harness.OK]
     caps = sorted(ok["seq_len"].unique())
@@ -179,7 +194,11 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
     speedup = stats.row_speedup(ok, CHECK, FREE, seq_len=cap)
     per_step = {c: 1e3 * free.at[c, "median_s"] / c for c in (low, cap)}
     why = ""
-    if speedup.high < ratio:
+    runs = min(len(stats.method_trials(ok, m, seq_len=cap)) for m in (CHECK, FREE))
+    if speedup.low <= ratio <= speedup.high and runs >= stats.MIN_TRIALS:  # a range is printed
+        why = (f"The token ratio ({ratio:.2f}) lies inside that range: this run can't tell the "
+               "speedup apart from the steps early stopping saves.")
+    elif speedup.high < ratio:
         why = _short_of_ratio(here, tokens)
     elif speedup.low > ratio and round(per_step[cap], 2) > round(per_step[low], 2):
         why = (f"The speedup exceeds the token ratio because steps get slower as the cache grows: "
@@ -213,8 +232,8 @@ def drift_line(ok: pd.DataFrame, low: int, cap: int, tokens: int) -> str:
     runs = {c: [1e3 * t for t in stats.method_trials(ok, CHECK, seq_len=c)] for c in (low, cap)}
     spread = (f" (runs {min(runs[low]):.1f} to {max(runs[low]):.1f} against {min(runs[cap]):.1f} "
               f"to {max(runs[cap]):.1f} ms, no overlap)" if apart(runs[low], runs[cap]) else "")
-    return (f"The loop with the check ran the same {tokens} tokens per row at caps {low} and "
-            f"{cap}, yet its median run took {at[low]:.1f} ms at cap {low} and {at[cap]:.1f} ms "
+    return (f"The loop with the check ran the same {tokens} tokens (its longest row) at caps "
+            f"{low} and {cap}, yet its median run took {at[low]:.1f} ms at cap {low} and {at[cap]:.1f} ms "
             f"at cap {cap}{spread}: identical work in one table.")
 
 

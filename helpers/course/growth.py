@@ -172,17 +172,6 @@ def retry_note(table, naive: str = "naive") -> str:
             "larger than the cache alone would give (notebook 03).")
 
 
-def _gain_at(table, candidate: str, baseline: str, n: int) -> str:
-    """"1.21x at 30 tokens", and beside a gain whose interval reaches across 1 "(a gain this run
-    can't tell apart from none)": the nineteenth review read "the gain fell ... to 1.07x" as a gain
-    where the length's own line said "can't tell apart"."""
-    r = stats.row_speedup(table, candidate, baseline, seq_len=n)
-    said = f"{r.estimate:.2f}x at {n} tokens"
-    if r.n >= stats.MIN_TRIALS and stats.verdict(r) == stats.NOISE:
-        said += " (a gain this run can't tell apart from none)"
-    return said
-
-
 def out_of_line(table, methods) -> dict:
     """The inner lengths where a method's step is out of line with its neighbours' (the
     twenty-first review: 02's 75-token KV step took 9.00 ms against 5.76 and 6.78 ms at 30 and
@@ -266,94 +255,57 @@ def _out_of_line_reading(table, method: str, n: int, a: int, b: int) -> dict:
             "gpu_a": f"{left['gpu_ms']:.2f}", "gpu_b": f"{right['gpu_ms']:.2f}"}
 
 
-def _growth_rule(table, candidate: str, baseline: str, judge: bool):
-    """``(answer, first failure)`` of notebook 02's rule for "does the gain grow with the length?".
-    The answer: "yes" where the gain rose from every length to the next and its interval at the
-    longest against the shortest lies above 1; "no" where it fell alike (the gain shrinks); else
-    "not shown"; empty on a smoke run or with too few runs. The first failure: the first of the
-    "yes" conditions that fails, in that order; empty where none fails or on a smoke run. The
-    lengths ``left_out`` do not enter the rule."""
-    table = table[~table["seq_len"].isin(left_out(table, candidate, baseline, judge))]
-    values = sorted(int(n) for n in table["seq_len"].unique())
-    if not judge or len(values) < 2:
-        return "", ""
-    gain = gains(table, candidate, baseline).set_index("seq_len")["speedup"]
-    steps = list(zip(values, values[1:]))
-    r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
-    word = stats.verdict(r)
-    rose = all(gain[b] > gain[a] for a, b in steps)
-    why = ""
-    for a, b in steps:
-        if not gain[b] > gain[a]:
-            why = (f"the gain {'fell' if gain[b] < gain[a] else 'did not rise'} from "
-                   f"{_gain_at(table, candidate, baseline, a)} to "
-                   f"{_gain_at(table, candidate, baseline, b)}.")
-            break
-    else:
-        if word != stats.FASTER:
-            why = (_growth_interval(table, candidate, baseline)
-                   or gain_growth(table, candidate, baseline, judge)) + "."
-    if r.n < stats.MIN_TRIALS or math.isinf(r.low):
-        return "", why
-    if word == stats.FASTER:
-        return ("yes" if rose else "not shown"), why
-    if word == stats.SLOWER and all(gain[b] < gain[a] for a, b in steps):
-        return "no", why
-    return "not shown", why
-
-
-def _growth_interval(table, candidate: str, baseline: str) -> str:
-    """"the gain at 120 tokens was 1.08x its size at 30, and this run can't tell the two apart
-    (0.89–1.30)", or "..., clearly larger (1.02–1.15)": the rule's second condition, as measured,
-    in the lessons' words (the twenty-first review read the bare ratio of two gains with its
-    interval as jargon); empty with too few runs."""
-    values = sorted(int(n) for n in table["seq_len"].unique())
-    if len(values) < 2:
-        return ""
-    r = stats.row_growth(table, candidate, baseline, values[0], values[-1])
+def _step_up(table, candidate: str, baseline: str, a: int, b: int) -> str:
+    """One step up in length, read from the rounds (``stats.row_growth`` of the gain at ``b``
+    against the gain at ``a``): "grew" or "fell" where the run tells the two gains apart and the
+    printed gains move the same way, else "" (this run can't tell)."""
+    r = stats.row_growth(table, candidate, baseline, a, b)
     if r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
         return ""
-    digits = stats._digits(r.low, r.high)
-    word = {stats.FASTER: ", clearly larger", stats.SLOWER: ", clearly smaller"}.get(
-        stats.verdict(r), ", and this run can't tell the two apart")
-    return (f"the gain at {values[-1]} tokens was {r.estimate:.{digits}f}x its size at {values[0]}"
-            f"{word} ({r.low:.{digits}f}\u2013{r.high:.{digits}f})")
-
-
-def growth_answer(table, candidate: str, baseline: str, judge: bool) -> str:
-    """Does the gain grow with the length? "yes", "no" (the gain shrinks) or "not shown", by
-    ``_growth_rule``; empty on a smoke run or with too few runs."""
-    return _growth_rule(table, candidate, baseline, judge)[0]
-
-
-ANSWERS = {"yes": "Yes.", "no": "No: it shrinks.", "not shown": "Not shown on this run."}
-
-
-def first_failure(table, candidate: str, baseline: str, judge: bool) -> str:
-    """The first condition of ``growth_answer``'s rule that fails, in the rule's order
-    (``_growth_rule``). Empty where none fails (or on a smoke run)."""
-    return _growth_rule(table, candidate, baseline, judge)[1]
+    gain = gains(table, candidate, baseline).set_index("seq_len")["speedup"]
+    ga, gb = round(float(gain[a]), 2), round(float(gain[b]), 2)
+    word = stats.verdict(r)
+    if word == stats.FASTER and gb > ga:
+        return "grew"
+    if word == stats.SLOWER and gb < ga:
+        return "fell"
+    return ""
 
 
 def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
-    """Notebook 02's Growth line: the answer (``growth_answer``) first. "Not shown" is followed
-    by the first condition of the rule that failed (``first_failure``) and nothing else; "yes"
-    and "no" by ``gain_growth`` over every length. The lengths ``left_out`` (said by
-    ``out_of_line_line``) are named in the question and enter nothing."""
+    """Notebook 02's answer to "does the gain grow with the length?", one clause per step up in
+    length, each with the two gains (the twenty-fifth review: "Not shown on this run" beside a
+    gain that clearly rose from 30 to 75 tokens, decided by the longest length against the
+    shortest alone, and a ratio of two gains with its range read as jargon): where it grew, where
+    it fell and where this run can't tell the two gains apart; over the whole range too where the
+    steps alone did not tell it. The lengths ``left_out`` (said by ``out_of_line_line``) are named
+    in the question and enter nothing. A smoke run or too few rounds: ``gain_growth``."""
     out = left_out(table, candidate, baseline, judge)
     ask = "Does the gain grow with the length" + (f" ({_tokens(out)} left out)?" if out else "?")
-    answer, why = _growth_rule(table, candidate, baseline, judge)
     table = table[~table["seq_len"].isin(out)]
-    if answer == "not shown" and why:
-        said = _growth_interval(table, candidate, baseline)
-        if said and said not in why:  # the interval of the longest against the shortest, always
-            why = f"{why[:-1]}; {said}."
-        return f"{ask} Not shown on this run: {why}"
-    said = gain_growth(table, candidate, baseline, judge)
-    if answer != "yes":  # "grows" is the answer's word alone
-        said = said.replace("the gain grows with the length: at", "the gain rose: at", 1)
-    return (f"{ask} {ANSWERS[answer]} " if answer else "Growth: ") + \
-        f"{said[0].upper()}{said[1:]}."
+    values = sorted(int(n) for n in table["seq_len"].unique())
+    few = len(values) < 2 or any(stats.row_growth(table, candidate, baseline, a, b).n
+                                 < stats.MIN_TRIALS for a, b in zip(values, values[1:]))
+    if not judge or few:
+        said = gain_growth(table, candidate, baseline, judge)
+        return f"Growth: {said[0].upper()}{said[1:]}."
+    gain = gains(table, candidate, baseline).set_index("seq_len")["speedup"]
+    steps = [(a, b, _step_up(table, candidate, baseline, a, b)) for a, b in zip(values, values[1:])]
+    words = {word for _, _, word in steps}
+    if len(words) == 1:  # every step alike: the answer, then the gains in a row
+        listed = stats.listed([f"{gain[n]:.2f}x at {n}" for n in values], " tokens")
+        every = " at every step" if len(steps) > 1 else ""
+        head = {"grew": f"Yes: it grew{every},", "fell": f"No: it shrank{every},",
+                "": "This run can't tell the gains apart:"}[words.pop()]
+        return f"{ask} {head} {listed}."
+    clauses = [f"from {a} to {b} tokens it {word}, {gain[a]:.2f}x to {gain[b]:.2f}x" if word else
+               f"from {a} to {b} tokens this run can't tell the gains apart ({gain[a]:.2f}x and "
+               f"{gain[b]:.2f}x)" for a, b, word in steps]
+    if whole := _step_up(table, candidate, baseline, values[0], values[-1]):
+        clauses.append(f"over the whole range it {whole}, {gain[values[0]]:.2f}x at {values[0]} "
+                       f"tokens to {gain[values[-1]]:.2f}x at {values[-1]}")
+    said = "; ".join(clauses)
+    return f"{ask} {said[0].upper()}{said[1:]}."
 
 
 def length_line(table, candidate: str, baseline: str, judge: bool, n: int, labels=None) -> str:
@@ -416,10 +368,7 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
              f"the GPU's work: {base} {ms(baseline, 'gpu_ms')}; {cand} {ms(candidate, 'gpu_ms')}.",
              f"The wall clock per step (the table's medians \u00f7 the tokens): {base} "
              f"{ms(baseline, 'wall_ms')}, the GPU idle {pct(baseline)} of it; {cand} "
-             f"{ms(candidate, 'wall_ms')}, idle {pct(candidate)}. Divided, these give gains that "
-             "can differ from the rounds' above: a median sets aside a loop's slow runs, which "
-             "every round's ratio counts."]
-    lines += _slower_shorter(table, rows, values, (baseline, candidate), labels)
+             f"{ms(candidate, 'wall_ms')}, idle {pct(candidate)}."]
     # the wall clock's cut is the rounds' gain, the lesson's one answer (the twenty-fourth review:
     # "fell at most 1.26x" from the medians beside "1.32x faster" read as a contradiction); every
     # cut from the printed values (2.83 / 1.35 = 2.10, never floored to "2.09x or more")
@@ -441,33 +390,6 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
              else f", and who sets the {cand}'s pace differs between lengths.")
     return lines + [said] + ([host] if (host := _host_line(rows[values[-1]].loc[candidate],
                                                            values[-1], cand)) else [])
-
-
-def _slower_shorter(table, rows, values, methods, labels) -> list:
-    """Where a loop took longer per step at a shorter length than at the next one while doing
-    less GPU work there, one sentence saying so with its runs' range (the twenty-fourth review:
-    02's 30-token steps, 10.24 and 9.52 ms against 9.22 and 7.48 at 75 tokens, and their 72% and
-    86% idle read as findings). The lengths ``out_of_line`` (said by ``out_of_line_line``) are
-    skipped. Empty where there is none."""
-    values = [n for n in values if n not in out_of_line(table, list(methods))]
-    shown = lambda n, m, col: round(float(rows[n].loc[m, col]), 2)  # noqa: E731
-    lines = []
-    for a, b in zip(values, values[1:]):
-        hit = [m for m in methods if shown(a, m, "wall_ms") > shown(b, m, "wall_ms")
-               and shown(a, m, "gpu_ms") < shown(b, m, "gpu_ms")]
-        if not hit:
-            continue
-        runs = []
-        for m in hit:
-            row = table[(table["method"] == m) & (table["seq_len"] == a)].iloc[0]
-            runs.append(f"{1e3 * row['min_s']:.1f}\u2013{1e3 * row['max_s']:.1f} ms "
-                        f"{labels.get(m, m)}")
-        who = "both loops" if len(hit) == 2 else f"the {labels.get(hit[0], hit[0])} loop"
-        lines.append(f"At {a} tokens {who} took longer per step than at {b} tokens with less GPU "
-                     f"work: the GPU idled longer there, waiting on the host (the runs ranged "
-                     f"{stats.listed(runs)}), so the idle shares at {a} tokens say more about the "
-                     "host in those runs than about the loops.")
-    return lines
 
 
 def _host_line(step, n: int, label: str) -> str:

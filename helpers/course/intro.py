@@ -220,8 +220,7 @@ def growth_why(table, prompt_len: int) -> str:
     chosen by thresholds. The split needs one run per length, so it reads the table's medians;
     where their growth prints apart from ``doubling``'s rounds' ratio, the first line says once
     which is which. The idle times printed are the rounded median minus the rounded work, so the
-    printed parts add up. Then the shortest length's pace, where it differs from the longest's
-    (``budget.sentence`` reads that one). Empty without GPU work (a CPU run)."""
+    printed parts add up. Empty without GPU work (a CPU run)."""
     p = _parts(table)
     if p is None:
         return ""
@@ -229,8 +228,8 @@ def growth_why(table, prompt_len: int) -> str:
     positions = lambda k: k * prompt_len + k * (k - 1) / 2  # steps 0 .. k-1 on prompt_len + t
     (t0, t1), (w0, w1), (i0, i1) = p["medians"], p["work"], p["idle"]
     grown, grew, work = p["grew"], p["idle_grew"], p["work_grew"]
-    rounds = (f" (the answer above, {p['rounds']:.2f}x, reads every round; a split into parts "
-              "needs one run per length, here the median)"
+    rounds = (f" (the split needs one run per length, the median, so it reads {grown:.2f}x "
+              f"where the answer above, from every round, reads {p['rounds']:.2f}x)"
               if f"{p['rounds']:.2f}" != f"{grown:.2f}" else "")
     lines = [f"Why, from the table's medians{rounds}: from {n} to {m} tokens the median run "
              f"went from {t0} to {t1} ms ({grown:.2f}x), the GPU's work plus its idle time.",
@@ -243,11 +242,16 @@ def growth_why(table, prompt_len: int) -> str:
         lines.append(f"- Sum: the wall clock grew {grown:.2f}x, "
                      f"{'less' if grew < work else 'more'} than the work's {work:.2f}x, because "
                      f"the idle time grew {'less' if grew < work else 'more'}.")
-    first, last = (budget.pace(share, why=False) for share in (p["shares"][0], p["shares"][-1]))
-    if first != last:
-        lines.append(f"At {p['ns'][0]} tokens the GPU idled {p['shares'][0]:.0f}% of the step: "
-                     f"{first}.")
     return "\n".join(lines)
+
+
+def pair(table):
+    """The two lengths notebook 01 compares throughout (``doubling``'s: a length and its double,
+    else the shortest and longest), so that every line of its reading compares the same two (the
+    twenty-fifth review: the budget line read 100 -> 300 beside lines reading 100 -> 200); None
+    under two lengths."""
+    got = _growth(table)
+    return None if got is None else got[:2]
 
 
 # Notebook 01: what the GPU's idle time holds in the naive loop, short, for ``budget.sentence``'s

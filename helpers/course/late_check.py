@@ -244,6 +244,15 @@ def idle_why(step_costs, shown="interleaved", old="sync") -> str:
                                       f"with {the.get(n, LOOP_LABELS[n])}" for n, r in zip(names, rows)])
 
 
+def figure_batches(params) -> str:
+    """The footer's batch sizes for the budget figure: the left panel's one batch, and the
+    right panel's sweep where it has more than one size."""
+    sizes = [int(b) for b in (params.batch_sizes or [])]
+    if len(sizes) < 2:
+        return str(params.batch_size)
+    return f"{params.batch_size} (left), {', '.join(str(b) for b in sizes)} (right)"
+
+
 def plot(fig_axes, table, step_costs, params):
     """Left: the time budget of one step at ``batch_size`` (the CUDA-graph loops only where
     they ran: ``eager_line`` reads the eager step); right: with the CUDA-graph step, each
@@ -403,9 +412,14 @@ def where_line(table, summary_frame, judge=True, regime="compiled") -> str:
     text = "Where it pays: " + "; ".join(each) + "."
     most = max(share, key=share.get)
     smallest = all(round(min(won[most])) < round(min(won[b])) for b in won if b != most)
-    return text + (f" The check takes the largest share of the step at batch {most}: there a late "
-                   "read has the most to win" + (", though it wins back the smallest share of the "
-                   "cost" if smallest else "") + ".")
+    text += (f" The check takes the largest share of the step at batch {most}: there a late "
+             "read has the most to win" + (", though it wins back the smallest share of the "
+             "cost" if smallest else "") + ".")
+    least = min(won, key=lambda b: min(won[b]))  # where a late read leaves most of the cost
+    if least == most:
+        return text
+    return text + (f" It pays least at batch {least}: the late loops leave "
+                   f"{span([100 - w for w in won[least]], '%')} of the check's cost there.")
 
 
 def eager_line(summary_frame, judge=True) -> str:
@@ -531,10 +545,12 @@ def profile_line(gaps, timed_us=None) -> str:
     if not late or "sync" not in gaps.index or not gap["sync"] > 0:
         return ""
     loops = ["sync", *late]
+    share = lambda n: (  # noqa: E731
+        "under 1%" if 100 * gap[n] / gap["sync"] < 0.5 else f"{100 * gap[n] / gap['sync']:.0f}%")
     text = ("Profiled, the GPU's idle before a step, the median over the profiled steps: "
             f"{gap['sync']:.0f} µs with the per-step sync; with a late read " + stats.listed(
-                [f"{gap[n]:.0f} µs ({LOOP_LABELS[n]}, {100 * gap[n] / gap['sync']:.0f}% of it)"
-                 for n in late]) + ".")
+                [f"{gap[n]:.0f} µs ({LOOP_LABELS[n]}, {share(n)} of the per-step sync's "
+                 f"{gap['sync']:.0f} µs)" for n in late]) + ".")
     known = timed_us is not None and {"cpu_us", "busy_us"} <= set(gaps.columns)
     own = {n: gaps.at[n, "cpu_us"] - (gaps.at[n, "cpu_wait_us"] if "cpu_wait_us" in gaps else 0)
            for n in loops} if known else {}
@@ -551,4 +567,19 @@ def profile_line(gaps, timed_us=None) -> str:
         text += (" Profiled steps run longer than timed ones (the profiler's own host work: the "
                  f"per-step sync's {gaps.at['sync', 'cpu_us']:.0f} µs against "
                  f"{timed_us['sync']:.0f} timed), so the timed table's win-back is the measure.")
-    return text
+    return text + left_line(gaps, timed_us, late)
+
+
+def left_line(gaps, timed_us, late) -> str:
+    """What the timed table leaves the ``late`` loops above no check at the profiled batch (µs
+    per step, from ``timed_us``), where it is more than their profiled gaps: said plainly, and
+    that this lesson does not measure where it goes. Empty otherwise."""
+    if timed_us is None or "no_check" not in timed_us or not set(late) <= set(timed_us.index):
+        return ""
+    left = [timed_us[n] - timed_us["no_check"] for n in late]
+    if not min(left) > max(gaps.at[n, "gap_before_us"] for n in late):
+        return ""
+    span = (f"{min(left):.0f}" if round(min(left)) == round(max(left))
+            else f"{min(left):.0f}–{max(left):.0f}")
+    return (f" Timed, the late loops still run {span} µs per step above no check here; the "
+            "profile does not show where that time goes.")

@@ -257,51 +257,31 @@ def _idle(wall_ms, gpu_ms) -> float:
 
 def host_lengths(table, seq_lens, inputs=None) -> dict:
     """{length: the static cache's host time per step less the dynamic cache's, in ms} at each
-    length where the rounds tell the caches apart (a clear verdict), the GPU's work per step was
-    about the same (within ``SAME_GPU``) and neither ``disturbed`` nor ``out_of_line`` (with
-    ``inputs``, the operation counts) flags it: there the gap is the host's. Host time is the GPU's idle time (wall clock minus GPU work per step, each rounded as
-    the budget sentence prints them). Empty on a CPU run."""
+    length where the rounds tell the caches apart (a clear verdict) and the GPU's work per step was
+    about the same (within ``SAME_GPU``): there the gap is the host's. Host time is the GPU's idle
+    time (wall clock minus GPU work per step, each rounded as the budget sentence prints them).
+    ``inputs`` is accepted and unused (round 25 dropped the rules that read it). Empty on a CPU run."""
     steps = _per_step(table, seq_lens)
     if not _timed(steps, seq_lens):
         return {}
-    flags = {**disturbed(table, seq_lens), **out_of_line(table, seq_lens, inputs)}
     out = {}
     for n in sorted(seq_lens):
         (ws, gs), (wd, gd) = steps[(n, STATIC)], steps[(n, DYNAMIC)]
         # told apart by the rounds, not by the table's medians alone: "can't tell apart" and "the gap
         # is the host's" would contradict each other
-        if n not in flags and _told_apart(table, n) is not None and abs(gs / gd - 1) <= SAME_GPU:
+        if _told_apart(table, n) is not None and abs(gs / gd - 1) <= SAME_GPU:
             out[n] = round(_idle(ws, gs) - _idle(wd, gd), 2)
     return out
 
 
 def host_line(table, seq_lens, inputs=None) -> str:
-    """``host_lengths`` in one sentence, answer first: the lengths where the gap is the host's,
-    then why there (each gap in ms is ``ops_line``'s, beside what the extra operations would
-    take). Empty where no length qualifies, and on a CPU run."""
-    extra = host_lengths(table, seq_lens, inputs)
+    """``host_lengths`` in one sentence: the lengths where the gap is the host's, and why there.
+    Empty where no length qualifies, and on a CPU run."""
+    extra = host_lengths(table, seq_lens)
     if not extra:
         return ""
-    why = ["the rounds tell the caches apart",
-           f"the GPU's work per step is about the same (within {SAME_GPU:.0%})"]
-    if disturbed(table, seq_lens):
-        why.append("no slow spell was flagged")
-    if out_of_line(table, seq_lens, inputs):
-        why.append("the host times are not out of line")
-    return (f"The gap is the host's at {stats.listed(list(extra))} tokens: there "
-            + stats.listed(why) + ".")
-
-
-OUT_OF_LINE = 1.5  # a host-time ratio this far (either way) from the operations' ratio
-
-
-def _ops_ratio(inputs) -> float:
-    """The static cache's operations per decode step over the dynamic cache's (``inputs``, from
-    ``attention_inputs``); NaN without them."""
-    if inputs is None or "ops per step" not in inputs:
-        return float("nan")
-    ops = inputs["ops per step"]
-    return float(ops["static"]) / float(ops["dynamic"]) if ops["dynamic"] > 0 else float("nan")
+    return (f"The gap is the host's at {stats.listed(list(extra))} tokens: there the rounds tell "
+            f"the caches apart and the GPU's work per step is about the same (within {SAME_GPU:.0%}).")
 
 
 def host_ratios(table, seq_lens) -> dict:
@@ -318,111 +298,38 @@ def host_ratios(table, seq_lens) -> dict:
     return out
 
 
-def out_of_line(table, seq_lens, inputs) -> dict:
-    """{length: (static idle, dynamic idle, ratio)} where the static cache's host time per step
-    over the dynamic cache's is more than ``OUT_OF_LINE`` times (either way) the ratio of the
-    operations each step dispatches: the operations, the same at every length, do not account
-    for it. Empty without the operation counts and on a CPU run."""
-    ops = _ops_ratio(inputs)
-    if not ops > 0:
-        return {}
-    return {n: r for n, r in host_ratios(table, seq_lens).items()
-            if max(r[2] / ops, ops / r[2]) > OUT_OF_LINE}
-
-
 def ops_line(table, seq_lens, inputs, point=None) -> str:
-    """The operations each cache's decode step dispatches, the static cache's host time per step
-    against the dynamic cache's at each length (in ms, as the budget sentence's idle times
-    subtract), and what the extra operations would take at the dynamic loop's own host time per
-    operation: numbers side by side, no judgement (round 24: "in line with the operations
-    counted" said more than 1.31x, 1.09x and 1.38x against 1.23x support). Then the lengths
-    ``out_of_line`` flags, their two idle times given, and that ``point`` (the figure's length)
-    is not among them where it is not. Empty without counts and on a CPU run."""
-    ratios, ops = host_ratios(table, seq_lens), _ops_ratio(inputs)
-    if not ratios or not ops > 0:
+    """What was measured about the host, numbers side by side and no cause claimed: the
+    operations each cache's decode step dispatches (``attention_inputs``, counted in one step
+    after the prompt, not timed) and each loop's host time per step at each length (wall clock
+    minus GPU work, as the budget sentence's idle times). Round 25: the line no longer prices the
+    extra operations at the dynamic loop's cost per operation (1.16-1.78 ms beside measured gaps of
+    -0.08 to +0.71 ms), nor flags "slow spells" (host time per step fell with length in both
+    loops, as a fixed cost per run would also make it). ``point`` is accepted and unused. Empty
+    without counts and on a CPU run."""
+    ratios = host_ratios(table, seq_lens)
+    if not ratios or inputs is None or "ops per step" not in inputs:
         return ""
     counts = inputs["ops per step"]
     s_ops, d_ops = int(counts["static"]), int(counts["dynamic"])
-    gaps = {n: round(r[0] - r[1], 2) for n, r in ratios.items()}
-    extra = {n: (s_ops - d_ops) * r[1] / d_ops for n, r in ratios.items()}
-    first = next(iter(ratios))
-    line = (f"The static cache's decode step dispatches {s_ops} PyTorch operations against the "
-            f"dynamic cache's {d_ops}" + " at every length" * (len(ratios) > 1)
-            + ". Its host time per step (wall clock minus GPU work) was "
-            + stats.listed([f"{abs(g):.2f} ms {'more' if g >= 0 else 'less'}"
-                            + (f" than the dynamic cache's at {n} tokens" if n == first
-                               else f" at {n}") for n, g in gaps.items()])
-            + f"; at the dynamic loop's host time per operation (its host time per step \u00f7 "
-            f"{d_ops}), the {abs(s_ops - d_ops)} {'extra' if s_ops >= d_ops else 'fewer'} "
-            "operations would " + ("take" if s_ops >= d_ops else "save") + " "
-            + stats.listed([f"{abs(e):.2f} ms" + (f" at {n} tokens" if n == first else f" at {n}")
-                            for n, e in extra.items()])
-            + ". What each operation really costs is not measured here.")
-    flags = out_of_line(table, seq_lens, inputs)
-    if not flags:
-        return line
-    each = stats.listed([f"at {n} tokens ({r[0]:.2f} against {r[1]:.2f} ms, {r[2]:.2f}x)"
-                         for n, r in flags.items()])
-    return (line + f" Out of line {each}: the static cache's host time is more than "
-            f"{OUT_OF_LINE}x off the operations' ratio ({ops:.2f}x), so "
-            + ("its verdict is" if len(flags) == 1 else "their verdicts are")
-            + " marked \"out of line\""
-            + (" and the figure draws another length." if point is not None and point not in flags
-               else "."))
-
-
-def disturbed(table, seq_lens) -> dict:
-    """{length: what flags it} where a loop's median step took longer than at a longer length
-    although its GPU had no more work per step there: the host ran slow during that loop's runs.
-    One loop's medians across lengths, not the rounds. No tolerance: the per-step times compared
-    are those a reader gets from the table (median run ÷ tokens, to 0.01 ms), so "no slow spell
-    flagged" holds for every pair of them (round 19: 9.75 ms at 200 tokens against 9.34 at 400
-    passed a 5% tolerance while the line said no step took longer). Empty with one length and on
-    a CPU run."""
-    steps = _per_step(table, seq_lens)
-    if not _timed(steps, seq_lens):
-        return {}
-    out = {}
-    for n in sorted(seq_lens):
-        flagged = []
-        for m in (DYNAMIC, STATIC):
-            w, g = steps[(n, m)]
-            longer = [k for k in seq_lens if k > n and steps[(k, m)][1] >= g
-                      and round(w, 2) > round(steps[(k, m)][0], 2)]
-            if longer:
-                k = min(longer, key=lambda k: steps[(k, m)][0])
-                flagged.append(f"{m} {w:.2f} ms against {steps[(k, m)][0]:.2f} ms at {k}")
-        if flagged:
-            out[n] = ", ".join(flagged)
-    return out
-
-
-def disturbed_line(table, seq_lens) -> str:
-    """``disturbed`` in one sentence, and what it means for those lengths' verdicts. Empty where
-    no length is flagged (a second-order line printed only when it matters), with one length and
-    on a CPU run."""
-    flags = disturbed(table, seq_lens)
-    if not flags:
-        return ""
-    one = len(flags) == 1
-    return ("A slow spell of the host: one loop's median step took longer than at a longer length, "
-            "where its GPU had at least as much work, "
-            + "; ".join(f"at {n} tokens ({what})" for n, what in flags.items())
-            + ". The rounds pair the two loops, but a spell that slows one loop's runs more than "
-            "the other's is not cancelled by them, so " + ("that length's verdict is"
-                                                           if one else "those lengths' verdicts are")
-            + " uncertain (marked \"disturbed\" in the summary).")
+    lens = list(ratios)
+    tail = f" ms at {stats.listed([str(n) for n in lens])} tokens" if len(lens) > 1 \
+        else f" ms at {lens[0]} tokens"
+    each = (f"dynamic cache {stats.listed([f'{r[1]:.2f}' for r in ratios.values()])}, static cache "
+            f"{stats.listed([f'{r[0]:.2f}' for r in ratios.values()])}" + tail)
+    return (f"Operations in one decode step (counted, not timed): {s_ops} with the static cache, "
+            f"{d_ops} with the dynamic one. Host time per step (wall clock minus GPU work): {each}. "
+            "What each operation costs the host is not measured here, so neither is whether the "
+            "count explains the gap.")
 
 
 def drawn_length(table, seq_lens, judge: bool, inputs=None) -> int:
-    """The length the figure draws: of the lengths the rounds tell apart and neither ``disturbed``
-    nor ``out_of_line`` flags, the one whose range lies farthest from 1 (its bound nearer 1, not
-    the estimate: a wide range with a large estimate is not the clearest difference); else the
-    longest."""
-    flags = {**disturbed(table, seq_lens), **out_of_line(table, seq_lens, inputs)} if judge else {}
+    """The length the figure draws: of the lengths the rounds tell apart, the one whose range lies
+    farthest from 1 (its bound nearer 1, not the estimate: a wide range with a large estimate is
+    not the clearest difference); else the longest. ``inputs`` is accepted and unused."""
     clear = {}
     for n in seq_lens if judge else []:
-        if n not in flags and (ratio := _told_apart(table, n)) is not None:
+        if (ratio := _told_apart(table, n)) is not None:
             clear[n] = min(abs(math.log(ratio.low)), abs(math.log(ratio.high)))
     return max(clear, key=clear.get) if clear else max(seq_lens)
 
@@ -432,18 +339,15 @@ def drawn_line(table, seq_lens, point, judge: bool, inputs=None) -> str:
     if len(seq_lens) == 1:
         return f"The figure draws {point} tokens, this run's only length."
     if judge and (ratio := _told_apart(table, point)) is not None:
-        # a flagged length is left out of the choice (``drawn_length``): say so, where one was
-        left = {**{n: "disturbed" for n in disturbed(table, seq_lens)},
-                **{n: "out of line" for n in out_of_line(table, seq_lens, inputs)}}
         word = "slower" if ratio.estimate < 1 else "faster"
         low, high = sorted(x if word == "faster" else 1 / x for x in (ratio.low, ratio.high))
         digits = stats._digits(low, high)
-        why = {w: [n for n in sorted(left) if left[n] == w] for w in ("disturbed", "out of line")}
-        where = "; ".join(f"{stats.listed(ns)} left out as {w}" for w, ns in why.items() if ns)
-        return (f"The figure draws {point} tokens" + (f" ({where})" if where else "")
-                + f": of the {'other ' * bool(where)}lengths the rounds tell apart, its range "
-                f"({low:.{digits}f}\u2013{high:.{digits}f}x {word}) lies farthest from 1.")
-    why = ("no length told the caches apart that no line below flags" if judge
+        told = [n for n in seq_lens if _told_apart(table, n) is not None]
+        why = ("the only length where the rounds tell the caches apart" if len(told) == 1
+               else "the length where the rounds tell the caches apart most clearly")
+        return (f"The figure draws {point} tokens, {why}: the static cache "
+                f"{low:.{digits}f}\u2013{high:.{digits}f}x {word}.")
+    why = ("the rounds told the caches apart at no length" if judge
            else "a smoke run judges nothing")
     return f"The figure draws {point} tokens, the longest length ({why})."
 
@@ -485,14 +389,12 @@ def answer_line(table, steps, seq_lens, judge: bool, point=None, inputs=None) ->
     form ("slower at every length timed: 1.21x at 100 tokens, ..." where every length got the
     same clear verdict), the table's medians where they part from it by more than
     ``stats.MEDIANS_APART`` written as the verdict lines write them ("the table's medians:
-    1.25x"), a length ``disturbed`` or ``out_of_line`` flags marked so; the article's findings;
-    the lengths where the gap is the host's (``host_lengths``, out-of-line lengths left out);
-    and each step's operations. A run that cannot judge prints the times at ``point`` only."""
+    1.25x"); then the article's findings and where this run reproduces them
+    (``article_clause``). A run that cannot judge prints the times at ``point`` only."""
     point = max(seq_lens) if point is None else point
     if not judge:
         return ("In one line: a smoke run only exercises the code (the H100 reference above "
                 f"holds this lesson's answer); here {_times(steps, point)}.")
-    slow, odd = disturbed(table, seq_lens), out_of_line(table, seq_lens, inputs)
     ratios = {n: stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n) for n in seq_lens}
     words = {n: "not judged" if r.n < stats.MIN_TRIALS else stats.verdict(r)
              for n, r in ratios.items()}
@@ -502,21 +404,27 @@ def answer_line(table, steps, seq_lens, judge: bool, point=None, inputs=None) ->
         said = stats.short(ratio) if words[n] != "not judged" else "not judged"
         if same:
             said = said.split("x ")[0] + "x"  # the word is said once, before the list
-        notes = [x for x in (_medians_x(table, ratio, n), "disturbed" * (n in slow),
-                             "out of line" * (n in odd)) if x]
-        parts.append(f"{said} at {n} tokens" + (f" ({'; '.join(notes)})" if notes else ""))
+        note = _medians_x(table, ratio, n)
+        parts.append(f"{said} at {n} tokens" + (f" ({note})" if note else ""))
     every = " at every length timed" * (len(seq_lens) > 1)
     line = ("In one line: eager, the static cache "
             + (f"was {words[seq_lens[0]]} than the dynamic one{every}: " if same
                else "against the dynamic one: ") + ", ".join(parts))
-    told = [n for n in seq_lens if n in ARTICLE]
-    line += ("; the article found it " + ", ".join(f"{ARTICLE[n]} at {n}" for n in told) if told
-             else f"; the article timed none of these lengths ({stats.listed(sorted(ARTICLE))})")
-    host = [n for n, e in host_lengths(table, seq_lens, inputs).items()
-            if (e > 0) == (words[n] == stats.SLOWER)]  # the slower cache spends the more host time
-    if host:
-        line += f"; the gap is the host's at {stats.listed(host)} tokens"
-    return line + "."
+    return line + "; " + article_clause(words) + "."
+
+
+def article_clause(words) -> str:
+    """The article's findings at the lengths it timed, and at which of them this run found the
+    same (``words``: each length's verdict word, as ``answer_line`` reads them): "the article
+    found it slower at 100, faster at 200 and 400; this run reproduces that at none of them"."""
+    told = [n for n in words if n in ARTICLE]
+    if not told:
+        return f"the article timed none of these lengths ({stats.listed(sorted(ARTICLE))})"
+    found = "the article found it " + ", ".join(f"{ARTICLE[n]} at {n}" for n in told)
+    same = [n for n in told if words[n] == ARTICLE[n]]
+    where = ("none of them" if not same else "every one" if len(same) == len(told) > 1
+             else f"{stats.listed(same)} tokens")
+    return found + f"; this run reproduces that at {where}"
 
 
 def _medians_x(table, ratio, n) -> str:

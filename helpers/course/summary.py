@@ -362,11 +362,12 @@ def _eager_cache(data, names) -> str:
 
 
 def host_paced(budget, names, verdicts) -> str:
-    """Why claim 2 came out as it did, from this ladder's naive and KV-cache steps at its one
-    length, headed by its own verdict, by lesson 00's rule of who sets the pace (``budget.pace``):
-    where its gains can't be told apart and the host sets the KV-cache step's pace (cutting the
-    GPU's work then moves the wall clock little). Ratios and shares from the printed values;
-    empty where it does not apply (claim 1 is read in notebook 01, which times the lengths)."""
+    """What this ladder's one length shows beside claim 2, a verdict notebook 02 gave from its
+    own lengths (round 25: the line was headed "(this ladder, one length)" as if it judged the
+    claim): by lesson 00's rule of who sets the pace (``budget.pace``), where claim 2 can't be
+    told apart and the host sets the KV-cache step's pace, cutting the GPU's work moved the
+    wall clock little. Ratios and shares from the printed values; empty where it does not
+    apply (claim 1 is read in notebook 01, which times the lengths)."""
     data = budget.set_index("method")
     naive, kv = names.get(NAIVE), names.get(KV)
     if not {naive, kv} <= set(data.index) or data.loc[[naive, kv], "gpu_ms"].isna().any():
@@ -376,13 +377,16 @@ def host_paced(budget, names, verdicts) -> str:
     said = list(verdicts["verdict"][1:2])
     if said != [CANT_TELL] or pace(share) != HOST_PACED or not b["gpu_ms"] < a["gpu_ms"]:
         return ""
+    sizes = verdicts["sizes"].iloc[1] if "sizes" in verdicts else ""
+    lengths = sizes.split(", ", 1)[1] if isinstance(sizes, str) and ", " in sizes else ""
     wall = (f"the wall clock only {a['wall_ms'] / b['wall_ms']:.2f}x"
             if b["wall_ms"] < a["wall_ms"] else "the wall clock not at all")
-    return (f'Why claim 2 reads "{said[0]}" (this ladder, one length): the KV cache saves more '
-            f"GPU work the longer the sequence, but the host sets its step's pace (the GPU idles "
-            f"{share:.0f}% of {b['wall_ms']:.2f} ms): cutting the GPU's work "
-            f"{a['gpu_ms'] / b['gpu_ms']:.2f}x ({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} "
-            f"ms per step) cut {wall} ({a['wall_ms']:.2f} -> {b['wall_ms']:.2f} ms).")
+    return (f"Claim 2 is judged in notebook 02" + (f" ({lengths})" if lengths else "")
+            + f"; the ladder, at one length, cannot judge it, but shows what holds the KV cache's "
+            f"gain down here: it cut the GPU's work {a['gpu_ms'] / b['gpu_ms']:.2f}x "
+            f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms per step) but {wall} "
+            f"({a['wall_ms']:.2f} -> {b['wall_ms']:.2f} ms), as the host sets its step's pace "
+            f"(the GPU idles {share:.0f}% of {b['wall_ms']:.2f} ms).")
 
 
 def _no_graphs(data, names) -> str:
