@@ -37,6 +37,12 @@ def tables(name):
     found = {"f4bf2b7": pd.read_csv(REPO / f"tests/data/{name}-f4bf2b7.csv")}
     if (WS / f"{name}-f4bf2b7-workshop.csv").exists():
         found["f4bf2b7-workshop"] = pd.read_csv(WS / f"{name}-f4bf2b7-workshop.csv")
+    return found | git_runs(name)
+
+
+def git_runs(name):
+    """The earlier full runs' tables (ba37cc3, 8973374, 90c3788), where git has them."""
+    found = {}
     for commit in ("ba37cc3", "8973374", "90c3788"):
         t = _show(commit, f"figures/data/{name}.csv")
         if t is not None:

@@ -11,15 +11,12 @@ in this run, with each compiled loop's speedup against it where the two part; th
 every mode; the fresh-process line says which compile cost to plan for, no guessed cause."""
 import json
 import math
-import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from helpers.course import budget, stats
 from helpers.course import compiled as c05
-from helpers.course import static_cache as c04
 
 from test_lessons_04_05_tables import nth, tables
 
@@ -32,16 +29,6 @@ def runs(name):
     it was then), then the earlier runs' and the workshop run's, as ``tables`` reads them."""
     frozen = ("published", pd.read_csv(REPO / "tests" / "data" / f"{name}-f4bf2b7.csv"))
     return [frozen] + [t for t in tables(name, workshop=True) if t[0] != "published"]
-
-
-def _eager04(table):
-    table = table[table["method"].isin(c04.EAGER)]
-    return table, sorted(int(n) for n in table["seq_len"].unique())
-
-
-def _idle(table, n, method):
-    row = budget.per_step(table, c04.METHODS, seq_len=n).set_index("method").loc[method]
-    return round(row["wall_ms"], 2) - round(row["gpu_ms"], 2)
 
 
 

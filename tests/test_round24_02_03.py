@@ -10,16 +10,16 @@ the driver trips; the step-0 difference is one line beside the answer, without t
 """
 import json
 import math
-import subprocess
-from io import StringIO
 from pathlib import Path
 
 import matplotlib
 import pandas as pd
 import pytest
 
-from helpers.course import budget, expandable, growth, plotting, stats
+from helpers.course import expandable, growth, plotting, stats
 from helpers.model import model_config
+
+from test_round23_02_03 import _numbers, _show, git_runs
 
 matplotlib.use("Agg")
 REPO = Path(__file__).resolve().parent.parent
@@ -29,28 +29,11 @@ OLD, NEW = "default", "expandable_segments:True"
 FROZEN = ("3deacb3", "3deacb3-workshop", "f4bf2b7", "f4bf2b7-workshop")
 
 
-def _show(commit, path):
-    try:
-        return pd.read_csv(StringIO(subprocess.run(
-            ["git", "-C", str(REPO), "show", f"{commit}:{path}"], capture_output=True, text=True,
-            check=True).stdout))
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return None
-
-
 def tables(name):
     """Both presets of 3deacb3 and f4bf2b7 (frozen in tests/data), and the earlier full runs
     (ba37cc3, 8973374, 90c3788) where git has them."""
     found = {k: pd.read_csv(DATA / f"{name}-{k}.csv") for k in FROZEN}
-    for commit in ("ba37cc3", "8973374", "90c3788"):
-        t = _show(commit, f"figures/data/{name}.csv")
-        if t is not None:
-            found[commit] = t
-    return found
-
-
-def _numbers(text):
-    return [float(x) for x in text.replace(" and", ",").split(", ")]
+    return found | git_runs(name)
 
 
 def test_02_the_gain_is_said_once_in_plain_words_on_every_run():

@@ -11,14 +11,13 @@ operation counts. 05: one line says which ratio the lesson quotes (the rounds') 
 table's medians differ on this run; the summary gives each mode's ratio and range and the
 compile costs' span; the new-process cost is an expectation, not a finding."""
 import json
-import math
 import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from helpers.course import budget, stats
+from helpers.course import stats
 from helpers.course import compiled as c05
 from helpers.course import static_cache as c04
 
@@ -41,11 +40,6 @@ def run_ids(name):
 def _eager04(table):
     table = table[table["method"].isin(c04.EAGER)]
     return table, sorted(int(n) for n in table["seq_len"].unique())
-
-
-def _idle(table, n, method):
-    row = budget.per_step(table, c04.METHODS, seq_len=n).set_index("method").loc[method]
-    return round(row["wall_ms"], 2) - round(row["gpu_ms"], 2)
 
 
 # --- 04 ------------------------------------------------------------------------------------------
