@@ -333,15 +333,17 @@ def header_line(stem: str, info: dict) -> str:
     reserved = row.get("reserved_gib")
     # twenty-fourth and -fifth: "40.9 GiB reserved next to 2.7 allocated, unexplained", and a
     # pointer to lesson 03 did not explain 08's or 02's: only where the lesson reads the reserve
-    held = (f" ({reserved:.1f} GiB reserved)"
+    # round 26: "2.1 GiB allocated (54.9 reserved)" in 02 read as the KV cache's cost, and 04's
+    # 2.5 GiB as its static cache's: the header names whose peak it is, the hungriest loop's
+    held = (f" (the allocator reserving {reserved:.1f} GiB)"
             if stem[:3] in RESERVE_TAUGHT and reserved is not None and row.get("peak_gib") is not None
             and f"{reserved:.1f}" != f"{row['peak_gib']:.1f}" else "")
-    peak = (f", a peak of about {row['peak_gib']:.1f} GiB of GPU memory allocated at once{held},"
-            if row.get("peak_gib") is not None else "")
+    peak = (f", its hungriest loop allocating up to about {row['peak_gib']:.1f} GiB of GPU memory at "
+            f"once{held}" if row.get("peak_gib") is not None else "")
     workshop = (f"; {_seconds(row['workshop_s'])} s in the workshop preset"
                 if row.get("workshop_s") is not None else "; the workshop preset is not timed yet")
     which = "this run" if info.get("one_run") else "earlier runs"
-    return (f"**On an {gpu}** ({which}): {_seconds(row['full_s'])} s{peak} in the full preset"
+    return (f"**On an {gpu}** ({which}): {_seconds(row['full_s'])} s in the full preset{peak}"
             f"{workshop}. {needs}")
 
 
