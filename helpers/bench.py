@@ -31,7 +31,7 @@ from .course import floor, harness, results
 from .course.kernels import largest_logit_difference, token_agreement
 from .generation import decode_one_token, generate_kv_cache, generate_naive
 from .fast_step import FastDecoder
-from .graphs import GraphDecoder
+from .graphs import BucketedGraphDecoder, GraphDecoder
 from .model import build_model, make_prompt, use_tf32
 
 
@@ -132,7 +132,8 @@ def interleaved(lab, prompt, n, mode=None):
 
 
 def cuda_graph(lab, prompt, n, **options):
-    decoder = GraphDecoder(lab.model, prompt.shape[0], prompt.shape[1] + n, lab.eos, **options)
+    kind = BucketedGraphDecoder if "bucket" in options else GraphDecoder
+    decoder = kind(lab.model, prompt.shape[0], prompt.shape[1] + n, lab.eos, **options)
     return lambda: decoder(prompt, n)
 
 

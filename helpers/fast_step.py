@@ -55,7 +55,7 @@ class FastDecoder(GraphDecoder):
         self.prefills = {}
 
     def prefill(self, input_ids, stop_lengths=None):
-        if self.graphs is None:
+        if not self.graphed:
             return super().prefill(input_ids, stop_lengths)
         key = (tuple(input_ids.shape), stop_lengths is None)
         if key not in self.prefills:

@@ -7,9 +7,10 @@ static buffer (the tokens, the key/value cache, the finished flags, even the pos
 updated in place, and the stop flag is read one launch late so the host never waits for a step
 it has just queued. ``decode_step`` runs eagerly on a CPU too, which is how the tests prove it
 token-identical to the naive loop; only ``capture_graph`` needs a GPU.
-Notebook 10 writes out ``advance``, the two steps, ``capture_graph`` and ``GraphDecoder`` (capture,
+Notebook 10 writes out ``advance``, ``decode_step``, ``capture_graph`` and ``GraphDecoder`` (capture,
 replay and the host loop); a test keeps both copies identical. ``GraphSetup``, the setup that
-class stands on (buffers, the step, the cache lengths, the run's checks), is read here.
+class stands on (buffers, the step, the run's checks), is read here, and so is
+``BucketedGraphDecoder``, notebook 11's first rung: one graph per cache length.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def bucket_lengths(slots: int, bucket: int) -> list:
 
 def shortest_bucket(lengths, needed: int):
     """The shortest of ``lengths`` that holds ``needed`` positions (the longest if none does)."""
-    return next((n for n in lengths if n is None or n >= needed), lengths[-1])
+    return next((n for n in lengths if n >= needed), lengths[-1])
 
 
 def static_state(model, batch_size, max_len, device, library_cache=False):
@@ -180,43 +181,28 @@ def capture_graph(fn, warmup=2):
 
 
 class GraphSetup:
-    """What ``GraphDecoder`` captures and replays, set up once: the static buffers, the step,
-    and the launch shapes (cache lengths) it captures one CUDA graph for, each recording
-    ``steps_per_graph`` decode steps. The step: ``decode_step``; ``hf_decode_step`` with
-    ``library_forward=True``; ``bucketed_decode_step`` with ``bucket=b``, one graph per cache
-    length b, 2b, ... (each launch replays the shortest that holds its positions, known from the
-    launch's number); or ``step=fn(model, state, eos_token_id)`` of your own (notebook 11's).
-    ``compile_options`` has Inductor compile the step first (without CUDA graphs of its own).
-    Without a GPU (or with ``graphs=False``) ``graphs`` is None and the same steps run eagerly."""
+    """What ``GraphDecoder`` captures and replays, set up once: the static buffers and the step,
+    recording ``steps_per_graph`` decode steps per launch. The step: ``decode_step``;
+    ``hf_decode_step`` with ``library_forward=True``; or ``step=fn(model, state, eos_token_id)`` of
+    your own (notebook 11's). ``compile_options`` has Inductor compile the step first (without
+    CUDA graphs of its own). Without a GPU (or with ``graphs=False``) ``graphed`` is False and
+    the same steps run eagerly."""
 
     def __init__(self, model, batch_size, max_len, eos_token_id, steps_per_graph=1,
-                 library_forward=False, graphs=None, bucket=None, compile_options=None,
-                 step=None):
+                 library_forward=False, graphs=None, compile_options=None, step=None):
         device = next(model.parameters()).device
         if max_len + steps_per_graph > model.config.n_positions:
             raise ValueError(f"max_len + steps_per_graph = {max_len + steps_per_graph} exceeds the "
                              f"model's {model.config.n_positions} positions")
-        if bucket is not None and (library_forward or bucket < 1):
-            raise ValueError(f"bucket must be a positive number of positions for the bucketed step, "
-                             f"got {bucket!r}" + (" with library_forward" if library_forward else ""))
         self.model, self.eos, self.k = model, eos_token_id, steps_per_graph
         if step is None:
-            step = hf_decode_step if library_forward else bucketed_decode_step if bucket else decode_step
+            step = hf_decode_step if library_forward else decode_step
         if compile_options is not None:
             step = torch.compile(step, fullgraph=True, **compile_options)
         self.step = step
         self.state = static_state(model, batch_size, max_len + steps_per_graph, device,
                                   library_cache=library_forward)
-        slots = self.state.tokens.shape[1]
-        self.lengths = bucket_lengths(slots, bucket) if bucket else [None]
-        cuda = device.type == "cuda"
-        self.graphs = {} if (cuda if graphs is None else graphs) else None  # GraphDecoder fills it
-
-    def length_for(self, launch, prompt_len):
-        """The cache length launch ``launch`` attends to: the shortest bucket holding every
-        position its steps write (the last is ``prompt_len + (launch + 1) * k - 1``)."""
-        needed = prompt_len + (launch + 1) * self.k
-        return shortest_bucket(self.lengths, needed)
+        self.graphed = device.type == "cuda" if graphs is None else graphs
 
     def check_fits(self, prompt_len, max_new_tokens):
         """Refuse a run longer than the buffers (the last launch may write ``k`` positions on)."""
@@ -230,36 +216,29 @@ class GraphSetup:
 
 
 class GraphDecoder(GraphSetup):
-    """Greedy decoding from CUDA graphs: one graph per cache length (``GraphSetup``'s arguments
-    choose the step, the steps per launch and the buckets), each recording one launch's steps,
-    replayed once per launch; the all-finished flag is read one launch late, from pinned memory,
-    so the GPU always has the next launch queued."""
+    """Greedy decoding from a CUDA graph (``GraphSetup``'s arguments choose the step and the
+    steps per launch): one graph recording one launch's steps, replayed once per launch; the
+    all-finished flag is read one launch late, from pinned memory, so the GPU always has the
+    next launch queued."""
 
     def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)  # the buffers, the step, the cache lengths
-        if self.graphs is not None:  # one graph per cache length, each recording one launch
-            for length in self.lengths:
-                self.state.position.zero_()  # each capture's warm-up steps start from position 0
-                self.graphs[length] = capture_graph(lambda length=length: self.run_steps(length))
+        super().__init__(*args, **kwargs)  # the buffers, the step
+        self.graph = capture_graph(self.run_steps) if self.graphed else None  # one launch
         cuda = self.state.tokens.is_cuda
         self.flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)  # two launches in flight
         self.events = [torch.cuda.Event() for _ in range(2)] if cuda else None
 
-    def run_steps(self, length=None):
-        """What one launch does (and its graph records): ``k`` decode steps (attending to
-        ``length`` positions with a bucketed step), then the all-finished flag, on the GPU."""
+    def run_steps(self):
+        """What one launch does (and its graph records): ``k`` decode steps, then the
+        all-finished flag, on the GPU."""
         for _ in range(self.k):
-            if length is None:
-                self.step(self.model, self.state, self.eos)
-            else:
-                self.step(self.model, self.state, self.eos, length)
+            self.step(self.model, self.state, self.eos)
         self.state.all_finished.copy_(self.state.finished.all())
 
     def launch(self, launch, prompt_len):
-        """Launch number ``launch`` of a run: one ``replay()`` of its cache length's graph
-        (without graphs, the same steps run eagerly)."""
-        length = self.length_for(launch, prompt_len)
-        self.graphs[length].replay() if self.graphs is not None else self.run_steps(length)
+        """Launch number ``launch`` of a run: one ``replay()`` of the graph (without graphs, the
+        same steps run eagerly)."""
+        self.graph.replay() if self.graph is not None else self.run_steps()
 
     def finished(self, launch):
         """Whether every row had finished after ``launch`` (waits for that launch only)."""
@@ -282,6 +261,43 @@ class GraphDecoder(GraphSetup):
         tokens = state.tokens[:, :prompt_len + max_new_tokens]
         new = int(generated_lengths(tokens, prompt_len, self.eos).max())
         return tokens[:, :prompt_len + new].clone()
+
+
+class BucketedGraphDecoder(GraphDecoder):
+    """``GraphDecoder`` with one graph per cache length (notebook 11): its step
+    (``bucketed_decode_step`` unless ``step`` is given) attends to the first ``length`` positions,
+    captured for ``bucket``, 2 x ``bucket``, ... up to the buffer's slots; each launch replays the
+    shortest that holds its positions, known from the launch's number."""
+
+    def __init__(self, *args, bucket, graphs=None, step=bucketed_decode_step, **kwargs):
+        library = kwargs.get("library_forward")
+        if bucket < 1 or library:
+            raise ValueError(f"bucket must be a positive number of positions for the bucketed "
+                             f"step, got {bucket!r}" + (" with library_forward" if library else ""))
+        super().__init__(*args, graphs=False, step=step, **kwargs)  # buffers and flags, no graph
+        self.lengths = bucket_lengths(self.state.tokens.shape[1], bucket)
+        self.graphed = self.state.tokens.is_cuda if graphs is None else graphs
+        self.graphs = {}
+        if self.graphed:  # one graph per cache length, each recording one launch
+            for length in self.lengths:
+                self.state.position.zero_()  # each capture's warm-up steps start from position 0
+                self.graphs[length] = capture_graph(lambda length=length: self.run_steps(length))
+
+    def length_for(self, launch, prompt_len):
+        """The cache length launch ``launch`` attends to: the shortest bucket holding every
+        position its steps write (the last is ``prompt_len + (launch + 1) * k - 1``)."""
+        return shortest_bucket(self.lengths, prompt_len + (launch + 1) * self.k)
+
+    def run_steps(self, length):
+        """``k`` bucketed steps attending to ``length`` positions, then the all-finished flag."""
+        for _ in range(self.k):
+            self.step(self.model, self.state, self.eos, length)
+        self.state.all_finished.copy_(self.state.finished.all())
+
+    def launch(self, launch, prompt_len):
+        """One ``replay()`` of launch ``launch``'s cache length's graph (or its steps, eagerly)."""
+        length = self.length_for(launch, prompt_len)
+        self.graphs[length].replay() if self.graphed else self.run_steps(length)
 
 
 def matmul_weight_bytes(model) -> int:

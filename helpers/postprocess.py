@@ -11,6 +11,7 @@ and host-clock timing, alone or under contention.
 """
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
 import math
 import time
 
@@ -278,7 +279,9 @@ def sync_count_line(syncs) -> str:
 def one_line(table, batch_size, seq_len, syncs, wide=None) -> str:
     """The summary's sentence: the host copy's speedup over per-row syncs at one point timed
     alone, the number the headline quotes (``stats.plain``, no second estimate), and, with
-    ``wide``, the bounds of one per-row sync's cost there that ``sync_cost_line`` gives."""
+    ``wide``, the upper bound of one per-row sync's cost there, its whole call over its syncs (the
+    round-26 review: the lower bound holds only under a condition this lesson does not check, so
+    the one line states only what the run measured)."""
     ratio = transfer_speedup(table, "alone", batch_size=batch_size, seq_len=seq_len)
     per_row = syncs["syncs_per_row"].max()
     line = (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
@@ -291,8 +294,8 @@ def one_line(table, batch_size, seq_len, syncs, wide=None) -> str:
         n = syncs[(syncs["method"] == "per row") & (syncs["batch_size"] == batch_size)
                   & (syncs["seq_len"] == seq_len)]["syncs"].iloc[0]
         top = round(slow * 1e3, 2) / int(n) * 1e3  # as ``sync_cost_line``
-        line += (f"; each sync it removes cost the per-row loop about "
-                 f"{cost[(batch_size, seq_len)]:.0f} to {top:.0f} µs")
+        line += (f"; each of the per-row loop's {int(n)} syncs, with its small kernels, cost it at "
+                 f"most {top:.0f} µs (its whole call over its syncs)")
     return line + "."
 
 
@@ -310,9 +313,9 @@ def sync_cost(wide, syncs, condition="alone"):
 
 
 def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
-    """``sync_cost`` in one sentence: at the headline point, with its sum, read as at least that,
-    if the loop's work besides its syncs takes no longer than the host copy's call, and at most
-    the loop's whole call over its syncs; then its range over every point timed alone (the
+    """``sync_cost`` in one sentence: at the headline point, at most the loop's whole call over
+    its syncs, and, with its sum, at least that, if the loop's work besides its syncs takes no
+    longer than the host copy's call (not checked: the round-26 review); then its range over every point timed alone (the
     round-24 review: two points judged "out of line" and left out narrowed it). Empty without
     sync counts or where the point is missing."""
     cost = sync_cost(wide, syncs)
@@ -329,12 +332,12 @@ def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
         return (f"Alone, at this point the per-row loop's syncs cost it no time over the host "
                 f"copy: {head} = {us[(batch_size, seq_len)]:.1f} µs per sync.")
     top = round(w["per row"] * 1e3, 2) / int(n["per row"]) * 1e3
-    span = (f" The lower figure is {us.min():.0f} to {us.max():.0f} µs at the {len(us)} points "
+    span = (f" The lower bound is {us.min():.0f} to {us.max():.0f} µs at the {len(us)} points "
             f"timed alone." if len(us) > 1 else "")
-    return (f"One sync of the per-row loop (with its small kernels) costs at least about "
-            f"{us[(batch_size, seq_len)]:.0f} µs, {head}, if the loop's work besides its syncs "
-            f"takes no longer than the host copy's call; at most {top:.0f} µs, its whole call "
-            f"over its {int(n['per row'])} syncs.{span}")
+    return (f"One sync of the per-row loop (with its small kernels) costs at most {top:.0f} µs, "
+            f"its whole call over its {int(n['per row'])} syncs; at least about "
+            f"{us[(batch_size, seq_len)]:.0f} µs, {head}, but only if the loop's work besides its "
+            f"syncs takes no longer than the host copy's call, which is not checked here.{span}")
 
 
 def loaded_sync_line(wide, syncs, batch_size, seq_len, table=None) -> str:
@@ -363,14 +366,14 @@ def loaded_sync_line(wide, syncs, batch_size, seq_len, table=None) -> str:
     return head + ": its small kernels barely wait for the load."
 
 
-def length_line(wide, batch_size, *, table, condition="alone") -> str:
+def length_line(wide, batch_size, *, table, prompt_len=None, condition="alone") -> str:
     """How the speedup moves with the completion length, as numbers, judged by none (the
     round-24 review: "says nothing of the length" beside a speedup that fell at every batch
     size): the speedup (per row / on host, the ratio of the medians the right panel draws) at
     the shortest and the longest length of every batch size, and at how many it is lower with
     the longer ones; at ``batch_size``, each method's time at both lengths, the host copy's split
-    into what is measured, its copies, and the rest, its host work (``_host_growth``). Empty with
-    one length."""
+    into what is measured, its copies (with ``prompt_len``, the bytes they move), and the rest,
+    its host work (``_host_growth``). Empty with one length."""
     part = wide[wide["condition"] == condition]
     lengths = sorted(part["seq_len"].unique())
     if len(lengths) < 2:
@@ -397,37 +400,76 @@ def length_line(wide, batch_size, *, table, condition="alone") -> str:
     return (f"From completions of {short_n} to {long_n}, the speedup (per row / on host, as the "
             f"right panel draws it) goes {stats.listed(moves)}: {trend}. At batch "
             f"{int(batch_size)} the per-row loop's time goes {grew('per row')} and the host "
-            f"copy's {grew('on host')}{_host_growth(table, batch_size, short_n, long_n)}. The "
+            f"copy's {grew('on host')}{_host_growth(table, batch_size, short_n, long_n, prompt_len)}. The "
             f"headline quotes the longest completions at the largest batch, the largest job timed.")
 
 
-def _host_growth(table, batch_size, short_n, long_n) -> str:
+def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
     """The host copy's growth with the length as far as this lesson measures it: its copies (its
-    GPU work) at both lengths, and the rest, its host work, from the printed ms so the parts add
-    up as printed; empty without the GPU's work at both points. Why the copies grow more than
-    the bytes do (0.02 to 1.68 ms for about 8.5x the bytes in run 7aa1901, the round-25 review) is
-    not measured, and the line says so."""
+    GPU work) at both lengths, with ``prompt_len`` the bytes they move (``copy_bytes``: the
+    round-26 review, "0.02 to 1.60 ms" gave nothing to judge the rate by), and the rest, its host
+    work, from the printed ms so the parts add up as printed; empty without the GPU's work at
+    both points."""
     parts = [call_budget(table, batch_size, n) for n in (short_n, long_n)]
     if any(len(p) < 2 or p["gpu_ms"].isna().any() for p in parts):
         return ""
     (a, c), (b, d) = ([round(p.set_index("method").loc["on host", k], 2)
                        for k in ("gpu_ms", "wall_ms")] for p in parts)
-    return (f": its copies from {a:.2f} to {b:.2f} ms (what sets a copy's time is not measured "
-            f"here) and the rest, its host work over the rows, from {c - a:.2f} to {d - b:.2f} ms")
+    moved = ("" if prompt_len is None else " of " + " and ".join(
+        f"{copy_bytes(batch_size, prompt_len, n) / 1e6:.2f}" for n in (short_n, long_n)) + " MB")
+    return (f": its copies{moved} from {a:.2f} to {b:.2f} ms and the rest, its host work over the "
+            f"rows, from {c - a:.2f} to {d - b:.2f} ms")
+
+
+def copy_bytes(batch_size, prompt_len, completion_len) -> int:
+    """Bytes the host copy moves: ``make_batch``'s four tensors, int64 ids and bool masks."""
+    per_token = (torch.empty(0, dtype=torch.int64).element_size()
+                 + torch.empty(0, dtype=torch.bool).element_size())
+    return batch_size * (prompt_len + completion_len) * per_token
+
+
+def length_summary(wide, batch_size, condition="alone") -> str:
+    """Takeaway 3 as this run's numbers: at ``batch_size``, from the shortest completions to the
+    longest, each method's time per batch and the speedup (the ratio of the two, as the table and
+    the right panel), stated, not judged (the round-26 review: "watch how ... move" gave no
+    result). Empty with one length."""
+    part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
+    part = part.set_index("seq_len").sort_index()
+    if len(part) < 2:
+        return ""
+    short, long = part.iloc[0], part.iloc[-1]
+
+    def ms(method):
+        return f"from {short[method] * 1e3:.2f} to {long[method] * 1e3:.2f} ms"
+
+    return (f"At batch {int(batch_size)}, from completions of {int(part.index[0])} to "
+            f"{int(part.index[-1])}, the host copy's time goes {ms('on host')} and the per-row "
+            f"loop's {ms('per row')}, so the speedup (per row / on host) goes from "
+            f"{short['speedup']:.2f}x to {long['speedup']:.2f}x.")
 
 
 def sync_table(syncs):
     """The sync counts as a table, one row per method and batch size, a column per completion
     length (the round-25 review: twelve rows repeated each count, which the length does not
-    change), and the syncs per row of the batch at the longest length."""
+    change), and the syncs per row of the batch at the longest length, to two significant
+    figures (the round-26 review: "4.000")."""
     view = syncs.pivot_table(index=["method", "batch_size"], columns="seq_len", values="syncs",
                              sort=False).astype(int)
     view.columns = [f"syncs, length {n}" for n in view.columns]
     view = view.reset_index()
-    view["syncs per row"] = (view.iloc[:, -1] / view["batch_size"]).round(3)
+    view["syncs per row"] = [_two_figures(v) for v in view.iloc[:, -1] / view["batch_size"]]
     order = {m: i for i, m in enumerate(dict.fromkeys(syncs["method"]))}
     return view.sort_values(["batch_size", "method"], key=lambda c: c.map(order) if c.name ==
                             "method" else c, kind="stable").reset_index(drop=True)
+
+
+def _two_figures(value) -> str:
+    """``value`` to at most two significant figures, halves rounded up (4, 0.25, 0.063)."""
+    if value == 0:
+        return "0"
+    digits = Decimal(repr(float(value)))
+    step = Decimal(1).scaleb(digits.adjusted() - 1)
+    return f"{digits.quantize(step, rounding=ROUND_HALF_UP).normalize():f}"
 
 
 def table_view(wide, methods=("per row", "on host")):
@@ -502,7 +544,8 @@ def plot(table, batch_sizes, completion_lens):
     method's time per batch at every completion length; right, the host copy's speedup (per row
     / on host, the ratio of the medians, as the table) at every length, in the left panel's line
     styles, and at the largest point the number the headline quotes (a black diamond), with its
-    range where it has one. Returns the figure."""
+    range where it has one, drawn just right of that batch so no square hides it. Returns the
+    figure."""
     wide = speedups(table)
     method_color = {"per row": "C1", "on host": "C0"}  # left panel: colour = method
     length_style = dict(zip(sorted(completion_lens, reverse=True), ["-", "--", ":", "-."]))
@@ -525,7 +568,10 @@ def plot(table, batch_sizes, completion_lens):
     quoted = transfer_speedup(table, "alone", batch_size=big, seq_len=longest)
     if math.isfinite(quoted.estimate):  # its range only where the headline prints one
         ranged = quoted.n >= stats.MIN_TRIALS and math.isfinite(quoted.low + quoted.high)
-        ax_gain.errorbar([big], [quoted.estimate], fmt="D", color="black", capsize=4,
+        # just right of the largest batch and over the lines (the round-26 review: it hid under
+        # the 2048 square)
+        ax_gain.errorbar([big * 1.12], [quoted.estimate], fmt="D", color="black", capsize=4,
+                         zorder=5,
                          yerr=([[quoted.estimate - quoted.low], [quoted.high - quoted.estimate]]
                                if ranged else None),
                          label="headline" + (", with range" if ranged else ""))

@@ -105,8 +105,11 @@ INDUCTOR = bench.INDUCTOR  # the ladder's Inductor options (no autotuning: faste
                          ids=["lean-1", "lean-3", "hf", "bucketed-8", "bucketed-8-3-inductor"])
 def test_graph_decoder_replays_real_cuda_graphs(cuda, options):
     model, eos, prompt = cuda
-    decoder = graphs.GraphDecoder(model, BATCH, PROMPT + 30, eos, **options)
-    assert decoder.graphs, "on a GPU the steps are captured in a CUDA graph"
+    bucketed = "bucket" in options
+    decoder = (graphs.BucketedGraphDecoder if bucketed else graphs.GraphDecoder)(
+        model, BATCH, PROMPT + 30, eos, **options)
+    captured = list(decoder.graphs.values()) if bucketed else [decoder.graph]
+    assert decoder.graphed and captured and None not in captured, "on a GPU: CUDA graphs"
     same_as_naive(cuda, lambda n, s: decoder(prompt, n, s), f"GraphDecoder {options}")
     for seed, n in enumerate([30, 11, 4]):  # one decoder, shorter runs and new schedules
         stops = uniform_stop_lengths(BATCH, 1, n, seed=seed, device="cuda")
@@ -195,7 +198,8 @@ def test_kernel_table_of_real_replays(cuda, options, attention_gemms, monkeypatc
 
     monkeypatch.setattr(tk, "PDL", False)
     model, eos, prompt = cuda
-    decoder = graphs.GraphDecoder(model, BATCH, PROMPT + 20, eos, **options)
+    kind = graphs.BucketedGraphDecoder if "bucket" in options else graphs.GraphDecoder
+    decoder = kind(model, BATCH, PROMPT + 20, eos, **options)
     frame = kernels.replay_kernels(decoder, prompt, 20, "cuda")
     assert frame["launch"].nunique() == 19
     table = kernels.kernel_table(frame, model, BATCH, PROMPT, 20, 2e12, attention_gemms)
@@ -400,7 +404,7 @@ def test_triton_step_decoders_give_the_naive_tokens(cuda, steps_per_graph):
     model, eos, prompt = cuda
     plain = graphs.GraphDecoder(model, BATCH, PROMPT + 30, eos, steps_per_graph, step=fast_decode_step)
     fast = FastDecoder(model, BATCH, PROMPT + 30, eos, steps_per_graph)
-    assert plain.graphs and fast.graphs
+    assert plain.graph is not None and fast.graph is not None
     same_as_naive(cuda, lambda n, s: plain(prompt, n, s), f"Triton step, {steps_per_graph}/launch")
     same_as_naive(cuda, lambda n, s: fast(prompt, n, s), f"FastDecoder, {steps_per_graph}/launch")
     assert fast.prefills, "the prefill was captured"

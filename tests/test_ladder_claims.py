@@ -425,7 +425,8 @@ def test_claims_print_one_short_row_each():
     assert list(out.columns) == ["claim", "from", "this run's number", "verdict"]
     assert out.loc["1", "from"] == "notebook 01" and out.loc["7", "from"] == "08's ladder"
     assert list(claims.table(frame).columns) == ["claim", "verdict"]  # shown; numbers under it
-    assert out.loc["1"].tolist() == [QUAD, "notebook 01", "x2.00 per doubling (claim: x3.5 to x4.5)",
+    assert out.loc["1"].tolist() == [QUAD, "notebook 01", "x2.00 per doubling: time fitted as N^k over 100, 200 and 400 tokens gives k = 1.00, and "
+                                     "2^1.00 = 2.00 (claim: x3.5 to x4.5)",
                                      claims.NOT_REPRODUCED]
     assert frame["detail"].iloc[0].startswith("naive loop's medians 100: 1000 ms")  # kept, saved
     assert out.loc["2", "this run's number"].startswith("needs notebook 02's table")
@@ -502,43 +503,6 @@ def _budget(**idle_pct):
     """A budget of 10 ms steps with the given idle shares (%), labelled as summary.labels does."""
     return pd.DataFrame([{"method": name, "wall_ms": 10.0, "gpu_ms": 10.0 - pct / 10,
                           "idle_ms": pct / 10, "floor_ms": 0.2} for name, pct in idle_pct.items()])
-
-
-def test_claim_static_names_its_source_and_where_08s_ladder_disagrees():
-    table04 = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0}, frag={100: 20.0, 200: 25.0}) +
-                           rows("static", {100: 1.2, 200: 2.5}, frag={100: 2.0, 200: 3.0}))
-    sources = pd.DataFrame({"table": [T04], "allocator": ["default"]})
-    # 08's ladder has the static cache faster at 100 tokens, where 04 has it clearly slower
-    ladder = rows("KV cache", {100: 0.70}, per_step_s=0.00697) + \
-        rows("static cache", {100: 0.68}, per_step_s=0.00683)
-    frame = claims.check_claims(pd.DataFrame(ladder), {T04: table04}, sources=sources)
-    row = frame.set_index("claim").loc[STATIC]
-    assert "(notebook 04's eager loops, batch 32, interleaved rounds): 100 tokens 1.20x slower (" \
-        in row["headline"]
-    assert "peak fragmentation in notebook 04's runs, default allocator, static against dynamic" \
-        in row["headline"]
-    assert row["note"] == (
-        "Claim 4a and this notebook's ladder differ at batch 32, 100 tokens: notebook 04's rounds "
-        "found the static cache 1.20x slower (1.18–1.22); the ladder above timed it 1.02x faster "
-        "than the KV cache, 6.83 against 6.97 ms per step (medians, in this notebook's one call), "
-        "outside that range; claim 4 rests on notebook 04's interleaved rounds, made for this "
-        "pair.")
-    shown = claims.table(frame).to_string()
-    assert "this notebook's ladder" not in shown and claims.notes(frame) == [row["note"]]
-    # the 09:46 review: same direction, but 1.13x slower outside 04's 1.24x (1.17–1.32): a note
-    slower = rows("KV cache", {100: 0.70}, per_step_s=0.01004) + \
-        rows("static cache", {100: 0.68}, per_step_s=0.01134)
-    note = claims.check_claims(pd.DataFrame(slower), {T04: table04}).set_index(
-        "claim").loc[STATIC, "note"]
-    assert "the ladder above timed it 1.13x slower than the KV cache, 11.34 against 10.04" in note
-    # the ladder inside 04's range, or at another batch size: no note
-    agree = rows("KV cache", {100: 0.68}, per_step_s=0.0068) + \
-        rows("static cache", {100: 0.70}, per_step_s=0.00816)
-    assert claims.check_claims(pd.DataFrame(agree), {T04: table04}).set_index(
-        "claim").loc[STATIC, "note"] == ""
-    other = [dict(r, batch_size=64) for r in ladder]
-    assert claims.check_claims(pd.DataFrame(other), {T04: table04}).set_index(
-        "claim").loc[STATIC, "note"] == ""
 
 
 def test_claim_five_x_names_its_baseline_and_the_kv_cache_ratio():
@@ -623,22 +587,6 @@ def test_one_rule_combines_a_claims_parts():
     assert claims._overall([C, N]) == N and claims._overall([C, C]) == C
 
 
-def test_claim_compile_static_names_the_ladders_medians_where_apart(monkeypatch):
-    """The 05:14 review: "compile alone 1.69x" against the ladder's 10.43/5.69 = 1.83x."""
-    from helpers.course import stats
-    ladder = (rows("KV cache", {100: 4.0}) + rows("static cache", {100: 5.0}) +
-              rows("static cache, compiled", {100: 1.0}) + rows("KV cache, compiled", {100: 3.0}))
-    number = claims.check_claims(pd.DataFrame(ladder), {}).set_index("claim").loc[COMPILE, "number"]
-    assert " (the table's medians: " not in number  # rounds and medians agree: no note
-    monkeypatch.setattr(stats, "speedup", lambda *a, **k: stats.Ratio(1.20, 1.1, 1.3, 8))
-    number = claims.check_claims(pd.DataFrame(ladder), {}).set_index("claim").loc[COMPILE, "number"]
-    assert "1.20x vs compile alone (dynamic) 1.20x: " in number
-    note = claims.check_claims(pd.DataFrame(ladder), {}).set_index("claim").loc[COMPILE, "note"]
-    assert note == ("Claim 5: over the one eager loop both gains can share, the KV cache's, "
-                    "compiling with CUDA graphs (static) gains 1.20x and compiling alone "
-                    "(dynamic) 1.20x."), note  # round 24: every gain in the note is the rounds'
-
-
 def test_compiling_alone_names_the_gpu_work_where_it_fell():
     budget = pd.DataFrame({"method": ["KV cache (02)", "KV cache, compiled (05)"],
                            "wall_ms": [6.97, 3.57], "gpu_ms": [1.56, 1.13],
@@ -692,21 +640,6 @@ def test_a_cant_tell_part_states_its_estimate_on_the_ranges_scale():
     assert claims._estimated(stats.plain(clear), clear) == stats.plain(clear)
     smaller = claims._larger(stats.plain(stats.Ratio(0.9, 0.8, 1.1, 8)), stats.Ratio(0.9, 0.8, 1.1, 8))
     assert smaller.startswith("0.90x, i.e. 1.11x smaller, can't tell apart")
-
-
-def test_claim_5_states_both_gains_over_one_baseline():
-    """The 06:54 review: claim 5's static gain rests on a slower eager baseline; the cell also
-    gives both compiled rungs over the dynamic eager loop alone."""
-    ladder = (rows("KV cache", {100: 4.0}) + rows("static cache", {100: 5.0}) +
-              rows("static cache, compiled", {100: 1.0}) + rows("KV cache, compiled", {100: 3.0}))
-    number = claims.check_claims(pd.DataFrame(ladder), {}).set_index("claim").loc[COMPILE, "number"]
-    note = claims.check_claims(pd.DataFrame(ladder), {}).set_index("claim").loc[COMPILE, "note"]
-    assert note.endswith("the KV cache's, compiling with CUDA graphs (static) gains 3.99x and "
-                         "compiling alone (dynamic) 1.33x."), note  # the rounds' (round 24)
-    assert "eager loop" not in number and len(number) <= 100  # the cell: one number, its range
-    # the twenty-first review: 4.53x, 4.68x and 3.64x with no word on which the verdict used;
-    # the note says it once, and where the medians agree it gives no second pair
-    assert " (by its ms per step" not in note and "rounds" not in note
 
 
 def test_a_cached_eager_rung_no_faster_than_the_one_before_names_its_host_time():
@@ -778,18 +711,6 @@ def test_host_paced_on_real_runs(run, naive, kv, lines):
     two = summary.host_paced(budget, names, said)
     assert lines in two and two.startswith("Claim 2 is judged in notebook 02"), two
     assert "not borne out" not in two
-
-
-def test_claim_5_note_on_the_published_ladder():
-    """The 12:29 run of 1c698c0 (frozen in tests/data): the cell's 4.53x and 1.68x are what the
-    verdict divides; round 24: the one-baseline gains are the rounds' too (no ms divided)."""
-    ladder = pd.read_csv(ROOT / "tests" / "data" / "08_results_summary-1c698c0.csv")
-    row = claims.check_claims(ladder, {}).set_index("claim").loc[COMPILE]
-    assert row["number"].startswith("compile + CUDA graphs (static) 4.53x vs compile alone "
-                                    "(dynamic) 1.68x: 2.70x larger ("), row["number"]
-    assert row["note"] == (
-        "Claim 5: over the one eager loop both gains can share, the KV cache's, compiling with "
-        "CUDA graphs (static) gains 3.68x and compiling alone (dynamic) 1.68x.")
 
 
 def test_generate_note_prints_the_rounds_interval():

@@ -23,7 +23,7 @@ TARGETS = re.compile(r"MISSED|NOT MET")
 # budget.plot / budget.sentence, or a lesson's own wrapper of them (its source calls them).
 DRAW_BUDGET = ("budget.plot(", "late_check.plot(", "expandable.plot_gpu_work(", "lesson.plot_gpu_work(")
 READ_BUDGET = ("budget.sentence(", "postprocess.call_sentence(", "growth.pace_lines(",
-               "lesson.speed_line(", "eos_sync.budget_line(")
+               "lesson.speed_line(", "eos_sync.budget_line(", "intro.budget_line(")
 INTERVAL = re.compile(r"\(\d+\.\d+\s*[–-]\s*\d+\.\d+[;)]")  # "(1.70–1.80; the table's medians: 1.69x)" too
 
 
@@ -91,6 +91,8 @@ def test_the_wrappers_really_draw_and_read_the_budget():
     from helpers.course import expandable, growth
     assert "budget.per_step(" in inspect.getsource(growth.pace_lines)  # 02 reads every length's
     assert '"gpu_ms"' in inspect.getsource(expandable.speed_line)  # 03 reads budget.per_step's rows
+    from helpers.course import intro
+    assert "budget.sentence(" in inspect.getsource(intro.budget_line)  # 01, without its pace
 
 
 # The published copies in figures/notebooks/ come from the last full GPU run, made before the

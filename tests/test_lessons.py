@@ -158,17 +158,19 @@ def generators(stem, ns, model, eos):
         def graph(p, n, s, **options):
             decoder = ns["GraphDecoder"](model, p.shape[0], p.shape[1] + n, eos, **options)
             return decoder(p, n, s)
-        from helpers.graphs import bucketed_decode_step as bucketed  # 11's first rung, read there
+        from helpers.graphs import BucketedGraphDecoder  # 11's first rung, read there
+
+        def bucketed(p, n, s, **options):  # the taught GraphDecoder's loop, one graph per length
+            return BucketedGraphDecoder(model, p.shape[0], p.shape[1] + n, eos, **options)(p, n, s)
         lean = ns["decode_step"]  # the lesson's own step
         return {"GraphDecoder (lean, 1/launch)": lambda p, n, s: graph(p, n, s, step=lean),
                 "GraphDecoder (lean, 3/launch)":
                     lambda p, n, s: graph(p, n, s, steps_per_graph=3, step=lean),
                 "GraphDecoder (transformers forward)":
                     lambda p, n, s: graph(p, n, s, library_forward=True),
-                "GraphDecoder (bucketed step, buckets of 4)":
-                    lambda p, n, s: graph(p, n, s, bucket=4, step=bucketed),
-                "GraphDecoder (bucketed step, buckets of 16, 3/launch)":
-                    lambda p, n, s: graph(p, n, s, bucket=16, steps_per_graph=3, step=bucketed)}
+                "BucketedGraphDecoder (buckets of 4)": lambda p, n, s: bucketed(p, n, s, bucket=4),
+                "BucketedGraphDecoder (buckets of 16, 3/launch)":
+                    lambda p, n, s: bucketed(p, n, s, bucket=16, steps_per_graph=3)}
     raise KeyError(stem)
 
 

@@ -93,13 +93,8 @@ def test_06_an_unresolved_cost_reads_can_t_tell():
     assert "With the CUDA graph step the check costs " in line
     assert "pays more" not in line  # one regime resolved: nothing to compare
     assert "Notebook 07" not in line  # the CUDA-graph step's cost resolved: no pointer
-    eager = wide_steps.set_index("method").loc[f"eager, {eos_sync.FREE}"]
-    idle = 100 * budget.printed_idle(eager) / round(eager["wall_ms"], 2)
-    assert line.split("\n")[0].endswith(
-        f" In the eager step without the check the GPU idles {idle:.0f}% of its median "
-        f"step ({eager['wall_ms']:.2f} ms): the host sets the pace (lesson 00's rule), so "
-        "when the CPU reaches the check the GPU has already finished and there is little to wait "
-        "for. The figure leaves the eager step out.")
+    assert "little to wait" not in line  # round 26: no mechanism the lesson did not measure
+    assert line.split("\n")[0].endswith(" The figure leaves the eager step out.")
     big_steps = budget.per_step(big, seq_len=100)
     line = eos_sync.cost_line(big_steps, big, [])
     wall = big_steps.set_index("method")["wall_ms"]
@@ -151,19 +146,17 @@ def test_06_budget_line():
     assert eos_sync.budget_line(profiling.check_cost(made.assign(gpu_ms=float("nan")))) == ""
 
 
-def test_06_host_behind_only_where_eager_is_unresolved_and_host_bound():
+def test_06_host_behind_only_where_eager_is_unresolved_and_its_share_smaller():
     steps = pd.DataFrame({"method": [f"eager, {eos_sync.CHECK}", f"eager, {eos_sync.FREE}",
                                      f"CUDA graph, {eos_sync.CHECK}", f"CUDA graph, {eos_sync.FREE}"],
-                          "wall_ms": [5.082, 5.102, 1.571, 1.269], "gpu_ms": [1.551, 1.557, 1.110, 1.118]})
-    # lesson 00's pace rule on the printed values: (5.10 - 1.56) / 5.10 = 69% idle
+                          "wall_ms": [5.602, 5.102, 1.571, 1.269], "gpu_ms": [1.551, 1.557, 1.110, 1.118]})
     assert eos_sync.host_behind(steps, ["eager"]) == (
-        " In the eager step without the check the GPU idles 69% of its median step (5.10 ms): the "
-        "host sets the pace (lesson 00's rule), so when the CPU reaches the check the GPU has "
-        "already finished and there is little to wait for.")
-    assert eos_sync.host_behind(steps, []) == ""  # eager cost resolved (the 05:14 run)
-    assert eos_sync.host_behind(steps.assign(gpu_ms=[3.0, 3.0, 1.1, 1.1]), ["eager"]) == ""  # GPU-bound
-    assert eos_sync.host_behind(steps.assign(gpu_ms=float("nan")), ["eager"]) == ""  # no GPU numbers
-    assert eos_sync.host_behind(steps.drop(columns="gpu_ms"), ["eager"]) == ""
+        " By the table's medians the check adds 0.50 ms to the eager step, 10% of its 5.10 ms, "
+        "against 0.30 ms, 24%, to the CUDA-graph step: as a share of the step it matters less in "
+        "the eager loop.")
+    assert eos_sync.host_behind(steps, []) == ""  # eager cost resolved: cost_line gives it
+    assert eos_sync.host_behind(steps, ["eager", "CUDA graph"]) == ""
+    assert eos_sync.host_behind(steps.assign(wall_ms=[5.082, 5.102, 1.571, 1.269]), ["eager"]) == ""
 
 
 def early_stop_table():
@@ -195,9 +188,7 @@ def test_06_early_stop_bound_and_figure():
                                          f"more in the loop with the check ({1e3 * check / 80:.2f} ")
     else:  # the range holds the ratio: only the note on identical work that took different times
         ok = table[table["status"] == "ok"]
-        assert why == " ".join(t for t in (
-            "The token ratio (2.50) lies inside that range: this run can't tell the speedup apart "
-            "from the steps early stopping saves.", eos_sync.drift_line(ok, 100, 200, 80)) if t)
+        assert why.startswith(f"{ratio.estimate:.2f}x faster, as the 2.50x fewer steps predict")
     assert eos_sync.speedup_why(table, judge=False) == ""
     # made up: the 09:46 run's medians (8.48 -> 9.80 ms per step) with a range above 2.50
     rows = {(eos_sync.CHECK, 100): [0.690] * 6, (eos_sync.FREE, 100): [0.848] * 6,
@@ -220,9 +211,8 @@ def test_06_early_stop_bound_and_figure():
     near = made.assign(median_s=[0.710, 0.848, 0.72, 1.96])  # a range reaching below the token
     # ratio (the 06:54 run), steps slower at cap 200: the range holds the token ratio, said so
     near.loc[3, "trials_wall_ms"] = " ".join(str(1e3 * x) for x in [1.5, 1.95, 1.6, 1.96, 1.98, 1.7])
-    assert eos_sync.speedup_why(near) == (
-        "The token ratio (2.50) lies inside that range: this run can't tell the speedup apart from "
-        "the steps early stopping saves.")
+    assert eos_sync.speedup_why(near).endswith(
+        "x faster, as the 2.50x fewer steps predict: the time saved matches the steps saved.")
     fig, ax = plt.subplots()
     eos_sync.plot_early_stop(ax, table, 20, 80)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [eos_sync.CHECK, eos_sync.FREE]

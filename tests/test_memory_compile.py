@@ -420,7 +420,7 @@ def test_compiled_lesson_compilation_table():
     assert lesson.repay_line(lesson.compilation(table), table) == (
         "Compiling the timed graph, and the runs that repay it against the eager static-cache "
         "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
-        "lesson quotes)):\n  default: 9.8 s; repaid after 33 runs of 8 tokens\n"
+        "verdicts below quote)):\n  default: 9.8 s; repaid after 33 runs of 8 tokens\n"
         "The float32 check graphs, compiled just before: 5.2 s (default).\n"
         "Default's timed graph was this process's first graph; a new process would pay about that "
         "again (expected, not timed here).\n"
@@ -437,10 +437,10 @@ def test_compiled_lesson_compilation_table():
     table["compiled_while_timed"] = 0
     assert lesson.graphs_line(lesson.compilation(table), table, True) == (
         "Graphs compiled: default 2 (one per matmul precision at each length: float32 check, "
-        "TF32 timed); while timing: 0. CUDA graph skips: 0.")
+        "TF32 timed); while timing: 0. CUDA graph skips (steps left to plain compiled code): 0.")
     table["cudagraph_skips"] = [0, 1]
     assert lesson.graphs_line(lesson.compilation(table), table, True).endswith(
-        "CUDA graph skips: 1.")
+        "CUDA graph skips (steps left to plain compiled code): 1.")
 
 
 def test_kv_cache_memory_reads_the_allocator_before_every_forward(tiny, monkeypatch):

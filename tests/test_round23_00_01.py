@@ -80,9 +80,8 @@ def test_reach_on_the_published_run_says_what_the_noise_means():
                                ratio) == "0.98x, can't tell apart on this machine (0.89–1.09)"
     assert intro.reach(ratio, True, by_round).split("\n") == [  # round 24's wording
         "Round ratios A / B farthest from 1: rounds 2 (1.33x) and 4 (0.76x); the other 6 rounds "
-        "lay between 0.91x and 1.03x. Rounds of the same code can lie this far apart (this lesson "
-        "does not measure why), so an A/B is read from all 8 rounds together, the estimate and its "
-        "interval, never from one or two.",
+        "lay between 0.91x and 1.03x. Rounds of the same code can lie this far apart, so an A/B is "
+        "read from all 8 rounds together, the estimate and its interval, never from one or two.",
         "The interval runs from 10% below to 11% above its estimate: at 8 rounds as noisy as "
         "these, a difference smaller than about 11% reads \"can't tell apart\"; only a larger one "
         "can read \"faster\" or \"slower\"."]
@@ -160,11 +159,11 @@ def test_idle_reading_on_the_published_run_follows_its_numbers():
     assert "from 3.65 ms to 4.09 ms per step" in line
     said = intro.growth_why(table, 16)
     assert ("- Idle: 365 -> 693 ms (1.90x) while N grew 2x; per step 3.65, 3.46 and 4.09 ms at "
-            "100, 200 and 300 tokens.") in said
+            "100, 200 and 300 tokens,") in said
     assert "about the same" not in said
     assert intro.takeaway(table) == (
         "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.70x, "
-        "less than the 4x of pure N² growth: in the table's medians the GPU's work grew 3.42x "
+        "less than the 4x of pure N² growth: the median run grew 2.83x, its GPU work 3.42x "
         "and its idle time 1.90x.")
 
 

@@ -67,7 +67,7 @@ def test_the_gain_note_names_one_answer_and_the_medians_once():
 def test_derived_numbers_divide_the_printed_values_on_every_run():
     lines = growth.pace_lines(tables("02_kv_cache")["f4bf2b7"], "kv_cache", "naive", NAMES)
     assert "cut the GPU's work per step 2.10x, 3.15x and 4.03x" in lines[-2]  # 2.84 / 1.35
-    assert lines[-1].startswith("At 120 tokens the host took at least 6.76 ms of each 8.36 ms")
+    assert lines[-1].startswith("Why the gain is not larger: a KV cache step took 7.77 to 8.36 ms")  # round 26
     for name, t in tables("02_kv_cache").items():
         lines = growth.pace_lines(t, "kv_cache", "naive", NAMES)
         naive_gpu = _numbers(lines[0].split("naive ")[1].split(" ms")[0])

@@ -106,10 +106,9 @@ def test_07_published_run_says_where_it_pays():
         "that, leaving 32–46 µs per step above no check. The check takes the largest share of the "
         "step at batch 1: there a late read has the most to win, though it wins back the smallest "
         "share of the cost.")
-    assert late_check.eager_line(summary) == (
-        "With the eager step at batch 32, the rounds can't tell the per-step sync from no check "
-        "(11.14 and 11.29 ms per step): the check costs nothing measurable there, so a late read "
-        "has nothing to win back; the figure leaves the eager step out.")
+    assert late_check.eager_line(summary, True, t).endswith(
+        "the eager step is too noisy here to measure an effect of this size, the 615 µs per step "
+        "the check costs with the CUDA-graph step. The figure leaves it out.")
 
 
 def test_07_eager_line_where_the_check_costs():

@@ -203,7 +203,8 @@ def graphs_line(compile_table, table, check_tokens: bool) -> str:
                      compile_table.groupby("method", sort=False)["graphs compiled"].sum().items())
     skips = int(table["cudagraph_skips"].fillna(0).sum()) if "cudagraph_skips" in table else 0
     return (f"Graphs compiled: {each} ({precisions}); "
-            f"while timing: {int(table['compiled_while_timed'].sum())}. CUDA graph skips: {skips}.")
+            f"while timing: {int(table['compiled_while_timed'].sum())}. CUDA graph skips (steps left to "
+            f"plain compiled code): {skips}.")
 
 
 def first_graph(table):
@@ -234,7 +235,8 @@ def repay_line(compile_table, table) -> str:
     for _, row in compile_table.iterrows():
         mode = row["method"].split("(")[-1].rstrip(")")
         runs = ("never repaid" if row["runs to repay"] != row["runs to repay"]
-                else f"repaid after {int(row['runs to repay'])} runs of {row['tokens']} tokens")
+                else _saves(table, row["method"], row["tokens"])
+                + f"repaid after {int(row['runs to repay'])} runs of {row['tokens']} tokens")
         timed = row["compile s"]
         extra = both.get((row["method"], row["tokens"]), timed) - timed
         state = CACHE_WORDS.get(row.get("Inductor cache", ""))
@@ -242,8 +244,8 @@ def repay_line(compile_table, table) -> str:
         if extra > 0.05:
             checks.append(f"{extra:.1f} s ({mode})")
     lines = ["Compiling the timed graph, and the runs that repay it against the eager static-cache "
-             "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup "
-             "the lesson quotes)):", *parts]
+             "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
+             "verdicts below quote)):", *parts]
     if checks:
         lines.append(f"The float32 check graphs, compiled just before: {' and '.join(checks)}.")
     fresh = _fresh_line(compile_table, table)
@@ -254,6 +256,20 @@ def repay_line(compile_table, table) -> str:
                      f"{compile_table['compile s'].max():.1f} s here): these counts hold only "
                      "while every run has the same length.")
     return "\n".join(lines)
+
+
+def _saves(table, method, n) -> str:
+    """"at 2.25x, a run saves 608.7 × (1 − 1/2.25) = 338 ms: " from the numbers as printed (the
+    eager median run in ms, the rounds' speedup to two decimals), so a reader can redo the repay
+    count (round 26: the speedup was printed only two cells later); empty where the rounds give
+    no speedup above 1 (``saving`` then falls back to the medians' difference)."""
+    ok = table[table["status"] == harness.OK]
+    eager = ok[ok["method"] == EAGER].set_index("seq_len")["median_s"].get(n, float("nan"))
+    ratio = stats.row_speedup(table, method, EAGER, seq_len=n)
+    if not (ratio.n >= 1 and 1 < ratio.estimate < math.inf and eager == eager):
+        return ""
+    ms, x = round(1e3 * eager, 1), round(ratio.estimate, 2)
+    return f"at {x:.2f}x, a run saves {ms:.1f} \u00d7 (1 \u2212 1/{x:.2f}) = {ms * (1 - 1 / x):.0f} ms: "
 
 
 def _fresh(compile_table, table):
@@ -333,19 +349,12 @@ def idle_line(steps_budget, methods) -> str:
 
 
 def _compile_spans(compile_table, table):
-    """(seconds, runs): every compile time and every "repaid after" count ``repay_line``
-    prints, rounded as printed (0.1 s; whole runs), for the summary's "from ... to ..."."""
+    """(seconds, runs): the timed graphs' compile times and "repaid after" counts as
+    ``repay_line`` prints them (0.1 s; whole runs), for the summary's "from ... to ...". Round 26:
+    the float32 check graphs (never timed, never repaid) and a new process's first graph (not
+    timed) are left to ``repay_line``; the summary quotes the timed graphs' own figures."""
     seconds = [round(x, 1) for x in compile_table["compile s"]]
-    if "compile_s" in table:
-        both = table.set_index(["method", "seq_len"])["compile_s"]
-        for _, row in compile_table.iterrows():
-            extra = both.get((row["method"], row["tokens"]), row["compile s"]) - row["compile s"]
-            if extra > 0.05:
-                seconds.append(round(extra, 1))
     runs = [int(k) for k in compile_table["runs to repay"] if k == k]
-    found = _fresh(compile_table, table)
-    if found is not None:
-        runs += [k for k, _, _ in found[4]]
     return seconds, runs
 
 
@@ -370,7 +379,7 @@ def summary_line(table, compile_table, methods, point, judge: bool) -> str:
             + stats.listed(each))
     seconds, runs = _compile_spans(compile_table[compile_table["tokens"] == point], table)
     if seconds:
-        line += f"; compiling a graph took {_span(seconds, '.1f', ' s')}"
+        line += f"; compiling the timed graph took {_span(seconds, '.1f', ' s')}"
         if runs:
             line += f", repaid after {_span(runs, 'd', '')} runs of {point} tokens"
     return line + "."

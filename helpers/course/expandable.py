@@ -79,6 +79,36 @@ def unused_line(mem, old: str, new: str) -> str:
             f"moment): {after:.1f}% with {new}, {word} {old}'s {before:.1f}%.")
 
 
+def unused_timeline_line(history, conf: str, unused_pct: float) -> str:
+    """Figure 2's right panel read for one setting (the twenty-sixth review: expandable's gap rose
+    to 523 MiB mid-run and shrank again, never read nor set beside "13.1% unused"): the step of
+    its largest gap, then its reserve and gap to the run's end, against ``unused_pct`` (the
+    peaks' unused %, ``memory(table)``), which the lesson prints just before."""
+    part = history[history["setting"] == conf].sort_values("step").reset_index(drop=True)
+    gap = part["reserved"] - part["allocated"]
+    top, last = part.loc[gap.idxmax()], part.iloc[-1]
+    share = lambda row: 100 * (row["reserved"] - row["allocated"]) / row["reserved"]  # noqa: E731
+    said = (f"Step by step (figure 2, right), {conf}'s unused memory was largest at the start of "
+            f"decode step {int(top['step'])}: {(top['reserved'] - top['allocated']) / MIB:.0f} MiB of the "
+            f"{top['reserved'] / MIB:.0f} MiB reserved ({share(top):.0f}%)")
+    if int(top["step"]) == int(last["step"]):
+        said += ", at the run's last step"
+    else:
+        final = part.loc[part["reserved"] == last["reserved"], "step"].min()
+        grew = (last["allocated"] - part.loc[part["step"] == final, "allocated"].iloc[0]) / MIB
+        if final < last["step"]:
+            said += (f"; from decode step {int(final)} on its reserve stayed at "
+                     f"{last['reserved'] / MIB:.0f} MiB while allocated grew {grew:.0f} MiB "
+                     "inside it")
+        said += (f", and at the start of the last step ({int(last['step'])}) "
+                 f"{(last['reserved'] - last['allocated']) / MIB:.0f} MiB was unused "
+                 f"({share(last):.0f}%)")
+    if round(share(top)) > round(unused_pct):
+        said += (f". That share is higher than the {unused_pct:.1f}% printed before, which divides "
+                 "the run's two peaks, not one step's reserve")
+    return said + "."
+
+
 # PyTorch's CUDA caching allocator (c10/cuda/CUDACachingAllocator.cpp): requests up to 1 MiB
 # share 2 MiB segments, up to 10 MiB share kLargeBuffer (20 MiB) segments, larger ones get a
 # segment of their own, rounded up to kRoundLarge (the sizes docs/diagrams.py draws).

@@ -289,7 +289,7 @@ def gpu_gap_line(budget_frame, method: str) -> str:
         return text + "."
     # round 23: the causes it once listed (the whole cache buffer read, ...) were not measured
     return text + (": that gap is the kernels themselves (which of them, this lesson does not "
-                   "measure), which no graph removes.")
+                   "measure; notebook 11 profiles them), which no graph removes.")
 
 
 def extra_steps_note(ratio, new_tokens: int, k: int, unit: str = "launch") -> str:

@@ -345,8 +345,8 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     (the nineteenth review: the lesson's evidence, "2.1x or more", was never printed), their wall
     clock per step with the GPU's idle share of it, and the GPU-work cut against the wall clock's,
     with whether the baseline's GPU idled too (both loops wait on the host) and who sets the
-    candidate's pace; where the host sets it at the longest length, the host's time there
-    (``_host_line``). Empty without GPU work (a CPU run)."""
+    candidate's pace; last, the lesson's "why is the gain not larger?" in one line of these
+    numbers (``_why_line``). Empty without GPU work (a CPU run)."""
     labels = labels or {}
     cand, base = labels.get(candidate, candidate), labels.get(baseline, baseline)
     values = sorted(int(n) for n in table["seq_len"].unique())
@@ -388,21 +388,48 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     kv_paces = {budget.pace(i, why=False) for i in idle[candidate]}
     said += (f", and for the {cand} {kv_paces.pop()} at every length." if len(kv_paces) == 1
              else f", and who sets the {cand}'s pace differs between lengths.")
-    return lines + [said] + ([host] if (host := _host_line(rows[values[-1]].loc[candidate],
-                                                           values[-1], cand)) else [])
+    return lines + [said, _why_line(rows, values, candidate, baseline, cand, base)]
 
 
-def _host_line(step, n: int, label: str) -> str:
-    """The host's time in a step whose pace it sets, as a number (the twenty-second review: "the
-    host sets the pace" was never quantified): at least the GPU's idle time, against its work.
-    Empty where the host does not set the pace."""
-    if budget.pace(100 * step["idle_ms"] / step["wall_ms"], why=False) != "the host sets the pace":
+def _why_line(rows, values, candidate, baseline, cand: str, base: str) -> str:
+    """The lesson's "why is the gain not larger?" in one sentence of printed numbers (the
+    twenty-sixth review: the answer was spread over six numbers, and "the host's time, which the
+    cache does not cut" was asserted, not shown): the candidate's wall clock per step, the GPU's
+    work in it, and its GPU idle time beside the baseline's, at every length."""
+    shown = lambda m, col: [round(float(rows[n].loc[m, col]), 2) for n in values]  # noqa: E731
+    span = lambda xs: (f"{min(xs):.2f}" if f"{min(xs):.2f}" == f"{max(xs):.2f}"  # noqa: E731
+                       else f"{min(xs):.2f} to {max(xs):.2f}") + " ms"
+    wall, gpu = shown(candidate, "wall_ms"), shown(candidate, "gpu_ms")
+    # idle as the printed wall less the printed work (the twenty-third review)
+    idle = {m: [round(w - g, 2) for w, g in zip(shown(m, "wall_ms"), shown(m, "gpu_ms"))]
+            for m in (candidate, baseline)}
+    pairs = list(zip(idle[candidate], idle[baseline]))
+    at = "at every length" if len(values) > 1 else f"at {values[0]} tokens"
+    each = " at every length" if len(values) > 1 else ""
+    than = (f"longer{each} than" if all(c > b for c, b in pairs) else
+            f"at least as long{each} as" if all(c >= b for c, b in pairs) else "against")
+    only = " only" if all(g < i for g, i in zip(gpu, idle[candidate])) else ""
+    return (f"Why the gain is not larger: a {cand} step took {span(wall)} of wall clock {at}, of "
+            f"which the GPU worked{only} {span(gpu)} and sat idle {span(idle[candidate])}, {than} "
+            f"the {base} loop's idle ({span(idle[baseline])}).")
+
+
+def bars_note(table, candidate: str, baseline: str, seq_len: int, labels=None) -> str:
+    """Where the figure's two bars (the table's medians) give another ratio than the lesson's gain
+    (the rounds'), one sentence that says so with both numbers; empty where they agree (the
+    twenty-sixth review: the caveat stood in prose on a run where 8.80 / 6.14 = 1.43x, the gain)."""
+    labels = labels or {}
+    step = budget.per_step(table, [baseline, candidate], seq_len=seq_len).set_index("method")
+    if len(step) != 2 or (step["wall_ms"] <= 0).any():
         return ""
-    wall, gpu = round(float(step["wall_ms"]), 2), round(float(step["gpu_ms"]), 2)
-    # the printed wall less the printed work (the twenty-third review: 6.75 beside 8.36 - 1.60)
-    return (f"At {n} tokens the host took at least {wall - gpu:.2f} ms of each "
-            f"{wall:.2f} ms {label} step, the time the GPU sat idle waiting for it, "
-            f"against {gpu:.2f} ms of GPU work.")
+    a, b = (round(float(step.loc[m, "wall_ms"]), 2) for m in (baseline, candidate))
+    gain = stats.row_speedup(table, candidate, baseline, seq_len=seq_len).estimate
+    if f"{a / b:.2f}" == f"{gain:.2f}":
+        return ""
+    return (f"The left panel's bars give {labels.get(baseline, baseline)} \u00f7 "
+            f"{labels.get(candidate, candidate)} = {a:.2f} \u00f7 {b:.2f} = {a / b:.2f}x, not the "
+            f"{gain:.2f}x gain on the right: the bars are the table's medians, the gain the average "
+            "of the rounds' ratios, the lesson's answer.")
 
 
 def _tokens(lengths) -> str:

@@ -183,7 +183,7 @@ def replay_kernels(decoder, input_ids, new_tokens, device) -> pd.DataFrame:
     launch attends to: its bucket, or every slot for notebook 10's full-buffer steps; NaN for a
     step of one's own, such as notebook 11's Triton step, that reads the filled positions only),
     name, start_us, end_us."""
-    if decoder.graphs is None or decoder.k != 1:
+    if not decoder.graphed or decoder.k != 1:
         raise ValueError("replay_kernels needs a decoder with CUDA graphs and one step per launch")
     prompt_len = input_ids.shape[1]
     prefill(decoder.model, decoder.state, input_ids, decoder.eos)
@@ -196,7 +196,8 @@ def replay_kernels(decoder, input_ids, new_tokens, device) -> pd.DataFrame:
     per = len(gpu) // launches
     gpu["launch"] = gpu.index // per
     whole = decoder.state.tokens.shape[1] if decoder.step in (decode_step, hf_decode_step) else None
-    gpu["length"] = [decoder.length_for(j, prompt_len) or whole for j in gpu["launch"]]
+    length_for = getattr(decoder, "length_for", lambda launch, prompt_len: whole)  # buckets or not
+    gpu["length"] = [length_for(j, prompt_len) for j in gpu["launch"]]
     gpu["length"] = gpu["length"].astype(float)  # None (filled positions only) becomes NaN
     return gpu[["launch", "length", "name", "start_us", "end_us"]]
 

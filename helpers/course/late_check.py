@@ -4,13 +4,15 @@ compiled CUDA-graph step. The loops themselves are taught in the notebook (helpe
 this is the plumbing behind its one measurement call and its one figure."""
 from __future__ import annotations
 
+import json
 import math
+import os
 import time
 
 import pandas as pd
 import torch
 
-from . import budget, claims, harness, plotting, profiling, stats
+from . import budget, claims, harness, plotting, profiling, results, stats
 from .eos_sync import pace_rule  # noqa: F401  (07 names the pace by the same rule as 06)
 from .. import static
 from ..model import make_prompt
@@ -422,24 +424,83 @@ def where_line(table, summary_frame, judge=True, regime="compiled") -> str:
                    f"{span([100 - w for w in won[least]], '%')} of the check's cost there.")
 
 
-def eager_line(summary_frame, judge=True) -> str:
-    """The eager step's row in one line: whether its rounds tell the check's cost apart (the
-    per-step sync against no check, ms per step from the medians), and that the figure leaves the
-    eager step out. Empty without an eager row or on a smoke run."""
+def eager_line(summary_frame, judge=True, table=None) -> str:
+    """The eager step's row in one line: where its rounds tell the check's cost apart, that cost;
+    else each loop's range of rounds (ms per step, from ``table``) and that the eager step is too
+    noisy here to measure an effect of the size the CUDA-graph step shows at the same batch.
+    Then that the figure leaves the eager step out. Empty without an eager row or on a smoke run."""
     rows = summary_frame[summary_frame["regime"] == "eager"]
     if not judge or rows.empty:
         return ""
     row = rows.iloc[0]
-    times = f"{row['sync']:.2f} and {row['no_check']:.2f} ms per step"
-    if not bool(row.get("check_resolved", True)):
-        said = (f"the rounds can't tell the per-step sync from no check ({times}): the check "
-                "costs nothing measurable there, so a late read has nothing to win back")
-    else:
+    batch = int(row["batch_size"])
+    if bool(row.get("check_resolved", True)):
         said = (f"the check costs {row['check_cost_us']:.0f} µs per step ({row['sync']:.2f} "
                 f"against {row['no_check']:.2f} ms), "
                 f"{row['check_cost_us'] / (10 * row['no_check']):.0f}% of the step without it")
-    return (f"With the eager step at batch {int(row['batch_size'])}, {said}; the figure leaves the "
-            "eager step out.")
+        return (f"With the eager step at batch {batch}, {said}; the figure leaves the eager step out.")
+    spread = {m: _rounds_ms(table, "eager", batch, m) for m in ("sync", "no_check")}
+    if not all(spread.values()):
+        return ""
+    ranges = (f"{min(spread['sync']):.2f} to {max(spread['sync']):.2f} ms per step with the per-step "
+              f"sync, {min(spread['no_check']):.2f} to {max(spread['no_check']):.2f} with no check")
+    graph = summary_frame[(summary_frame["regime"] == "compiled")
+                          & (summary_frame["batch_size"] == batch)]
+    size = ("" if graph.empty or not bool(graph.iloc[0].get("check_resolved", True)) else
+            f", the {graph.iloc[0]['check_cost_us']:.0f} µs per step the check costs with the "
+            "CUDA-graph step")
+    return (f"With the eager step at batch {batch}, the rounds ran {ranges}: the eager step is too "
+            f"noisy here to measure an effect of this size{size}. The figure leaves it out.")
+
+
+def _rounds_ms(table, regime, batch, method) -> list:
+    """One loop's timed rounds at one point, ms per decode step; [] without them."""
+    if table is None:
+        return []
+    part = table[(table["regime"] == regime) & (table["batch_size"] == batch)
+                 & (table["status"] == harness.OK)]
+    if part.empty or method not in set(part["method"]):
+        return []
+    n = float(part.loc[part["method"] == method, "seq_len"].iloc[0])
+    return [1e3 * t / n for t in stats.method_trials(part, method)]
+
+
+def lesson06_line(table, batch) -> str:
+    """The check's cost with the CUDA-graph step here against lesson 06's, where 06 ran earlier
+    in this same run (the runner's run id in both records) at the same batch and length: both
+    costs and both loops' ms per step, from the two tables' medians. Empty otherwise (an
+    interactive run, another batch or length, or no cost here or there)."""
+    record = results.run_dir() / "outputs" / "06_eos_sync.json"
+    path = results.run_dir() / "data" / "06_eos_sync_regimes.csv"
+    run_id = os.environ.get(results.RUN_ID_ENV)
+    if not run_id or not record.exists() or not path.exists():
+        return ""
+    if json.loads(record.read_text()).get("run_id") != run_id:
+        return ""
+    return against_06(table, pd.read_csv(path), batch)
+
+
+def against_06(table, cost06, batch) -> str:
+    """``lesson06_line``'s sentence from 07's ``table`` and 06's cost table ``cost06``."""
+    ok = cost06[cost06["status"] == harness.OK].set_index("method")
+    names = {"sync": "CUDA graph, check every step", "no_check": "CUDA graph, no check"}
+    here = table[(table["regime"] == "compiled") & (table["batch_size"] == batch)
+                 & (table["status"] == harness.OK)].set_index("method")
+    if not set(names.values()) <= set(ok.index) or not set(names) <= set(here.index):
+        return ""
+    n = int(ok.at[names["sync"], "seq_len"])
+    if int(ok.at[names["sync"], "batch_size"]) != batch or int(here.at["sync", "seq_len"]) != n:
+        return ""
+    there = {m: 1e3 * ok.at[names[m], "median_s"] / n for m in names}
+    now = {m: float(here.at[m, "ms_per_step"]) for m in names}
+    cost = {k: 1e3 * (v["sync"] - v["no_check"]) for k, v in (("06", there), ("07", now))}
+    if not all(c > 0 for c in cost.values()):
+        return ""
+    return (f"The same two CUDA-graph loops, at batch {batch} and {n} tokens: lesson 06, earlier in "
+            f"this run, timed the check at {cost['06']:.0f} µs per step ({there['no_check']:.2f} ms "
+            f"without it, {there['sync']:.2f} ms with it); this table times it at {cost['07']:.0f} "
+            f"µs ({now['no_check']:.2f} and {now['sync']:.2f} ms). This lesson does not measure why "
+            "the two timings differ, so it compares loops within its own table.")
 
 
 CALLED = {"interleaved": "two streams", "event": "one stream and an event"}  # in sentences

@@ -1,0 +1,104 @@
+"""What notebooks 02 and 03 print, on real GPU tables of both presets (the twenty-sixth review,
+which read the full-preset copies of 5274887).
+
+02: "why is the gain not larger?" is answered in one printed line of numbers (the KV step's wall
+clock against its GPU work, and its idle time beside the naive loop's), not "which the cache does
+not cut"; the medians' ratio is reconciled only where it differs from the gain.
+03: figure 2's right panel is read (expandable's largest mid-run gap, and the run's end) and set
+beside the peaks' unused %.
+"""
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers.course import budget, expandable, growth, stats
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+NAMES = {"naive": "naive", "kv_cache": "KV cache"}
+NEW = "expandable_segments:True"
+RUNS = ("5274887", "5274887-workshop", "7aa1901", "7aa1901-workshop", "3deacb3",
+        "3deacb3-workshop", "f4bf2b7", "f4bf2b7-workshop", "6bba703-workshop")
+RUNS_02 = RUNS + ("1c698c0", "65eabbe", "90c3788", "c635f9e", "eb4fe0c")
+
+
+def t02(name):
+    return pd.read_csv(DATA / f"02_kv_cache-{name}.csv")
+
+
+def cells(nb):
+    return ["".join(c["source"]) for c in json.loads((REPO / nb).read_text())["cells"]]
+
+
+def test_02_the_why_line_reads_the_published_run():
+    lines = growth.pace_lines(t02("5274887"), "kv_cache", "naive", NAMES)
+    assert lines[-1] == (
+        "Why the gain is not larger: a KV cache step took 5.93 to 6.50 ms of wall clock at every "
+        "length, of which the GPU worked only 1.34 to 1.61 ms and sat idle 4.53 to 5.03 ms, longer "
+        "at every length than the naive loop's idle (2.39 to 4.38 ms).")
+    assert growth.bars_note(t02("5274887"), "kv_cache", "naive", 120, NAMES) == ""  # 1.43x both
+
+
+@pytest.mark.parametrize("name", RUNS_02)
+def test_02_the_why_line_states_the_tables_numbers(name):
+    t = t02(name)
+    values = sorted(int(n) for n in t["seq_len"].unique())
+    steps = {n: budget.per_step(t, ["naive", "kv_cache"], seq_len=n).set_index("method")
+             for n in values}
+    r = lambda n, m, c: round(float(steps[n].loc[m, c]), 2)  # noqa: E731
+    wall = [r(n, "kv_cache", "wall_ms") for n in values]
+    idle = {m: [round(r(n, m, "wall_ms") - r(n, m, "gpu_ms"), 2) for n in values]
+            for m in ("kv_cache", "naive")}
+    why = growth.pace_lines(t, "kv_cache", "naive", NAMES)[-1]
+    assert why.startswith("Why the gain is not larger: a KV cache step took "
+                          f"{min(wall):.2f} to {max(wall):.2f} ms of wall clock"), why
+    assert f"idle ({min(idle['naive']):.2f} to {max(idle['naive']):.2f} ms)." in why
+    pairs = list(zip(idle["kv_cache"], idle["naive"]))
+    assert ("longer at every length than" in why) == all(a > b for a, b in pairs), why
+    assert "does not cut" not in why and "host took at least" not in why
+    note = growth.bars_note(t, "kv_cache", "naive", values[-1], NAMES)
+    a, b = r(values[-1], "naive", "wall_ms"), r(values[-1], "kv_cache", "wall_ms")
+    gain = stats.row_speedup(t, "kv_cache", "naive", seq_len=values[-1]).estimate
+    assert (note == "") == (f"{a / b:.2f}" == f"{gain:.2f}"), (name, note)
+    if note:
+        assert f"= {a:.2f} ÷ {b:.2f} = {a / b:.2f}x, not the {gain:.2f}x gain" in note
+
+
+def test_02_prose_says_what_is_shown():
+    text = "\n".join(cells("notebooks/02_kv_cache.ipynb"))
+    for gone in ("which the cache does not cut", "cuts the GPU's work, not the host's",
+                 "neither the host's time alone", "no forward pass follows the",
+                 "can differ from it", "tens of KiB"):
+        assert gone not in text, gone
+    assert "both loops\n  run N forward passes" in text
+    assert 'growth.bars_note(table, "kv_cache", "naive", at, names)' in text
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_03_the_gap_line_reads_figure_2(name):
+    history = pd.read_csv(DATA / f"03_expandable_segments_timeline-{name}.csv")
+    t = pd.read_csv(DATA / f"03_expandable_segments-{name}.csv")
+    mem = expandable.memory(t).loc[int(t["seq_len"].max())]
+    line = expandable.unused_timeline_line(history, NEW, float(mem.loc[NEW, "unused %"]))
+    part = history[history["setting"] == NEW]
+    gap = (part["reserved"] - part["allocated"]) / 2**20
+    assert f"largest at the start of decode step {int(part.loc[gap.idxmax(), 'step'])}: " \
+           f"{gap.max():.0f} MiB" in line, line
+    if "workshop" not in name:
+        assert line == (
+            "Step by step (figure 2, right), expandable_segments:True's unused memory was largest "
+            "at the start of decode step 292: 523 MiB of the 1826 MiB reserved (29%); from decode "
+            "step 292 on its reserve stayed at 1826 MiB while allocated grew 241 MiB inside it, and "
+            "at the start of the last step (399) 282 MiB was unused (15%). That share is higher "
+            "than the 13.1% printed before, which divides the run's two peaks, not one step's "
+            "reserve.")
+
+
+def test_03_cache_tensors_come_before_the_stairs_and_the_takeaway_names_the_first_cuda_call():
+    text = "\n".join(cells("notebooks/03_expandable_segments.ipynb"))
+    assert text.index("The cache is 24 tensors") < text.index("lesson.stairs_line(")
+    assert "before a fresh process starts" not in text
+    assert "before the process's first CUDA\n  call" in text
+    assert "lesson.unused_timeline_line(history, new" in text
