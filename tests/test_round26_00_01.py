@@ -84,3 +84,12 @@ def test_00_one_rounding_and_the_sync_count():
 def test_01_no_course_upkeep_line():
     code = _text("notebooks/01_naive_generation.ipynb", "code")
     assert "course upkeep" not in code and "intro.budget_line(step" in code
+
+
+def test_the_sync_count_line_reads_for_one_sync_too():
+    """Round 26 on a GPU: one sync printed 'its waits at those syncs'."""
+    import json
+    from pathlib import Path
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "00_setup.ipynb").read_text())
+    code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "plus its wait at each sync" in code and "those syncs" not in code
