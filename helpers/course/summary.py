@@ -222,11 +222,13 @@ def readings(table, seq_len, judge) -> str:
     _, name, base, medians, rounds = max(found)
     medians, rounds = round(medians, 2), round(rounds, 2)  # the gap as a reader divides them
     apart = max(medians / rounds, rounds / medians)
-    head = "Every speed-up printed in words below is the rounds' reading; here it"
+    # round 26: "every speed-up in words is the rounds'" read as broken by the lines that print
+    # "by the medians" in words; each kind is now named by how it reads
+    head = ('Each "x faster (range)" below is the rounds\' reading; a line that says "by the '
+            'medians" divides two of the table\'s medians instead. Here the two readings')
     if apart <= 1 + stats.MEDIANS_APART:
-        return (f"{head} lies within {stats.MEDIANS_APART:.0%} of two of the table's medians "
-                "divided, for every pair the lesson reads.")
-    return (f"{head} differs from two of the table's medians divided by up to {apart - 1:.0%}: "
+        return f"{head} lie within {stats.MEDIANS_APART:.0%} of each other for every pair the lesson reads."
+    return (f"{head} differ by up to {apart - 1:.0%}: "
             f"{name} over {'the ' if base == NAIVE else ''}{base} is {medians:.2f}x by the "
             f"medians, {rounds:.2f}x by the rounds.")
 

@@ -1,0 +1,26 @@
+"""Round 26 (workshop copy of 62ceade): 'every speed-up printed in words is the rounds' reading'
+read as broken by lines that print 'by the medians' in words; the line names both kinds."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from helpers.course import summary
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize("run", ["5274887", "5274887-workshop", "7aa1901", "3deacb3"])
+def test_the_readings_line_names_both_kinds_of_speedup(run):
+    table = pd.read_csv(DATA / f"08_results_summary-{run}.csv")
+    line = summary.readings(table, int(table["seq_len"].iloc[0]), True)
+    assert line.startswith('Each "x faster (range)" below is the rounds\' reading; a line that says '
+                           '"by the medians" divides two of the table\'s medians instead.')
+    assert "Every speed-up printed in words" not in line
+
+
+def test_the_published_run_reads_claim_fives_pair():
+    table = pd.read_csv(DATA / "08_results_summary-5274887.csv")
+    line = summary.readings(table, 100, True)
+    assert line.endswith("differ by up to 14%: KV cache, compiled over KV cache is 1.35x by the "
+                         "medians, 1.54x by the rounds.")
