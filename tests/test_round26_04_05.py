@@ -19,6 +19,8 @@ from helpers.course import budget, stats
 from helpers.course import compiled as c05
 from helpers.course import static_cache as c04
 
+from tests.test_round25_04_05 import t05
+
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 RUNS = ["5274887", "5274887-workshop", "7aa1901", "7aa1901-workshop", "3deacb3", "f4bf2b7",
@@ -80,12 +82,6 @@ def test_04_notebook_wording():
     means = next(c for c in cells if c.startswith("## What it means"))
     assert "round by round" not in plot and "whiskers may overlap" in means
     assert len(re.findall(r"[.!?](?:\s|$)", means.split("\n", 1)[1])) == 2  # two sentences
-
-
-def t05(run):
-    t = pd.read_csv(DATA / f"05_torch_compile-{run}.csv")
-    point = max(int(n) for n in t["seq_len"].unique())
-    return t, point, [c05.EAGER] + [m for m in t["method"].unique() if m != c05.EAGER]
 
 
 @pytest.mark.parametrize("run", RUNS05)
