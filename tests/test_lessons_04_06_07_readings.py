@@ -399,20 +399,6 @@ def test_07_second_stream_is_read_batch_by_batch():
     assert late_check.stream_event_line(table, judge=False).endswith("(the two are not timed against each other here).")
 
 
-def test_07_idle_why_lists_the_other_loops_idle():
-    made = pd.DataFrame({"method": [f"CUDA graph, {late_check.LOOP_LABELS[n]}"
-                                    for n in ("sync", "interleaved", "event", "no_check")],
-                         "wall_ms": [1.990, 1.425, 1.411, 1.361], "gpu_ms": [1.112, 1.118, 1.120, 1.118]})
-    made["idle_ms"], made["floor_ms"] = made["wall_ms"] - made["gpu_ms"], float("nan")
-    assert late_check.idle_why(made) == "against 0.29 ms with the event loop and 0.24 ms with no check"
-    reading = budget.sentence(made, "CUDA graph, two streams", "CUDA graph, per-step sync",
-                              why=late_check.idle_why(made))
-    assert ("idle time went from 0.88 ms to 0.30 ms per step (21% of 1.43 ms: against 0.29 ms with "
-            "the event loop and 0.24 ms with no check)") in reading
-    assert late_check.idle_why(made.assign(gpu_ms=float("nan"))) == ""
-    assert late_check.idle_why(made[made["method"] == "CUDA graph, two streams"]) == ""
-
-
 def _static_rounds(walls, busy, spell=None):
     """A made-up 04 table: per (length, method) the median wall (s) and GPU busy (s), five
     rounds around the median (the static cache's rounds ``walls``'s ratio apart throughout);

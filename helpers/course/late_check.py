@@ -230,22 +230,6 @@ def budget_reading(said, step_costs, new="interleaved", old="sync") -> str:
             + f". By lesson 00's rule, which lesson 06 spells out, {budget.pace(share, why=False)}.")
 
 
-def idle_why(step_costs, shown="interleaved", old="sync") -> str:
-    """The GPU's idle per step of every other CUDA-graph loop in ``step_costs``, as the budget's
-    figure prints them (wall clock and GPU work each rounded to 0.01 ms), for
-    ``budget.sentence(..., why=...)`` on the ``shown`` loop against ``old`` (whose idle the
-    sentence gives itself). Empty without their GPU time."""
-    data = step_costs.set_index("method")
-    names = [n for n in LOOP_LABELS if n not in (shown, old)
-             and f"{REGIME_LABELS['compiled']}, {LOOP_LABELS[n]}" in data.index]
-    rows = [data.loc[f"{REGIME_LABELS['compiled']}, {LOOP_LABELS[n]}"] for n in names]
-    if not rows or any(math.isnan(r["gpu_ms"]) for r in rows):
-        return ""
-    the = {"sync": "the per-step sync", "event": "the event loop"}
-    return "against " + stats.listed([f"{budget.ms_or_us(r['idle_ms'], budget.printed_idle(r))} "
-                                      f"with {the.get(n, LOOP_LABELS[n])}" for n, r in zip(names, rows)])
-
-
 def figure_batches(params) -> str:
     """The footer's batch sizes for the budget figure: the left panel's one batch, and the
     right panel's sweep where it has more than one size."""
