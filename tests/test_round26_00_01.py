@@ -93,3 +93,18 @@ def test_the_sync_count_line_reads_for_one_sync_too():
     nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "00_setup.ipynb").read_text())
     code = "".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert "plus its wait at each sync" in code and "those syncs" not in code
+
+
+def test_the_budget_sentence_can_leave_out_the_pace_verdict():
+    """01's budget line is ``budget.sentence`` with ``verdict=False``: the same sentence, its
+    pace verdict left out (the idle share at every length is printed instead)."""
+    import pandas as pd
+    from pathlib import Path
+    from helpers.course import budget, intro
+    table = pd.read_csv(Path(__file__).resolve().parent / "data" / "01_naive_generation-5274887.csv")
+    step = pd.concat([budget.per_step(table, labels={"naive": f"{n} tokens"}, seq_len=n)
+                      for n in (100, 200)], ignore_index=True)
+    full = budget.sentence(step, "200 tokens", "100 tokens", why=intro.IDLE_WHY)
+    short = intro.budget_line(step, "200 tokens", "100 tokens")
+    assert full.endswith("): the GPU sets the pace.") and "pace" not in short
+    assert short == full[:-len(": the GPU sets the pace.")] + "."

@@ -24,3 +24,13 @@ def test_the_published_run_reads_claim_fives_pair():
     line = summary.readings(table, 100, True)
     assert line.endswith("differ by up to 14%: KV cache, compiled over KV cache is 1.35x by the "
                          "medians, 1.54x by the rounds.")
+
+
+def test_printed_share_reads_the_printed_numbers():
+    """``budget.printed_share``, the one idle share that budget.sentence, 08's takeaway and 10's
+    steps-per-launch line print: 0.21 of 1.37 ms reads 15% (from the rounded numbers)."""
+    from helpers.course import budget
+    row = {"wall_ms": 1.374, "gpu_ms": 1.166, "idle_ms": 1.374 - 1.166}
+    assert round(budget.printed_share(row)) == 15
+    assert budget.printed_share({"wall_ms": 1.0, "gpu_ms": 1.05, "idle_ms": -0.05}) == 0.0
+    assert budget.printed_share({"wall_ms": 1.0, "gpu_ms": 0.95, "idle_ms": 0.05}) == pytest.approx(5.0)

@@ -140,12 +140,13 @@ def plot(ax, budget: pd.DataFrame, title: str = "One decode step: where the time
     return ax
 
 
-def sentence(budget: pd.DataFrame, new: str, old: str, why: str = "") -> str:
+def sentence(budget: pd.DataFrame, new: str, old: str, why: str = "", verdict: bool = True) -> str:
     """One plain sentence reading the figure for ``new`` against ``old`` (method labels as in
     the budget), e.g. "Per decode step, the GPU's work fell 8.0x (5.71 -> 0.71 ms), but the GPU still
     waits 5.1 ms for the host, so the wall clock fell only 1.4x (8.12 -> 5.80 ms); the floor is
     0.22 ms." ``why``: what the idle time holds, in place of ``IDLE_WHY`` (e.g.
-    ``floor.prompt_why``). Empty without GPU numbers (a CPU run)."""
+    ``floor.prompt_why``). ``verdict=False`` leaves out who sets the pace (notebook 01 gives the
+    idle share at every length instead). Empty without GPU numbers (a CPU run)."""
     data = budget.set_index("method")
     if new not in data.index or old not in data.index:
         return ""
@@ -168,19 +169,20 @@ def sentence(budget: pd.DataFrame, new: str, old: str, why: str = "") -> str:
         # Programmatic Dependent Launch (lesson 11) a kernel starts early and waits for its
         # predecessor, and that wait counts as busy.
         text += ("Kernels were running for the whole step (the GPU's busy time, which counts "
-                 "kernels started early and waiting for the previous one): the GPU sets the pace.")
+                 "kernels started early and waiting for the previous one)"
+                 + (": the GPU sets the pace." if verdict else "."))
     else:
         # from the printed values where the idle time is printed in ms, as below (0.21 of 1.37
         # reads 15%, not 16%); a smaller idle time is printed unrounded, in µs
-        share = (100 * printed_idle(b) / round(b["wall_ms"], 2) if b["idle_ms"] >= 0.1
-                 else 100 * b["idle_ms"] / b["wall_ms"] if b["wall_ms"] > 0 else float("nan"))
+        share = printed_share(b)
         # in ms, the difference of the two rounded values printed beside it (a reader checks
         # 15.41 - 13.77 = 1.64, not the unrounded 1.65)
         # the old method's idle beside the new one's: what the change did to the wait is the
         # budget's point (the sixteenth review of 06 asked for 'without the check, with it')
         text += (f"The GPU's idle time went from {ms_or_us(a['idle_ms'], printed_idle(a))} to "
                  f"{ms_or_us(b['idle_ms'], printed_idle(b))} per step ({share:.0f}% of "
-                 f"{b['wall_ms']:.2f} ms: {why or IDLE_WHY}): {pace(share)}.")
+                 f"{b['wall_ms']:.2f} ms: {why or IDLE_WHY})"
+                 + (f": {pace(share)}." if verdict else "."))
     if not math.isnan(b["floor_ms"]):
         # to three digits, as the figure labels it (0.184, not 0.18: 1.23 / 0.18 printed 6.83x
         # beside the table's 6.7); the step's unrounded time over it, as the tables divide
@@ -204,6 +206,16 @@ def printed_idle(row) -> float:
     """The GPU's idle time per step as the figure's labels give it: the wall clock minus the
     GPU's work, each rounded to 0.01 ms first, so the printed numbers subtract exactly."""
     return max(round(row["wall_ms"], 2) - round(row["gpu_ms"], 2), 0.0)
+
+
+def printed_share(row) -> float:
+    """The GPU's idle share of a step (%) as ``sentence`` prints it: from the printed idle time
+    and wall clock (``printed_idle``, 0.21 of 1.37 reads 15%, not 16%) where the idle time is
+    printed in ms (0.1 ms or more), else unrounded (it is printed in µs); a negative idle time
+    counts as none. NaN without a wall clock."""
+    if row["idle_ms"] >= 0.1:
+        return 100 * printed_idle(row) / round(row["wall_ms"], 2)
+    return 100 * max(row["idle_ms"], 0.0) / row["wall_ms"] if row["wall_ms"] > 0 else float("nan")
 
 
 IDLE_WHY = ("waiting while the host issues the decode steps and the prompt's forward, or in "

@@ -261,9 +261,7 @@ def launch_pace_line(budget_frame, method: str, k: int) -> str:
     wall, gpu = row["wall_ms"], row["gpu_ms"]
     if not (math.isfinite(wall) and math.isfinite(gpu) and wall > 0) or gpu >= wall:
         return ""
-    idle = wall - gpu
-    share = (100 * budget.printed_idle(row) / round(wall, 2) if idle >= 0.1
-             else 100 * idle / wall)  # as budget.sentence prints it
+    share = budget.printed_share(row)  # as budget.sentence prints it
     if budget.pace(share, why=False) != "the GPU sets the pace":
         return ""
     return (f"why more per launch cannot help: at 1 per launch the GPU is idle only {share:.0f}% "

@@ -274,9 +274,7 @@ def budget_line(step, new: str, old: str) -> str:
     """Notebook 01's reading of its budget figure, ``budget.sentence`` without its pace verdict
     (the twenty-sixth review: "the GPU sets the pace" at 19% idle against a 20% cut-off, with
     31% at the shorter length): the idle share at every length is in ``growth_why``'s Idle line."""
-    text = budget.sentence(step, new, old, why=IDLE_WHY)
-    return re.sub(r"\): (the host sets the pace|the GPU sets the pace|host and GPU share the "
-                  r"pace[^.]*)\.", ").", text)
+    return budget.sentence(step, new, old, why=IDLE_WHY, verdict=False)
 
 
 def pair(table):

@@ -21,7 +21,7 @@ from ..checks import check_same_tokens
 from ..generation import generate_naive
 from ..model import exact_matmul
 from . import floor, harness, stats
-from .budget import pace
+from .budget import pace, printed_share
 from .budget import printed_idle as _idle  # the idle time as the figure's labels give it
 from .claims import CANT_TELL, KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED, say
 
@@ -329,8 +329,7 @@ def what_is_left(budget, names, table, seq_len) -> str:
     if label not in data.index or math.isnan(data.loc[label, "gpu_ms"]):
         return ""
     row = data.loc[label]
-    share = (100 * _idle(row) / round(row["wall_ms"], 2) if row["idle_ms"] >= 0.1
-             else 100 * max(row["idle_ms"], 0.0) / row["wall_ms"])
+    share = printed_share(row)
     who = pace(share, why=False)
     then = {pace(0): "only less GPU work goes further (lesson 11's fused kernels, ahead)",
             pace(100): "less host work goes furthest (fewer launches, CUDA graphs)"}.get(
