@@ -280,7 +280,7 @@ def smallest_batch_expected(table):
             for b, r in growth.items()}
     for b, r in growth.items():  # the word follows the verdict, the range the interval
         assert said[b].startswith("can't tell apart" if words[b] == stats.NOISE else
-                                  f"{r.estimate if words[b] == stats.FASTER else 1 / r.estimate:.2f}x "
+                                  f"{r.estimate if words[b] == stats.FASTER else 1 / r.estimate:.{stats._printed(r)[5]}f}x "
                                   + ("larger" if words[b] == stats.FASTER else "smaller"))
     return ("The article claims interleaving gains most at the smallest batch. Two streams' speedup "
             f"over the per-step sync (CUDA graph step): {g[0]}, {g[1]} and {g[2]}{by_medians}. "
