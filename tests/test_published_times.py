@@ -149,6 +149,9 @@ def test_the_header_names_reserved_memory_where_it_differs_from_allocated():
     # round 25: only where the lesson reads the reserve (02's naive loop, 03's allocator)
     info["notebooks"]["10_graph"] = info["notebooks"]["02_kv"]
     assert "reserved" not in published.header_line("10_graph", info)
+    # round 27: and 01's naive loop, whose Memory note reads the reserve
+    info["notebooks"]["01_naive"] = {"full_s": 67.9, "peak_gib": 4.3, "reserved_gib": 78.0}
+    assert "(the allocator reserving 78.0 GiB)" in published.header_line("01_naive", info)
 
 
 def test_the_published_peaks_read_either_column(tmp_path):
