@@ -11,7 +11,6 @@ and host-clock timing, alone or under contention.
 """
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
 import math
 import time
 
@@ -238,7 +237,8 @@ def headline_line(table, judge, batch_size, seq_len) -> str:
     as ``stats.plain`` gives it. Where the table's speedup (the ratio of the two medians) prints
     differently, one sentence says which number the lesson quotes and what the other is, so the
     summary can quote one number (the round-24 review: "3.30x faster (2.89-3.67; the table's
-    medians: 3.06x)", two numbers for one fact, in the headline and the summary)."""
+    medians: 3.06x)", two numbers for one fact, in the headline and the summary; the round-27
+    review: "the same runs summed up another way" read as a disagreement)."""
     where = dict(condition="alone", batch_size=batch_size, seq_len=seq_len)
     ratio = transfer_speedup(table, "alone", batch_size=batch_size, seq_len=seq_len)
     said = stats.plain(ratio, judge)
@@ -254,10 +254,9 @@ def headline_line(table, judge, batch_size, seq_len) -> str:
     medians = row["speedup"].iloc[0]
     if f"{medians:.2f}" == f"{ratio.estimate:.2f}":
         return line
-    return line + (f" This lesson quotes {ratio.estimate:.2f}x, the average of each round's ratio "
-                   f"of the two calls, drawn as the right panel's black diamond; the table and the "
-                   f"panel's lines divide the two methods' medians ({medians:.2f}x), the same runs "
-                   f"summed up another way.")
+    return line + (f" The lesson quotes this number, each round's two calls divided and the "
+                   f"ratios averaged (the right panel's black diamond); the table's medians, one "
+                   f"method's divided by the other's, give {medians:.2f}x.")
 
 
 def sync_count_line(syncs) -> str:
@@ -279,9 +278,8 @@ def sync_count_line(syncs) -> str:
 def one_line(table, batch_size, seq_len, syncs, wide=None) -> str:
     """The summary's sentence: the host copy's speedup over per-row syncs at one point timed
     alone, the number the headline quotes (``stats.plain``, no second estimate), and, with
-    ``wide``, the upper bound of one per-row sync's cost there, its whole call over its syncs (the
-    round-26 review: the lower bound holds only under a condition this lesson does not check, so
-    the one line states only what the run measured)."""
+    ``wide``, the time each sync the host copy removes saves there (``sync_cost``: the round-27
+    review asked for one plain number, not bounds)."""
     ratio = transfer_speedup(table, "alone", batch_size=batch_size, seq_len=seq_len)
     per_row = syncs["syncs_per_row"].max()
     line = (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
@@ -289,13 +287,8 @@ def one_line(table, batch_size, seq_len, syncs, wide=None) -> str:
             f"lists, timed alone: {stats.plain(ratio, True)}")
     cost = sync_cost(wide, syncs) * 1e6 if wide is not None else pd.Series(dtype=float)
     if (batch_size, seq_len) in cost.index and cost[(batch_size, seq_len)] > 0:
-        slow = wide[(wide["condition"] == "alone") & (wide["batch_size"] == batch_size)
-                    & (wide["seq_len"] == seq_len)]["per row"].iloc[0]
-        n = syncs[(syncs["method"] == "per row") & (syncs["batch_size"] == batch_size)
-                  & (syncs["seq_len"] == seq_len)]["syncs"].iloc[0]
-        top = round(slow * 1e3, 2) / int(n) * 1e3  # as ``sync_cost_line``
-        line += (f"; each of the per-row loop's {int(n)} syncs, with its small kernels, cost it at "
-                 f"most {top:.0f} µs (its whole call over its syncs)")
+        line += (f"; each sync it removes (with its small kernels) saved about "
+                 f"{cost[(batch_size, seq_len)]:.0f} µs")
     return line + "."
 
 
@@ -313,11 +306,11 @@ def sync_cost(wide, syncs, condition="alone"):
 
 
 def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
-    """``sync_cost`` in one sentence: at the headline point, at most the loop's whole call over
-    its syncs, and, with its sum, at least that, if the loop's work besides its syncs takes no
-    longer than the host copy's call (not checked: the round-26 review); then its range over every point timed alone (the
-    round-24 review: two points judged "out of line" and left out narrowed it). Empty without
-    sync counts or where the point is missing."""
+    """``sync_cost`` in one sentence: at the headline point, the time each sync the host copy
+    removes saves, with the sum behind it, then its range over every point timed alone (the
+    round-27 review: "at most ... at least ... only if ... the lower bound", three hedged numbers
+    for one question; this is the one the run measures). Empty without sync counts or where the
+    point is missing."""
     cost = sync_cost(wide, syncs)
     if (batch_size, seq_len) not in cost.index:
         return ""
@@ -331,13 +324,11 @@ def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
     if us[(batch_size, seq_len)] <= 0:
         return (f"Alone, at this point the per-row loop's syncs cost it no time over the host "
                 f"copy: {head} = {us[(batch_size, seq_len)]:.1f} µs per sync.")
-    top = round(w["per row"] * 1e3, 2) / int(n["per row"]) * 1e3
-    span = (f" The lower bound is {us.min():.0f} to {us.max():.0f} µs at the {len(us)} points "
-            f"timed alone." if len(us) > 1 else "")
-    return (f"One sync of the per-row loop (with its small kernels) costs at most {top:.0f} µs, "
-            f"its whole call over its {int(n['per row'])} syncs; at least about "
-            f"{us[(batch_size, seq_len)]:.0f} µs, {head}, but only if the loop's work besides its "
-            f"syncs takes no longer than the host copy's call, which is not checked here.{span}")
+    span = (f" Over the {len(us)} points timed alone it is {us.min():.0f} to {us.max():.0f} µs."
+            if len(us) > 1 else "")
+    return (f"Each sync the host copy removes, with the small kernels that come with it, saves "
+            f"about {us[(batch_size, seq_len)]:.0f} µs here: the time the host copy saves divided "
+            f"by the syncs it removes, {head}.{span}")
 
 
 def loaded_sync_line(wide, syncs, batch_size, seq_len, table=None) -> str:
@@ -360,9 +351,9 @@ def loaded_sync_line(wide, syncs, batch_size, seq_len, table=None) -> str:
     if kind == "noise":
         return (head + ", but the loop's time under load can't be told apart from its time "
                 "alone: no reason is read from them.")
-    if loaded[key] > 1.5 * alone[key]:
-        return (head + ": the loop's small kernels run on the same GPU as the load, so at every "
-                "sync they wait their turn behind its matmuls.")
+    if loaded[key] > 1.5 * alone[key]:  # the round-27 review: a cause no profile here shows
+        return (head + ": most likely the loop's small kernels wait behind the load's matmuls "
+                "at every sync (not measured here).")
     return head + ": its small kernels barely wait for the load."
 
 
@@ -417,7 +408,8 @@ def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
                        for k in ("gpu_ms", "wall_ms")] for p in parts)
     moved = ("" if prompt_len is None else " of " + " and ".join(
         f"{copy_bytes(batch_size, prompt_len, n) / 1e6:.2f}" for n in (short_n, long_n)) + " MB")
-    return (f": its copies{moved} from {a:.2f} to {b:.2f} ms and the rest, its host work over the "
+    pageable = "" if prompt_len is None else " (into pageable host memory; exercise 2 uses pinned)"
+    return (f": its copies{moved} from {a:.2f} to {b:.2f} ms{pageable} and the rest, its host work over the "
             f"rows, from {c - a:.2f} to {d - b:.2f} ms")
 
 
@@ -451,25 +443,16 @@ def length_summary(wide, batch_size, condition="alone") -> str:
 def sync_table(syncs):
     """The sync counts as a table, one row per method and batch size, a column per completion
     length (the round-25 review: twelve rows repeated each count, which the length does not
-    change), and the syncs per row of the batch at the longest length, to two significant
-    figures (the round-26 review: "4.000")."""
+    change), and the syncs per row of the batch at the longest length, a number to two decimals
+    (the round-27 review: text in that column put its header out of line)."""
     view = syncs.pivot_table(index=["method", "batch_size"], columns="seq_len", values="syncs",
                              sort=False).astype(int)
     view.columns = [f"syncs, length {n}" for n in view.columns]
     view = view.reset_index()
-    view["syncs per row"] = [_two_figures(v) for v in view.iloc[:, -1] / view["batch_size"]]
+    view["syncs per row"] = (view.iloc[:, -1] / view["batch_size"]).round(2)
     order = {m: i for i, m in enumerate(dict.fromkeys(syncs["method"]))}
     return view.sort_values(["batch_size", "method"], key=lambda c: c.map(order) if c.name ==
                             "method" else c, kind="stable").reset_index(drop=True)
-
-
-def _two_figures(value) -> str:
-    """``value`` to at most two significant figures, halves rounded up (4, 0.25, 0.063)."""
-    if value == 0:
-        return "0"
-    digits = Decimal(repr(float(value)))
-    step = Decimal(1).scaleb(digits.adjusted() - 1)
-    return f"{digits.quantize(step, rounding=ROUND_HALF_UP).normalize():f}"
 
 
 def table_view(wide, methods=("per row", "on host")):
@@ -518,8 +501,8 @@ def call_sentence(frame, syncs_per_row=float("nan")) -> str:
     build = round(fast["wall_ms"], 2) - round(fast["gpu_ms"], 2)
     return (f"The per-row loop takes {wall:.2f} ms per batch, the GPU working {gpu:.2f} ms of it; "
             f"the host copy takes {fast['wall_ms']:.2f} ms: {fast['gpu_ms']:.2f} ms its copies and "
-            f"the rest, about {_about(build)} ms, the host's own work of indexing the rows and "
-            f"building the lists. The per-row loop's other {wall - gpu:.2f} ms go to launching "
+            f"the rest, about {_about(build)} ms, the host's: indexing the rows, building the "
+            f"lists and its side of the copies, not timed apart. The per-row loop's other {wall - gpu:.2f} ms go to launching "
             f"small kernels, waiting at its syncs{syncs} and building its lists, not timed apart "
             f"here.")
 
@@ -574,7 +557,8 @@ def plot(table, batch_sizes, completion_lens):
                          zorder=5,
                          yerr=([[quoted.estimate - quoted.low], [quoted.high - quoted.estimate]]
                                if ranged else None),
-                         label="headline" + (", with range" if ranged else ""))
+                         label=f"headline {quoted.estimate:.2f}x"
+                         + (", with range" if ranged else ""))
     ax_time.set(xscale="log", yscale="log", xlabel="batch size (rows)", ylabel="ms per batch (log scale)",
                 title="Post-processing time, alone")
     plotting.plain_log_ticks(ax_time, "y")  # 2, 5, 10, 20 ...: a label below 10 as well

@@ -125,9 +125,7 @@ def generate_event_check(model, input_ids, max_new_tokens, eos_token_id, stop_le
 
 @functools.cache
 def stream_pair(device):
-    """Two side streams for ``device``, made once and reused by every call: the caching
-    allocator reuses a freed block only on the stream that allocated it, so new streams on every
-    call would leave each earlier call's blocks stranded in the cache."""
+    """Two side streams for ``device``, made once so every call reuses their cached memory."""
     return torch.cuda.Stream(device), torch.cuda.Stream(device)
 
 

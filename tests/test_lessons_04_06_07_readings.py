@@ -188,7 +188,7 @@ def test_06_early_stop_bound_and_figure():
                                          f"more in the loop with the check ({1e3 * check / 80:.2f} ")
     else:  # the range holds the ratio: only the note on identical work that took different times
         ok = table[table["status"] == "ok"]
-        assert why.startswith(f"{ratio.estimate:.2f}x faster, as the 2.50x fewer steps predict")
+        assert "The token ratio (2.50) lies inside the printed range" in why
     assert eos_sync.speedup_why(table, judge=False) == ""
     # made up: the 09:46 run's medians (8.48 -> 9.80 ms per step) with a range above 2.50
     rows = {(eos_sync.CHECK, 100): [0.690] * 6, (eos_sync.FREE, 100): [0.848] * 6,
@@ -203,8 +203,8 @@ def test_06_early_stop_bound_and_figure():
         "the check a step takes 8.48 ms on average at cap 100 and 9.80 ms at cap 200, so the steps "
         "early stopping skips are the slower ones. The loop with the check ran the same 80 tokens "
         "(its longest row) at caps 100 and 200, yet its median run took 690.0 ms at cap 100 and 720.0 ms at "
-        "cap 200 (runs 690.0 to 690.0 against 710.0 to 740.0 ms, no overlap): identical work in one "
-        "table.")
+        "cap 200 (runs 690.0 to 690.0 against 710.0 to 740.0 ms, no overlap), 1.04x apart: identical work, "
+        "so times in this table move by about that much from one point to another.")
     # the same ms per step at both caps, and the checking loop's medians within 3%: nothing said
     flat = made.assign(median_s=[0.710, 0.848, 0.72, 1.696])
     assert eos_sync.speedup_why(flat) == ""
@@ -212,7 +212,7 @@ def test_06_early_stop_bound_and_figure():
     # ratio (the 06:54 run), steps slower at cap 200: the range holds the token ratio, said so
     near.loc[3, "trials_wall_ms"] = " ".join(str(1e3 * x) for x in [1.5, 1.95, 1.6, 1.96, 1.98, 1.7])
     assert eos_sync.speedup_why(near).endswith(
-        "x faster, as the 2.50x fewer steps predict: the time saved matches the steps saved.")
+        "the time saved is what the steps saved predict, to within this run's noise.")
     fig, ax = plt.subplots()
     eos_sync.plot_early_stop(ax, table, 20, 80)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [eos_sync.CHECK, eos_sync.FREE]
@@ -285,8 +285,8 @@ def smallest_batch_expected(table):
     return ("The article claims interleaving gains most at the smallest batch. Two streams' speedup "
             f"over the per-step sync (CUDA graph step): {g[0]}, {g[1]} and {g[2]}{by_medians}. "
             f"Batch 1's speedup against batch 32's: {said[32]}; against batch 128's: "
-            f"{said[128]}. The claim holds where batch 1's speedup is larger than every larger "
-            f"batch's: {claim}."), claim, words
+            f"{said[128]}. Whether batch 1 gains most: "
+            + {"supported": "yes", "not supported": "no"}.get(claim, claim) + "."), claim, words
 
 
 def batch_one_gains(table, gain, turns=(1.0,)):

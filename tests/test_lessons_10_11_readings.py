@@ -155,7 +155,7 @@ def test_10_leans_on_11_little():
              and "course-further-reading" not in c.get("metadata", {}).get("tags", [])]
     text = "\n".join("".join(c["source"]) for c in prose)
     assert len(re.findall(r"notebook 11", text)) <= 1  # the bucket arguments' one sentence
-    assert "notebook 11 profiles them" in floor.gpu_gap_line(  # round 26: the student asked
+    assert "notebook 11 profiles a step that differs from this one only in its attention" in floor.gpu_gap_line(  # round 27: not "profiles them"
         pd.DataFrame({"method": ["g"], "gpu_ms": [1.16], "floor_ms": [0.219]}), "g")
 
 
@@ -260,7 +260,7 @@ def test_11s_bf16_line_reads_the_published_row():
     ms, low = round(row["per_step_ms"], 3), round(row["floor_ms"], 3)
     assert first.startswith(f"bf16 rung (timed in its own rounds, not interleaved with the float32 "
                             f"rungs): {ms:.3f} ms per step, {ms / low:.1f}x its own floor of {low:.3f} ms; ")
-    assert f"{row['agreement']:.0%} of generated tokens agree with float32 (a row that differs" in first
+    assert f"{row['agreement']:.0%} of generated tokens agree with float32 (the rows that differ first differ" in first
     assert second == kernels.bf16_bytes_line(row["per_step_ms"], fast)
     same = row.copy()
     same["agreement"] = 1.0

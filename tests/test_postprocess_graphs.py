@@ -70,7 +70,8 @@ def test_call_budget_reads_one_call_three_ways():
     # the bound is now the cost per sync's alone)
     assert text == ("The per-row loop takes 10.00 ms per batch, the GPU working 2.00 ms of it; the "
                     "host copy takes 2.00 ms: 0.50 ms its copies and the rest, about 1.5 ms, the "
-                    "host's own work of indexing the rows and building the lists. The per-row "
+                    "host's: indexing the rows, building the lists and its side of the copies, "
+                    "not timed apart. The per-row "
                     "loop's other 8.00 ms go to launching small kernels, waiting at its syncs (4 a "
                     "row) and building its lists, not timed apart here.")
     slow_build = call.assign(wall_ms=[10.0, 9.5])
@@ -140,9 +141,9 @@ def test_speedups_carry_the_load_and_one_line_reads_alone_only():
                     "first (4 syncs in all instead of 4 a row) gives identical lists, timed alone: "
                     "3.56x faster (2.83–4.00).")  # one number: the headline says which (round 24)
     with_cost = postprocess.one_line(table, 4, 8, syncs, postprocess.speedups(table))
-    assert with_cost.endswith("(2.83–4.00); each of the per-row loop's 16 syncs, with its small "
-                              "kernels, cost it at most 250 µs (its whole call over its syncs).")
-    # 4 ms / 16 syncs; the conditional lower bound stays out of the one line (round 26)
+    assert with_cost.endswith("(2.83–4.00); each sync it removes (with its small kernels) saved "
+                              "about 208 µs.")
+    # (4 - 1.5 ms, the medians) / (16 - 4 syncs): the saving per sync removed, as sync_cost_line (round 27)
     assert "side load" not in line and "ratio of the medians" not in line
 
 
@@ -160,11 +161,10 @@ def test_sync_cost_line_divides_the_time_saved_by_the_syncs_saved():
     cost = postprocess.sync_cost(wide, syncs) * 1e6
     assert cost[(64, 8)] == pytest.approx(1e4 / 252) and cost[(16, 8)] == pytest.approx(2e3 / 60)
     line = postprocess.sync_cost_line(wide, syncs, 64, 8)
-    assert line == ("One sync of the per-row loop (with its small kernels) costs at most 43 µs, "
-                    "its whole call over its 256 syncs; at least about 40 µs, (11.00 - 1.00 ms) / "
-                    "(256 - 4 syncs), but only if the loop's work besides its syncs takes no longer "
-                    "than the host copy's call, which is not checked here. The lower bound is 33 "
-                    "to 40 µs at the 2 points timed alone.")
+    assert line == ("Each sync the host copy removes, with the small kernels that come with it, "
+                    "saves about 40 µs here: the time the host copy saves divided by the syncs it "
+                    "removes, (11.00 - 1.00 ms) / (256 - 4 syncs). Over the 2 points timed alone "
+                    "it is 33 to 40 µs.")
     slower = postprocess.speedups(pd.DataFrame(rows("alone", 64, 0.0010, 0.0012)))
     assert "no time over the host copy" in postprocess.sync_cost_line(slower, syncs, 64, 8)
     assert postprocess.sync_cost_line(wide, syncs.iloc[:0], 64, 8) == ""
@@ -262,7 +262,7 @@ def test_loaded_sync_line_and_table_view():
     line = postprocess.loaded_sync_line(wide, syncs, 256, 2048)
     assert line.startswith("Under this side load one per-row sync, computed the same way, costs "
                            "about 178 µs against 32 µs alone: ")
-    assert line.endswith("wait their turn behind its matmuls.")
+    assert line.endswith("wait behind the load's matmuls at every sync (not measured here).")
     calm = postprocess.speedups(pd.DataFrame(rows("alone", 0.04541, 0.01256)
                                              + rows("contended", 0.046, 0.0126, 0.4)))
     assert postprocess.loaded_sync_line(calm, syncs, 256, 2048).endswith("barely wait for the load.")
@@ -506,7 +506,7 @@ def test_gpu_gap_line_says_what_no_graph_removes():
     line = floor.gpu_gap_line(b, "g")
     assert line.startswith("its GPU work alone is 1.16 ms per step, 5.30x the floor: that gap is "
                            "the kernels themselves (")
-    assert "which no graph removes" in line and "notebook 11 profiles them" in line
+    assert "which no graph removes" in line and "notebook 11 profiles a step that differs from this one only in its attention" in line
     assert floor.gpu_gap_line(b.assign(gpu_ms=[0.2, 0.2]), "g") == \
         "its GPU work alone is 0.20 ms per step, 0.91x the floor."
     assert floor.gpu_gap_line(b, "cpu") == floor.gpu_gap_line(b, "absent") == ""
@@ -586,7 +586,7 @@ def test_call_sentence_says_the_rest_leaves_out_the_gpus_work():
     call = pd.DataFrame({"method": ["per row", "on host"], "wall_ms": [45.41, 12.56],
                          "gpu_ms": [5.19, 1.53]})
     text = postprocess.call_sentence(call, 4.0)
-    assert "the rest, about 11 ms, the host's own work" in text
+    assert "the rest, about 11 ms, the host's: indexing the rows" in text
     assert "The per-row loop's other 40.22 ms go to" in text
 
 
@@ -630,12 +630,12 @@ def test_notebook_09s_length_and_sync_cost_lines_on_real_runs(commit):
     assert "out of line" not in line and "says nothing" not in line
     cost = postprocess.sync_cost_line(wide, syncs, 256, 2048)
     per_point = postprocess.sync_cost(wide, syncs) * 1e6
-    assert (f" The lower bound is {per_point.min():.0f} to {per_point.max():.0f} µs at the "
-            f"{len(per_point)} points timed alone.") in cost
+    assert cost.endswith(f" Over the {len(per_point)} points timed alone it is "
+                         f"{per_point.min():.0f} to {per_point.max():.0f} µs.")
     view = postprocess.table_view(wide)
     assert not view.isna().any().any() and 0 not in view["load ms"].tolist()
     said = postprocess.call_sentence(postprocess.call_budget(table, 256, 2048), 4.0)
-    assert "the host's own work of indexing the rows and building the lists" in said
+    assert "the host's: indexing the rows, building the lists and its side of the copies" in said
 
 
 def test_notebook_09s_12_29_run_reads_as_printed():
@@ -651,7 +651,7 @@ def test_notebook_09s_12_29_run_reads_as_printed():
         "At batch 256 the per-row loop's time goes from 41.01 to 41.20 ms (1.00x) and the host "
         "copy's from 11.74 to 11.18 ms (0.95x)")
     assert postprocess.sync_cost_line(wide, syncs, 256, 2048).endswith(
-        "The lower bound is 25 to 48 µs at the 6 points timed alone.")
+        "Over the 6 points timed alone it is 25 to 48 µs.")
 
 
 def _workshop_09():
@@ -687,9 +687,9 @@ def test_notebook_09s_workshop_copy_reads_its_few_runs_without_a_verdict():
     head = postprocess.headline_line(table, True, 128, 512)
     assert head == (
         "Alone, batch 128, completions of 512, the host copy against per-row syncs: 6.54x (only 3 "
-        "runs: too few to judge). This lesson quotes 6.54x, the average of each round's ratio of "
-        "the two calls, drawn as the right panel's black diamond; the table and the panel's lines "
-        "divide the two methods' medians (6.42x), the same runs summed up another way.")
+        "runs: too few to judge). The lesson quotes this number, each round's two calls divided "
+        "and the ratios averaged (the right panel's black diamond); the table's medians, one "
+        "method's divided by the other's, give 6.42x.")
     assert postprocess.table_view(wide).loc[1, "speedup"] == "6.42"  # the number named above
     assert postprocess.headline_line(table, False, 128, 512).endswith("not a measurement).")
 
@@ -705,10 +705,10 @@ def test_notebook_09s_full_runs_judge_the_load_and_name_both_speedups(commit):
     assert "too few" not in line and line.startswith("Under this side load the per-row loop takes ")
     assert postprocess.sync_count_line(syncs).endswith("the same at every completion length.")
     loaded = postprocess.loaded_sync_line(wide, syncs, 256, 2048, table)
-    assert loaded.endswith("wait their turn behind its matmuls.")
+    assert loaded.endswith("wait behind the load's matmuls at every sync (not measured here).")
     head = postprocess.headline_line(table, True, 256, 2048)
     medians = wide[(wide["condition"] == "alone") & (wide["batch_size"] == 256)
                    & (wide["seq_len"] == 2048)]["speedup"].iloc[0]
     estimate = postprocess.transfer_speedup(table, "alone", batch_size=256, seq_len=2048).estimate
-    named = f"divide the two methods' medians ({medians:.2f}x)" in head
+    named = f"the other's, give {medians:.2f}x." in head
     assert named == (f"{medians:.2f}" != f"{estimate:.2f}") and "the table's medians:" not in head

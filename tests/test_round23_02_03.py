@@ -67,7 +67,7 @@ def test_the_gain_note_names_one_answer_and_the_medians_once():
 def test_derived_numbers_divide_the_printed_values_on_every_run():
     lines = growth.pace_lines(tables("02_kv_cache")["f4bf2b7"], "kv_cache", "naive", NAMES)
     assert "cut the GPU's work per step 2.10x, 3.15x and 4.03x" in lines[-2]  # 2.84 / 1.35
-    assert lines[-1].startswith("Why the gain is not larger: a KV cache step took 7.77 to 8.36 ms")  # round 26
+    assert lines[-1].startswith("Why the gain is not larger: at every length the KV cache's GPU worked only 1.35 to 1.60 ms")  # round 26
     for name, t in tables("02_kv_cache").items():
         lines = growth.pace_lines(t, "kv_cache", "naive", NAMES)
         naive_gpu = _numbers(lines[0].split("naive ")[1].split(" ms")[0])
@@ -88,23 +88,6 @@ def _timeline(key):
     if key == "f4bf2b7-workshop":
         return pd.read_csv(WS / "03_expandable_segments_timeline-f4bf2b7-workshop.csv")
     return _show(key, "figures/data/03_expandable_segments_timeline.csv")
-
-
-def test_03_prints_one_peak_per_setting_the_tables():
-    for name, t in tables("03_expandable_segments").items():
-        history = _timeline(name)
-        if history is None:
-            continue
-        point = int(t["seq_len"].max())
-        mem = expandable.memory(t).loc[point]
-        start = expandable.start_line(history, OLD, NEW)
-        buys = expandable.buys_line(mem, {}, point - 1, OLD, NEW, point)
-        assert "At the run's peak" not in start and "\n" not in start, name
-        # every peak reserve the lesson prints is the table's
-        peaks = {f"{float(mem.loc[c, 'peak reserved MiB']):.0f}" for c in (OLD, NEW)}
-        assert all(p in buys for p in peaks), name
-    full = expandable.start_line(_timeline("f4bf2b7"), OLD, NEW)
-    assert "1826" not in full and "gap" not in full
 
 
 @pytest.mark.parametrize("lesson", ["02_kv_cache", "03_expandable_segments"])

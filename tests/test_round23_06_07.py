@@ -33,39 +33,8 @@ def parts_06(run):
     return cost, steps, eos_sync.unresolved(cost), gaps
 
 
-@pytest.mark.parametrize("run", RUNS)
-def test_06_idle_line_adds_up_and_names_no_unmeasured_cause(run):
-    cost, steps, unclear, gaps = parts_06(run)
-    line = eos_sync.idle_line(gaps, steps, unclear)
-    free = steps.set_index("method").loc["CUDA graph, no check"]
-    idle = 1e3 * free["idle_ms"]
-    between, inside = gaps.at["no check", "gap_before_us"], gaps.at["no check", "idle_inside_us"]
-    assert line.startswith(f"Without the check the GPU idles {idle:.0f} µs per step")
-    rest = idle - between - inside
-    assert ("prefill" in line) == (rest >= 0)
-    if rest >= 0:
-        assert f"the other {rest:.0f} µs" in line
-    slowed = gaps.at["no check", "cpu_us"] > profiling.PROFILER_SLOWED * 1e3 * free["wall_ms"]
-    assert ("the profiler slowed its host" in line) == (rest < 0 and slowed)
-    # the profiled rise against the timed cost is said only where gap_line explains nothing
-    if "profiled gap's rise" in line:
-        assert "slowed" not in eos_sync.gap_line(gaps, steps, unclear)
 
 
-def test_06_published_run_reconciles_its_three_sizes():
-    cost, steps, unclear, gaps = parts_06("published")
-    assert eos_sync.idle_line(gaps, steps, unclear) == (
-        "Without the check the GPU idles 292 µs per step in the timed budget; the profiler finds "
-        "1 µs between two steps and 166 µs inside a step, between the graph's kernels, and the "
-        "other 124 µs is the prefill and the call's own host work, spread over its steps (not "
-        "split here). The profiled gap's rise (474 µs) is smaller than the timed cost (711 µs): "
-        "the profiled call is one short run with the profiler's own host work, and this lesson "
-        "does not measure where the difference goes.")
-    reading = eos_sync.budget_line(profiling.check_cost(steps, unclear), rule=True)
-    assert reading.endswith("21% of this step: host and GPU share the pace (lesson 00's rule: "
-                            "the GPU sets the pace where it idles at most 20% of the step, the "
-                            "host where it idles 50% or more, and they share it in between).")
-    assert eos_sync.idle_line(gaps.drop(columns="idle_inside_us"), steps, unclear) == ""
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -156,7 +125,7 @@ def test_notebooks_call_the_new_readings():
     code = {n: "\n".join("".join(c["source"]) for c in json.loads(
         (ROOT / "notebooks" / f"{n}.ipynb").read_text())["cells"] if c["cell_type"] == "code")
         for n in ("06_eos_sync", "07_stream_interleaving")}
-    assert "eos_sync.idle_line(" in code["06_eos_sync"] and "rule=True" in code["06_eos_sync"]
+    assert "rule=True" in code["06_eos_sync"]
     assert "cost_summary" not in code["06_eos_sync"]
     for n in code:
         assert "step_offset=1" in code[n]

@@ -96,8 +96,8 @@ def test_4_per_launch_is_read_per_decode_step_once(run):
     """Round 24: read over whole runs, as the table and the figure (test_round24_10_11)."""
     table = ten(run)
     line = floor.per_launch_line(table, MOST, GRAPH, 100, 4, True)
-    assert line.startswith("4 steps per launch against 1, whole runs of 100 new tokens as the table "
-                           "times them: ")
+    assert line.startswith("4 steps per launch against 1 (the ratio: a run's time at 1 per launch "
+                           "÷ at 4), whole runs of 100 new tokens as the table times them: ")
     assert "per decode step" not in line
     slower = "slower (" in line
     assert slower == line.endswith("why it is slower, this lesson does not measure")
@@ -139,12 +139,12 @@ def test_what_the_prompts_graph_saved_is_read_plainly(run):
     for eager in [(14.2, 2.0), (19.1, 2.0), (8.4, 2.0)]:  # the times 10 and 11 printed
         line = floor.graph_prompt_line(b, eager, n, graphed)
         rows = b.set_index("method")
-        saved = round(rows.loc[graphed[0], "wall_ms"], 2) - round(rows.loc[graphed[1], "wall_ms"], 2)
+        before, after = (rows.loc[m, "wall_ms"] for m in graphed)
         assert line.startswith("Replaying the prompt from a graph (rung 4 to rung 5) took ")
-        if saved > (eager[0] - eager[1]) / n + 0.0005:  # round 25: against its GPU-idle part
-            assert "separate timings" in line and "is not measured here" in line
-        else:
-            assert line.endswith("and the drop is no larger.")
+        assert f"({before:.3f} -> {after:.3f} ms, the table's medians)" in line
+        # round 27: the numbers stated plainly, no verdict on which is larger
+        assert line.endswith("a separate timing, so the two need not match.")
+        assert "no larger" not in line and "not measured here" not in line
     if run == "published":  # the review's 0.15 ms, now against the 0.12 ms of idle
         assert "took 0.15 ms off each step" in floor.graph_prompt_line(b, (14.2, 2.0), 100, graphed)
     assert floor.graph_prompt_line(b, (14.2, 2.0), n, (graphed[1], graphed[0])) == ""

@@ -93,23 +93,6 @@ def test_03_the_stairs_line_leads_with_the_stairs_and_their_rises():
             "tensor grows 2 MiB in 21.3 steps (96 KiB a step)."], name
 
 
-def test_03_the_step0_difference_is_one_line_without_gap():
-    for name, (history, t) in timelines().items():
-        line = expandable.start_line(history, OLD, NEW)
-        assert "\n" not in line and "gap" not in line, name
-        mem = expandable.memory(t).loc[int(t["seq_len"].max())]
-        saving = float(mem.loc[OLD, "peak reserved MiB"] - mem.loc[NEW, "peak reserved MiB"])
-        first = {c: history[history["setting"] == c].sort_values("step").iloc[0]["reserved"] / 2**20
-                 for c in (OLD, NEW)}
-        before = first[OLD] - first[NEW]
-        assert f"{before:.0f} MiB apart" in line, name
-        if before >= saving:  # the workshop runs: the saving is what was left of the start
-            assert line.endswith("the smaller difference at the peak is what was left of that."), name
-        else:
-            assert line.endswith(f"{100 * before / saving:.0f}% of the difference at the peak; the "
-                                 "rest came during the run."), name
-
-
 def test_03_the_memory_panel_keeps_its_legend_off_the_bars_and_its_axis_short():
     for name, (_, t) in timelines().items():
         fig, ax = plotting.subplots()

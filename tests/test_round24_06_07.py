@@ -32,40 +32,10 @@ def early_stop(run):
     return t[t["status"] == "ok"]
 
 
-@pytest.mark.parametrize("run", list(RUNS))
-def test_06_eager_pace_says_how_far_apart_the_two_tables_ran(run):
-    ok, cost = early_stop(run), load(run, "06_eos_sync_regimes")
-    line = eos_sync.eager_pace(ok, cost)
-    first = [1e3 * t / r["tokens"] for _, r in ok.iterrows()
-             for t in stats.method_trials(ok, r["method"], seq_len=r["seq_len"])]
-    second = [v for m in ("eager, check every step", "eager, no check")
-              for v in eos_sync.per_step_rounds(cost, m)]
-    a, b = pd.Series(first).median(), pd.Series(second).median()
-    assert f"{min(first):.2f} to {max(first):.2f} ms in the early-stopping table" in line
-    assert f"{min(second):.2f} to {max(second):.2f} ms in the cost table" in line
-    if round(max(a, b) / min(a, b), 2) > 1:
-        where = "first table than in the second" if a > b else "second table than in the first"
-        assert f"ran {max(a, b) / min(a, b):.2f}x slower in the {where}" in line
-    assert "does not measure why" in line
-    assert eos_sync.eager_pace(ok, cost, judge=False) == ""
-    assert "varies that much" not in eos_sync.speedup_why(ok)
 
 
-def test_06_published_eager_pace_reads_1_51x():
-    line = eos_sync.eager_pace(early_stop("published"), load("published", "06_eos_sync_regimes"))
-    assert "the eager step ran 1.51x slower in the first table than in the second" in line
 
 
-@pytest.mark.parametrize("run", list(RUNS))
-def test_06_idle_line_never_says_about_all_of_it(run):
-    cost = load(run, "06_eos_sync_regimes")
-    steps = budget.per_step(cost, seq_len=int(cost["seq_len"].iloc[0]))
-    gaps = load(run, "06_eos_sync_gaps").groupby("method")[
-        ["gap_before_us", "idle_inside_us", "cpu_wait_us", "cpu_us"]].median().round(1)
-    line = eos_sync.idle_line(gaps, steps, eos_sync.unresolved(cost))
-    assert "about all of it" not in line
-    note = eos_sync.cost_line(steps, cost, eos_sync.unresolved(cost))
-    assert "with and without the check:" not in note
 
 
 @pytest.mark.parametrize("run", list(RUNS))

@@ -56,8 +56,8 @@ def test_4_per_launch_reads_whole_runs_as_the_table_and_figure_do(run):
     if max(steps) == 1:  # the workshop preset: graph_steps [1]
         assert line == ""
         return
-    assert line.startswith(f"4 steps per launch against 1, whole runs of {n} new tokens as the "
-                           "table times them: ")
+    assert line.startswith(f"4 steps per launch against 1 (the ratio: a run's time at 1 per launch "
+                           f"÷ at 4), whole runs of {n} new tokens as the table times them: ")
     assert "per decode step" not in line
     assert line.count("; a run at 4 per launch does 100 decode steps, at 1 per launch 99") == 1
     ratio = stats.row_speedup(table, MOST, GRAPH, seq_len=n)

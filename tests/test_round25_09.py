@@ -37,9 +37,9 @@ def test_published_run_reads_as_its_numbers():
         postprocess.length_line(wide, 256, table=table)
     assert postprocess.headline_line(table, True, 256, 2048) == (
         "Alone, batch 256, completions of 2048, the host copy against per-row syncs: 3.06x faster "
-        "(2.67–3.35). This lesson quotes 3.06x, the average of each round's ratio of the two calls, "
-        "drawn as the right panel's black diamond; the table and the panel's lines divide the two "
-        "methods' medians (3.28x), the same runs summed up another way.")
+        "(2.67–3.35). The lesson quotes this number, each round's two calls divided and the "
+        "ratios averaged (the right panel's black diamond); the table's medians, one method's "
+        "divided by the other's, give 3.28x.")
     view = postprocess.sync_table(syncs)
     assert list(view.columns) == ["method", "batch_size", "syncs, length 128",
                                   "syncs, length 2048", "syncs per row"]
@@ -50,7 +50,8 @@ def test_published_run_reads_as_its_numbers():
     x, y = bar.lines[0].get_data()
     assert 256 < x[0] < 300 and round(float(y[0]), 2) == 3.06
     labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
-    assert labels == ["length 128", "length 2048", "1: no speedup", "headline, with range"]
+    assert labels == ["length 128", "length 2048", "1: no speedup",
+                      "headline 3.06x, with range"]
 
 
 @pytest.mark.parametrize("tag", RUNS)
@@ -71,7 +72,7 @@ def test_every_run_draws_the_number_its_headline_names(tag):
         assert len(view) == 2 * syncs["batch_size"].nunique()
         for length in syncs["seq_len"].unique():
             assert f"syncs, length {length}" in view
-        assert (view["syncs per row"][view["method"] == "per row"] == "4").all()
+        assert (view["syncs per row"][view["method"] == "per row"] == 4.0).all()
     wide = postprocess.speedups(table)
     line = postprocess.length_line(wide, b, table=table)
     assert line == "" or "its copies from " in line

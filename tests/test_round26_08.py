@@ -141,4 +141,4 @@ def test_the_notebook_prints_takeaway_2():
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert "summary.what_is_left(b, names, table, n)" in code
-    assert "at 20%\n  of the step or less" not in text and "by lesson 00's rule" in text
+    assert "at 20%\n  of the step or less" not in text  # round 27: the bullet pointing at it went

@@ -210,8 +210,8 @@ def test_late_check_summary_and_its_words():
     assert late_check.article_claim_line(pd.DataFrame(more), late_check.summary(pd.DataFrame(more))) == (
         "The article claims interleaving gains most at the smallest batch. Two streams' speedup "
         "over the per-step sync (CUDA graph step): 1.82x at batch 8 and 1.82x at batch 32. Batch "
-        "8's speedup against batch 32's: too few rounds to judge. The claim holds where batch 8's "
-        "speedup is larger than every larger batch's: can't tell on this machine.")
+        "8's speedup against batch 32's: too few rounds to judge. Whether batch 8 gains most: "
+        "can't tell on this machine.")
     assert late_check.article_claim_line(pd.DataFrame(rows), summary.reset_index()) == (
         "The article claims interleaving gains most at the smallest batch: this preset times the "
         "CUDA graph step at one batch size (8), so the claim is not checked here.")

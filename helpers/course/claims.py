@@ -178,6 +178,26 @@ def _estimated(said, ratio, words=("faster", "slower")) -> str:
     return f"{point}, {said}"
 
 
+def _one_scale(said, ratio) -> str:
+    """``_estimated``, and a "slower" line on the same scale as the others, the speed-up's:
+    "0.78x, i.e. 1.29x slower (0.69–0.85)", so that every range beside it reads the same way
+    (the "slower" figure is the one the measuring notebook prints, the estimate's inverse)
+    (round 27: "1.29x slower (1.18–1.46)" under "0.91x, i.e. 1.10x slower, ... (0.76–1.05)")."""
+    if stats.verdict(ratio) != stats.SLOWER or not said.startswith(stats.short(ratio)):
+        return _estimated(said, ratio)
+    shown = float(f"{ratio.estimate:.2f}")
+    digits = stats._digits(ratio.low, ratio.high)
+    _, slower, _, _, _, places = stats._printed(ratio)  # "1.29x slower", as lesson 04 prints it
+    return (f"{shown:.2f}x, i.e. {slower:.{places}f}x slower "
+            f"({ratio.low:.{digits}f}\u2013{ratio.high:.{digits}f})")
+
+
+def _batch(frame) -> str:
+    """"batch 32: " where a table ran at one batch size (empty otherwise)."""
+    batches = set(frame["batch_size"]) if "batch_size" in frame else set()
+    return f"batch {int(next(iter(batches)))}: " if len(batches) == 1 else ""
+
+
 def _larger(said, ratio) -> str:
     """A gain against a gain, with its estimate in front (``_estimated``): larger or smaller,
     never faster or slower: "1.30x larger (1.10–1.52)"."""
@@ -223,7 +243,7 @@ def claim_quadratic(ctx):
     k = growth_exponent(times.index, times.values)
     low, high = QUADRUPLE_RANGE
     verdict = REPRODUCED if low <= 2**k <= high else NOT_REPRODUCED
-    fit = (f"x{2**k:.2f} per doubling: time fitted as N^k over "
+    fit = (f"x{2**k:.2f} per doubling: the whole run's time fitted as N^k over "
            f"{stats.listed([int(t) for t in times.index])} tokens gives k = {k:.2f}, and 2^{k:.2f} "
            f"= {2**k:.2f}")  # round 26: how a doubling is read off 100, 200 and 300 tokens
     return verdict, (f"x{2**k:.2f} per doubling of the length, fitted to the medians "
@@ -256,7 +276,8 @@ def claim_kv_gain(ctx):
     grew = _larger(grew, growth)  # a gain against a gain: larger or smaller, in both places
     return verdict, (f"KV cache over naive {gain_text}; the gain at {int(long)} tokens against "
                      f"{int(short)}: {grew}"), "", "", "", \
-        (f"{_point(gains[int(short)])} at {int(short)} tokens, {_point(gains[int(long)])} at "
+        (_batch(frame) + f"{_point(gains[int(short)])} at {int(short)} tokens, "
+         f"{_point(gains[int(long)])} at "
          f"{int(long)}; the gain at {int(long)} vs at {int(short)}: "
          + _cell(growth, ctx.judge))
 
@@ -294,7 +315,8 @@ def claim_expandable(ctx):
     return (REPRODUCED if lower else NOT_REPRODUCED), (
         "peak fragmentation in notebook 03's runs, expandable segments against the default "
         "allocator: " + _frag_pairs(expandable, default, common)), "", "", "", \
-        "expandable vs default: " + _frag_short(expandable, default, common)
+        ("peak fragmentation (lesson 03), expandable vs default: "
+         + _frag_short(expandable, default, common))
 
 
 def claim_static(ctx):
@@ -339,7 +361,7 @@ def claim_static(ctx):
         headline += (f"; peak fragmentation in notebook 04's runs{under}, static against "
                      "dynamic: " + _frag_pairs(frag_s, frag_d, frag))
     verdict, parts = _partly(named, outcomes)
-    numbers = [_estimated(plain(ratios[n], ctx.judge), ratios[n]) for n in points]
+    numbers = [_one_scale(plain(ratios[n], ctx.judge), ratios[n]) for n in points]
     numbers += [f"static {frag_s[n]:.1f}% vs dynamic {frag_d[n]:.1f}%" for n in frag]
     rows = [(name, number, _PART_WORDS[o] if ctx.judge else "")
             for name, number, o in zip(named, numbers, outcomes)]
@@ -432,8 +454,9 @@ def claim_compile_static(ctx):
     verdict = _expect(more, stats.FASTER)
     note = _gains_note(ctx, number, more, verdict, n)
     return verdict, f"{evidence}; the static gain is {_larger(grew, more)}", \
-        "", note, "", (f"compile + CUDA graphs (static) {_point(gains[0][0])} vs compile alone "
-                       f"(dynamic) {_point(gains[1][0])}: " + _cell(more, ctx.judge))
+        "", note, "", (f"compile + CUDA graphs over the eager static cache {_point(gains[0][0])} vs "
+                       f"compile alone over the eager KV cache {_point(gains[1][0])}: "
+                       + _cell(more, ctx.judge))
 
 
 def _setting_off() -> str:
@@ -474,9 +497,12 @@ def _rescaled(number, ratio, scale, loops, what, verdict_of, verdict) -> str:
     low, high = round(ratio.low, 2) * scale, round(ratio.high, 2) * scale  # as a reader scales them
     word = lambda v: v.split(":")[0]  # noqa: E731 - "exceeded", not "exceeded: faster than claimed"
     then = verdict_of(low, high)
-    same = ", the same verdict" if then == verdict else f" rather than {word(verdict)}"
+    same = ", the same verdict" if then == verdict else f"{RATHER}{word(verdict)}"
     return (f"Claim {number} over {loops}: {what} would be about {low:.2f}–{high:.2f}x, "
             f"{word(then)}{same}.")
+
+
+RATHER = " rather than "  # a note whose verdict differs: the claim is on an edge (``_edges``)
 
 
 def _gains_note(ctx, number, ratio, verdict, n) -> str:
@@ -532,7 +558,7 @@ def claim_interleave_small_batch(ctx):
         said = [_larger(plain(r, ctx.judge, _growth_medians(pair(b), pair(batches[0]))), r)
                 for b, r in zip(batches[1:], against)]
         versus = [f"batch {int(b)}'s: {s}" for b, s in zip(batches[1:], said)]
-        rows += [(f"{regime}: gain at batch {int(batches[0])} vs {int(b)}",
+        rows += [(f"{regime} step: two streams' gain at batch {int(batches[0])} vs {int(b)}",
                   f"{_point(gains[batches[0]])} at batch {int(batches[0])} vs {_point(gains[b])} "
                   f"at {int(b)}: " + _cell(r, ctx.judge),
                   _PART_WORDS[_expect(r, stats.FASTER)] if ctx.judge else "")
@@ -571,7 +597,9 @@ def claim_five_x(ctx):
                else "")
     rule = f"'s lower end is between {low:g}x and {high:g}x"
     decided = {EXCEEDED: f"exceeded: the whole range lies above {high:g}x",  # round 25: the
-               REPRODUCED: f"reproduced: the range{rule}",  # rule that decided, not another
+               REPRODUCED: f"reproduced: the range{rule}"  # rule that decided, not another
+               + (f", its upper end above {high:g}x: on the edge of exceeded"
+                  if round(ratio.high, 2) > high else ""),  # round 27: 6.07x (5.95–6.22) read as firm
                NOT_REPRODUCED: f"not reproduced: the whole range lies below {low:g}x",
                CANT_TELL: f"can't tell: the range runs across {low:g}x"}[verdict]
     times = _baselines(ctx, "01", (NAIVE,), n)  # its baseline, as notebook 01 timed it
@@ -720,7 +748,7 @@ def numbers(verdicts, width=100) -> list:
     doubling (claim: x3.5 to x4.5)". A claim of parts has no line of its own: its parts do."""
     shown = rows(verdicts)
     lines = ["This run's numbers (in parentheses: the table each comes from)."]
-    if "same_loop" in verdicts and (spread := _spread(verdicts)):  # round 26: the times alone
+    if "same_loop" in verdicts and (spread := _spread(verdicts, _noted(verdicts))):
         lines.append(textwrap.fill(spread, width, break_on_hyphens=False))  # "static-cache" whole
     for label, row in shown[shown["this run's number"] != ""].iterrows():
         number = row["this run's number"]
@@ -730,12 +758,25 @@ def numbers(verdicts, width=100) -> list:
     return lines
 
 
-def _spread(verdicts) -> str:
+def _noted(verdicts) -> list:
+    """The claims (their numbers) with a note reading them over their notebooks' own loops."""
+    return [i for i, n in enumerate(verdicts["note"], 1) if isinstance(n, str) and n]
+
+
+def _edges(verdicts) -> list:
+    """The claims (their numbers) whose note gives another verdict over those loops."""
+    return [i for i, n in enumerate(verdicts["note"], 1) if isinstance(n, str) and RATHER in n]
+
+
+def _spread(verdicts, noted=()) -> str:
     """The loops 08's ladder shares with the other notebooks (same batch and length), each with
-    its two times, the sizes said once where they share them: "The same eager loop in its own
-    notebook and in this ladder, at batch 32, 100 tokens (why they differ is not measured here):
-    the naive loop 8.20 ms per step in notebook 01, 10.44 in the ladder; ...". Empty where they
-    share none."""
+    its two times, the sizes said once where they share them, and which claims that gap could
+    move (``noted``, the claims read again over those loops): "The same eager loop, timed in its
+    own notebook and in this ladder, at batch 32, 100 tokens: the naive loop 8.20 ms per step in
+    notebook 01, 10.44 in the ladder; .... Each notebook is its own process, and why the same code
+    takes a different time in each is not measured here. A claim judged within one notebook
+    claims 5 and 7 take the ladder's eager loops as ..." (round 27: the gap left
+    unexplained beside the claims it touches). Empty where they share none."""
     pairs = [re.match(r"(.+?) at (batch \d+, \d+ tokens): (.+)", p).groups()
              for loops in verdicts["same_loop"] if isinstance(loops, str) and loops
              for p in loops.split("; ")]
@@ -745,9 +786,15 @@ def _spread(verdicts) -> str:
     one = where.pop() if len(where) == 1 else ""
     said = "; ".join(f"{loop} {times}" if one else f"{loop} at {w}: {times}"
                      for loop, w, times in pairs)
-    return ("The same eager loop in its own notebook and in this ladder"
-            + (f", at {one}" if one else "") + " (why they differ is not measured here): "
-            + said + ".")
+    who = stats.listed([str(i) for i in noted]) if noted else ""  # none on a smoke run
+    many = len(noted) > 1
+    moves = (f" Every claim compares loops timed side by side in one notebook; claim{'s' * many} "
+             f"{who} take{'' if many else 's'} the ladder's eager loops as {'their' if many else 'its'}"
+             f" baselines, and the last lines below read {'them' if many else 'it'} over the "
+             f"notebooks' own times instead." if noted else "")
+    return ("The same eager loop, timed in its own notebook and in this ladder"
+            + (f", at {one}" if one else "") + ": " + said + ". Each notebook is its own process; "
+            "why the same code takes a different time in each is not measured here." + moves)
 
 
 def _origin(source) -> str:
@@ -773,7 +820,7 @@ def tally(verdicts) -> list:
              + (": " + ", ".join(f"{c} {v}" for v, c in counts.items()) if len(judged) else "")
              + "".join(f"; {c} {_LEFT[v][c == 1]}"  # the rest counted, never silently dropped
                        for v, c in left["verdict"].value_counts().items())
-             + "."]
+             + "." + _edge_words(verdicts)]
     for verdict, words in ((FULL_RUN, "Left to the full run (these sizes cannot show them)"),
                            (SETTING, "Left to a run with compile_dynamic = True"),
                            (NOT_RUN, "Not in this run (their notebook has not run before 08)"),
@@ -784,6 +831,19 @@ def tally(verdicts) -> list:
         if names:
             lines.append(f"{words}: " + "; ".join(names) + ".")
     return lines
+
+
+def _edge_words(verdicts) -> str:
+    """" Claim 7 is on the edge: over its notebook's own loops its verdict would differ (see
+    above)." where a claim's note flips it (round 27: counted as a clean "reproduced")."""
+    edges = _edges(verdicts) if "note" in verdicts else []
+    if not edges:
+        return ""
+    many = len(edges) > 1
+    return (f" Claim{'s' if many else ''} {stats.listed([str(i) for i in edges])} "
+            f"{'are' if many else 'is'} on the edge: over the eager "
+            + ("loops their own notebooks timed, their verdicts" if many
+               else "loop its own notebook timed, its verdict") + " would differ (see above).")
 
 
 # ---------------------------------------------------------------- this run's tables

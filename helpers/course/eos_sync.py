@@ -189,8 +189,10 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
     rounds' whole range lies on one side of it. Above: the no-check loop's time per step grows
     from the smallest cap to the largest (the steps early stopping skips are the slower ones).
     Below: a token cost more in the loop with the check (medians over tokens, the prefill
-    included). Where the range holds the token ratio, that the time saved matches the steps saved. Then ``drift_line``: identical runs of one table that differ. Empty otherwise, or
-    on a smoke run."""
+    included). Where the range holds the token ratio, that the time saved is what the steps saved
+    predict, to within this run's noise. First, where the headline names the table's medians
+    beside a range, which of the two the lesson quotes and why they differ (said once). Then
+    ``drift_line``: identical runs of one table that differ. Empty otherwise, or on a smoke run."""
     ok = table[table["status"] == harness.OK]
     caps = sorted(ok["seq_len"].unique())
     if not judge or len(caps) < 2:
@@ -206,9 +208,14 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
     per_step = {c: 1e3 * free.at[c, "median_s"] / c for c in (low, cap)}
     why = ""
     runs = min(len(stats.method_trials(ok, m, seq_len=cap)) for m in (CHECK, FREE))
+    medians = stats.medians_ratio(*(stats.method_trials(ok, m, seq_len=cap) for m in (CHECK, FREE)))
+    uses = (f"The lesson quotes {speedup.estimate:.2f}x: it divides the two loops' runs round by "
+            f"round, one run of each timed side by side, while the table's medians ({medians:.2f}x) "
+            "divide each loop's middle run, taken apart. "
+            if runs >= stats.MIN_TRIALS and stats.medians_apart(medians, speedup.estimate) else "")
     if speedup.low <= ratio <= speedup.high and runs >= stats.MIN_TRIALS:  # a range is printed
-        why = (f"{speedup.estimate:.2f}x faster, as the {ratio:.2f}x fewer steps predict: the time "
-               "saved matches the steps saved.")
+        why = (f"The token ratio ({ratio:.2f}) lies inside the printed range: the time saved is what the "
+               "steps saved predict, to within this run's noise.")
     elif speedup.high < ratio:
         why = _short_of_ratio(here, tokens)
     elif speedup.low > ratio and round(per_step[cap], 2) > round(per_step[low], 2):
@@ -216,7 +223,7 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
                f"without the check a step takes {per_step[low]:.2f} ms on average at cap {low} "
                f"and {per_step[cap]:.2f} ms at cap {cap}, so the steps early stopping skips are "
                "the slower ones.")
-    return " ".join(t for t in (why, drift_line(ok, low, cap, tokens[CHECK])) if t)
+    return (uses + " ".join(t for t in (why, drift_line(ok, low, cap, tokens[CHECK])) if t)).strip()
 
 
 def _short_of_ratio(here, tokens) -> str:
@@ -245,32 +252,8 @@ def drift_line(ok: pd.DataFrame, low: int, cap: int, tokens: int) -> str:
               f"to {max(runs[cap]):.1f} ms, no overlap)" if apart(runs[low], runs[cap]) else "")
     return (f"The loop with the check ran the same {tokens} tokens (its longest row) at caps "
             f"{low} and {cap}, yet its median run took {at[low]:.1f} ms at cap {low} and {at[cap]:.1f} ms "
-            f"at cap {cap}{spread}: identical work in one table.")
-
-
-def eager_pace(table: pd.DataFrame, cost: pd.DataFrame, judge: bool = True) -> str:
-    """The eager step's pace in the two tables that time it: the early-stopping table (each
-    run over its tokens per row) and the cost table (its eager runs over their ``seq_len``),
-    ms per token, the prefill included in both; each table's range of runs, and how many times
-    slower one table's median ran than the other's. Said plainly, not judged: the lesson does
-    not measure why the pace moved. Empty on a smoke run or without both tables' eager runs."""
-    ok = table[table["status"] == harness.OK]
-    first = [1e3 * t / float(r["tokens"]) for _, r in ok.iterrows() if "tokens" in ok
-             for t in stats.method_trials(ok, r["method"], seq_len=r["seq_len"])]
-    second = [v for m in (f"eager, {CHECK}", f"eager, {FREE}") for v in per_step_rounds(cost, m)]
-    if not judge or not first or not second:
-        return ""
-    mid = [float(pd.Series(v).median()) for v in (first, second)]
-    ratio = max(mid) / min(mid)
-    which = ("in the first table than in the second" if mid[0] > mid[1]
-             else "in the second table than in the first")
-    moved = (f"the eager step ran {ratio:.2f}x slower {which}" if round(ratio, 2) > 1
-             else "the eager step ran at the same median pace in both")
-    return (f"The two tables time the same eager step: per token, the prefill included, its runs "
-            f"took {min(first):.2f} to {max(first):.2f} ms in the early-stopping table and "
-            f"{min(second):.2f} to {max(second):.2f} ms in the cost table; by their medians "
-            f"({mid[0]:.2f} and {mid[1]:.2f} ms) {moved}. This lesson does not measure why the "
-            "eager step's pace moves, so it compares loops only within one table.")
+            f"at cap {cap}{spread}, {max(at.values()) / min(at.values()):.2f}x apart: identical work, "
+            "so times in this table move by about that much from one point to another.")
 
 
 def who_pays(paid: dict) -> str:
@@ -417,49 +400,6 @@ def pace_note(view: pd.DataFrame, regime: str) -> str:
     share = 100 * idle / wall
     return (f" Without the check the GPU idles {share:.0f}% of this step: "
             f"{budget.pace(share, why=False)} (lesson 00's rule).")
-
-
-def idle_line(gaps: pd.DataFrame, step_budget: pd.DataFrame, unclear=()) -> str:
-    """Where the budget's GPU idle lies, and why the profiled gap need not match the timed cost,
-    for the CUDA-graph loops (``gaps``: medians per loop of ``gap_before_us``, ``idle_inside_us``
-    (the GPU idle between the kernels of one step) and ``cpu_us``). Without the check: the idle
-    per step of the timed budget, and how much of it the profiler finds between two steps and
-    inside a step; the rest is the prefill and the call's own host work, not split here (where
-    the profiled idle is the larger: that the profiler slowed the host where it did, else that
-    the profiler finds about all of it). With it, where
-    no loop's host was slowed (``gap_line`` names those) and the gap's rise is more than 10%
-    off the timed cost: that the lesson quotes the timed cost and does not measure the
-    difference. Empty without the numbers."""
-    data = step_budget.set_index("method")
-    check, free = f"CUDA graph, {CHECK}", f"CUDA graph, {FREE}"
-    if (not {check, free} <= set(data.index) or "idle_inside_us" not in gaps.columns
-            or data.loc[[check, free], "gpu_ms"].isna().any()):
-        return ""
-    idle_us = 1e3 * data.at[free, "idle_ms"]
-    between, inside = gaps.at[FREE, "gap_before_us"], gaps.at[FREE, "idle_inside_us"]
-    rest = idle_us - between - inside
-    wall = {m: 1e3 * data.at[f"CUDA graph, {m}", "wall_ms"] for m in (CHECK, FREE)}
-    slowed = {m: "cpu_us" in gaps.columns and gaps.at[m, "cpu_us"] > profiling.PROFILER_SLOWED * wall[m]
-              for m in (CHECK, FREE)}
-    found = f"{between:.0f} µs between two steps and {inside:.0f} µs inside a step, between the graph's kernels"
-    text = (f"Without the check the GPU idles {idle_us:.0f} µs per step in the timed budget; " + (
-        f"the profiler finds {found}, and the other {rest:.0f} µs is the prefill and the call's "
-        "own host work, spread over its steps (not split here)." if rest >= 0 else
-        f"the profiled run idles {found}, more in all: the profiler slowed its host." if slowed[FREE]
-        else f"the profiler finds {found}, {between + inside:.0f} µs in all, more than the timed "
-        "budget's: the profiled call is one short run, and this lesson does not measure the "
-        "difference."))
-    if "CUDA graph" in unclear or not wall[CHECK] > wall[FREE] or any(slowed.values()):
-        return text
-    cost = wall[CHECK] - wall[FREE]
-    added = int(f"{gaps.at[CHECK, 'gap_before_us']:.0f}") - int(f"{between:.0f}")
-    if abs(added - cost) <= 0.1 * cost:
-        return text
-    return text + (f" The profiled gap's rise ({added} µs) is {'smaller' if added < cost else 'larger'}"
-                   f" than the timed cost ({cost:.0f} µs): the profiled call is one short run "
-                   "with the profiler's own host work, and this lesson does not measure where "
-                   "the difference goes.")
-
 
 
 def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True) -> str:

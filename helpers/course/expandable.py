@@ -220,39 +220,6 @@ def driver_line(runs: dict, steps: int) -> str:
             "allocations: " + "; ".join(parts) + ".")
 
 
-def start_line(history, old: str, new: str) -> str:
-    """How far apart the two settings' reserves were before the prefill (step 0, read just after
-    ``empty_cache``) and at the recorded run's peak, and how much of the peak's difference was
-    there at step 0 (the twenty-second review: the workshop run's 40 MiB saving was what was
-    left of a 156 MiB gap present before any cache existed, and the lesson never said so). One
-    line; empty without both settings' histories."""
-    first, peak = {}, {}
-    for conf in (old, new):
-        part = history[history["setting"] == conf].sort_values("step")
-        if part.empty:
-            return ""
-        first[conf] = part.iloc[0]
-        top = part["reserved"].max()
-        if "reserved_peak" in part and part["reserved_peak"].notna().any():
-            top = max(top, part["reserved_peak"].max())
-        peak[conf] = top / MIB
-    r_old, r_new = (first[c]["reserved"] / MIB for c in (old, new))
-    # one line, no word "gap" (the twenty-fourth review: "the step-0 gap" read as reserved -
-    # allocated, the right panel's gap); its own peaks are not printed: the table's run printed
-    # 1824 MiB where this one reached 1826 (the twenty-third review)
-    head = (f"Before the prefill (step 0) {old} already held {r_old:.0f} MiB reserved and {new} "
-            f"{r_new:.0f} MiB, {abs(r_old - r_new):.0f} MiB apart")
-    before, after = r_old - r_new, peak[old] - peak[new]
-    if after <= 0:
-        return f"{head}; at the recorded run's peak {new} held no less."
-    if before >= after:
-        return f"{head}: the smaller difference at the peak is what was left of that."
-    if before > 0:
-        return (f"{head}: {100 * before / after:.0f}% of the difference at the peak; the rest came "
-                "during the run.")
-    return f"{head}: all of the difference at the peak came during the run."
-
-
 def timeline(runs: dict) -> list:
     """The memory history of every setting as rows: allocated and reserved bytes at the start
     of each forward pass (step 0 is the prefill), and the peaks inside the step."""
@@ -349,17 +316,39 @@ def _change(before: float, after: float) -> str:
     return f"{abs(before - after):.0f} MiB {word}, {100 * abs(before - after) / before:.0f}% {word}"
 
 
-def other_lengths_line(table, old: str, new: str, point: int) -> str:
-    """The peak reserve at every length but ``point`` (the twenty-fifth review: the 100-token
-    row, 1072 against 944 MiB, showed best that the saving depends on the length, and no line
-    read it); empty where ``point`` is the only length."""
+def cache_line(table, history, old: str, new: str) -> str:
+    """What each setting held before the prefill (step 0 of the recorded run, just after
+    ``empty_cache``: the same bytes allocated, so the difference is free space inside segments
+    that hold tensors), then at every length what the run added to that, the table's peak
+    reserve less step 0's reserve (the twenty-seventh review: "128 MiB less" at 100 tokens read
+    as a saving, where the two settings were already 156 MiB apart before any cache existed).
+    Every run starts after ``empty_cache`` from the same weights, so step 0 is each length's
+    start. Empty without both settings' histories."""
+    first = {}
+    for conf in (old, new):
+        part = history[history["setting"] == conf].sort_values("step")
+        if part.empty:
+            return ""
+        first[conf] = part.iloc[0]
+    r_old, r_new = (float(first[c]["reserved"]) / MIB for c in (old, new))
+    held = [f"{float(first[c]['allocated']) / MIB:.0f}" for c in (old, new)]
+    held = (f"the same {held[0]} MiB allocated" if held[0] == held[1] else
+            f"{held[0]} and {held[1]} MiB allocated")
+    head = (f"Before the prefill (step 0, just after emptying the cache) {old} held {r_old:.0f} "
+            f"MiB reserved and {new} {r_new:.0f} MiB, for {held}: free space inside segments "
+            "that hold the weights, which emptying the cache cannot release")
     mem = memory(table)
-    parts = [f"at {n} tokens: {float(mem.loc[(n, new), 'peak reserved MiB']):.0f} MiB against "
-             f"{float(mem.loc[(n, old), 'peak reserved MiB']):.0f} MiB ("
-             + _change(*(float(mem.loc[(n, c), 'peak reserved MiB']) for c in (old, new))) + ")"
-             for n in mem.index.get_level_values(0).unique() if int(n) != int(point)]
-    said = "; ".join(parts)
-    return f"The peak reserve {said}." if parts else ""
+    parts = []
+    for n in mem.index.get_level_values(0).unique():
+        a, b = (float(mem.loc[(n, c), "peak reserved MiB"]) - r for c, r in ((old, r_old),
+                                                                            (new, r_new)))
+        diff = "the same" if round(a) == round(b) else (
+            f"{abs(a - b):.0f} MiB {'less' if b < a else 'more'}")  # no % of a small base
+        said = f"at {int(n)} tokens {old} {a:.0f} MiB, {new} {b:.0f} MiB ({diff})"
+        if round(b) >= round(a):
+            said += ": no saving on the cache itself at this length"
+        parts.append(said)
+    return f"{head}. What the run added to that at its peak: " + "; ".join(parts) + "."
 
 
 def buys_line(mem, runs: dict, steps: int, old: str, new: str, point: int) -> str:

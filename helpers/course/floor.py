@@ -286,8 +286,11 @@ def gpu_gap_line(budget_frame, method: str) -> str:
     if gpu <= low:
         return text + "."
     # round 23: the causes it once listed (the whole cache buffer read, ...) were not measured
+    # round 27: "notebook 11 profiles them" sent the reader to a profile 11 does not hold (it
+    # profiles a step with another attention)
     return text + (": that gap is the kernels themselves (which of them, this lesson does not "
-                   "measure; notebook 11 profiles them), which no graph removes.")
+                   "measure; notebook 11 profiles a step that differs from this one only in its "
+                   "attention), which no graph removes.")
 
 
 def extra_steps_note(ratio, new_tokens: int, k: int, unit: str = "launch") -> str:
@@ -379,8 +382,9 @@ def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: 
     if not judge or not k > 1:
         return ""
     ratio = stats.row_speedup(table, most, one, seq_len=new_tokens)
-    text = (f"{k} steps per launch against 1, whole runs of {new_tokens} new tokens as the table "
-            f"times them: {stats.plain(ratio)}")
+    # round 27: which way the range runs ("0.989–1.002": which is slower below 1?)
+    text = (f"{k} steps per launch against 1 (the ratio: a run's time at 1 per launch ÷ at {k}), "
+            f"whole runs of {new_tokens} new tokens as the table times them: {stats.plain(ratio)}")
     steps = math.ceil((new_tokens - 1) / k) * k
     if new_tokens > 1 and steps != new_tokens - 1:
         text += f"; a run at {k} per launch does {steps} decode steps, at 1 per launch {new_tokens - 1}"
@@ -431,24 +435,19 @@ def graph_prompt_line(budget_frame, eager, new_tokens, graphed) -> str:
     before, after = (rows.loc[m, "wall_ms"] for m in graphed)
     if not (math.isfinite(before) and math.isfinite(after)):
         return ""
-    saved = round(before, 2) - round(after, 2)
-    if saved <= 0:
+    saved = before - after  # the table's medians, unrounded (round 27: 0.56 -> 0.49 printed 70 µs
+    if saved <= 0:          # off each step beside a table of 0.563 -> 0.488)
         return ""
     text = (f"Replaying the prompt from a graph ({_rung(graphed[0])} to {_rung(graphed[1])}) "
-            f"took {budget.ms_or_us(saved, printed=saved)} off each step ({round(before, 2):.2f} "
-            f"-> {round(after, 2):.2f} ms)")
+            f"took {budget.ms_or_us(saved)} off each step ({before:.3f} -> {after:.3f} ms, the "
+            "table's medians)")
     if not math.isfinite(eager[1]):
         return text + "."
     idle = max(eager[0] - eager[1], 0.0) / new_tokens
-    text += (f"; a graph takes away only the eager prompt's GPU-idle time, "
-             f"{budget.ms_or_us(idle)} per step timed alone (its GPU work still runs)")
-    shown = round(idle, 2) if idle >= 0.1 else round(idle * 1e3) / 1e3  # as printed
-    rest = saved - shown  # from the printed values, as a reader subtracts them
-    if rest < 0.0005:
-        return text + ", and the drop is no larger."
-    return (text + f"; the other {budget.ms_or_us(rest, printed=rest)} of the drop is not "
-            "measured here (the two are separate "
-            "timings, and the prompt's host time moves between them).")
+    # round 27: "and the drop is no larger" judged 75 µs against 71 µs; the numbers, stated plainly
+    return text + (f"; what a graph can take away is the eager prompt's GPU-idle time (its GPU work "
+                   f"still runs): {budget.ms_or_us(idle)} per step, timed alone, a separate "
+                   "timing, so the two need not match.")
 
 
 def graph_scope_line(graph_steps, peers) -> str:
@@ -508,9 +507,9 @@ def rungs_scope_line(inductor_reference: bool, bf16: bool) -> str:
     text = f"this preset runs {ran}" + (" and the bf16 rung" if bf16 else "")
     text += f"; it leaves out {stats.listed(left)}." if left else "."
     if inductor_reference:
-        text += ("\nRung 2 compiles rung 1's step with Inductor, which fuses its attention (plain "
-                 "products, sums and a softmax, many small kernels uncompiled) into one pass over "
-                 "the keys and values: rung 1's step is written for it.")
+        text += ("\nRung 2 compiles rung 1's step with Inductor, which generates fused kernels "
+                 "for it: rung 1's attention (plain products, sums and a softmax, many small "
+                 "kernels uncompiled) is written for it.")
     return text
 
 

@@ -250,24 +250,18 @@ def growth_why(table, prompt_len: int) -> str:
 
 def _farthest(table, n: int, m: int, rounds: float) -> str:
     """Why the rounds' ratio (``doubling``'s answer) and the medians' differ, from the data (the
-    twenty-sixth review: 2.71x from every round beside 2.93x from the medians, one 100-token run
-    at 1198 ms against a median of 820): the run of either length farthest from its length's
-    median, how far, and the rounds' ratio without its round."""
+    twenty-seventh review: "the median sets aside the run farthest ..." gave a third number for
+    the same ratio, from rounds never shown): each round's own ratio of the m-token run to the
+    n-token run, so the reader sees the round that pulls the answer away from the medians'."""
     ok = table[table["status"] == harness.OK]
-    runs = {int(r["seq_len"]): np.asarray(harness.trials(r), dtype=float) * 1e3
-            for _, r in ok.iterrows()}
+    runs = {int(r["seq_len"]): np.asarray(harness.trials(r), dtype=float) for _, r in ok.iterrows()}
     a, b = runs[n], runs[m]
-    off = {(k, i): t / np.median(runs[k]) - 1 for k in (n, m) for i, t in enumerate(runs[k])}
-    (k, i), d = max(off.items(), key=lambda kv: abs(kv[1]))
-    text = (f"The answer above, {rounds:.2f}x, counts every round; the median sets aside the run "
-            f"farthest from its length's median, a {k}-token run at {runs[k][i]:.0f} ms, "
-            f"{abs(100 * d):.0f}% {'above' if d > 0 else 'below'} that median "
-            f"({np.median(runs[k]):.0f} ms)")
-    if len(a) == len(b) and len(a) > 2:
-        keep = np.arange(len(a)) != i
-        without = stats.speedup(a[keep], b[keep], paired=True).estimate
-        text += f"; without its round the rounds read {without:.2f}x"
-    return text + "."
+    text = f"The answer above, {rounds:.2f}x, is the geometric mean of the rounds' own ratios"
+    if len(a) == len(b) and len(a) > 1:
+        text += (f" ({m}-token run ÷ {n}-token run of the same round): "
+                 f"{stats.listed([f'{q:.2f}x' for q in b / a])} in rounds 1 to {len(a)}")
+    return text + ("; the medians' ratio divides each length's middle run, which a round far "
+                   "from the others moves less.")
 
 
 def budget_line(step, new: str, old: str) -> str:

@@ -430,8 +430,8 @@ def bf16_line(row, float32_ms) -> str:
             f"{ms:.3f} ms per step, {round(ms, 3) / round(low, 3):.1f}x its own floor of "
             f"{low:.3f} ms; {row['agreement']:.0%} of generated tokens agree with float32")
     if row["agreement"] < 1:
-        text += (f" (a row that differs does so from new token {row['first_difference']:.0f} "
-                 "on, the median)")
+        text += (f" (the rows that differ first differ, at the median, at new token "
+                 f"{row['first_difference']:.0f})")
     text += f"; largest next-token logit difference on the prompt {row['max_logit_diff']:.3f}"
     return text + "\n" + bf16_bytes_line(ms, float32_ms)
 

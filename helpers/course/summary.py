@@ -301,22 +301,6 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
             "differences in the host's work decide.")
 
 
-def static_peer(table, seq_len, judge) -> str:
-    """The takeaway about ``generate()`` with a static cache, only where that peer ran on a GPU
-    (transformers compiles the step there only) and not on a smoke run: it compiles its step
-    too, with both ms per step by the medians; the ratio is "What it means"'s (``reading``).
-    Empty otherwise."""
-    peer = PEERS[-1]
-    ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
-    if not judge or peer not in set(ok["method"]) or "gpu_median_s" not in ok \
-            or ok.set_index("method")["gpu_median_s"].isna()[peer]:
-        return ""
-    taught = fastest(table, seq_len, taught=True)
-    ms = ok.set_index("method")["per_step_s"][peer] * 1e3
-    return (f"With a static cache ({peer}), transformers compiles its step too: {ms:.2f} ms per "
-            f"step, against {taught['per_step_s'] * 1e3:.2f} ms for {taught['method']} (lesson "
-            f"{taught['notebook']}); \"What it means\" gives the ratio.")
-
 
 def what_is_left(budget, names, table, seq_len) -> str:
     """Takeaway 2 from this run's budget (round 26: it restated lesson 00's rule): how much of
