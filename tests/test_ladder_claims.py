@@ -653,8 +653,8 @@ def test_a_cached_eager_rung_no_faster_than_the_one_before_names_its_host_time()
     assert summary._eager_cache(budget, names) == (
         "The static cache (04) is 1.35x slower than the KV cache (02) by the medians: 8.73 against "
         "6.49 ms per step, with GPU work of 1.58 against 1.56 ms, so most of the 2.24 ms it adds "
-        "is the host's (this notebook's one call; claim 4 below judges the pair from notebook "
-        "04's own rounds). ")
+        "is the host's (this notebook's one call; notebook 04 times the pair over its own "
+        "rounds). ")
     # the 10:50 review: 0.19 of 0.98 ms more GPU work read "the extra time is the host's"
     workshop = budget.assign(wall_ms=[6.37, 6.06, 7.04], gpu_ms=[2.15, 1.19, 1.38])
     assert ", so most of the 0.98 ms it adds is the host's (" in summary._eager_cache(workshop, names)

@@ -61,7 +61,8 @@ def test_the_pace_line_divides_the_walls_it_prints_and_gives_the_hosts_time():
         # the wall clock's cut is the rounds' gain at every length (round 24)
         gains = [f"{stats.row_speedup(t, 'kv_cache', 'naive', seq_len=n).estimate:.2f}x"
                  for n in sorted(t["seq_len"].unique())]
-        assert f"the gains above, {stats.listed(gains)}:" in lines[-2], name
+        assert (f"the gains above (naive ÷ KV cache run time, round by round), "
+                f"{stats.listed(gains)}:") in lines[-2], name  # round 27b: what it divides
 
 
 def test_a_kv_step_the_gpu_paces_gets_no_host_line():

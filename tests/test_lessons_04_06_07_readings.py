@@ -174,20 +174,14 @@ def test_06_early_stop_bound_and_figure():
         "tokens (a token ratio of 2.50)")
     assert eos_sync.stop_bound(table, 200, judge=False) == ""
     assert eos_sync.stop_bound(table, 300) == ""
-    # the published table: speedup's range above the token ratio, steps slower at the larger cap
-    free = table[table["method"] == eos_sync.FREE].set_index("seq_len")["median_s"]
-    per = {c: 1e3 * free[c] / c for c in (100, 200)}
+    # the published table: the token ratio inside, above or below the range, said plainly
     ratio = stats.row_speedup(table, eos_sync.CHECK, eos_sync.FREE, seq_len=200)
     why = eos_sync.speedup_why(table)
-    if ratio.low > 2.5:  # above the token ratio: the skipped steps are the slower ones
-        assert bool(why) == (round(per[200], 2) > round(per[100], 2))
-    elif ratio.high < 2.5:  # below it: a token cost more with the check (the published run)
-        check = table[(table["method"] == eos_sync.CHECK) & (table["seq_len"] == 200)]["median_s"].iloc[0]
-        assert bool(why) == (round(1e3 * check / 80, 2) > round(1e3 * free[200] / 200, 2))
-        assert not why or why.startswith("It falls short of the token ratio because a token cost "
-                                         f"more in the loop with the check ({1e3 * check / 80:.2f} ")
-    else:  # the range holds the ratio: only the note on identical work that took different times
-        ok = table[table["status"] == "ok"]
+    if ratio.low > 2.5:  # the round-27b review: said so, with no cause the lesson does not measure
+        assert "The token ratio (2.50) lies below the speedup's range" in why and "because" not in why
+    elif ratio.high < 2.5:
+        assert "The token ratio (2.50) lies above the speedup's range" in why and "because" not in why
+    else:
         assert "The token ratio (2.50) lies inside the printed range" in why
     assert eos_sync.speedup_why(table, judge=False) == ""
     # made up: the 09:46 run's medians (8.48 -> 9.80 ms per step) with a range above 2.50
@@ -199,15 +193,16 @@ def test_06_early_stop_bound_and_figure():
                           "trials_wall_ms": " ".join(str(1e3 * x) for x in t)}
                          for (m, c), t in rows.items()])
     assert eos_sync.speedup_why(made) == (
-        "The speedup exceeds the token ratio because steps get slower as the cache grows: without "
-        "the check a step takes 8.48 ms on average at cap 100 and 9.80 ms at cap 200, so the steps "
-        "early stopping skips are the slower ones. The loop with the check ran the same 80 tokens "
+        "The token ratio (2.50) lies below the speedup's range (2.68\u20132.74): early stopping saved "
+        "more time than the steps it skipped predict, and this lesson does not measure why. The loop "
+        "with the check ran the same 80 tokens "
         "(its longest row) at caps 100 and 200, yet its median run took 690.0 ms at cap 100 and 720.0 ms at "
         "cap 200 (runs 690.0 to 690.0 against 710.0 to 740.0 ms, no overlap), 1.04x apart: identical work, "
         "so times in this table move by about that much from one point to another.")
-    # the same ms per step at both caps, and the checking loop's medians within 3%: nothing said
+    # the checking loop's medians within 3%: only the range's reading
     flat = made.assign(median_s=[0.710, 0.848, 0.72, 1.696])
-    assert eos_sync.speedup_why(flat) == ""
+    assert eos_sync.speedup_why(flat).startswith("The token ratio (2.50) lies below")
+    assert "identical work" not in eos_sync.speedup_why(flat)
     near = made.assign(median_s=[0.710, 0.848, 0.72, 1.96])  # a range reaching below the token
     # ratio (the 06:54 run), steps slower at cap 200: the range holds the token ratio, said so
     near.loc[3, "trials_wall_ms"] = " ".join(str(1e3 * x) for x in [1.5, 1.95, 1.6, 1.96, 1.98, 1.7])

@@ -422,8 +422,7 @@ def test_compiled_lesson_compilation_table():
         "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
         "verdicts below quote)):\n  default: 9.8 s; repaid after 33 runs of 8 tokens\n"
         "The float32 check graphs, compiled just before: 5.2 s (default).\n"
-        "Default's timed graph was this process's first graph; a new process would pay about that "
-        "again (expected, not timed here).\n"
+        "Default's timed graph was this process's first graph.\n"
         "Another cache length compiles again (up to 9.8 s here): these counts hold only while "
         "every run has the same length.")
     # with them: a hit is a warm compile, a miss a cold one

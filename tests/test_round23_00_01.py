@@ -83,8 +83,8 @@ def test_reach_on_the_published_run_says_what_the_noise_means():
         "lay between 0.91x and 1.03x. Rounds of the same code can lie this far apart, so an A/B is "
         "read from all 8 rounds together, the estimate and its interval, never from one or two.",
         "The interval runs from 10% below to 11% above its estimate: at 8 rounds as noisy as "
-        "these, a difference smaller than about 11% reads \"can't tell apart\"; only a larger one "
-        "can read \"faster\" or \"slower\"."]
+        "these, B would read \"faster\" only from about 1.11x faster and \"slower\" only from "
+        "about 1.11x slower; a smaller difference either way reads \"can't tell apart\"."]
     _, ws_rounds, ws = _zero(_table(WS_00))
     assert "rounds 1 (0.86x) and 4 (1.23x); the other 3 rounds lay between 0.88x and 1.07x" in (
         intro.reach(ws, True, ws_rounds))
@@ -107,7 +107,8 @@ def test_reach_follows_every_real_tables_rounds(name):
     below = 100 * (1 - ratio.low / ratio.estimate)
     above = 100 * (ratio.high / ratio.estimate - 1)
     assert f"from {below:.0f}% below to {above:.0f}% above its estimate" in said
-    assert f"smaller than about {max(round(below), round(above))}%" in said
+    assert (f"only from about {ratio.estimate / ratio.low:.2f}x faster and \"slower\" only from "
+            f"about {ratio.high / ratio.estimate:.2f}x slower") in said  # round 27b: per direction
     told = stats.verdict(ratio) != stats.NOISE
     assert said.split("\n")[1].startswith("This run told the identical loops apart") == told, said
     assert "cancels" not in said and "moved together" not in said

@@ -50,8 +50,8 @@ def test_published_00_names_its_early_rounds_and_reads_the_interval_both_ways():
         "Rounds of the same code can lie this far apart, so an A/B is read from all 8 rounds "
         "together, the estimate and its interval, never from one or two.",
         "The interval runs from 8% below to 7% above its estimate: at 8 rounds as noisy as these, "
-        "a difference smaller than about 8% reads \"can't tell apart\"; only a larger one can read "
-        "\"faster\" or \"slower\"."]
+        "B would read \"faster\" only from about 1.09x faster and \"slower\" only from about "
+        "1.07x slower; a smaller difference either way reads \"can't tell apart\"."]
     said = intro.with_estimate(stats.say(table, "loop B", "loop A", True, seq_len=n), ratio)
     assert said == "0.97x, can't tell apart on this machine (0.89–1.04; the table's medians: 1.01x)"
     ws = ZERO["3deacb3-workshop"]()

@@ -70,7 +70,7 @@ def test_04_figure_line_and_article_clause(run):
         for n in same:
             assert str(n) in answer.split("reproduces that at")[1]
     else:
-        assert "timed none of these lengths" in answer
+        assert "none of the article's lengths, so this run cannot test its claim" in answer
 
 
 def test_04_published_run_answers_every_length():

@@ -211,8 +211,7 @@ def first_graph(table):
     """(seconds, what, method) for the first graph this process compiled: the first compiled
     loop's float32 check graph where the check ran, else its timed graph (``method`` then names
     that loop; the rows are in the order the measurement compiled them). A process's first graph
-    also pays the process's one-time costs, so a new process would pay about that again (not timed). None where
-    nothing compiled."""
+    also pays the process's one-time costs. None where nothing compiled."""
     ok = table[(table["status"] == harness.OK) & (table["mode"] != "eager")]
     if ok.empty:
         return None
@@ -299,18 +298,21 @@ def _fresh(compile_table, table):
 
 def _fresh_line(compile_table, table) -> str:
     """What a new process would pay, said as an expectation, not a finding (no new process is
-    timed): this process's first graph's cost, later graphs' beside it, and the runs of each
-    compiled loop that repay the first graph's cost. Round 24 read one five-idea sentence."""
+    timed), and only for one that finds Inductor's cache on disk as this one did (round 27b: this
+    process just filled it, so a new one here would likely pay less): this process's first
+    graph's cost, later graphs' beside it, and the runs of each compiled loop that repay the first
+    graph's cost. Where the timed graph was the first, only that (its count above is at that
+    cost). Round 24 read one five-idea sentence."""
     found = _fresh(compile_table, table)
     if found is None:
         return ""
     cost, what, timed_first, later, runs = found
     if not runs and timed_first is not None:  # its count above is already at that cost
-        return (f"{what[0].upper()}{what[1:]} was this process's first graph; a new process "
-                "would pay about that again (expected, not timed here).")
+        return f"{what[0].upper()}{what[1:]} was this process's first graph."
     line = (f"This process's first graph, {what}, took {cost:.1f} s"
             + (f"; later graphs up to {max(later):.1f} s" if later else "")
-            + ". A new process would pay the first graph's cost again (expected, not timed here)")
+            + (". A new process that finds Inductor's cache on disk as this one did would pay the "
+               "first graph's cost again (expected, not timed here)"))
     if not runs:
         return line + "."
     each = [f"{k} ({mode})" if i and n == runs[0][2] else f"{k} runs of {n} tokens ({mode})"
@@ -389,7 +391,8 @@ def summary_line(table, compile_table, methods, point, judge: bool) -> str:
 def _fresh_clause(compile_table, table, point) -> str:
     """The summary's second compile cost (round 27: it quoted only the timed graphs, compiled
     after the check graphs in a warm process): this process's first graph, what a new process
-    would pay about again (expected, not timed), and the runs of ``point`` tokens that repay it
+    that finds Inductor's cache on disk as this one did would pay about again (expected, not
+    timed), and the runs of ``point`` tokens that repay it
     (``_fresh``'s). Empty where a timed graph was the first (its own count is that cost already)."""
     found = _fresh(compile_table, table)
     if found is None:
@@ -398,8 +401,9 @@ def _fresh_clause(compile_table, table, point) -> str:
     runs = [k for k, _, n in runs if n == point]
     if not runs:
         return ""
-    return (f"; this process's first graph took {cost:.1f} s, about what a new process would pay "
-            f"again (expected, not timed here): repaid after {_span(runs, 'd', '')} runs")
+    return (f"; this process's first graph took {cost:.1f} s, about what a new process finding "
+            "Inductor's cache on disk as this one did would pay again (expected, not timed here): "
+            f"repaid after {_span(runs, 'd', '')} runs")
 
 
 def medians_line(table, methods, point, judge: bool) -> str:

@@ -156,8 +156,9 @@ def prompt_line(budget_frame, eager, new_tokens, graphed=None) -> str:
     return text
 
 
-def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:
-    """ms per step (``median_s`` over ``seq_len``, the prompt included) of ``method`` in lesson
+def this_run_ms(stem: str, method: str, device_name: str, of: str = "median_s", **where) -> float:
+    """ms per step (``median_s`` over ``seq_len``, the prompt included; ``of="gpu_busy_s"``: its
+    GPU work, as ``budget.per_step`` reads it) of ``method`` in lesson
     ``stem``'s table of this runner run (``COURSE_RUN_DIR``), measured on ``device_name`` at the
     point ``where`` (e.g. ``batch_size=32, seq_len=100``); NaN outside a runner run, before that
     lesson ran in it, or with another GPU or point (never another run's number)."""
@@ -174,7 +175,8 @@ def this_run_ms(stem: str, method: str, device_name: str, **where) -> float:
             rows = rows[rows["status"] == harness.OK]
         if len(rows) != 1:
             return float("nan")
-        return float(1e3 * rows["median_s"].iloc[0] / rows["seq_len"].iloc[0])
+        value = float(rows[of].iloc[0])
+        return 1e3 * value / float(rows["seq_len"].iloc[0]) if value > 0 else float("nan")
     except (OSError, ValueError, KeyError, TypeError):
         return float("nan")
 
@@ -394,13 +396,14 @@ def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: 
 
 
 def against_tenth(fast_ms: float, start_ms: float, tenth_ms: float, fast: str,
-                  attention=None) -> str:
+                  gpu=None) -> str:
     """11's answer first (round 23: it came only in the last line): notebook 10's graphed step
     (``tenth_ms``: ``this_run_ms``) against the last rung ``fast`` and against rung 1, where the
     ladder starts, each from the two tables' printed medians (no interval: the lessons time in
-    separate rounds). Where rung 1 is the slower, what differs in its code and what the kernel
-    table measured of it (``attention``: rung 1's attention kernels and µs per step, profiled),
-    and that 10's step is not profiled (round 24: "1.17x slower" was never explained)."""
+    separate rounds). ``gpu``: (rung 1's, 10's step's) GPU work in ms per step; with both, a
+    second line gives the wall-clock and GPU-work differences between rung 1 and 10's step, as
+    printed, and that what makes them up is not measured (round 27b: the lesson blamed rung 1's
+    attention kernels while the GPU work differed by 0.07 ms of a 0.355 ms gap)."""
     if not all(math.isfinite(x) and x > 0 for x in (fast_ms, start_ms, tenth_ms)):
         return ("Notebook 10's step ('graph, decode_step, 1/launch'): no time of it from this run "
                 "on this GPU, so the ladder is read from its own rung 1 only.")
@@ -410,14 +413,20 @@ def against_tenth(fast_ms: float, start_ms: float, tenth_ms: float, fast: str,
             f"{_as_said(tenth_r / start_r)} than 10's step, and ends at '{fast}', {fast_r:.3f} ms, "
             f"{_as_said(tenth_r / fast_r)} than 10's step (the two tables' medians: the lessons "
             "time in separate rounds, so no range).")
-    if start_r <= tenth_r:
+    start_gpu, tenth_gpu = gpu if gpu is not None else (math.nan, math.nan)
+    if not all(math.isfinite(x) and x > 0 for x in (start_gpu, tenth_gpu)):
         return text
-    kernels_, us = attention if attention is not None else (math.nan, math.nan)
-    measured = (f" ({kernels_:.0f} kernels, {us:.0f} µs per step under the profiler above)"
-                if math.isfinite(kernels_) and math.isfinite(us) else "")
-    return (text + "\nRung 1 differs from 10's step only in its attention, which runs uncompiled "
-            f"as many small kernels{measured}; 10's step is not profiled here, so what makes "
-            "rung 1 slower is not measured.")
+    start_g, tenth_g = round(start_gpu, 2), round(tenth_gpu, 2)  # as the figures print them
+
+    def more(diff, digits):
+        diff = round(diff, digits)
+        return "the same" if diff == 0 else f"{abs(diff):.{digits}f} ms {'more' if diff > 0 else 'less'}"
+
+    return (text + f"\nRung 1 against 10's step, per step: wall clock {start_r:.3f} against "
+            f"{tenth_r:.3f} ms ({more(start_r - tenth_r, 3)}), GPU work {start_g:.2f} against "
+            f"{tenth_g:.2f} ms ({more(start_g - tenth_g, 2)}). Rung 1 differs only in its attention; "
+            "10's step is not profiled here, so which kernels or waits make up these differences "
+            "is not measured.")
 
 
 def graph_prompt_line(budget_frame, eager, new_tokens, graphed) -> str:

@@ -55,8 +55,8 @@ def reach(ratio, judge: bool, by_round=None) -> str:
     six later ones, and no line said so), with the range of the other rounds and what that means
     for reading an A/B; no cause is claimed, since the lesson measures none. Then how far the
     interval reaches below and above its estimate (the twenty-fourth review: "about 9% either
-    side" for -8% / +7%), and so the smallest difference rounds as noisy as these can tell from
-    none. Where the interval told the identical loops apart, it says so first, with in how many
+    side" for -8% / +7%), and so, per direction, the smallest speedup and slowdown rounds as
+    noisy as these can tell from none. Where the interval told the identical loops apart, it says so first, with in how many
     rounds the slower loop's trial was the slower. Empty without an interval or rounds."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
             or not math.isfinite(ratio.high) or by_round is None or len(by_round) < 3:
@@ -80,7 +80,11 @@ def reach(ratio, judge: bool, by_round=None) -> str:
               f"{k} rounds together, the estimate and its interval, never from one or two.")
     below = 100 * (1 - ratio.low / ratio.estimate)
     above = 100 * (ratio.high / ratio.estimate - 1)
-    size = max(round(below), round(above))
+    # an interval as wide about a true speedup s reads "faster" once s × low / estimate > 1, and
+    # "slower" once s × high / estimate < 1: one threshold per direction (the twenty-seventh
+    # review: "about 14%" stood for 8% below and 14% above)
+    to_faster, to_slower = (f"{x:.2f}" if round(x, 2) > 1 else f"{x:.3f}"  # never "1.00x"
+                            for x in (ratio.estimate / ratio.low, ratio.high / ratio.estimate))
     text = ""
     if stats.verdict(ratio) != stats.NOISE:
         slower = "B" if ratio.estimate < 1 else "A"  # estimate: A / B, the speedup of B over A
@@ -90,8 +94,9 @@ def reach(ratio, judge: bool, by_round=None) -> str:
                 "alone. ")
     return first + "\n" + text + (
         f"The interval runs from {below:.0f}% below to {above:.0f}% above its estimate: at {k} "
-        f"rounds as noisy as these, a difference smaller than about {size}% reads \"can't tell "
-        "apart\"; only a larger one can read \"faster\" or \"slower\".")
+        f"rounds as noisy as these, B would read \"faster\" only from about {to_faster}x faster "
+        f"and \"slower\" only from about {to_slower}x slower; a smaller difference either way "
+        "reads \"can't tell apart\".")
 
 
 def spread(by_round, n: int, gpu_ms: float) -> str:

@@ -17,7 +17,7 @@ from transformers import DynamicCache
 
 from ..generation import generate_kv_cache
 from ..static import attention_work, generate_static_cache, make_static_cache, sdpa_calls
-from . import budget, harness, stats
+from . import budget, harness, presets, stats
 from .claims import CACHE_DYNAMIC as DYNAMIC, CACHE_STATIC as STATIC  # the names 08's claim reads
 
 # One name per loop in every table, figure and sentence.
@@ -447,8 +447,17 @@ def article_clause(words) -> str:
     same (``words``: each length's verdict word, as ``answer_line`` reads them): "the article
     found it slower at 100, faster at 200 and 400; this run reproduces that at none of them"."""
     told = [n for n in words if n in ARTICLE]
-    if not told:
-        return f"the article timed none of these lengths ({stats.listed(sorted(ARTICLE))})"
+    if not told:  # round 27b: "timed none of these lengths (100, ...)" read as the article's
+        said = {}
+        for n in sorted(ARTICLE):
+            said.setdefault(ARTICLE[n], []).append(n)
+        claim = ", ".join(f"{word} at {stats.listed(ns)}" for word, ns in said.items())
+        where = [name for name in presets.PRESET_NAMES
+                 if set(ARTICLE) <= set(presets.preset_values("04", name)["seq_lens"])]
+        return (f"{stats.listed(sorted(words))} tokens {'is' if len(words) == 1 else 'are'} none "
+                f"of the article's lengths, so this run cannot test its claim ({claim})"
+                + (f"; the {stats.listed(where)} preset" + (" does" if len(where) == 1 else "s do")
+                   if where else ""))
     found = "the article found it " + ", ".join(f"{ARTICLE[n]} at {n}" for n in told)
     same = [n for n in told if words[n] == ARTICLE[n]]
     where = ("none of them" if not same else "every one" if len(same) == len(told) > 1

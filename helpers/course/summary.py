@@ -353,8 +353,8 @@ def _eager_cache(data, names) -> str:
     """Where the static cache (04) is no faster than the KV cache (02) by the medians, one
     sentence: both wall clocks and GPU work, and, where the GPU's work grew by less than half the
     extra wall clock, that most of it is the host's (all of it where the GPU's work did not
-    grow); this is the ladder's one call, and claim 4 judges the pair from 04's own rounds
-    (``claims.notes`` says where they differ). Empty where it is faster."""
+    grow); this is the ladder's one call, and notebook 04 times the pair over its own rounds
+    (every preset; claim 4 reads them only at the full preset's sizes). Empty where it is faster."""
     new, old = names.get(STATIC), names.get(KV)
     if not {new, old} <= set(data.index):
         return ""
@@ -372,9 +372,9 @@ def _eager_cache(data, names) -> str:
         text += f", so the {extra:.2f} ms it adds is the host's"
     elif grew < extra / 2:  # the GPU's extra work is a small part: "mostly", never "all"
         text += f", so most of the {extra:.2f} ms it adds is the host's"
-    # its range: claim 4, from notebook 04's own rounds
-    return text + (" (this notebook's one call; claim 4 below judges the pair from notebook "
-                   "04's own rounds). ")
+    # its range: notebook 04's own rounds, timed on every preset (claim 4 is not judged on all)
+    return text + (" (this notebook's one call; notebook 04 times the pair over its own "
+                   "rounds). ")
 
 
 def host_paced(budget, names, verdicts) -> str:

@@ -1,0 +1,98 @@
+"""Round 27b of mends, lessons 00 and 01, checked on every real table in tests/data (full and
+workshop presets): 00's noise line gives one threshold per direction of a lopsided interval, and
+each is the one at which an interval as wide would change the verdict; 00's Idea 2 says which
+position a drift within a round favours and how the order splits over an odd number of rounds;
+01's "why" bullet claims only what its Idle line prints; 01's budget panel drops "prefill
+included" (the naive loop has no separate prefill)."""
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from helpers.course import intro, stats
+
+from tests.test_round27_00_01 import ONE, ZERO, _text  # the same tables and notebooks
+
+
+def _zero(table):
+    n = int(table.loc[table["method"] == "loop A", "seq_len"].iloc[0])
+    return (n, intro.rounds(table, "loop A", "loop B"),
+            stats.row_speedup(table, "loop B", "loop A", seq_len=n))
+
+
+@pytest.mark.parametrize("path", ZERO, ids=lambda p: p.stem.split("-", 1)[1])
+def test_00_noise_line_gives_each_direction_its_own_threshold(path):
+    """"a difference smaller than about 14%" stood for 8% below and 14% above: B about 9% faster
+    would already read "faster". Each printed threshold is where an interval as wide, moved to
+    that speedup, leaves 1: just past it the verdict changes, just short of it it does not."""
+    table = pd.read_csv(path)
+    n, by_round, ratio = _zero(table)
+    last = intro.reach(ratio, True, by_round).split("\n")[-1]
+    assert "smaller than about" not in last and "either side" not in last
+    found = re.search(r'B would read "faster" only from about ([\d.]+)x faster and "slower" only '
+                      r'from about ([\d.]+)x slower; a smaller difference either way reads '
+                      r'"can\'t tell apart"\.$', last)
+    assert found, last
+    fast, slow = ratio.estimate / ratio.low, ratio.high / ratio.estimate
+    assert found.group(1) == f"{fast:.2f}" and found.group(2) == f"{slow:.2f}", last
+    a = np.asarray(stats.method_trials(table, "loop A", seq_len=n), dtype=float)
+    b = np.asarray(stats.method_trials(table, "loop B", seq_len=n), dtype=float)
+    k = min(len(a), len(b))
+    a, b = a[:k], b[:k]
+
+    def at(target):  # B's times scaled so that the rounds' estimate A / B becomes target
+        moved = stats.speedup(b * ratio.estimate / target, a)
+        assert moved.estimate == pytest.approx(target)
+        return stats.verdict(moved)
+
+    assert at(fast * 1.01) == stats.FASTER and at(fast * 0.99) == stats.NOISE
+    assert at(1 / (slow * 1.01)) == stats.SLOWER and at(1 / (slow * 0.99)) == stats.NOISE
+
+
+@pytest.mark.parametrize("path", ZERO, ids=lambda p: p.stem.split("-", 1)[1])
+def test_00_order_split_is_as_idea_2_says(path):
+    """Idea 2: alternating gives each method each position in turn, A first once more than B
+    when the rounds are odd (5 workshop rounds: 3 against 2)."""
+    _, by_round, _ = _zero(pd.read_csv(path))
+    k = len(by_round)
+    first_a = int((by_round["order"] == "A B").sum())
+    assert first_a - (k - first_a) == k % 2, (k, first_a)
+
+
+def test_00_idea_2_names_both_drifts_and_the_odd_split():
+    text = " ".join(_text("00_setup.ipynb", "markdown").split())
+    assert "favours whichever method ran second" not in text and "half the rounds" not in text
+    assert ("the host speeding up favours the method that ran second, slowing down the one that "
+            "ran first") in text
+    assert "A runs first once more than B when the rounds are odd" in text
+
+
+@pytest.mark.parametrize("path", ONE, ids=lambda p: p.stem.split("-", 1)[1])
+def test_01_idle_total_is_n_times_the_printed_idle_per_step(path):
+    """The "why" bullet now says only that the idle time is N times the idle time per step (which
+    need not stay the same): on every real table the Idle line's totals are its per-step values
+    times the lengths, at the printed rounding."""
+    why = intro.growth_why(pd.read_csv(path), 16)
+    idle = next(line for line in why.split("\n") if line.startswith("- Idle:"))
+    totals = re.match(r"- Idle: (\d+) -> (\d+) ms", idle).groups()
+    steps = re.search(r"per step ([\d., and]+) ms at ([\d, and]+) tokens", idle).groups()
+    per_step = [float(v) for v in re.findall(r"[\d.]+", steps[0])]
+    lengths = [int(v) for v in re.findall(r"\d+", steps[1])]
+    head = re.search(r"from (\d+) to (\d+) tokens the median run", why).groups()
+    for total, n in zip(totals, head):
+        p = per_step[lengths.index(int(n))]
+        assert abs(float(total) - p * int(n)) <= 0.5 + 0.005 * int(n), (idle, n)
+
+
+def test_01_why_bullet_and_budget_label():
+    text = " ".join(_text("01_naive_generation.ipynb", "markdown").split())
+    code = _text("01_naive_generation.ipynb", "code")
+    assert "costs the same at every step" not in text and "compare those values" not in text
+    assert ("the idle time is *N* times the idle time per step, which the Idle line gives at each "
+            "length (it need not stay the same from one length to the next)") in text
+    assert "time is made of is not measured here" in text
+    assert "prefill counts as one of the N steps" not in code
+    assert 'ax_budget.set_xlabel("ms per step (the median run ÷ N)")' in code
+    # the label is set after budget.plot, whose own label it replaces
+    assert code.index("budget.plot(ax_budget") < code.index("ax_budget.set_xlabel(")
