@@ -76,12 +76,6 @@ def weight_bytes(shape, element) -> int:
     return shape["per_step"] * shape["k"] * shape["n"] * element
 
 
-def weight_floor_s(model, batch_size, bandwidth) -> float:
-    """Seconds to read every weight the step's GEMMs multiply by, once, at ``bandwidth``."""
-    element = model.lm_head.weight.element_size()
-    return sum(weight_bytes(s, element) for s in gemm_shapes(model, batch_size)) / bandwidth
-
-
 def gemm_bytes(m, k, n, element) -> int:
     """Bytes one GEMM must move at least: the weight, the input and the output."""
     return (k * n + m * k + m * n) * element
@@ -161,18 +155,6 @@ def gemm_backends(model, batch_size, backends=("cuBLAS", "cuBLASLt", "Triton (In
                          + (f"{seconds * 1e6:7.1f} µs, {nbytes / seconds / 1e9:6.0f} GB/s"
                             if error == "" else error), flush=True)
     return pd.DataFrame(rows)
-
-
-def best_backends(table: pd.DataFrame) -> pd.DataFrame:
-    """Per GEMM shape, the fastest backend and its time against the slowest and against cuBLAS,
-    and the step's total at the fastest backend (calls per step x microseconds)."""
-    ok = table.dropna(subset=["us"])
-    ok = ok[ok["backend"] != ADDMM]  # a call, not a backend one can choose
-    best = ok.loc[ok.groupby("gemm", sort=False)["us"].idxmin()].set_index("gemm")
-    cublas = ok[ok["backend"] == "cuBLAS"].set_index("gemm")["us"]
-    best["vs cuBLAS"] = cublas.reindex(best.index) / best["us"]
-    best["us per step"] = best["us"] * best["per_step"]
-    return best[["shape", "backend", "us", "GBps", "vs cuBLAS", "per_step", "us per step"]]
 
 
 # ------------------------------------------------------------------ the replayed kernels
