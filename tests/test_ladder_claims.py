@@ -433,7 +433,7 @@ def test_claims_print_one_short_row_each():
     assert out.loc["2", "this run's number"].startswith("needs notebook 02's table")
     assert out.loc["2", "verdict"] == claims.NOT_RUN
     assert out.loc["3", "this run's number"] == \
-        "peak fragmentation (lesson 03), expandable vs default: 5.0% vs 30.0% at 100 tokens"
+        "peak fragmentation, expandable vs default: 5.0% vs 30.0% at 100 tokens"
     assert all(len(c.split()) <= 12 for c in claims.CLAIMS)  # each claim short
 
 

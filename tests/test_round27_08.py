@@ -102,7 +102,7 @@ def test_claims_1_2_3_and_5_say_what_their_numbers_are(run):
     if "per doubling" in number[1]:
         assert "the whole run's time fitted as N^k" in number[1]
     if "vs default" in number[3]:
-        assert number[3].startswith("peak fragmentation (lesson 03), expandable vs default: ")
+        assert number[3].startswith("peak fragmentation, expandable vs default: ")
     if "at 120" in number[2] or "the gain at" in number[2]:
         assert number[2].startswith("batch 32: ")  # notebook 02 runs one batch size
     if verdict[5] not in (claims.FULL_RUN, claims.SETTING, claims.NO_DATA):

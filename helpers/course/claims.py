@@ -315,7 +315,7 @@ def claim_expandable(ctx):
     return (REPRODUCED if lower else NOT_REPRODUCED), (
         "peak fragmentation in notebook 03's runs, expandable segments against the default "
         "allocator: " + _frag_pairs(expandable, default, common)), "", "", "", \
-        ("peak fragmentation (lesson 03), expandable vs default: "
+        ("peak fragmentation, expandable vs default: "
          + _frag_short(expandable, default, common))
 
 
