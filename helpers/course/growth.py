@@ -380,12 +380,10 @@ def pace_lines(table, candidate: str, baseline: str, labels=None) -> list:
     # cut from the printed values (2.83 / 1.35 = 2.10, never floored to "2.09x or more")
     gain = [stats.row_speedup(table, candidate, baseline, seq_len=n).estimate for n in values]
     if min(cut) > 1:
+        but, only = ("but", "only ") if max(gain) < min(cut) else ("and", "")
         said = (f"The cache cut the GPU's work per step {stats.listed([f'{c:.2f}x' for c in cut])}, "
-                + (f"but a whole run only by the gains above ({base} \u00f7 {cand} run time, "
-                   "round by round), " if max(gain) < min(cut)
-                   else f"and a whole run by the gains above ({base} \u00f7 {cand} run time, "
-                   "round by round), ")
-                + stats.listed([f"{g:.2f}x" for g in gain]))
+                f"{but} a whole run {only}by the gains above ({base} \u00f7 {cand} run time, round "
+                "by round), " + stats.listed([f"{g:.2f}x" for g in gain]))
     else:
         said = "The cache did not cut the GPU's work per step at every length"
     if min(idle[baseline]) >= budget.GPU_PACE_PCT:

@@ -239,7 +239,7 @@ def growth_why(table, prompt_len: int) -> str:
     lines = [f"Why, from the table's medians: from {n} to {m} tokens the median run went from "
              f"{t0} to {t1} ms ({grown:.2f}x), the GPU's work plus its idle time."]
     if f"{p['rounds']:.2f}" != f"{grown:.2f}":
-        lines[0] += " " + _farthest(table, n, m, p["rounds"])
+        lines[0] += " " + _round_ratios(table, n, m, p["rounds"])
     lines += [
              f"- Work: {w0} -> {w1} ms ({work:.2f}x). Step t works on {prompt_len} + t positions "
              f"(the prompt's included): {positions(m) / positions(n):.2f}x as many in all, not "
@@ -253,7 +253,7 @@ def growth_why(table, prompt_len: int) -> str:
     return "\n".join(lines)
 
 
-def _farthest(table, n: int, m: int, rounds: float) -> str:
+def _round_ratios(table, n: int, m: int, rounds: float) -> str:
     """Why the rounds' ratio (``doubling``'s answer) and the medians' differ, from the data (the
     twenty-seventh review: "the median sets aside the run farthest ..." gave a third number for
     the same ratio, from rounds never shown): each round's own ratio of the m-token run to the

@@ -301,7 +301,6 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
             "differences in the host's work decide.")
 
 
-
 def what_is_left(budget, names, table, seq_len) -> str:
     """Takeaway 2 from this run's budget (round 26: it restated lesson 00's rule): how much of
     the fastest taught rung's step the GPU idles, who sets its pace by that rule
