@@ -302,7 +302,9 @@ def _smallest_batch_gains(table, summary_frame, regime):
         return None
     part, rows, batches = found
     rounds = [stats.row_speedup(rows, "interleaved", "sync", batch_size=b).estimate for b in batches]
-    medians = list(part["sync"] / part["interleaved"])
+    ms = rows[rows["status"] == harness.OK].pivot_table(index="batch_size", columns="method",
+                                                         values="ms_per_step")
+    medians = [float(ms.loc[b, "sync"] / ms.loc[b, "interleaved"]) for b in batches]  # unrounded
     gains = [g if g == g else m for g, m in zip(rounds, medians)]
     growth = [stats.row_growth(rows, "interleaved", "sync", b, batches[0], by="batch_size")
               for b in batches[1:]]
