@@ -279,7 +279,9 @@ def one_line(table, batch_size, seq_len, syncs, wide=None) -> str:
     """The summary's sentence: the host copy's speedup over per-row syncs at one point timed
     alone, the number the headline quotes (``stats.plain``, no second estimate), and, with
     ``wide``, the time each sync the host copy removes saves there (``sync_cost``: the round-27
-    review asked for one plain number, not bounds)."""
+    review asked for one plain number, not bounds) and its range over the points timed alone (the
+    round-28 review: "about 31 µs" alone read as a property of a sync, where six points gave 25 to
+    58)."""
     ratio = transfer_speedup(table, "alone", batch_size=batch_size, seq_len=seq_len)
     per_row = syncs["syncs_per_row"].max()
     line = (f"In one line: at batch {batch_size} and completions of {seq_len}, copying the tensors "
@@ -288,7 +290,9 @@ def one_line(table, batch_size, seq_len, syncs, wide=None) -> str:
     cost = sync_cost(wide, syncs) * 1e6 if wide is not None else pd.Series(dtype=float)
     if (batch_size, seq_len) in cost.index and cost[(batch_size, seq_len)] > 0:
         line += (f"; each sync it removes (with its small kernels) saved about "
-                 f"{cost[(batch_size, seq_len)]:.0f} µs")
+                 f"{cost[(batch_size, seq_len)]:.0f} µs here")
+        if len(cost) > 1 and f"{cost.min():.0f}" != f"{cost.max():.0f}":  # the round-28 review
+            line += f", {cost.min():.0f} to {cost.max():.0f} µs over the {len(cost)} points timed alone"
     return line + "."
 
 
@@ -395,6 +399,51 @@ def length_line(wide, batch_size, *, table, prompt_len=None, condition="alone") 
             f"headline quotes the longest completions at the largest batch, the largest job timed.")
 
 
+def length_reading(wide, batch_size, condition="alone") -> str:
+    """Takeaway 3 in this run's numbers: at ``batch_size``, which of the two times moved the
+    speedup from the shortest completions to the longest, from each method's factor (as
+    ``length_line`` prints it). The round-28 review found the per-row loop 0.62x at batch 256 (run
+    898ea06) beside a takeaway that put the drop down to the host copy's work over every token; no
+    cause is read for the per-row loop getting faster. Empty with one length or no change."""
+    part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
+    part = part.set_index("seq_len").sort_index()
+    if len(part) < 2:
+        return ""
+    pr, oh = (round(round(1e3 * part[m].iloc[-1], 2) / round(1e3 * part[m].iloc[0], 2), 2)
+              for m in ("per row", "on host"))
+    if pr == oh:
+        return ""
+    drop = pr < oh
+    names = {"per row": "the per-row loop", "on host": "the host copy"}
+    factor = {"per row": pr, "on host": oh}
+    # the method that pushes the speedup this way: per row (its time down for a drop), on host (up)
+    push = {"per row": pr < 1 if drop else pr > 1, "on host": oh > 1 if drop else oh < 1}
+    size = {m: abs(math.log(f)) for m, f in factor.items()}
+    first, second = ("per row", "on host") if size["per row"] > size["on host"] else \
+        ("on host", "per row")
+
+    def moved(m):
+        return f"{names[m]} getting {'faster' if factor[m] < 1 else 'slower'} ({factor[m]:.2f}x)"
+
+    said = (f"At batch {int(batch_size)}, from completions of {int(part.index[0])} to "
+            f"{int(part.index[-1])}, the speedup goes from {part['speedup'].iloc[0]:.2f}x to "
+            f"{part['speedup'].iloc[-1]:.2f}x: ")
+    change = "drop" if drop else "gain"
+    if push[first] and push[second] and size[second] > 0:  # both push it: say which more
+        said += f"most of the {change} comes from {moved(first)}, less from {moved(second)}."
+    elif size[second] == 0:  # the other printed 1.00x
+        said += (f"the {change} comes from {moved(first)}; {names[second]}'s time is about the "
+                 f"same (1.00x).")
+    else:  # both times moved the same way: the one that moved more
+        grow = "grew" if factor[first] > 1 else "shrank"
+        said += (f"{names[first]}'s time {grow} more ({factor[first]:.2f}x) than "
+                 f"{names[second]}'s ({factor[second]:.2f}x).")
+    if first == "per row" and pr < 1:  # the round-28 review: said, with no cause read
+        said += (" Nothing timed here says why the per-row loop, whose syncs per row do not "
+                 "depend on the length, got faster with the longer completions.")
+    return said
+
+
 def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
     """The host copy's growth with the length as far as this lesson measures it: its copies (its
     GPU work) at both lengths, with ``prompt_len`` the bytes they move (``copy_bytes``: the
@@ -418,26 +467,6 @@ def copy_bytes(batch_size, prompt_len, completion_len) -> int:
     per_token = (torch.empty(0, dtype=torch.int64).element_size()
                  + torch.empty(0, dtype=torch.bool).element_size())
     return batch_size * (prompt_len + completion_len) * per_token
-
-
-def length_summary(wide, batch_size, condition="alone") -> str:
-    """Takeaway 3 as this run's numbers: at ``batch_size``, from the shortest completions to the
-    longest, each method's time per batch and the speedup (the ratio of the two, as the table and
-    the right panel), stated, not judged (the round-26 review: "watch how ... move" gave no
-    result). Empty with one length."""
-    part = wide[(wide["condition"] == condition) & (wide["batch_size"] == batch_size)]
-    part = part.set_index("seq_len").sort_index()
-    if len(part) < 2:
-        return ""
-    short, long = part.iloc[0], part.iloc[-1]
-
-    def ms(method):
-        return f"from {short[method] * 1e3:.2f} to {long[method] * 1e3:.2f} ms"
-
-    return (f"At batch {int(batch_size)}, from completions of {int(part.index[0])} to "
-            f"{int(part.index[-1])}, the host copy's time goes {ms('on host')} and the per-row "
-            f"loop's {ms('per row')}, so the speedup (per row / on host) goes from "
-            f"{short['speedup']:.2f}x to {long['speedup']:.2f}x.")
 
 
 def sync_table(syncs):

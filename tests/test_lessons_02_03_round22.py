@@ -47,22 +47,19 @@ def test_the_pace_line_divides_the_walls_it_prints_and_gives_the_hosts_time():
     assert lines[1].startswith("The wall clock per step (the table's medians ÷ the tokens): naive "
                                "13.12 and 15.59 ms, the GPU idle 81% and 59% of it; KV cache 11.95 "
                                "and 13.30 ms, idle 89% and 88%.")
-    assert lines[-1] == (  # round 26: the "why" in one line of numbers
+    assert lines[-1].startswith(  # round 26: the "why" in one line of numbers (round 28's words)
         "Why the gain is not larger: at every length the KV cache's GPU worked only 1.33 to 1.62 ms "
-        "of its step and sat idle the rest, 10.62 to 11.68 ms. From 20 to 120 tokens its step went "
-        "11.95 → 13.30 ms and its GPU work 1.33 → 1.62 ms; the idle part is time outside the GPU's "
-        "work (the host's, or a slow round: see the table's min and max), which this lesson does "
-        "not measure.")
+        "of its step; the rest was time outside the GPU's work, from 20 to 120 tokens 10.62 → 11.68 ms")
     for name in RUNS_02:
         t = table02(name)
         lines = growth.pace_lines(t, "kv_cache", "naive", NAMES)
-        assert lines[-2].endswith("the host sets the pace at every length.")
+        assert "sets the pace" not in lines[-2]  # round 28: the host is not measured
         assert lines[-1].startswith("Why the gain is not larger: at every length the KV cache's GPU worked "), name
         # the wall clock's cut is the rounds' gain at every length (round 24)
         gains = [f"{stats.row_speedup(t, 'kv_cache', 'naive', seq_len=n).estimate:.2f}x"
                  for n in sorted(t["seq_len"].unique())]
-        assert (f"the gains above (naive ÷ KV cache run time, round by round), "
-                f"{stats.listed(gains)}:") in lines[-2], name  # round 27b: what it divides
+        assert lines[-2].endswith("the gains above (naive ÷ KV cache run time, round by round)."), name
+        assert gains[0] not in lines[-2], name  # round 28: the gains printed once, above
 
 
 def test_a_kv_step_the_gpu_paces_gets_no_host_line():

@@ -147,16 +147,16 @@ def test_06_budget_line():
 
 
 def test_06_host_behind_only_where_eager_is_unresolved_and_its_share_smaller():
-    steps = pd.DataFrame({"method": [f"eager, {eos_sync.CHECK}", f"eager, {eos_sync.FREE}",
-                                     f"CUDA graph, {eos_sync.CHECK}", f"CUDA graph, {eos_sync.FREE}"],
-                          "wall_ms": [5.602, 5.102, 1.571, 1.269], "gpu_ms": [1.551, 1.557, 1.110, 1.118]})
-    assert eos_sync.host_behind(steps, ["eager"]) == (
-        " By the table's medians the check adds 0.50 ms to the eager step, 10% of its 5.10 ms, "
-        "against 0.30 ms, 24%, to the CUDA-graph step: as a share of the step it matters less in "
-        "the eager loop.")
-    assert eos_sync.host_behind(steps, []) == ""  # eager cost resolved: cost_line gives it
-    assert eos_sync.host_behind(steps, ["eager", "CUDA graph"]) == ""
-    assert eos_sync.host_behind(steps.assign(wall_ms=[5.082, 5.102, 1.571, 1.269]), ["eager"]) == ""
+    # round 28: argued from the two ranges of the rounds, never from the medians after "can't tell"
+    cost = pd.read_csv(Path(__file__).parent / "data" / "06_eos_sync_regimes-898ea06.csv")
+    steps = budget.per_step(cost, seq_len=int(cost["seq_len"].max()))
+    assert eos_sync.host_behind(steps, ["eager"], cost) == (
+        " Even at the top of that range the check adds at most 24% to the eager step, against at "
+        "least 30% to the CUDA-graph step (the bottom of its range, below): as a share of the step "
+        "it matters less in the eager loop.")
+    assert eos_sync.host_behind(steps, ["eager"]) == ""  # no rounds, no claim
+    assert eos_sync.host_behind(steps, [], cost) == ""  # eager cost resolved: cost_line gives it
+    assert eos_sync.host_behind(steps, ["eager", "CUDA graph"], cost) == ""
 
 
 def early_stop_table():
@@ -243,6 +243,9 @@ def test_07_answer_line():
             share = f"recovers about {won:.0f}% of the check's cost"
         ratio = stats.row_speedup(graph, name, "sync")
         said = stats.plain(ratio, medians=loops["sync"] / loops[name])
+        if "rank them the other way" in answer:  # round 28: the shares apart from the verdicts
+            assert f"{stats.plain(ratio)};" in answer or f"{stats.plain(ratio)}." in answer
+            continue
         assert f"{said}" in answer
         # a share only where the late loop is told apart as faster than the per-step sync
         assert (f"{said}, and it {share}" in answer) == (stats.verdict(ratio) == stats.FASTER)
@@ -338,8 +341,8 @@ def test_07_second_stream_is_read_batch_by_batch():
     batches = (1, 32, 128)
     words = {b: stats.verdict(stats.row_speedup(rows[rows["batch_size"] == b], "event", "interleaved"))
              for b in batches}
-    slower = {b: 1e3 * abs(ms_per_step(table, "compiled", b)["interleaved"]
-                           - ms_per_step(table, "compiled", b)["event"]) for b in batches}
+    slower = {b: 1e3 * abs(ms_per_step(table, "compiled", b)["interleaved"].round(3)  # as printed
+                           - ms_per_step(table, "compiled", b)["event"].round(3)) for b in batches}
     line = late_check.stream_event_line(table)
 
     def join(items):

@@ -84,9 +84,11 @@ def test_10_says_why_more_steps_per_launch_cannot_help_where_the_gpu_sets_the_pa
     assert times == f"{wall / float(shown):.3g}"
     share = re.search(r"\((\d+)% of [\d.]+ ms: ", reading).group(1)
     assert "the GPU sets the pace" in reading  # every run: the line follows that reading
-    assert line.startswith(f"why more per launch cannot help: at 1 per launch the GPU is idle "
-                           f"only {share}% of the step, so the GPU sets the pace;")
-    assert line.endswith("4 per launch saves host time the GPU does not wait for.")
+    # round 28: a bound, not "cannot help" beside 11's rung 6 (PDL: the bound does not carry over)
+    assert line.startswith(f"what more per launch can gain: at 1 per launch the GPU is idle "
+                           f"only {share}% of the step (")
+    assert line.endswith("so fewer replays can remove at most that idle time (in notebook 11, PDL's "
+                         "waits count as busy time, so there this bound does not hold).")
 
 
 def test_launch_pace_line_is_silent_where_the_host_has_a_share_of_the_pace():
@@ -224,16 +226,13 @@ def test_11s_closing_line_starts_from_its_own_rung_1_and_names_each_rungs_gain(r
     line = floor.ladder_line(table, rungs, True, seq_len=n)
     assert line.startswith(f"\u201c1 · bucketed step (eager ops)\u201d takes "
                            f"{at.loc[rungs[0], 'per_step_ms']:.3f} ms per step, "
-                           f"{at.loc[rungs[0], 'floor_ratio']:.2f}x the floor; against the rung "
-                           "before, ")
-    for old, new in zip(rungs, rungs[1:]):
-        ratio = stats.row_speedup(table, new, old, seq_len=n)
-        said = stats.short(ratio)
-        assert f"\u201c{new}\u201d {said}" in line
+                           f"{at.loc[rungs[0], 'floor_ratio']:.2f}x the floor; ")
+    # round 28: each rung's gain is printed just above it; the line gives the ladder's whole gain
+    ratio = stats.row_speedup(table, rungs[-1], rungs[0], seq_len=n)
     assert line.endswith(f"rung 6 takes {at.loc[rungs[-1], 'per_step_ms']:.3f} ms per step, "
-                         f"{at.loc[rungs[-1], 'floor_ratio']:.2f}x the floor.")
+                         f"{at.loc[rungs[-1], 'floor_ratio']:.2f}x the floor, "
+                         f"{stats.short(ratio)} than rung 1.")
     assert "notebook 10" not in line
-    assert ("\u201c2 · bucketed step (Inductor)\u201d" in line) == ("2 · bucketed step (Inductor)" in rungs)
     few = table.assign(trials_wall_ms=table["trials_wall_ms"].str.split().str[:3].str.join(" "))
     assert "(too few runs to judge)" in floor.ladder_line(few, rungs, True, seq_len=n)
     assert floor.ladder_line(table, rungs, False, seq_len=n).endswith("(smoke run).")

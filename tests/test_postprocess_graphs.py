@@ -142,7 +142,7 @@ def test_speedups_carry_the_load_and_one_line_reads_alone_only():
                     "3.56x faster (2.83–4.00).")  # one number: the headline says which (round 24)
     with_cost = postprocess.one_line(table, 4, 8, syncs, postprocess.speedups(table))
     assert with_cost.endswith("(2.83–4.00); each sync it removes (with its small kernels) saved "
-                              "about 208 µs.")
+                              "about 208 µs here.")  # one point: no range (round 28)
     # (4 - 1.5 ms, the medians) / (16 - 4 syncs): the saving per sync removed, as sync_cost_line (round 27)
     assert "side load" not in line and "ratio of the medians" not in line
 
@@ -534,7 +534,7 @@ def test_gaps_ranked_groups_the_layer_gemms_beside_attention_and_element_wise():
     import pandas as pd
     from helpers.course import kernels
     # 11's 20:16 run, Triton rung: the four layer GEMMs 276.2 against 114.9, attention 111.7
-    # against 52.2, element-wise 60.3 against 0, idle 39.8 ranked too; the LM head is not ranked
+    # against 52.2, element-wise 60.3 against 0, idle 39.8 ranked too; the LM head last
     table = pd.DataFrame({"part": ["QKV", "attention out", "MLP up", "MLP down", "LM head", "attention",
                                    "element-wise", "idle between kernels", "step (span)"],
                           "kernels": [12, 12, 12, 12, 1, 12, 75, 0, 136],
@@ -543,7 +543,8 @@ def test_gaps_ranked_groups_the_layer_gemms_beside_attention_and_element_wise():
     assert kernels.gaps_ranked(table) == (
         "above their floors, per step: the layer GEMMs together 161 µs (276 against 115, 48 "
         "kernels); element-wise 60 µs (60 against 0, 75 kernels of 0.8 µs each); attention 60 µs "
-        "(112 against 52, 12 kernels); idle between kernels 40 µs (the profiler may add to it)")
+        "(112 against 52, 12 kernels); idle between kernels 40 µs (the profiler may add to it); "
+        "the rest (LM head) 4 µs together")  # round 28: no part left out unsaid
     # GEMMs off the plan: one unattributed group in their place
     odd = table.assign(part=["GEMM (unattributed)"] * 5 + list(table["part"][5:]))
     assert kernels.gaps_ranked(odd).startswith("above their floors, per step: GEMMs (unattributed) ")

@@ -67,16 +67,16 @@ def test_07_published_run_says_where_it_pays():
     t = table("07_stream_interleaving", "published")
     summary = late_check.summary(t)
     assert late_check.where_line(t, summary) == (
-        "Where it pays: at batch 1 the check costs 618 µs, 66% of the 0.94 ms step without it, and "
-        "the late loops win back 57–62% of that, leaving 235–267 µs per step above no check; at "
-        "batch 32 the check costs 615 µs, 46% of the 1.33 ms step without it, and the late loops "
-        "win back 93–97% of that, leaving 22–41 µs per step above no check; at batch 128 the check "
+        "Where it pays: at batch 1 the check costs 619 µs, 66% of the 0.94 ms step without it, and "
+        "the late loops win back 57–62% of it, leaving 235–267 µs per step above no check; at "
+        "batch 32 the check costs 616 µs, 46% of the 1.33 ms step without it, and the late loops "
+        "win back 93–97% of it, leaving 22–41 µs per step above no check; at batch 128 the check "
         "costs 832 µs, 34% of the 2.47 ms step without it, and the late loops win back 95–96% of "
-        "that, leaving 32–46 µs per step above no check. The check takes the largest share of the "
+        "it, leaving 32–46 µs per step above no check. The check takes the largest share of the "
         "step at batch 1: there a late read has the most to win, though it wins back the smallest "
         "share of the cost.")
     assert late_check.eager_line(summary, True, t).endswith(
-        "the eager step is too noisy here to measure an effect of this size, the 615 µs per step "
+        "the eager step is too noisy here to measure an effect of this size, the 616 µs per step "
         "the check costs with the CUDA-graph step. The figure leaves it out.")
 
 

@@ -57,7 +57,7 @@ def test_published_run_reads_as_the_numbers_show():
     assert "give 3.06x." in head and "the table's medians:" not in head
     one = postprocess.one_line(table, 256, 2048, syncs, wide)
     assert one.endswith("timed alone: 3.30x faster (2.89–3.67); each sync it removes (with its "
-                        "small kernels) saved about 29 µs.")
+                        "small kernels) saved about 29 µs here, 25 to 44 µs over the 6 points timed alone.")
     said = postprocess.call_sentence(postprocess.call_budget(table, 256, 2048), 4.0)
     assert "at least" not in said and "other 39.29 ms" in said
 
@@ -104,7 +104,7 @@ def test_one_speedup_and_one_lower_bound_on_every_run(name):
     assert "the table's medians" not in one and "the table's medians:" not in head
     ratio = postprocess.transfer_speedup(table, "alone", batch_size=b, seq_len=n)
     assert f"timed alone: {ratio.estimate:.2f}x" in one and f"syncs: {ratio.estimate:.2f}x" in head
-    assert one.endswith(f"saved about {cost[(b, n)]:.0f} µs.")
+    assert f"saved about {cost[(b, n)]:.0f} µs here" in one  # and its range (round 28)
 
 
 def test_notebook_calls_the_new_lines_and_points_nowhere():

@@ -47,25 +47,16 @@ def test_04_ops_line_one_name_and_what_the_counts_cannot_explain(run):
     table, lens = t04(run)
     ops = c04.ops_line(table, lens, OPS)
     assert "Host time" not in ops and "host time" not in ops
-    assert "The GPU's idle time per step (wall clock minus GPU work)" in ops
-    idle = {n: round(budget.per_step(table, c04.METHODS, seq_len=n).set_index("method").at[
-        c04.DYNAMIC, "wall_ms"], 2) - round(budget.per_step(table, c04.METHODS, seq_len=n)
-                                           .set_index("method").at[c04.DYNAMIC, "gpu_ms"], 2)
-            for n in lens}
-    low, high = f"{min(idle.values()):.2f}", f"{max(idle.values()):.2f}"
-    # round 27: the line states each length's gap and that why it moves is not measured here
-    if len(lens) > 1 and low != high:
-        assert "still change with length is not measured here" in ops, (run, ops)
-        assert ops.count("not measured here") == 1
-    else:
-        assert "not measured here" not in ops
+    # round 28: the gap per length, then one estimate said as one (tests/test_round28_04_05.py)
+    assert ops.startswith("The GPU's idle time per step, static minus dynamic: ")
+    assert ops.count("An estimate, not a measurement") == 1
 
 
 def test_04_published_ops_line():
     table, lens = t04("5274887")
-    ops = c04.ops_line(table, lens, OPS)
-    assert "dynamic cache 3.28, 4.68 and 4.49, static cache 4.48, 5.71 and 5.85 ms" in ops
+    ops = c04.ops_line(table, lens, OPS, 100)
     assert "static minus dynamic: +1.20, +1.03 and +1.36 ms" in ops  # round 27's wording
+    assert "(3.28 ms \u00f7 447 = 7.3 \u00b5s)" in ops  # round 28: the dynamic idle at 100
     # the budget sentence names the same numbers the same way
     steps = budget.per_step(table, c04.METHODS, seq_len=100)
     assert "The GPU's idle time went from 3.28 ms to 4.48 ms" in budget.sentence(
@@ -130,7 +121,7 @@ def test_05_published_summary():
 def test_05_notebook_article_claim_and_medians_rule():
     cells = _nb("05_torch_compile")
     article = next(c for c in cells if c.startswith("**The article at this step.**"))
-    assert "most with the static cache" in article and "claim 5" in article
+    assert "most with the static cache" in article  # round 28: no claim number
     assert "notebook 08" in article
     text = "\n".join(cells)
     assert "the line after the verdicts gives the table's" not in text

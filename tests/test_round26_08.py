@@ -97,7 +97,7 @@ def test_the_readings_line_covers_claim_5s_pairs(run):
             m, e = round(stats.medians_ratio(c, r), 2), round(stats.speedup(c, r).estimate, 2)
             widest = max(widest, max(m / e, e / m) - 1)
     if found is None:
-        assert widest <= stats.MEDIANS_APART and line.endswith("for every pair the lesson reads.")
+        assert widest <= stats.MEDIANS_APART and line.endswith("for every pair the lesson reads from it.")
         return
     assert int(found[1]) >= round(100 * widest)
     a, b = float(found[4]), float(found[5])

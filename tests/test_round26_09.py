@@ -31,15 +31,12 @@ def test_published_run_reads_as_its_numbers():
     assert postprocess.one_line(table, 256, 2048, syncs, wide) == (
         "In one line: at batch 256 and completions of 2048, copying the tensors to the host first "
         "(4 syncs in all instead of 4 a row) gives identical lists, timed alone: 3.26x faster "
-        "(3.12–3.40); each sync it removes (with its small kernels) saved about 44 µs.")
+        "(3.12–3.40); each sync it removes (with its small kernels) saved about 44 µs here, 36 to 55 µs over the 6 points timed "
+        "alone.")
     assert postprocess.sync_cost_line(wide, syncs, 256, 2048) == (
         "Each sync the host copy removes, with the small kernels that come with it, saves about "
         "44 µs here: the time the host copy saves divided by the syncs it removes, (64.07 - 19.08 "
         "ms) / (1024 - 4 syncs). Over the 6 points timed alone it is 36 to 55 µs.")
-    assert postprocess.length_summary(wide, 256) == (
-        "At batch 256, from completions of 128 to 2048, the host copy's time goes from 9.79 to "
-        "19.08 ms and the per-row loop's from 65.47 to 64.07 ms, so the speedup (per row / on "
-        "host) goes from 6.69x to 3.36x.")
     assert ("its copies of 0.59 and 5.01 MB from 0.02 to 1.60 ms (into pageable host memory; "
             "exercise 2 uses pinned) and the rest, its host work over "
             "the rows, from 9.77 to 17.48 ms.") in \
@@ -58,15 +55,13 @@ def test_every_run_states_bounds_and_lengths_plainly(tag):
     table, syncs = _read(tag), _read(tag, syncs=True)
     wide = postprocess.speedups(table)
     b, n = int(table["batch_size"].max()), int(table["seq_len"].max())
-    summary = postprocess.length_summary(wide, b)
+    summary = postprocess.length_reading(wide, b)  # round 28: replaces length_summary
     assert (summary == "") == (table["seq_len"].nunique() < 2)  # the workshop: one length
     alone = wide[(wide["condition"] == "alone") & (wide["batch_size"] == b)].set_index("seq_len")
     if summary:
         lo, hi = alone.index.min(), alone.index.max()
-        assert (f"goes from {alone.loc[lo, 'speedup']:.2f}x to {alone.loc[hi, 'speedup']:.2f}x."
+        assert (f"goes from {alone.loc[lo, 'speedup']:.2f}x to {alone.loc[hi, 'speedup']:.2f}x:"
                 in summary)
-        for word in ("falls", "rises", "grows", "stays", "about the same"):
-            assert word not in summary
     line = postprocess.length_line(wide, b, table=table, prompt_len=128)
     assert "not measured" not in line and (line == "" or " MB from " in line)
     fig = postprocess.plot(table, sorted(table["batch_size"].unique()),
@@ -77,7 +72,7 @@ def test_every_run_states_bounds_and_lengths_plainly(tag):
     if syncs is None:
         return
     one = postprocess.one_line(table, b, n, syncs, wide)
-    assert "at least" not in one and " to " not in one.split("each sync it removes")[-1]
+    assert "at least" not in one
     cost = postprocess.sync_cost_line(wide, syncs, b, n)
     assert "lower bound" not in cost and "not checked here" not in cost
     assert cost.startswith("Each sync the host copy removes, with the small kernels that come ")
@@ -91,5 +86,5 @@ def test_notebook_says_the_doubling_and_prints_takeaway_3():
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "is doubled until it outlasts the\nper-row call" in prose
     assert "watch how" not in prose
-    assert "postprocess.length_summary(wide, big)" in code
+    assert "postprocess.length_reading(wide, big)" in code
     assert "prompt_len=P.prompt_len" in code

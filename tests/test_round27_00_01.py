@@ -51,7 +51,7 @@ def test_00_notebook_mends():
     assert "find_syncs" not in code + text and "gpu == gpu" not in code
     assert "math.isnan(gpu)" in code
     assert "round 1 below shows" not in text  # a promise nothing below kept
-    assert "the method that ran second, slowing down the one that ran first" in text  # round 27b
+    assert "the method that runs first loses" in text  # round 27b
     assert "waiting for\n  the host or the allocator." in text
 
 
@@ -92,7 +92,7 @@ def test_01_published_rounds_show_the_slow_round():
 def test_01_notebook_mends():
     code, text = _text("01_naive_generation.ipynb", "code"), _text("01_naive_generation.ipynb", "markdown")
     assert "why it changes with the length, is not measured here" not in text
-    assert "step, which the Idle line gives at each length" in text and "Lesson 00's rule reads the Idle line's shares" in text
+    assert "step, which the Idle line gives at each length" in text and "The Pace line applies lesson 00's rule" in text
     assert "`budget_s`" not in text
     assert "a test keeps them identical" in code
 

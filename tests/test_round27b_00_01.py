@@ -63,8 +63,8 @@ def test_00_order_split_is_as_idea_2_says(path):
 def test_00_idea_2_names_both_drifts_and_the_odd_split():
     text = " ".join(_text("00_setup.ipynb", "markdown").split())
     assert "favours whichever method ran second" not in text and "half the rounds" not in text
-    assert ("the host speeding up favours the method that ran second, slowing down the one that "
-            "ran first") in text
+    assert ("if the host speeds up, the method that runs second gains; if it slows down, or the "
+            "first run pays a cost the second does not, the method that runs first loses") in text
     assert "A runs first once more than B when the rounds are odd" in text
 
 

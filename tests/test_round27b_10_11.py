@@ -46,7 +46,7 @@ def test_11_labels_every_pdl_bar_alike(run):
     assert labelled == {PDL, PROMPT, FAST} & set(b["method"]) == {PDL, PROMPT, FAST}
     assert all(note.endswith(": kernels + PDL waits") for note in got if note)
     text = next(c for c in code if c.startswith("## Plot"))
-    assert "rungs 4 to 6" in text and "as their labels say" in text
+    assert "rungs 4 to 6" in text and ("as their labels say" in text or "(labelled so)" in text)
     assert "Rungs 4 to 6 turn both on." in next(c for c in code if "gdc_wait" in c)
 
 

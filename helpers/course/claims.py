@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import re
 import textwrap
 from dataclasses import dataclass, field, replace
@@ -178,18 +179,25 @@ def _estimated(said, ratio, words=("faster", "slower")) -> str:
     return f"{point}, {said}"
 
 
-def _one_scale(said, ratio) -> str:
+def _one_scale(said, ratio, medians=None, where="") -> str:
     """``_estimated``, and a "slower" line on the same scale as the others, the speed-up's:
     "0.78x, i.e. 1.29x slower (0.69–0.85)", so that every range beside it reads the same way
     (the "slower" figure is the one the measuring notebook prints, the estimate's inverse)
-    (round 27: "1.29x slower (1.18–1.46)" under "0.91x, i.e. 1.10x slower, ... (0.76–1.05)")."""
+    (round 27: "1.29x slower (1.18–1.46)" under "0.91x, i.e. 1.10x slower, ... (0.76–1.05)").
+    ``medians`` (the ratio of ``where``'s medians), where more than ``stats.MEDIANS_APART`` from
+    the estimate, on the same scale: "(0.55–0.97; notebook 04's medians: 0.66x)" (round 28: 4a's
+    0.76x stood under notebook 04's medians 7.41 and 11.22 ms, 0.66x, unexplained)."""
+    if where:  # stats.plain's "the table's medians" named: the claims read several tables
+        said = said.replace("the table's medians", f"{where}'s medians")
     if stats.verdict(ratio) != stats.SLOWER or not said.startswith(stats.short(ratio)):
         return _estimated(said, ratio)
     shown = float(f"{ratio.estimate:.2f}")
     digits = stats._digits(ratio.low, ratio.high)
     _, slower, _, _, _, places = stats._printed(ratio)  # "1.29x slower", as lesson 04 prints it
+    note = (f"; {where or 'the table'}'s medians: {medians:.2f}x" if medians is not None
+            and 0 < medians < math.inf and stats.medians_apart(medians, ratio.estimate) else "")
     return (f"{shown:.2f}x, i.e. {slower:.{places}f}x slower "
-            f"({ratio.low:.{digits}f}\u2013{ratio.high:.{digits}f})")
+            f"({ratio.low:.{digits}f}\u2013{ratio.high:.{digits}f}{note})")
 
 
 def _batch(frame) -> str:
@@ -361,7 +369,10 @@ def claim_static(ctx):
         headline += (f"; peak fragmentation in notebook 04's runs{under}, static against "
                      "dynamic: " + _frag_pairs(frag_s, frag_d, frag))
     verdict, parts = _partly(named, outcomes)
-    numbers = [_one_scale(plain(ratios[n], ctx.judge), ratios[n]) for n in points]
+    medians = {n: stats.medians_ratio(*(stats.method_trials(frame, m, seq_len=n)
+                                         for m in (stat, dyn))) for n in points}
+    numbers = [_one_scale(plain(ratios[n], ctx.judge, medians[n]), ratios[n], medians[n],
+                          "notebook 04") for n in points]
     numbers += [f"static {frag_s[n]:.1f}% vs dynamic {frag_d[n]:.1f}%" for n in frag]
     rows = [(name, number, _PART_WORDS[o] if ctx.judge else "")
             for name, number, o in zip(named, numbers, outcomes)]
@@ -773,10 +784,11 @@ def _spread(verdicts, noted=()) -> str:
     its two times, the sizes said once where they share them, and which claims that gap could
     move (``noted``, the claims read again over those loops): "The same eager loop, timed in its
     own notebook and in this ladder, at batch 32, 100 tokens: the naive loop 8.20 ms per step in
-    notebook 01, 10.44 in the ladder; .... Each notebook is its own process, and why the same code
-    takes a different time in each is not measured here. A claim judged within one notebook
-    claims 5 and 7 take the ladder's eager loops as ..." (round 27: the gap left
-    unexplained beside the claims it touches). Empty where they share none."""
+    notebook 01, 10.44 in the ladder; .... What differs: ... (``ROUNDS``); the ladder first calls
+    every rung once, then ... Which difference moves the time is not measured here. Each claim
+    compares loops timed in the same rounds; claims 5 and 7 take the ladder's eager loops as ..."
+    (round 27: the gap left unexplained beside the claims it touches; round 28: what the two
+    timings' code does differently, said once, no cause claimed). Empty where they share none."""
     pairs = [re.match(r"(.+?) at (batch \d+, \d+ tokens): (.+)", p).groups()
              for loops in verdicts["same_loop"] if isinstance(loops, str) and loops
              for p in loops.split("; ")]
@@ -788,13 +800,24 @@ def _spread(verdicts, noted=()) -> str:
                      for loop, w, times in pairs)
     who = stats.listed([str(i) for i in noted]) if noted else ""  # none on a smoke run
     many = len(noted) > 1
-    moves = (f" Every claim compares loops timed side by side in one notebook; claim{'s' * many} "
-             f"{who} take{'' if many else 's'} the ladder's eager loops as {'their' if many else 'its'}"
-             f" baselines, and the last lines below read {'them' if many else 'it'} over the "
-             f"notebooks' own times instead." if noted else "")
+    moves = (f" Each claim compares loops timed in the same rounds; claim{'s' * many} {who} "
+             f"take{'' if many else 's'} the ladder's eager loops as {'their' if many else 'its'} "
+             f"baselines, and the last lines below read {'them' if many else 'it'} over the "
+             f"notebooks' own times." if noted else "")
+    # round 28: "not measured here" alone; what the code does differently, said once, no cause
+    books = sorted({b for _, _, t in pairs for b in re.findall(r"in notebook (\d\d)", t)})
+    theirs = "; ".join(f"notebook {b}: {ROUNDS[b]}" for b in books if b in ROUNDS)
     return ("The same eager loop, timed in its own notebook and in this ladder"
-            + (f", at {one}" if one else "") + ": " + said + ". Each notebook is its own process; "
-            "why the same code takes a different time in each is not measured here." + moves)
+            + (f", at {one}" if one else "") + ": " + said + ". What differs: each notebook runs "
+            "in its own process and times the loop in rounds with few other calls"
+            + (f" ({theirs})" if theirs else "") + "; the ladder first calls every rung once, "
+            "then times them all in each round, several compiled or in CUDA graphs. Which "
+            "difference moves the time is not measured here." + moves)
+
+
+# What else runs in the rounds that time a shared loop in its own notebook (``_spread``).
+ROUNDS = {"01": "the same loop at its other lengths", "02": "the other loop, length by length",
+          "04": "the other cache, length by length"}
 
 
 def _origin(source) -> str:

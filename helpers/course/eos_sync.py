@@ -41,7 +41,7 @@ def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: 
         us = 1e3 * (wall[check] - wall[free])
         if regime in unclear or not us > 0:
             parts.append(unclear_note(cost, step_budget, regime)
-                         + (host_behind(step_budget, unclear) if regime == "eager" else "")
+                         + (host_behind(step_budget, unclear, cost) if regime == "eager" else "")
                          + left_out(wall, regime))
             continue
         paid[regime] = (us, 100 * (wall[check] - wall[free]) / wall[free])
@@ -123,24 +123,26 @@ def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> 
             "cannot say what the check costs.")
 
 
-def host_behind(step_budget: pd.DataFrame, unclear=()) -> str:
-    """Where the eager step's rounds leave the check's cost unresolved (``unclear``) and its
-    medians still differ: what the medians show, in ms and as a share of each step without the
-    check, against the CUDA-graph step's, and that as a share of the step the check matters less
-    in the eager loop (said only where the eager share is the smaller). The lesson does not
-    measure why; nothing is said of a mechanism. Empty otherwise."""
+def host_behind(step_budget: pd.DataFrame, unclear=(), cost: pd.DataFrame = None) -> str:
+    """Where the eager step's rounds leave the check's cost unresolved (``unclear``) but the
+    CUDA-graph step's resolve it: from the two ranges of the rounds (``cost``), the most the check
+    can add to the eager step, as a share of the step without it (the top of its range), against
+    the least it adds to the CUDA-graph step (the bottom of its range), and that as a share of
+    the step it matters less in the eager loop, said only where the first is the smaller. The
+    lesson does not measure why; nothing is said of a mechanism. Empty otherwise."""
     wall = step_budget.set_index("method")["wall_ms"]
     names = {r: (f"{r}, {CHECK}", f"{r}, {FREE}") for r in ("eager", "CUDA graph")}
-    if "eager" not in unclear or "CUDA graph" in unclear or not all(
+    if cost is None or "eager" not in unclear or "CUDA graph" in unclear or not all(
             {c, f} <= set(wall.index) for c, f in names.values()):
         return ""
-    added = {r: wall[c] - wall[f] for r, (c, f) in names.items()}
-    share = {r: 100 * added[r] / wall[names[r][1]] for r in names}
-    if not all(a > 0 for a in added.values()) or not round(share["eager"]) < round(share["CUDA graph"]):
+    ratio = {r: stats.row_speedup(cost, f, c) for r, (c, f) in names.items()}
+    if min(r.n for r in ratio.values()) < stats.MIN_TRIALS:
         return ""
-    return (f" By the table's medians the check adds {added['eager']:.2f} ms to the eager step, "
-            f"{share['eager']:.0f}% of its {wall[names['eager'][1]]:.2f} ms, against "
-            f"{added['CUDA graph']:.2f} ms, {share['CUDA graph']:.0f}%, to the CUDA-graph step: "
+    most, least = round(100 * (ratio["eager"].high - 1)), round(100 * (ratio["CUDA graph"].low - 1))
+    if not 0 < most < least:
+        return ""
+    return (f" Even at the top of that range the check adds at most {most}% to the eager step, "
+            f"against at least {least}% to the CUDA-graph step (the bottom of its range, below): "
             "as a share of the step it matters less in the eager loop.")
 
 
@@ -207,9 +209,11 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
     speedup = stats.row_speedup(ok, CHECK, FREE, seq_len=cap)
     runs = min(len(stats.method_trials(ok, m, seq_len=cap)) for m in (CHECK, FREE))
     medians = stats.medians_ratio(*(stats.method_trials(ok, m, seq_len=cap) for m in (CHECK, FREE)))
-    uses = (f"The lesson quotes {speedup.estimate:.2f}x: it divides the two loops' runs round by "
-            f"round, one run of each timed side by side, while the table's medians ({medians:.2f}x) "
-            "divide each loop's middle run, taken apart. "
+    trials = {m: [1e3 * t for t in stats.method_trials(ok, m, seq_len=cap)] for m in (CHECK, FREE)}
+    span = lambda m: f"{min(trials[m]):.0f} to {max(trials[m]):.0f} ms"  # noqa: E731
+    uses = (f"The lesson quotes {speedup.estimate:.2f}x, from runs taken in pairs side by side; "
+            f"single runs vary ({span(CHECK)} with the check, {span(FREE)} without it, at cap "
+            f"{cap}), so the table's medians give another ratio, {medians:.2f}x. "
             if runs >= stats.MIN_TRIALS and stats.medians_apart(medians, speedup.estimate) else "")
     digits = stats._digits(speedup.low, speedup.high)
     bounds = f"({speedup.low:.{digits}f}\u2013{speedup.high:.{digits}f})"
@@ -265,7 +269,8 @@ def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
     ok = table[table["status"] == harness.OK]
     caps = sorted(ok["seq_len"].unique())
     width = 0.38
-    for i, (method, colour) in enumerate(((CHECK, plotting.PALETTE[0]), (FREE, plotting.PALETTE[1]))):
+    # green and orange: blue (GPU work) and red (the floor) mean other things in the budget beside it
+    for i, (method, colour) in enumerate(((CHECK, plotting.PALETTE[2]), (FREE, plotting.PALETTE[3]))):
         part = ok[ok["method"] == method].set_index("seq_len").reindex(caps)
         x = [k + (i - 0.5) * width for k in range(len(caps))]
         bars = ax.bar(x, part["median_s"], width, color=colour, label=method,
@@ -275,9 +280,10 @@ def plot_early_stop(ax, table: pd.DataFrame, stop_low: int, stop_high: int):
         ax.bar_label(bars, labels=["" if pd.isna(v) else f"{v:.2f}" for v in part["median_s"]],
                      label_type="center", color="white", fontsize=9)
     ax.set_xticks(range(len(caps)), [f"cap {int(c)}" for c in caps])
-    ax.set(ylabel="seconds per batch (median)", xlabel="whiskers: fastest to slowest run",
+    ax.set(ylabel="seconds per batch (median)",
            title=f"Early stopping: time to finish (rows stop at {stop_low}-{stop_high})")
-    ax.legend(loc="upper left", fontsize=9, frameon=False)
+    ax.legend(loc="upper left", fontsize=9, frameon=False, title="whiskers: fastest to slowest run",
+              title_fontsize=9)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
 
 
@@ -291,14 +297,16 @@ def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -
     ahead; else the GPU waited for the host's longer step even so). Then each loop whose profiled
     CPU step ran over ``profiling.PROFILER_SLOWED`` times its timed step (``step_budget``): the
     profiler slowed its host, which widens that loop's gap; where only one loop was slowed,
-    which way that moved the difference. Last, the cost timed without the profiler (the number
-    to quote), or that the rounds left it unresolved (``unclear``)."""
+    which way that moved the difference. Last, that the profile shows where the cost lies, not its
+    size, and the cost timed without the profiler (the number to quote), or that the rounds left
+    it unresolved (``unclear``)."""
     with_gap, free_gap = gaps.at[CHECK, "gap_before_us"], gaps.at[FREE, "gap_before_us"]
     added = int(f"{with_gap:.0f}") - int(f"{free_gap:.0f}")  # the difference of the printed gaps
     text = (f"Profiled, the GPU idles {with_gap:.0f} µs before each step with the check and "
             f"{free_gap:.0f} µs without" + (f" ({added} µs more with it). " if added > 0 else ". "))
     cpu = gaps["cpu_us"] if "cpu_us" in gaps.columns else None
-    text += ("Without the check the CPU queues ahead, and the GPU runs one step after another."
+    text += ("Without the check the CPU queues ahead, and the GPU runs one step after another "
+             "(so the CPU's step there is the host's own work, not the step's time)."
              if free_gap < QUEUED_AHEAD_US else "Without the check the GPU still waits for the "
              "host before each step: the check's cost is what it adds to that wait.")
     wall = None if step_budget is None else step_budget.set_index("method")["wall_ms"]
@@ -325,7 +333,9 @@ def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -
     if "CUDA graph" in unclear or not wall[check] > wall[free]:
         return (text + " Timed without the profiler, the rounds can't tell the check's cost apart "
                 "(above), so this gap is the profiler's view only.")
-    return (text + f" Timed without the profiler, the check costs "
+    return (text + " The profile shows where the check's cost lies, not its size: its gap is the "
+            "median of a few steps of one run, whose host timing the profiler changes, so it need "
+            f"not match the timed cost. Timed without the profiler, the check costs "
             f"{timed[CHECK] - timed[FREE]:.0f} µs per step: the number to quote.")
 
 

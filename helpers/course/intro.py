@@ -69,8 +69,12 @@ def reach(ratio, judge: bool, by_round=None) -> str:
     named = " and ".join(f"{names[i]} ({r[i]:.2f}x)" for i in far)
     if list(names[far]) == [1, 2]:
         named += ", the first two"
+    order = by_round["order"].astype(str).str[0].to_numpy() if "order" in by_round else None
     if all(r[far] < 1) or all(r[far] > 1):
-        named += f", {'B' if r[far[0]] < 1 else 'A'} the slower in both"
+        slow = "B" if r[far[0]] < 1 else "A"
+        named += f", {slow} the slower in both"
+        if order is not None and all(order[far] == slow):
+            named += " and the one that ran first"
     first = (f"Round ratios A / B farthest from 1: rounds {named}; the other {k - 2} rounds lay "
              f"between {rest.min():.2f}x and {rest.max():.2f}x. ")
     if 1 in names[far]:  # the twenty-sixth review: a slow round 1 beside the warm-up's claim
@@ -78,6 +82,8 @@ def reach(ratio, judge: bool, by_round=None) -> str:
                   f"(B), against medians of {np.median(a):.1f} and {np.median(b):.1f} ms. ")
     first += ("Rounds of the same code can lie this far apart, so an A/B is read from all "
               f"{k} rounds together, the estimate and its interval, never from one or two.")
+    if order is not None:  # the twenty-eighth review: going first lost 7 of 8 rounds, unnamed
+        first += "\n" + _first_place(a, b, order, names)
     below = 100 * (1 - ratio.low / ratio.estimate)
     above = 100 * (ratio.high / ratio.estimate - 1)
     # an interval as wide about a true speedup s reads "faster" once s × low / estimate > 1, and
@@ -97,6 +103,25 @@ def reach(ratio, judge: bool, by_round=None) -> str:
         f"rounds as noisy as these, B would read \"faster\" only from about {to_faster}x faster "
         f"and \"slower\" only from about {to_slower}x slower; a smaller difference either way "
         "reads \"can't tell apart\".")
+
+
+def _first_place(a, b, order, names) -> str:
+    """Notebook 00: how the loop that ran first in each round fared against the one that ran
+    second (the twenty-eighth review: in the published run the first was the slower in 7 of 8
+    rounds, the two farthest rounds included, and the text read them as plain noise): in how
+    many rounds it was the slower, the geometric mean and largest of first ÷ second, and why
+    alternating the order keeps a steady cost of going first out of the estimate. No cause is
+    claimed; on other runs the count is about half."""
+    first = np.where(order == "A", a, b)
+    second = np.where(order == "A", b, a)
+    q = first / second
+    k, top = len(q), int(np.argmax(q))
+    mean = float(np.exp(np.mean(np.log(q))))
+    cancel = "" if k % 2 == 0 else " (largely: with an odd count, A went first once more)"
+    return (f"The loop that ran first was the slower in {int(np.sum(q > 1))} of the {k} rounds: "
+            f"on average it took {mean:.2f}x the second's time, at most {q[top]:.2f}x (round "
+            f"{names[top]}). Alternating the order puts each loop first in turn, so a steady cost "
+            f"of going first drops out of the estimate{cancel}.")
 
 
 def spread(by_round, n: int, gpu_ms: float) -> str:
@@ -215,6 +240,7 @@ def _parts(table):
     per = [w - round(g / k, 2) for w, g, k in zip(walls, work, ns)]
     values = f"{stats.listed([f'{q:.2f}' for q in per], ' ms')} at {stats.listed(ns, ' tokens')}"
     return dict(n=n, m=m, ns=ns, medians=t, work=w, idle=idle, rounds=got[2].estimate,
+                idle_step=(per[i], per[j]),
                 grew=t[1] / t[0], work_grew=w[1] / w[0], idle_grew=idle[1] / idle[0],
                 values=values, shares=[100 * p / w for p, w in zip(per, walls)])
 
@@ -246,11 +272,33 @@ def growth_why(table, prompt_len: int) -> str:
              f"{r * r:.3g}x.",
              f"- Idle: {i0} -> {i1} ms ({grew:.2f}x) while N grew {r:.3g}x; per step "
              f"{p['values']}, {stats.listed([f'{q:.0f}%' for q in p['shares']])} of the step."]
+    lines.append(f"- Pace, by lesson 00's rule on these shares: {_paces(p['ns'], p['shares'])}.")
     if f"{grew:.2f}" != f"{work:.2f}":
-        lines.append(f"- Sum: the wall clock grew {grown:.2f}x, "
-                     f"{'less' if grew < work else 'more'} than the work's {work:.2f}x, because "
-                     f"the idle time grew {'less' if grew < work else 'more'}.")
+        # the twenty-eighth review: "because the idle time grew less" restated wall = work + idle
+        # as a cause; the sum is an account, and what set the idle time per step is left open
+        pw = round(100 * w0 / t0)
+        s0, s1 = (f"{q:.2f}" for q in p["idle_step"])
+        moved = (f"stayed at {s0} ms" if s0 == s1 else
+                 f"{'fell' if float(s1) < float(s0) else 'rose'} from {s0} to {s1} ms")
+        lines.append(f"- Sum: the wall clock grew {grown:.2f}x, {'less' if grew < work else 'more'} "
+                     f"than the work's {work:.2f}x: the work's and the idle time's growths "
+                     f"weighted by their shares of the {n}-token run ({pw}% and {100 - pw}%). An "
+                     f"account, not a cause: why the idle time per step {moved} is not measured "
+                     "here.")
     return "\n".join(lines)
+
+
+def _paces(ns, shares) -> str:
+    """Lesson 00's pace rule applied to each length's idle share (the twenty-eighth review: the
+    rule was stated but never applied), lengths with the same reading grouped, in length order."""
+    groups = []
+    for n, share in zip(ns, shares):
+        said = budget.pace(share, why=False)
+        if groups and groups[-1][0] == said:
+            groups[-1][1].append(n)
+        else:
+            groups.append((said, [n]))
+    return "; ".join(f"{said} at {stats.listed(at, ' tokens')}" for said, at in groups)
 
 
 def _round_ratios(table, n: int, m: int, rounds: float) -> str:
@@ -356,5 +404,7 @@ def takeaway(table) -> str:
         return text + "."
     # the parts with the total they add up to (the twenty-sixth review: 2.71x, from every round,
     # beside parts of the median run that add up to 2.93x)
-    return (text + f": the median run grew {p['grew']:.2f}x, its GPU work {p['work_grew']:.2f}x "
-            f"and its idle time {p['idle_grew']:.2f}x.")
+    # the twenty-eighth review: "2.48x ...: the median run grew 2.31x" read as two answers
+    return (text + f"; on the table's medians instead of the rounds, the median run grew "
+            f"{p['grew']:.2f}x, its GPU work {p['work_grew']:.2f}x and its idle time "
+            f"{p['idle_grew']:.2f}x.")

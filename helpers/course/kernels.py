@@ -21,6 +21,7 @@ import pandas as pd
 import torch
 
 from . import budget, floor, harness, profiling
+from .. import triton_kernels as tk
 from ..graphs import cache_bytes, capture_graph, decode_step, hf_decode_step, prefill
 
 # Per-block weight GEMMs of a GPT-2 decode step, in the order the step runs them.
@@ -219,7 +220,8 @@ def gaps_ranked(table: pd.DataFrame) -> str:
     the element-wise group also gives its µs per kernel ("27 kernels of 2.2 µs each"), and the
     GPU's idle time between kernels inside each replay is ranked with them, saying that the
     profiler may add to it (round 24 read rung 1's 267 µs as all real gaps while the profiled
-    replays ran 140 µs slower): "idle between kernels 40 µs (the profiler may add to it)"."""
+    replays ran 140 µs slower): "idle between kernels 40 µs (the profiler may add to it)"; the
+    parts left (the LM head, copies) last, together."""
     parts = table.set_index("part")
     groups = {"the layer GEMMs together": [p for p in BLOCK_GEMMS if p in parts.index],
               "GEMMs (unattributed)": [p for p in (UNATTRIBUTED,) if p in parts.index],
@@ -230,10 +232,15 @@ def gaps_ranked(table: pd.DataFrame) -> str:
     if IDLE in parts.index:  # no kernel runs: all of it is above the floor
         rows.append((IDLE, parts.loc[IDLE, ["us", "floor_us", "kernels"]]))
     rows.sort(key=lambda r: r[1]["us"] - r[1]["floor_us"], reverse=True)
+    grouped = {m for members in groups.values() for m in members} | {IDLE, "step (span)"}
+    rest = [p for p in parts.index if p not in grouped]  # round 28: LM head, copies left out unsaid
     said = "; ".join(f"{name} {r['us'] - r['floor_us']:.0f} µs" + (
                      " (the profiler may add to it)" if name == IDLE else
                      f" ({r['us']:.0f} against {r['floor_us']:.0f}, {r['kernels']:.0f} "
                      f"kernels{_each(name, r)})") for name, r in rows)
+    if rest:
+        above = (parts.loc[rest, "us"] - parts.loc[rest, "floor_us"]).sum()
+        said += f"; the rest ({', '.join(rest)}) {above:.0f} µs together"
     return f"above their floors, per step: {said}"
 
 
@@ -445,3 +452,12 @@ def largest_logit_difference(model, other, input_ids) -> float:
     b = other(input_ids).logits[:, -1, :].float()
     return float((a - b).abs().max())
 
+
+def programs_line(n_embd: int, sms: int) -> str:
+    """How many programs the N = ``n_embd`` GEMMs run (``tk.CONFIGS``, float32), beside the GPU's
+    SM count (round 28: "only 24 programs" meant nothing without the 132 SMs beside it)."""
+    block_n, _, split, *_ = tk.CONFIGS[(n_embd, n_embd, torch.float32)]
+    programs = -(-n_embd // block_n)
+    return (f"this GPU has {sms} SMs (streaming multiprocessors, each running programs); a GEMM "
+            f"with N = {n_embd} at {block_n} columns per program runs {programs} programs, "
+            f"{programs * split} with split-K in {split}")

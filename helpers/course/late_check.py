@@ -113,7 +113,8 @@ def summary(table) -> pd.DataFrame:
     wide = ok.pivot_table(index=["regime", "batch_size"], columns="method",
                           values="ms_per_step").reset_index()
     wide.columns.name = None
-    wide["check_cost_us"] = 1e3 * (wide["sync"] - wide["no_check"])
+    # from the ms per step as the table prints them (three decimals), so the columns add up
+    wide["check_cost_us"] = 1e3 * (wide["sync"].round(3) - wide["no_check"].round(3))
     measurable = [check_measurable(ok, r, b) for r, b in zip(wide["regime"], wide["batch_size"])]
     wide["check_resolved"] = measurable
     for name in ("interleaved", "event"):
@@ -390,14 +391,16 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
     if len(rows) < 2 or not late:
         return ""
     span = lambda vals, unit: (f"{min(vals):.0f}{unit}" if round(min(vals)) == round(max(vals))  # noqa: E731
+                               else f"{min(vals):.0f} to {max(vals):.0f}{unit}" if min(vals) < -0.5
                                else f"{min(vals):.0f}–{max(vals):.0f}{unit}")
     share = {int(b): r["check_cost_us"] / (10 * r["no_check"]) for b, r in rows.iterrows()}
     won = {int(b): [min(r[f"{n}_recovered_pct"], 100.0) for n in late] for b, r in rows.iterrows()}
-    left = {int(b): [max(1e3 * (r[n] - r["no_check"]), 0.0) for n in late] for b, r in rows.iterrows()}
+    # signed: a late loop's median below no check's is said, not hidden as zero
+    left = {int(b): [1e3 * (r[n] - r["no_check"]) for n in late] for b, r in rows.iterrows()}
     each = [f"at batch {b} the check costs {rows.at[b, 'check_cost_us']:.0f} µs, {share[b]:.0f}% of the "
             f"{rows.at[b, 'no_check']:.2f} ms step without it, and the late loops win back "
-            f"{span(won[b], '%')} of that, leaving {span(left[b], ' µs')} per step above no check"
-            for b in won]
+            f"{_won_span(won[b])}, leaving {span(left[b], ' µs')} per step above no check"
+            + _below_free(table, regime, b, late, left[b]) for b in won]
     text = "Where it pays: " + "; ".join(each) + "."
     most = max(share, key=share.get)
     smallest = all(round(min(won[most])) < round(min(won[b])) for b in won if b != most)
@@ -413,6 +416,35 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
                  f"measure why batch {least} keeps {span(left[least], ' µs')} per step above no "
                  f"check (set `batch_size = {least}` to profile it).")
     return text
+
+
+def _won_span(won) -> str:
+    """The shares won back (each at most 100) in words: "94–97% of it", "91% to all of it"."""
+    lo, hi = round(min(won)), round(max(won))
+    if lo >= 100:
+        return ALL
+    if hi >= 100:
+        return f"{lo}% to {ALL}"
+    return f"{lo}% of it" if lo == hi else f"{lo}–{hi}% of it"
+
+
+def _below_free(table, regime, batch, late, left) -> str:
+    """Where a late loop's median fell below no check's at one point: whether its rounds tell it
+    apart from no check (a loop doing more work than no check can only beat it by the runs'
+    variation, or by a real effect the lesson does not measure)."""
+    below = [n for n, v in zip(late, left) if round(v) < 0]
+    if not below:
+        return ""
+    part = table[(table["regime"] == regime) & (table["batch_size"] == batch)]
+    said = []
+    for n in below:
+        ratio = stats.row_speedup(part, n, "no_check")
+        word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else stats.NOISE
+        said.append(f"{LOOP_LABELS[n]} ran " + (
+            "faster than no check by the medians, but its runs can't tell the two apart"
+            if word == stats.NOISE else f"{stats.plain(ratio)} than no check, which this lesson "
+            "does not explain"))
+    return " (" + "; ".join(said) + ")"
 
 
 def eager_line(summary_frame, judge=True, table=None) -> str:
@@ -485,7 +517,7 @@ def against_06(table, cost06, batch) -> str:
     if int(ok.at[names["sync"], "batch_size"]) != batch or int(here.at["sync", "seq_len"]) != n:
         return ""
     there = {m: 1e3 * ok.at[names[m], "median_s"] / n for m in names}
-    now = {m: float(here.at[m, "ms_per_step"]) for m in names}
+    now = {m: round(float(here.at[m, "ms_per_step"]), 3) for m in names}  # as the table prints them
     cost = {k: 1e3 * (v["sync"] - v["no_check"]) for k, v in (("06", there), ("07", now))}
     if not all(c > 0 for c in cost.values()):
         return ""
@@ -515,12 +547,44 @@ def answer_line(row, part, judge=True) -> str:
     """The lesson's answer ("In one line") at one point of the CUDA-graph step: each late loop's
     verdict against the per-step sync (from the rounds), the loops told apart first, and the
     share of the check's cost won back (from the medians) only where told apart; the check's
-    cost per step once, after the first share."""
+    cost per step once, after the first share. Where the rounds and the medians rank the two
+    late loops differently, the shares are not paired with the verdicts: the line says so in
+    plain words, with both medians' ratios, which rank the loops as the shares do."""
+    verdicts = _late_verdicts(part, judge)
+    head = (f"In one line: with the CUDA-graph step at batch {int(row['batch_size'])}, reading the "
+            "stop flag one step late, against the per-step sync: ")
+    if judge and (why := _ranks_differ(row, part, verdicts)):
+        return head + why
     parts = [f"{CALLED[name]}, {said}" + (f", and it {recovered_line(row, name, judge, cost=i == 0)}"
                                           if known else "")
-             for i, (name, (said, known)) in enumerate(_late_verdicts(part, judge).items())]
-    return (f"In one line: with the CUDA-graph step at batch {int(row['batch_size'])}, reading the "
-            "stop flag one step late, against the per-step sync: " + "; ".join(parts) + ".")
+             for i, (name, (said, known)) in enumerate(verdicts.items())]
+    return head + "; ".join(parts) + "."
+
+
+def _ranks_differ(row, part, verdicts) -> str:
+    """Where both late loops are told apart as faster than the per-step sync but the rounds'
+    printed estimates put one ahead and the table's medians (hence the printed shares won back)
+    the other: the two verdicts, without the medians' notes, then in plain words why the shares
+    rank them the other way, with both medians' ratios. Empty where the two readings agree."""
+    late = ("interleaved", "event")
+    if not all(verdicts[n][1] for n in late):
+        return ""
+    ratios = {n: stats.row_speedup(part, n, "sync") for n in late}
+    est = {n: round(ratios[n].estimate, 2) for n in late}
+    pct = {n: round(min(row[f"{n}_recovered_pct"], 100.0)) for n in late}
+    if (est["interleaved"] - est["event"]) * (pct["interleaved"] - pct["event"]) >= 0:
+        return ""
+    ms = part.set_index("method")["ms_per_step"]
+    said = {n: stats.plain(ratios[n]) for n in late}
+    won = {n: ALL if row[f"{n}_recovered_pct"] > 100 else f"{pct[n]}%" for n in late}
+    noise = stats.verdict(stats.row_speedup(part, "event", "interleaved")) == stats.NOISE
+    return (f"two streams, {said['interleaved']}; one stream and an event, {said['event']}. "
+            + ("Set against each other, the two can't be told apart: their runs vary more than "
+               "they differ, and the table's medians rank them " if noise else
+               "The table's medians rank the two ")
+            + f"the other way (two streams {ms['sync'] / ms['interleaved']:.2f}x, the event "
+            f"{ms['sync'] / ms['event']:.2f}x; of the check's {row['check_cost_us']:.0f} µs per step "
+            f"they win back {won['interleaved']} and {won['event']}).")
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
@@ -537,7 +601,7 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
         ratio = stats.row_speedup(part, "event", "interleaved")
         if ratio.n < stats.MIN_TRIALS:
             return ""
-        ms = part.groupby("method")["ms_per_step"].median()
+        ms = part.groupby("method")["ms_per_step"].median().round(3)  # as the table prints them
         words[b] = (stats.verdict(ratio), 1e3 * abs(ms["interleaved"] - ms["event"]))
     if not words:
         return f"The late read: {how} (the two are not timed against each other here)."
@@ -587,13 +651,14 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
     return f"recovers about {pct:.0f}% of the check's cost{cost_us}"
 
 
-def profile_line(gaps, timed_us=None) -> str:
+def profile_line(gaps, timed_us=None, rounds=None) -> str:
     """The profiled CUDA-graph steps in words (``gaps``: a row per loop, medians over the steps of
     ``gap_before_us``, and ``cpu_us``, ``cpu_wait_us``, ``busy_us`` where known): each loop's GPU
     gap before a step, a late loop's also as a share of the per-step sync's. Then the loops the
     profiler slowed: their host worked longer per step (CPU time less its waits) than the GPU,
     and their profiled step ran over ``profiling.PROFILER_SLOWED`` times the step timed without the
-    profiler (``timed_us``, by loop); their gap holds the profiler's launches too."""
+    profiler (``timed_us``, by loop); their gap holds the profiler's launches too. ``rounds``: the
+    timed table's rows at the profiled point, for ``left_line``."""
     gap = gaps["gap_before_us"]
     late = [n for n in ("interleaved", "event") if n in gaps.index]
     if not late or "sync" not in gaps.index or not gap["sync"] > 0:
@@ -621,13 +686,15 @@ def profile_line(gaps, timed_us=None) -> str:
         text += (" Profiled steps run longer than timed ones (the profiler's own host work: the "
                  f"per-step sync's {gaps.at['sync', 'cpu_us']:.0f} µs against "
                  f"{timed_us['sync']:.0f} timed), so the timed table's win-back is the measure.")
-    return text + left_line(gaps, timed_us, late)
+    return text + left_line(gaps, timed_us, late, rounds)
 
 
-def left_line(gaps, timed_us, late) -> str:
+def left_line(gaps, timed_us, late, rounds=None) -> str:
     """What the timed table leaves the ``late`` loops above no check at the profiled batch (µs
     per step, from ``timed_us``), where it is more than their profiled gaps: said plainly, and
-    that this lesson does not measure where it goes. Empty otherwise."""
+    that this lesson does not measure where it goes; or, where the ``rounds`` (the timed rows at
+    that point) tell neither late loop apart from no check, that their runs vary more than that.
+    Empty otherwise."""
     if timed_us is None or "no_check" not in timed_us or not set(late) <= set(timed_us.index):
         return ""
     ms = lambda n: round(timed_us[n] / 1e3, 3)  # noqa: E731  as the table prints it
@@ -636,5 +703,14 @@ def left_line(gaps, timed_us, late) -> str:
         return ""
     span = (f"{min(left):.0f}" if round(min(left)) == round(max(left))
             else f"{min(left):.0f}–{max(left):.0f}")
-    return (f" Timed, the late loops still run {span} µs per step above no check here; the "
-            "profile does not show where that time goes.")
+    head = f" Timed, the late loops still run {span} µs per step above no check here"
+    if rounds is not None and all(_noise(rounds, n, "no_check") for n in late):
+        return head + ", less than their runs vary: set against no check, neither is told apart."
+    return head + "; the profile does not show where that time goes."
+
+
+def _noise(part, candidate, baseline) -> bool:
+    """Whether the rounds of one point can't tell ``candidate`` apart from ``baseline`` (or are
+    too few to judge)."""
+    ratio = stats.row_speedup(part, candidate, baseline)
+    return ratio.n < stats.MIN_TRIALS or stats.verdict(ratio) == stats.NOISE

@@ -142,11 +142,12 @@ def measure(model, prompt, eos, P) -> pd.DataFrame:
 
 
 def shown(table) -> pd.DataFrame:
-    """The measurement table in readable units, one row per loop and length: cache positions,
-    median wall clock and GPU work."""
+    """The measurement table in readable units, one row per loop and length: median wall clock
+    and GPU work (round 28: no "positions" column, the static cache's size shown on the dynamic
+    cache's rows too; the text above the call says the static cache is sized to the run)."""
     out = pd.DataFrame({
         "tokens": table["seq_len"], "loop": table["method"],
-        "positions": table["cache_len"], "wall ms": (1e3 * table["median_s"]).round(1),
+        "wall ms": (1e3 * table["median_s"]).round(1),
         "GPU ms": (1e3 * table["gpu_busy_s"]).round(1)})
     return out.set_index(["tokens", "loop"])
 
@@ -299,38 +300,39 @@ def host_ratios(table, seq_lens) -> dict:
 
 
 def ops_line(table, seq_lens, inputs, point=None) -> str:
-    """What was measured about the host, numbers side by side and no cause claimed: the
-    operations each cache's decode step dispatches (``attention_inputs``, counted in one step
-    after the prompt, not timed) and each loop's GPU idle time per step at each length (wall clock
-    minus GPU work, as the budget sentence's idle times); where that idle moves with length while
-    the counts stay fixed, the gap at each length (static minus dynamic) and that why it moves
-    is not measured here (round 27). Round 25: the line no longer prices the
-    extra operations at the dynamic loop's cost per operation (1.16-1.78 ms beside measured gaps of
-    -0.08 to +0.71 ms), nor flags "slow spells" (host time per step fell with length in both
-    loops, as a fixed cost per run would also make it). ``point`` is accepted and unused. Empty
-    without counts and on a CPU run."""
+    """The gap in the GPU's idle time per step (static minus dynamic, as the budget sentence's
+    idle times) at each length, and the one link to the operations ``attention_inputs`` counted
+    (one step on a short cache, not timed): an estimate, said as one, at ``point`` (the figure's
+    length; else the longest), pricing each extra operation at the dynamic step's idle time per
+    operation, and how that compares with the gap there (round 28: the line left +104 operations
+    and the gap unconnected). Round 25 read the same price as a finding beside gaps it exceeded:
+    here the comparison is computed, whichever way it falls. Empty without counts, on a CPU run."""
     ratios = host_ratios(table, seq_lens)
     if not ratios or inputs is None or "ops per step" not in inputs:
         return ""
     counts = inputs["ops per step"]
     s_ops, d_ops = int(counts["static"]), int(counts["dynamic"])
     lens = list(ratios)
-    tail = f" ms at {stats.listed([str(n) for n in lens])} tokens" if len(lens) > 1 \
-        else f" ms at {lens[0]} tokens"
-    each = (f"dynamic cache {stats.listed([f'{r[1]:.2f}' for r in ratios.values()])}, static cache "
-            f"{stats.listed([f'{r[0]:.2f}' for r in ratios.values()])}" + tail)
-    gaps = [f"{round(r[0] - r[1], 2) + 0.0:+.2f}" for r in ratios.values()]
-    # round 27: the gap per length, stated, and plainly that nothing here explains why it moves
-    # with length (the published run's 200-token gap was twice the others' in both loops' slow spell)
-    more = "extra" if s_ops > d_ops else "fewer"
-    moves = (f"; static minus dynamic: {stats.listed(gaps)} ms. The static cache dispatches the "
-             f"same {abs(s_ops - d_ops)} {more} operations at every length; why its gap, and each "
-             "loop's own idle time, still change with length is not measured here, so no one "
-             "length's gap is the static cache's fixed cost."
-             if len(lens) > 1 and len(set(gaps)) > 1 else ".")
-    return (f"Operations in one decode step (counted, not timed): {s_ops} with the static cache, "
-            f"{d_ops} with the dynamic one. The GPU's idle time per step (wall clock minus GPU "
-            f"work): {each}{moves}")
+    gaps = [round(r[0] - r[1], 2) + 0.0 for r in ratios.values()]
+    line = (f"The GPU's idle time per step, static minus dynamic: "
+            f"{stats.listed([f'{g:+.2f}' for g in gaps])} ms at "
+            f"{stats.listed([str(n) for n in lens])} tokens.")
+    if s_ops <= d_ops or d_ops <= 0:
+        return line
+    at = point if point in ratios else lens[-1]
+    idle, gap = round(ratios[at][1], 2), gaps[lens.index(at)]
+    per_op = round(1e3 * idle / d_ops, 1)  # µs, as printed
+    extra = round(per_op * (s_ops - d_ops) / 1e3, 2)  # ms, from the printed price
+    line += (f" An estimate, not a measurement: priced at the dynamic step's idle time per "
+             f"operation at {at} tokens ({idle:.2f} ms \u00f7 {d_ops} = {per_op:.1f} \u00b5s), the "
+             f"static step's {s_ops - d_ops} extra operations (counted above) would add about "
+             f"{extra:.2f} ms")
+    if gap <= 0:
+        return line + f", yet the static step's idle time there was not longer ({gap:+.2f} ms)."
+    if extra >= gap or round(extra / gap, 2) >= 1:
+        return line + f", as much as the whole {gap:.2f} ms gap there or more."
+    return line + (f", about {extra / gap:.0%} of the {gap:.2f} ms gap there; the count leaves "
+                   "the rest unexplained.")
 
 
 def drawn_length(table, seq_lens, judge: bool, inputs=None) -> int:

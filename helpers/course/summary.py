@@ -180,11 +180,12 @@ def view(table) -> pd.DataFrame:
     out = out.sort_values("seq_len", kind="stable")
     if out["seq_len"].nunique() == 1:
         out = out.drop(columns="seq_len")
-    out = out.dropna(axis=1, how="all").round(2)
+    out = out.dropna(axis=1, how="all")
+    # one decimal for the floor, rounded once from the unrounded ratio (round 28: 6.0504 rounded
+    # to 6.05, then to 6.0, beside the text's 6.06x); two for the rest
+    out = out.round({c: 1 if c == "floor_ratio" else 2 for c in out.select_dtypes("number")})
     if "speedup_vs_generate_static" in out:  # one peer column: the faster peer's, where it ran
         out = out.drop(columns="speedup_vs_generate", errors="ignore")
-    if "floor_ratio" in out:  # one decimal, as every line that states it
-        out["floor_ratio"] = out["floor_ratio"].round(1)
     return out.rename(columns=COLUMNS).reset_index(drop=True)
 
 
@@ -225,9 +226,9 @@ def readings(table, seq_len, judge) -> str:
     # round 26: "every speed-up in words is the rounds'" read as broken by the lines that print
     # "by the medians" in words; each kind is now named by how it reads
     head = ('Each "x faster (range)" below is the rounds\' reading; a line that says "by the '
-            'medians" divides two of the table\'s medians instead. Here the two readings')
-    if apart <= 1 + stats.MEDIANS_APART:
-        return f"{head} lie within {stats.MEDIANS_APART:.0%} of each other for every pair the lesson reads."
+            'medians" divides two of the table\'s medians instead. On this table the two readings')
+    if apart <= 1 + stats.MEDIANS_APART:  # round 28: claim 4's pairs (notebook 04's) name their own
+        return f"{head} lie within {stats.MEDIANS_APART:.0%} of each other for every pair the lesson reads from it."
     return (f"{head} differ by up to {apart - 1:.0%}: "
             f"{name} over {'the ' if base == NAIVE else ''}{base} is {medians:.2f}x by the "
             f"medians, {rounds:.2f}x by the rounds.")
