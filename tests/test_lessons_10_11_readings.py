@@ -229,12 +229,13 @@ def test_11s_closing_line_starts_from_its_own_rung_1_and_names_each_rungs_gain(r
                            f"{at.loc[rungs[0], 'floor_ratio']:.2f}x the floor; ")
     # round 28: each rung's gain is printed just above it; the line gives the ladder's whole gain
     ratio = stats.row_speedup(table, rungs[-1], rungs[0], seq_len=n)
+    medians = at.loc[rungs[0], "per_step_ms"] / at.loc[rungs[-1], "per_step_ms"]
     assert line.endswith(f"rung 6 takes {at.loc[rungs[-1], 'per_step_ms']:.3f} ms per step, "
-                         f"{at.loc[rungs[-1], 'floor_ratio']:.2f}x the floor, "
-                         f"{stats.short(ratio)} than rung 1.")
+                         f"{at.loc[rungs[-1], 'floor_ratio']:.2f}x the floor; against rung 1: "
+                         f"{stats.plain(ratio, medians=medians)}.")
     assert "notebook 10" not in line
     few = table.assign(trials_wall_ms=table["trials_wall_ms"].str.split().str[:3].str.join(" "))
-    assert "(too few runs to judge)" in floor.ladder_line(few, rungs, True, seq_len=n)
+    assert "too few to judge)" in floor.ladder_line(few, rungs, True, seq_len=n)
     assert floor.ladder_line(table, rungs, False, seq_len=n).endswith("(smoke run).")
     nan = table.assign(floor_ratio=math.nan)  # a judged smoke run on a CPU: no floor
     assert "nan" not in floor.ladder_line(nan, rungs, True, seq_len=n)
