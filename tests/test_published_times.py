@@ -9,7 +9,7 @@ import pytest
 
 from helpers.course import published, report, results
 
-LINE = ("**On an H100** (this run): 61 s in the full preset, its hungriest loop allocating up to about "
+LINE = ("**On an H100** (the published run): 61 s in the full preset, its hungriest loop allocating up to about "
         "2.5 GiB of GPU memory at once; 12 s in the workshop "
         "preset. **Needs** a CUDA GPU to measure; without one the smoke preset runs on the CPU.")
 
@@ -66,7 +66,7 @@ def test_headers_without_a_published_run_come_from_the_earlier_times(tmp_path):
     info = published.times(tmp_path)
     published.rewrite_headers(published.header_paths(tmp_path), info)
     text = header(tmp_path / "notebooks" / "01_naive.ipynb")
-    assert text.startswith("**On an H100** (earlier runs): 90 s in the full preset; 15 s in the workshop")
+    assert text.startswith("**On an H100** (the published runs): 90 s in the full preset; 15 s in the workshop")
 
 
 def test_guide_block_totals_and_flags(repo):
@@ -143,7 +143,7 @@ def test_the_header_names_reserved_memory_where_it_differs_from_allocated():
         "02_kv": {"full_s": 57.7, "peak_gib": 2.1, "reserved_gib": 54.9, "workshop_s": 54.4},
         "09_sync": {"full_s": 28.7, "peak_gib": 0.2, "reserved_gib": 0.2, "workshop_s": 15.3}}}
     assert published.header_line("02_kv", info).startswith(
-        "**On an H100** (this run): 58 s in the full preset, its hungriest loop allocating up to "
+        "**On an H100** (the published run): 58 s in the full preset, its hungriest loop allocating up to "
         "about 2.1 GiB of GPU memory at once (the allocator reserving 54.9 GiB); 54 s in the workshop")
     assert "reserved" not in published.header_line("09_sync", info)
     # round 25: only where the lesson reads the reserve (02's naive loop, 03's allocator)

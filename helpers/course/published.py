@@ -343,7 +343,8 @@ def header_line(stem: str, info: dict) -> str:
             f"once{held}" if row.get("peak_gib") is not None else "")
     workshop = (f"; {_seconds(row['workshop_s'])} s in the workshop preset"
                 if row.get("workshop_s") is not None else "; the workshop preset is not timed yet")
-    which = "this run" if info.get("one_run") else "earlier runs"
+    # round 28: "(this run)" read as the copy in hand, a workshop run's too
+    which = "the published run" if info.get("one_run") else "the published runs"
     return (f"**On an {gpu}** ({which}): {_seconds(row['full_s'])} s in the full preset{peak}"
             f"{workshop}. {needs}")
 
