@@ -145,7 +145,7 @@ def test_what_the_prompts_graph_saved_is_read_plainly(run):
         assert "can take away" not in line and "no larger" not in line
         assert line.endswith("this lesson does not measure.") or line.endswith("still runs).")
     if run == "published":  # the review's 0.15 ms, now against the 0.12 ms of idle
-        assert "took 0.15 ms off each step" in floor.graph_prompt_line(b, (14.2, 2.0), 100, graphed)
+        assert "took 0.151 ms off each step" in floor.graph_prompt_line(b, (14.2, 2.0), 100, graphed)
     assert floor.graph_prompt_line(b, (14.2, 2.0), n, (graphed[1], graphed[0])) == ""
     assert floor.graph_prompt_line(b, (math.nan, 2.0), n, graphed) == ""
 

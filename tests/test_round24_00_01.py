@@ -45,7 +45,8 @@ def test_published_00_names_its_early_rounds_and_reads_the_interval_both_ways():
     n, by_round, ratio = _zero(table)
     assert intro.reach(ratio, True, by_round).split("\n") == [
         "Round ratios A / B farthest from 1: rounds 1 (0.81x) and 2 (0.80x), the first two, B the "
-        "slower in both; the other 6 rounds lay between 1.01x and 1.06x. Round 1, the first after "
+        "slower in both, its two runs there back to back (the last of round 1, the first of round "
+        "2); the other 6 rounds lay between 1.01x and 1.06x. Round 1, the first after "  # round 28b
         "the warm-up, took 262.7 ms (A) and 324.3 ms (B), against medians of 229.0 and 226.3 ms. "
         "Rounds of the same code can lie this far apart, so an A/B is read from all 8 rounds "
         "together, the estimate and its interval, never from one or two.",
@@ -119,8 +120,8 @@ def test_published_01_states_the_measured_idle_time():
         "Why, from the table's medians: from 100 to 200 tokens the median run went from 889 to 2440 "
         "ms (2.74x), the GPU's work plus its idle time. The answer above, 2.63x, is the geometric "
         "mean of the rounds' own ratios (200-token run ÷ 100-token run of the same round): 2.75x, "
-        "2.78x, 1.99x, 2.99x and 2.74x in rounds 1 to 5; the medians' ratio divides each length's "
-        "middle run, which a round far from the others moves less.",
+        "2.78x, 1.99x, 2.99x and 2.74x in rounds 1 to 5; the medians' 2.74x lies inside the answer's "
+        "range (2.27–2.89), so the two agree within this run's noise.",
         "- Work: 565 -> 1938 ms (3.43x). Step t works on 16 + t positions (the prompt's included): "
         "3.53x as many in all, not 4x.",
         "- Idle: 324 -> 502 ms (1.55x) while N grew 2x; per step 3.24, 2.51 and 2.64 ms at 100, 200 "

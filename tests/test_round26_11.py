@@ -25,5 +25,6 @@ def test_the_excerpt_is_the_helpers_own_lines():
 
 def test_the_intro_says_where_rung_one_differs_and_who_fuses_it():
     text = _intro()
-    assert "bucketed_decode_step" in text and "Inductor fuses them in rung 2" in text
+    assert "bucketed_decode_step" in text  # round 28b: rung 2 only where the preset runs it
+    assert "rung 2 has Inductor fuse them where the preset sets" in text
     assert "Uncompiled, that attention is many small\n" not in text  # the broken paragraph

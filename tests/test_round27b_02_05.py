@@ -96,7 +96,8 @@ def test_05_prose_keeps_only_promises_it_can_keep():
     cells = _cells("05_torch_compile")
     text = "\n".join(cells)
     assert "a line below compares its time with\nnotebook 04's" not in text
-    assert "compares its time with notebook\n04's where 04 timed the same length in this run" in text
+    assert "the last line below compares its time\nwith notebook 04's where 04 timed the same length in " \
+        "this run, and otherwise says so" in text
     assert "A new process would pay its\nfirst graph's cost again" not in text
     assert "new process" not in text  # round 28: said nowhere
     # where 04 has no time, the line says so rather than comparing

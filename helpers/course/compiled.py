@@ -434,7 +434,7 @@ def medians_line(table, methods, point, judge: bool) -> str:
     return ("The speedups the lesson quotes are the rounds', in the lines above (each round runs "
             "the loops back to back, moments apart). The table's medians give "
             + ", ".join(f"{mode} {med:.2f}x" for mode, _, med, _ in rounds)
-            + f"{outside}: each divides one loop's middle run by the eager loop's, and the two need "
+            + f"{outside}: each divides the eager loop's middle run by that loop's, and the two need "
             f"not come from the same round ({_whose(widest)} runs spread from {lo:.2f} to {hi:.2f} ms per step).")
 
 

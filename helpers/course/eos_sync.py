@@ -91,8 +91,9 @@ def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> 
     """For a regime whose rounds do not show the check as a cost, what they show, in words: the
     loop with the check faster in every round (no cost shows; the course does not explain why,
     the GPU's work being about the same where it is); the loop without it faster in every one of
-    fewer than ``stats.MIN_TRIALS`` rounds (a cost, but no range); else the verdict with each
-    loop's range of rounds (and, from ``stats.MIN_TRIALS`` rounds on, its interval)."""
+    fewer than ``stats.MIN_TRIALS`` rounds (the cost by the table's medians, named so, and its
+    share of the step without it; no range, so the table's "can't tell" stands); else the verdict
+    with each loop's range of rounds (and, from ``stats.MIN_TRIALS`` rounds on, its interval)."""
     check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
     per_step = {m: per_step_rounds(cost, m) for m in (check, free)}
     n = min(len(v) for v in per_step.values())
@@ -110,9 +111,13 @@ def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> 
                 + ": no cost shows, and this course does not explain why the loop without the "
                 "check ran slower.")
     if side == "free":  # only with fewer rounds than a range needs: more would resolve it
+        wall = step_budget.set_index("method")["wall_ms"]
+        added = wall[check] - wall[free]  # every round apart: the medians keep that order
         return (f"With the {regime} step the loop without the check was faster in every one of "
-                f"its {n} rounds ({rounds}): the check costs time, but {n} rounds give no range "
-                f"(it takes {stats.MIN_TRIALS}).")
+                f"its {n} rounds ({rounds}); by the table's medians the check costs "
+                f"{added:.3f} ms per step, {100 * added / wall[free]:.0f}% of the "
+                f"{wall[free]:.2f} ms step without it. The table reads \"can't tell\" all the "
+                f"same: {n} rounds give no range (it takes {stats.MIN_TRIALS}).")
     if n < stats.MIN_TRIALS:
         return (f"With the {regime} step the two loops' {n} rounds overlap ({rounds}): too few "
                 f"to tell them apart, since with fewer than {stats.MIN_TRIALS} one odd round sways "

@@ -453,37 +453,53 @@ def against_tenth(fast_ms: float, start_ms: float, tenth_ms: float, fast: str,
 
 def graph_prompt_line(budget_frame, eager, new_tokens, graphed) -> str:
     """What replaying the prompt from a graph took off each step (``graphed``: the rungs before
-    and after, as the figure's labels subtract) against what a graph can take away: the eager
-    prompt's GPU-idle time per step (``eager``: ``prefill_cost``, timed alone), not its GPU work,
-    which a replay still runs. Where the drop is larger, the line says by how much and that the
-    rest is not measured (round 25: "took 100 µs off each step, of the 0.10 ms" read as fully
-    explained beside 81 µs of idle). Empty without both rungs or the prompt's time."""
+    and after) against the eager prompt's share of a step (``eager``: ``prefill_cost``, timed
+    alone, as ``prompt_line`` prints it): its GPU-idle part (host time a graph replaces; its GPU
+    work still runs) and, where the drop is larger still, its whole time. Every number is
+    computed from the printed ones, so they subtract exactly (round 28b: "80 µs more" from 0.32
+    and 0.24 beside 0.769 -> 0.453 ms and (13.6 - 1.5) / 50, which give 74; and 0.32 ms taken
+    off each step, more than the prompt's whole 0.27 ms, went unsaid). A larger drop is not
+    explained: the line says only what differs in 11's code (round 25: "took 100 µs off each
+    step, of the 0.10 ms" read as fully explained beside 81 µs of idle). Empty without both
+    rungs or the prompt's time."""
     rows = budget_frame.set_index("method")
     if not new_tokens > 0 or not math.isfinite(eager[0]) or \
             not all(m in rows.index for m in graphed):
         return ""
-    from . import budget  # budget imports this module
-    before, after = (rows.loc[m, "wall_ms"] for m in graphed)
+    before, after = (round(rows.loc[m, "wall_ms"], 3) for m in graphed)  # the medians, as printed
     if not (math.isfinite(before) and math.isfinite(after)):
         return ""
-    saved = before - after  # the table's medians, unrounded (round 27: 0.56 -> 0.49 printed 70 µs
-    if saved <= 0:          # off each step beside a table of 0.563 -> 0.488)
+    saved = round((before - after) * 1e3)  # µs
+    if saved <= 0:
         return ""
     text = (f"Replaying the prompt from a graph ({_rung(graphed[0])} to {_rung(graphed[1])}) "
-            f"took {budget.ms_or_us(saved)} off each step ({before:.3f} -> {after:.3f} ms, the "
+            f"took {_us_as_said(saved)} off each step ({before:.3f} -> {after:.3f} ms, the "
             "table's medians)")
     if not math.isfinite(eager[1]):
         return text + "."
-    idle = max(eager[0] - eager[1], 0.0) / new_tokens
-    # round 28: "what a graph can take away ... 84 µs" read as a ceiling beside 0.12 ms taken off
-    said, bound = (round(round(x, 2) * 1e3) if x >= 0.1 else round(x * 1e3)  # as ms_or_us
-                   for x in (saved, idle))                                   # prints them, in µs
-    if said > bound:
-        return text + (f", {said - bound} µs more than the eager prompt's GPU-idle time per step "
-                       f"timed alone ({budget.ms_or_us(idle)}: host time a graph replaces); where "
-                       "the rest comes from, this lesson does not measure.")
-    return text + (f"; the eager prompt's GPU-idle time per step, timed alone, is "
-                   f"{budget.ms_or_us(idle)} (host time a graph replaces; its GPU work still runs).")
+    whole, work = round(eager[0], 1), round(min(eager[1], eager[0]), 1)  # as prompt_line prints
+    whole_us, idle_us = (round(x * 1e3 / new_tokens) for x in (whole, max(whole - work, 0.0)))
+    idle = f"({_us_as_said(idle_us)}: host time a graph replaces)"
+    if saved <= idle_us:
+        return text + (f"; the eager prompt's GPU-idle time per step, timed alone, is "
+                       f"{_us_as_said(idle_us)} (host time a graph replaces; its GPU work still "
+                       "runs).")
+    if saved > whole_us:  # round 28b: more than the prompt's whole share, said plainly
+        text += (f", {saved - whole_us} µs more than the eager prompt's whole time per step timed "
+                 f"alone ({_us_as_said(whole_us)}, its GPU work included) and {saved - idle_us} µs "
+                 f"more than its GPU-idle part {idle}.")
+    else:
+        text += (f", {saved - idle_us} µs more than the eager prompt's GPU-idle time per step "
+                 f"timed alone {idle}.")
+    return text + (f" In the code, {_rung(graphed[1])} differs from {_rung(graphed[0])} only in "
+                   "its class, FastDecoder, which replays the prompt's forward from a graph; where "
+                   "the rest of the drop comes from, this lesson does not measure.")
+
+
+def _us_as_said(us: int) -> str:
+    """A time per step in whole µs, as ``graph_prompt_line`` prints it: ms to three decimals
+    from 0.1 ms, like the table's medians, so its numbers subtract exactly; else µs."""
+    return f"{us / 1e3:.3f} ms" if us >= 100 else f"{us} µs"
 
 
 def graph_scope_line(graph_steps, peers) -> str:
@@ -535,11 +551,12 @@ def _named(labels) -> str:
 def rungs_scope_line(inductor_reference: bool, bf16: bool) -> str:
     """What notebook 11 runs in this preset and leaves out, from its parameters; where rung 2
     runs, why rung 1's step is the one Inductor compiles (round 22: the workshop copy, rung 2
-    left out, printed that reason for a rung it never ran)."""
-    ran = "rungs 1 to 6" if inductor_reference else "rungs 1 and 3 to 6"
-    left = ([] if inductor_reference else
-            ["rung 2 (rung 1's step compiled by Inductor: inductor_reference False)"])
-    left += [] if bf16 else ["the bf16 rung (bf16 False)"]
+    left out, printed that reason for a rung it never ran); where it does not, that rung 3
+    follows rung 1 and why (round 28b: "the ladder starts here for it" read as unclear)."""
+    ran = ("rungs 1 to 6" if inductor_reference else
+           "rungs 1 and 3 to 6 (rung 3 follows rung 1: the preset leaves out rung 2, rung 1's "
+           "step compiled by Inductor, inductor_reference False)")
+    left = [] if bf16 else ["the bf16 rung (bf16 False)"]
     text = f"this preset runs {ran}" + (" and the bf16 rung" if bf16 else "")
     text += f"; it leaves out {stats.listed(left)}." if left else "."
     if inductor_reference:

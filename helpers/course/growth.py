@@ -313,14 +313,17 @@ def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
 
 
 def length_line(table, candidate: str, baseline: str, judge: bool, n: int, labels=None) -> str:
-    """Notebook 02's verdict at one length, one number only (the nineteenth review: "can't tell
-    apart (0.91–1.26; the table's medians: 0.98x, i.e. 1.02x slower); its speedup 1.07x" gave three
-    gains for one length): ``stats.plain`` of the rounds' speedup without the medians' note, and
-    beside "can't tell apart" the speedup's estimate first, as notebook 00 prints it
-    ("1.07x, can't tell apart on this machine (0.91–1.26)")."""
+    """Notebook 02's verdict at one length: ``stats.plain`` of the rounds' speedup, beside
+    "can't tell apart" the speedup's estimate first, as notebook 00 prints it ("1.07x, can't tell
+    apart on this machine (0.91–1.26)"), and the table's medians' ratio where it lies more than
+    ``stats.MEDIANS_APART`` from the estimate or outside the range, as every other lesson's
+    verdict names it (round 28b: at 20 tokens the table's 143.3 / 124.1 = 1.15x stood beside a
+    printed 1.05x with no word; the nineteenth review's "its speedup" third gain stays out)."""
     labels = labels or {}
     r = stats.row_speedup(table, candidate, baseline, seq_len=n)
-    said = stats.plain(r, judge)
+    medians = stats.medians_ratio(*(stats.method_trials(table, m, seq_len=n)
+                                    for m in (candidate, baseline)))
+    said = stats.plain(r, judge, medians=medians)
     if said.startswith("can't tell"):  # the course's one phrase (the verdicts tool reads it);
         # the growth line says "no clear change" for its other comparison (round 27)
         said = f"{r.estimate:.2f}x, {said}"
@@ -331,7 +334,8 @@ def length_line(table, candidate: str, baseline: str, judge: bool, n: int, label
 def gains_note(table, candidate: str, baseline: str, judge: bool, labels=None) -> str:
     """Notebook 02's line above its gains: what a gain and its range are, in plain words (the
     twenty-fourth review: "their typical ratio" defined nothing, the brackets not at all). The
-    table's medians are named once, beside the per-step times they give (``pace_lines``).
+    table's medians are named beside the per-step times they give (``pace_lines``) and, where
+    their ratio lies apart from the gain, in that length's line (``length_line``).
     Empty on a smoke run."""
     if not judge:
         return ""

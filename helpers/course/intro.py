@@ -57,7 +57,10 @@ def reach(ratio, judge: bool, by_round=None) -> str:
     interval reaches below and above its estimate (the twenty-fourth review: "about 9% either
     side" for -8% / +7%), and so, per direction, the smallest speedup and slowdown rounds as
     noisy as these can tell from none. Where the interval told the identical loops apart, it says so first, with in how many
-    rounds the slower loop's trial was the slower. Empty without an interval or rounds."""
+    rounds the slower loop's trial was the slower. Where the two farthest rounds are neighbours and
+    their slower loop ran last in the first and first in the second, it says the two slow runs were
+    back to back (the twenty-eighth review, workshop: A alone slow in rounds 2 and 3, read against
+    "moves A and B together"). Empty without an interval or rounds."""
     if not judge or ratio.n < stats.MIN_TRIALS or not math.isfinite(ratio.low) \
             or not math.isfinite(ratio.high) or by_round is None or len(by_round) < 3:
         return ""
@@ -75,6 +78,11 @@ def reach(ratio, judge: bool, by_round=None) -> str:
         named += f", {slow} the slower in both"
         if order is not None and all(order[far] == slow):
             named += " and the one that ran first"
+        ends = by_round["order"].astype(str).str[-1].to_numpy() if order is not None else None
+        if order is not None and far[1] == far[0] + 1 and ends[far[0]] == slow \
+                and order[far[1]] == slow:  # round 28b: one slow spell across a round boundary
+            named += (f", its two runs there back to back (the last of round {names[far[0]]}, "
+                      f"the first of round {names[far[1]]})")
     first = (f"Round ratios A / B farthest from 1: rounds {named}; the other {k - 2} rounds lay "
              f"between {rest.min():.2f}x and {rest.max():.2f}x. ")
     if 1 in names[far]:  # the twenty-sixth review: a slow round 1 beside the warm-up's claim
@@ -265,7 +273,7 @@ def growth_why(table, prompt_len: int) -> str:
     lines = [f"Why, from the table's medians: from {n} to {m} tokens the median run went from "
              f"{t0} to {t1} ms ({grown:.2f}x), the GPU's work plus its idle time."]
     if f"{p['rounds']:.2f}" != f"{grown:.2f}":
-        lines[0] += " " + _round_ratios(table, n, m, p["rounds"])
+        lines[0] += " " + _round_ratios(table, n, m, _growth(table)[2], grown)
     lines += [
              f"- Work: {w0} -> {w1} ms ({work:.2f}x). Step t works on {prompt_len} + t positions "
              f"(the prompt's included): {positions(m) / positions(n):.2f}x as many in all, not "
@@ -301,20 +309,29 @@ def _paces(ns, shares) -> str:
     return "; ".join(f"{said} at {stats.listed(at, ' tokens')}" for said, at in groups)
 
 
-def _round_ratios(table, n: int, m: int, rounds: float) -> str:
+def _round_ratios(table, n: int, m: int, ratio, medians: float) -> str:
     """Why the rounds' ratio (``doubling``'s answer) and the medians' differ, from the data (the
     twenty-seventh review: "the median sets aside the run farthest ..." gave a third number for
     the same ratio, from rounds never shown): each round's own ratio of the m-token run to the
-    n-token run, so the reader sees the round that pulls the answer away from the medians'."""
+    n-token run, and whether the medians' ratio lies inside the answer's range, compared as both
+    are printed (the twenty-eighth review: "which a round far from the others moves less" could
+    not be checked, and 2.32x beside 2.21x (2.09–2.34) left two answers)."""
     ok = table[table["status"] == harness.OK]
     runs = {int(r["seq_len"]): np.asarray(harness.trials(r), dtype=float) for _, r in ok.iterrows()}
     a, b = runs[n], runs[m]
-    text = f"The answer above, {rounds:.2f}x, is the geometric mean of the rounds' own ratios"
+    text = f"The answer above, {ratio.estimate:.2f}x, is the geometric mean of the rounds' own ratios"
     if len(a) == len(b) and len(a) > 1:
         text += (f" ({m}-token run ÷ {n}-token run of the same round): "
                  f"{stats.listed([f'{q:.2f}x' for q in b / a])} in rounds 1 to {len(a)}")
-    return text + ("; the medians' ratio divides each length's middle run, which a round far "
-                   "from the others moves less.")
+    if not (math.isfinite(ratio.low) and math.isfinite(ratio.high)):
+        return text + f"; the medians' {medians:.2f}x divides each length's middle run."
+    low, high, mid = (float(f"{v:.2f}") for v in (ratio.low, ratio.high, medians))
+    rng = f"{ratio.low:.2f}\u2013{ratio.high:.2f}"
+    if low <= mid <= high:
+        return text + (f"; the medians' {medians:.2f}x lies inside the answer's range ({rng}), "
+                       "so the two agree within this run's noise.")
+    return text + (f"; the medians' {medians:.2f}x lies {'above' if mid > high else 'below'} the "
+                   f"answer's range ({rng}): the lines below explain the medians, not the answer.")
 
 
 def budget_line(step, new: str, old: str) -> str:

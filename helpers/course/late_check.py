@@ -589,42 +589,33 @@ def _ranks_differ(row, part, verdicts) -> str:
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
     """Whether the late read needs a second stream, read at every batch size of ``regime``: the
-    rounds' verdict (``stats.verdict``, no interval) of the event loop against two streams, the
-    batch sizes where they can't be told apart and those where one is faster, with how many µs
-    per step the slower one ran (by the medians). Without rounds to judge, the method alone."""
+    event loop against two streams from the rounds, "1.01x faster (1.00-1.02)" or "can't tell
+    apart on this machine (...)" (``stats.plain``, with the table's medians where they disagree),
+    under a head from the verdicts. Without rounds to judge, the method alone."""
     how = "one stream and an event queue step i before waiting for step i-1, as two streams do"
     rows = table[(table["regime"] == regime) & (table["status"] == harness.OK)]
     batches = sorted(int(b) for b in rows["batch_size"].unique())
-    words = {}
+    words, said = {}, {}
     for b in batches if judge else []:
         part = rows[rows["batch_size"] == b]
         ratio = stats.row_speedup(part, "event", "interleaved")
         if ratio.n < stats.MIN_TRIALS:
             return ""
-        ms = part.groupby("method")["ms_per_step"].median().round(3)  # as the table prints them
-        words[b] = (stats.verdict(ratio), 1e3 * abs(ms["interleaved"] - ms["event"]))
+        ms = part.set_index("method")["ms_per_step"]
+        words[b] = stats.verdict(ratio)
+        said[b] = stats.plain(ratio, medians=ms["interleaved"] / ms["event"])
     if not words:
         return f"The late read: {how} (the two are not timed against each other here)."
-    kinds = {w for w, _ in words.values()}
+    kinds = set(words.values())
     head = ("The second stream buys nothing measurable" if kinds == {stats.NOISE} else
             "The second stream buys nothing" if stats.SLOWER not in kinds else
             "The second stream buys time" if stats.FASTER not in kinds else
             "The second stream's worth depends on the batch")
-
-    def at(kind):
-        return [b for b, (w, _) in words.items() if w == kind]
-
-    parts = []
-    if tie := at(stats.NOISE):
-        parts.append(f"the two can't be told apart at {_batches(tie)}")
-    for kind, fast, slow in ((stats.FASTER, "the event", "two streams"),
-                             (stats.SLOWER, "two streams", "the event")):
-        if won := at(kind):
-            parts.append(f"{fast} is faster at {_batches(won)} ({slow} "
-                         "ran " + stats.listed([f"{words[b][1]:.0f} µs per step slower at batch {b}"
-                                               for b in won]) + ", by the medians)")
-    return (f"{head}: with the {REGIME_LABELS[regime]} step, one stream and an event against two "
-            "streams, " + stats.listed(parts) + ".")
+    if len(batches) == 1:
+        return (f"{head}. With the {REGIME_LABELS[regime]} step at batch {batches[0]}, one stream "
+                f"and an event against two streams: {said[batches[0]]}.")
+    return (f"{head}. With the {REGIME_LABELS[regime]} step, one stream and an event against two "
+            "streams: " + "; ".join(f"at batch {b}, {said[b]}" for b in batches) + ".")
 
 
 def _batches(sizes) -> str:

@@ -329,8 +329,17 @@ def ops_line(table, seq_lens, inputs, point=None) -> str:
              f"{extra:.2f} ms")
     if gap <= 0:
         return line + f", yet the static step's idle time there was not longer ({gap:+.2f} ms)."
-    if extra >= gap or round(extra / gap, 2) >= 1:
-        return line + f", as much as the whole {gap:.2f} ms gap there or more."
+    if extra > gap:  # round 28b: "as much as the whole gap or more" hedged a price 1.4x the gap
+        s_idle = round(ratios[at][0], 2)
+        s_per = round(1e3 * s_idle / s_ops, 1)  # the static step's own price, as printed
+        if s_per < per_op:  # extra > gap exactly when the static step's price per operation is lower
+            return line + (f", more than the whole {gap:.2f} ms gap there: the static step's idle "
+                           f"time per operation was lower ({s_idle:.2f} ms \u00f7 {s_ops} = "
+                           f"{s_per:.1f} \u00b5s), so the two steps' operations did not cost the same "
+                           "on average.")
+        return line + f", a little more than the whole {gap:.2f} ms gap there."
+    if extra == gap or round(extra / gap, 2) >= 1:
+        return line + f", about the whole {gap:.2f} ms gap there."
     return line + (f", about {extra / gap:.0%} of the {gap:.2f} ms gap there; the count leaves "
                    "the rest unexplained.")
 
