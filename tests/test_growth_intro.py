@@ -100,9 +100,9 @@ def test_spread_reads_the_budget_as_one_reading_of_a_varying_host():
     b = [287.90, 403.24, 445.49, 449.78, 430.63, 441.16, 323.70, 238.59]
     by_round = pd.DataFrame({"round": range(1, 9), "A ms": a, "B ms": b})
     assert intro.spread(by_round, 40, 1.358) == (
-        "The same code's 16 runs took 6.0 to 11.3 ms per step: the budget is one reading of a "
-        "host whose speed varies, the noise Idea 2 deals with. The GPU idles 77% of the fastest "
-        "run's step and 88% of the slowest's: the host sets the pace in every run.")
+        "The same code's 16 runs took 6.0 to 11.3 ms per step (the host's speed varies: Idea 2's "
+        "noise); the GPU idles 77% of the fastest run's step and 88% of the slowest's: the host "
+        "sets the pace in every run.")  # round 28c: one sentence shorter
     # made up: a step near the GPU's work, where the pace differs between the ends
     busy = pd.DataFrame({"round": [1, 2], "A ms": [60.0, 100.0], "B ms": [62.0, 64.0]})
     assert intro.spread(busy, 40, 1.4).endswith(
@@ -225,7 +225,7 @@ def test_growth_why_follows_every_real_tables_own_numbers():
         assert f"went from {per_step[1]} ms to {per_step[2]} ms per step" in line, (name, line)
         takeaway = intro.takeaway(table)
         assert takeaway.count("x (") == 0, takeaway  # the interval is printed once, in doubling
-        assert ", its GPU work 3.4" in takeaway, takeaway
+        assert ", the GPU work grew 3.4" in takeaway, takeaway  # round 28c wording
         # the printed parts add up to the printed medians, and each growth divides printed values
         t0, t1, grew = re.search(r"median run went from (\d+) to (\d+) ms \(([\d.]+)x\)", said).groups()
         (w0, w1), (i0, i1) = [(int(a), int(b)) for a, b in re.findall(r": (\d+) -> (\d+) ms", said)]
@@ -250,18 +250,18 @@ def test_doubling_answers_the_articles_claim_with_one_number():
         "less than the 4x of pure N² growth.")
     assert intro.takeaway(frozen) == (
         "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.75x, "
-        "less than the 4x of pure N² growth; on the table's medians instead of the rounds, the median run grew 2.71x, its GPU work 3.43x "
-        "and its idle time 1.44x.")
+        "less than the 4x of pure N² growth; on the table's medians (2.71x), the GPU work grew 3.43x "
+        "and the idle time 1.44x.")  # round 28c
     published = pd.read_csv(data / "01_naive_generation-1c698c0.csv")  # medians 2.99x, rounds 2.77x
     assert intro.doubling(published) == (
         "Doubling the length from 100 to 200 tokens multiplied the time by 2.77x (2.35–3.25), "
         "less than the 4x of pure N² growth.")
     assert intro.takeaway(published) == (
         "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.77x, "
-        "less than the 4x of pure N² growth; on the table's medians instead of the rounds, the median run grew 2.99x, its GPU work 3.42x "
-        "and its idle time 2.15x.")
+        "less than the 4x of pure N² growth; on the table's medians (2.99x), the GPU work grew 3.42x "
+        "and the idle time 2.15x.")  # round 28c
     flat = pd.read_csv(data / "01_naive_generation-90c3788-published.csv")
-    assert intro.takeaway(flat).endswith("and its idle time 0.99x.")
+    assert intro.takeaway(flat).endswith("and the idle time 0.99x.")
     for table in (frozen, published, flat, pd.read_csv(data / "01_naive_generation-90c3788.csv")):
         said = intro.doubling(table)
         assert "median" not in said and said.count("x") == 2, said  # one ratio, and the 4x
@@ -287,11 +287,13 @@ def test_notebook_01_on_the_workshop_table_the_twenty_second_review_read():
     table = pd.read_csv(Path(__file__).parent / "data" / "01_naive_generation-6bba703-workshop.csv")
     assert intro.doubling(table) == ("Doubling the length from 50 to 100 tokens multiplied the "
                                      "time by 2.58x (2.47–2.71), less than the 4x of pure N² growth.")
-    assert intro.growth_why(table, 16).split("\n")[:3] == [
+    assert intro.growth_why(table, 16).split("\n")[:5] == [  # round 28c: three lines, was one
         "Why, from the table's medians: from 50 to 100 tokens the median run went from 567 to 1510 "
-        "ms (2.66x), the GPU's work plus its idle time. The answer above, 2.58x, is the geometric "
-        "mean of the rounds' own ratios (100-token run ÷ 50-token run of the same round): 2.40x, "
-        "2.66x, 2.84x, 2.53x and 2.50x in rounds 1 to 5; the medians' 2.66x lies inside the answer's "
+        "ms (2.66x), the GPU's work plus its idle time.",
+        "The answer above, 2.58x, is the geometric "
+        "mean of the rounds' own ratios (each round's 100-token run ÷ its 50-token run): 2.40x, "
+        "2.66x, 2.84x, 2.53x and 2.50x in rounds 1 to 5.",
+        "The medians' 2.66x lies inside the answer's "
         "range (2.47–2.71), so the two agree within this run's noise.",
         "- Work: 338 -> 1070 ms (3.17x). Step t works on 16 + t positions (the prompt's included): "
         "3.23x as many in all, not 4x.",
@@ -299,8 +301,8 @@ def test_notebook_01_on_the_workshop_table_the_twenty_second_review_read():
         "tokens, 40% and 29% of the step."]
     assert intro.takeaway(table) == (
         "In one line: doubling the length from 50 to 100 tokens multiplied the time by 2.58x, less "
-        "than the 4x of pure N² growth; on the table's medians instead of the rounds, the median run grew 2.66x, its GPU work 3.17x and its "
-        "idle time 1.92x.")
+        "than the 4x of pure N² growth; on the table's medians (2.66x), the GPU work grew 3.17x and the "
+        "idle time 1.92x.")  # round 28c
 
 
 def test_per_step_panel_spans_the_lengths_timed():
@@ -519,9 +521,8 @@ def test_pace_lines_read_the_budget_at_every_length_with_both_loops_gpu_work():
     assert lines[-2] == ("The cache cut the GPU's work per step 2.10x, 3.13x and 4.01x, but "
                          "a whole run only by the gains above (naive \u00f7 KV cache run time, "
                          "round by round).")  # round 28: the gains once, no "sets the pace"
-    assert lines[-1].startswith("Why the gain is not larger: at every length the KV cache's GPU "
-                                "worked only 1.34 to 1.60 ms of its step; the rest was time outside "
-                                "the GPU's work, from 30 to 120 tokens 3.70 → 7.05 ms")
+    assert lines[-1].startswith("Why the gain is not larger: most of the KV cache's step was time "
+                                "outside the GPU's work, from 30 to 120 tokens 3.70 → 7.05 ms")  # 28c
     assert "figure's bars" not in " ".join(lines)
     busy = noisy.copy()  # a naive loop whose GPU works its whole step: not "both wait on the host"
     busy.loc[busy["method"] == "naive", "gpu_busy_s"] = busy.loc[busy["method"] == "naive", "median_s"]
@@ -624,8 +625,8 @@ def test_notebook_00_states_the_chance_rate_and_the_medians_rule_the_code_uses()
     nb = json.load(open("notebooks/00_setup.ipynb"))
     text = " ".join(" ".join("".join(c["source"]) for c in nb["cells"]
                              if c["cell_type"] == "markdown").split())
-    assert ("how often chance tells identical loops apart, and when later lessons print \"the "
-            "table's medians\", are in [docs/method.md]") in text
+    assert ("[docs/method.md](../docs/method.md) says how often chance tells identical loops "
+            "apart, and when later lessons print \"the table's medians\"") in text  # round 28c
     assert "1 time in 20" not in text and "more than 3%" not in text
     method = " ".join(open("docs/method.md").read().split())
     assert f"differs from the estimate by more than {round(100 * stats.MEDIANS_APART)}%" in method

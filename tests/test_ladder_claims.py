@@ -426,8 +426,8 @@ def test_claims_print_one_short_row_each():
     assert list(out.columns) == ["claim", "from", "this run's number", "verdict"]
     assert out.loc["1", "from"] == "notebook 01" and out.loc["7", "from"] == "08's ladder"
     assert list(claims.table(frame).columns) == ["claim", "verdict"]  # shown; numbers under it
-    assert out.loc["1"].tolist() == [QUAD, "notebook 01", "x2.00 per doubling: the whole run's time fitted as N^k over 100, 200 and 400 tokens gives k = 1.00, and "
-                                     "2^1.00 = 2.00 (claim: x3.5 to x4.5)",
+    assert out.loc["1"].tolist() == [QUAD, "notebook 01", "x2.00 per doubling (2^k; the whole run's time fitted as N^k over 100, 200 and 400 tokens gives k = 1.00; "
+                                     "claim: x3.5 to x4.5)",  # round 28c: x2.00 said once
                                      claims.NOT_REPRODUCED]
     assert frame["detail"].iloc[0].startswith("naive loop's medians 100: 1000 ms")  # kept, saved
     assert out.loc["2", "this run's number"].startswith("needs notebook 02's table")
@@ -594,16 +594,16 @@ def test_compiling_alone_names_the_gpu_work_where_it_fell():
                            "wall_ms": [6.97, 3.57], "gpu_ms": [1.56, 1.13],
                            "idle_ms": [5.41, 2.44], "floor_ms": [0.22, 0.22]}).set_index("method")
     names = {claims.KV: "KV cache (02)", claims.KV_COMPILED: "KV cache, compiled (05)"}
-    assert summary._no_graphs(budget, names).endswith(
-        "per step: wall clock 6.97 -> 3.57 ms, the GPU's idle time 5.41 -> 2.44 ms, its work "
-        "1.56 -> 1.13 ms. ")
+    assert summary._no_graphs(budget, names).endswith(  # round 28c: the wall clocks are the table's
+        "per step: the GPU's idle time 5.41 -> 2.44 ms, its work 1.56 -> 1.13 ms. ")
+    assert "6.97" not in summary._no_graphs(budget, names)
     # the 10:50 review: "CUDA graphs remove most of the host's work compiling leaves" was never
     # shown; where the graphs' rung is in the ladder, its idle time stands beside compiling alone's
     graphs = pd.concat([budget, pd.DataFrame({"wall_ms": [1.85], "gpu_ms": [1.12]},
                                              index=["static cache, compiled (05)"])])
     names[claims.STATIC_COMPILED] = "static cache, compiled (05)"
     assert summary._no_graphs(graphs, names).endswith(
-        "its work 1.56 -> 1.13 ms; with CUDA graphs as well (static cache, compiled, 05), the idle "
+        "its work 1.56 -> 1.13 ms. With CUDA graphs as well (static cache, compiled, 05), the idle "
         "time is 0.73 ms. ")
     more = budget.assign(gpu_ms=[1.56, 1.60])
     assert "its work 1.56 -> 1.60 ms" in summary._no_graphs(more, names)
@@ -650,9 +650,9 @@ def test_a_cached_eager_rung_no_faster_than_the_one_before_names_its_host_time()
                            "floor_ms": [0.22] * 3}).set_index("method")
     names = {claims.NAIVE: "naive loop (01)", claims.KV: "KV cache (02)",
              claims.STATIC: "static cache (04)"}
-    assert summary._eager_cache(budget, names) == (
-        "The static cache (04) is 1.35x slower than the KV cache (02) by the medians: 8.73 against "
-        "6.49 ms per step, with GPU work of 1.58 against 1.56 ms, so most of the 2.24 ms it adds "
+    assert summary._eager_cache(budget, names) == (  # round 28c: 8.73 and 6.49 are the table's
+        "The static cache (04) is 1.35x slower than the KV cache (02) by the medians, with GPU "
+        "work of 1.58 against 1.56 ms per step, so most of the 2.24 ms it adds "
         "is the host's (this notebook's one call; notebook 04 times the pair over its own "
         "rounds). ")
     # the 10:50 review: 0.19 of 0.98 ms more GPU work read "the extra time is the host's"
@@ -679,10 +679,10 @@ def test_host_paced_says_why_claim_2_fails_from_the_ladder():
     both = pd.DataFrame({"verdict": [claims.NOT_REPRODUCED, claims.CANT_TELL, claims.REPRODUCED],
                          "number": ["x2.99 per doubling (claim: x3.5 to x4.5)", "", ""]})
     assert summary.host_paced(budget, names, both).split("\n") == [
-        'Claim 2 is judged in notebook 02; the ladder, at one length, cannot judge it, but shows '
+        'Claim 2 is judged in notebook 02; the ladder, at one length, cannot judge it. It shows '
         "what holds the KV cache's gain down here: it cut the GPU's work 3.65x (5.65 -> 1.55 ms "
-        "per step) but the wall clock only 1.44x (7.97 -> 5.54 ms), as the host sets its step's "
-        "pace (the GPU idles 72% of 5.54 ms)."]
+        "per step) but the wall clock only 1.44x, as the host sets its step's "
+        "pace (the GPU idles 72% of it)."]  # round 28c: 7.97 and 5.54 are the table's
     first = both.assign(verdict=[claims.NOT_REPRODUCED, claims.REPRODUCED, claims.REPRODUCED])
     assert summary.host_paced(budget, names, first) == ""
     # a gain that clearly shrank is not what the line explains
@@ -697,10 +697,10 @@ def test_host_paced_says_why_claim_2_fails_from_the_ladder():
 
 
 @pytest.mark.parametrize("run,naive,kv,lines", [  # per step (wall, GPU work), of real H100 runs
-    ("1c698c0", (7.9745, 5.6545), (5.54002, 1.54661), "3.65x (5.65 -> 1.55 ms per step) but the wall clock only 1.44x (7.97 -> 5.54 ms), as the host sets its step's pace (the GPU idles 72% of 5.54 ms)"),
-    ("09:46", (8.66602, 5.66707), (6.62253, 1.55448), "3.66x (5.67 -> 1.55 ms per step) but the wall clock only 1.31x (8.67 -> 6.62 ms), as the host sets its step's pace (the GPU idles 77% of 6.62 ms)"),
-    ("06:54", (11.93448, 5.65539), (10.43436, 1.54319), "3.68x (5.66 -> 1.54 ms per step) but the wall clock only 1.14x (11.93 -> 10.43 ms), as the host sets its step's pace (the GPU idles 85% of 10.43 ms)"),
-    ("05:14", (8.31648, 5.64957), (6.06165, 1.54874), "3.65x (5.65 -> 1.55 ms per step) but the wall clock only 1.37x (8.32 -> 6.06 ms), as the host sets its step's pace (the GPU idles 74% of 6.06 ms)"),
+    ("1c698c0", (7.9745, 5.6545), (5.54002, 1.54661), "3.65x (5.65 -> 1.55 ms per step) but the wall clock only 1.44x, as the host sets its step's pace (the GPU idles 72% of it)"),
+    ("09:46", (8.66602, 5.66707), (6.62253, 1.55448), "3.66x (5.67 -> 1.55 ms per step) but the wall clock only 1.31x, as the host sets its step's pace (the GPU idles 77% of it)"),
+    ("06:54", (11.93448, 5.65539), (10.43436, 1.54319), "3.68x (5.66 -> 1.54 ms per step) but the wall clock only 1.14x, as the host sets its step's pace (the GPU idles 85% of it)"),
+    ("05:14", (8.31648, 5.64957), (6.06165, 1.54874), "3.65x (5.65 -> 1.55 ms per step) but the wall clock only 1.37x, as the host sets its step's pace (the GPU idles 74% of it)"),
 ])
 def test_host_paced_on_real_runs(run, naive, kv, lines):
     """Every real run's 08 read claim 1 "not reproduced" (x2.99 and the like) and claim 2 "can't

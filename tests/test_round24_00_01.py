@@ -46,16 +46,17 @@ def test_published_00_names_its_early_rounds_and_reads_the_interval_both_ways():
     assert intro.reach(ratio, True, by_round).split("\n") == [
         "Round ratios A / B farthest from 1: rounds 1 (0.81x) and 2 (0.80x), the first two, B the "
         "slower in both, its two runs there back to back (the last of round 1, the first of round "
-        "2); the other 6 rounds lay between 1.01x and 1.06x. Round 1, the first after "  # round 28b
+        "2); the other 6 rounds lay between 1.01x and 1.06x.",  # round 28b; 28c: split
+        "Round 1, the first after "
         "the warm-up, took 262.7 ms (A) and 324.3 ms (B), against medians of 229.0 and 226.3 ms. "
         "Rounds of the same code can lie this far apart, so an A/B is read from all 8 rounds "
-        "together, the estimate and its interval, never from one or two.",
+        "together, never from one or two.",
         "The loop that ran first was the slower in 4 of the 8 rounds: on average it took 1.00x the "
-        "second's time, at most 1.24x (round 2). Alternating the order puts each loop first in "
-        "turn, so a steady cost of going first drops out of the estimate.",  # round 28
+        "second's time, at most 1.24x (round 2); alternating the order keeps such a steady cost "
+        "out of the estimate.",  # round 28, shortened in 28c
         "The interval runs from 8% below to 7% above its estimate: at 8 rounds as noisy as these, "
         "B would read \"faster\" only from about 1.09x faster and \"slower\" only from about "
-        "1.07x slower; a smaller difference either way reads \"can't tell apart\"."]
+        "1.07x slower."]
     said = intro.with_estimate(stats.say(table, "loop B", "loop A", True, seq_len=n), ratio)
     assert said == "0.97x, can't tell apart on this machine (0.89–1.04; the table's medians: 1.01x)"
     ws = ZERO["3deacb3-workshop"]()
@@ -69,7 +70,9 @@ def test_published_00_names_its_early_rounds_and_reads_the_interval_both_ways():
 def test_reach_names_the_farthest_rounds_on_every_real_table(name):
     table = ZERO[name]()
     n, by_round, ratio = _zero(table)
-    first, _, second = intro.reach(ratio, True, by_round).split("\n")  # round 28: order line
+    lines = intro.reach(ratio, True, by_round).split("\n")  # round 28: order line
+    first, second = lines[0], lines[-1]  # round 28c: round 1 and "told apart" on lines of their own
+    assert len(lines) == 3 + ("Round 1, the first" in lines[1]) + ("told the identical" in lines[-2])
     r = by_round["A / B"]
     far = sorted(abs(r.map(math.log)).nlargest(2).index)
     named = " and ".join(f"{int(by_round.loc[i, 'round'])} ({r[i]:.2f}x)" for i in far)
@@ -100,7 +103,8 @@ def test_notebook_00_mends():
     # the printed parts of the step add up (the review: 1.4 + 4.4 printed beside 5.7)
     assert "wall, work = round(s[\"wall_ms\"], 3), round(s[\"gpu_ms\"], 3)" in code  # round 26: as the table
     assert "idles {wall - work:.3f}" in code
-    assert "names the rounds that lay farthest from 1" in text
+    # round 28c: the prose no longer previews what "What it means" prints
+    assert "names the rounds that lay farthest from 1" not in text
     assert "no later lesson reads it" in text  # round 26 wording
     assert "A speedup of 1.02 means" not in text and "1 time in 20" not in text
 
@@ -118,9 +122,11 @@ def test_published_01_states_the_measured_idle_time():
     table = ONE["3deacb3"]()
     assert intro.growth_why(table, 16).split("\n") == [
         "Why, from the table's medians: from 100 to 200 tokens the median run went from 889 to 2440 "
-        "ms (2.74x), the GPU's work plus its idle time. The answer above, 2.63x, is the geometric "
-        "mean of the rounds' own ratios (200-token run ÷ 100-token run of the same round): 2.75x, "
-        "2.78x, 1.99x, 2.99x and 2.74x in rounds 1 to 5; the medians' 2.74x lies inside the answer's "
+        "ms (2.74x), the GPU's work plus its idle time.",  # round 28c: three lines, was one
+        "The answer above, 2.63x, is the geometric "
+        "mean of the rounds' own ratios (each round's 200-token run ÷ its 100-token run): 2.75x, "
+        "2.78x, 1.99x, 2.99x and 2.74x in rounds 1 to 5.",
+        "The medians' 2.74x lies inside the answer's "
         "range (2.27–2.89), so the two agree within this run's noise.",
         "- Work: 565 -> 1938 ms (3.43x). Step t works on 16 + t positions (the prompt's included): "
         "3.53x as many in all, not 4x.",
@@ -130,11 +136,11 @@ def test_published_01_states_the_measured_idle_time():
         "tokens; the GPU sets the pace at 300 tokens.",  # round 28
         "- Sum: the wall clock grew 2.74x, less than the work's 3.43x: the work's and the idle "
         "time's growths weighted by their shares of the 100-token run (64% and 36%). An account, "
-        "not a cause: why the idle time per step fell from 3.24 to 2.51 ms is not measured here."]
+        "not a cause: why the idle time per step fell is not measured here."]  # 28c: values above
     assert intro.takeaway(table) == (
         "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.63x, less "
-        "than the 4x of pure N² growth; on the table's medians instead of the rounds, the median run grew 2.74x, its GPU work 3.43x and its "
-        "idle time 1.55x.")
+        "than the 4x of pure N² growth; on the table's medians (2.74x), the GPU work grew 3.43x and the "
+        "idle time 1.55x.")  # round 28c
 
 
 @pytest.mark.parametrize("name", sorted(ONE))
@@ -144,8 +150,10 @@ def test_growth_why_states_numbers_that_add_up_on_every_real_table(name):
     for phrase in ("about as N", "about the same", "less than N", "more than N", "stayed", "only"):
         assert phrase not in said and phrase not in one, (name, phrase)
     lines = said.split("\n")
-    assert lines[0].startswith("Why, from the table's medians") and lines[1].startswith("- Work: ")
-    assert lines[2].startswith("- Idle: ")
+    assert lines[0].startswith("Why, from the table's medians")
+    head = lines[:next(i for i, x in enumerate(lines) if x.startswith("- Work: "))]
+    lines = [lines[0]] + lines[len(head):]  # round 28c: the rounds' ratios on lines of their own
+    assert lines[1].startswith("- Work: ") and lines[2].startswith("- Idle: ")
     t0, t1, grew = re.search(r"median run went from (\d+) to (\d+) ms \(([\d.]+)x\)", lines[0]).groups()
     w0, w1, wg = re.search(r"(\d+) -> (\d+) ms \(([\d.]+)x\)", lines[1]).groups()
     i0, i1, ig = re.search(r"(\d+) -> (\d+) ms \(([\d.]+)x\) while N grew 2x", lines[2]).groups()
@@ -160,9 +168,10 @@ def test_growth_why_states_numbers_that_add_up_on_every_real_table(name):
     per = re.search(r"per step ([\d.]+)(?:, [\d.]+)* and ([\d.]+) ms at", lines[2]).groups()
     line = budget.sentence(step, f"{ns[-1]} tokens", f"{ns[0]} tokens", why=intro.IDLE_WHY)
     assert f"went from {per[0]} ms to {per[1]} ms per step" in line, (name, line)
-    assert f"the median run grew {grew}x, its GPU work {wg}x and its idle time {ig}x." in one
+    assert f"on the table's medians ({grew}x), the GPU work grew {wg}x and the idle time {ig}x." in one
     rounds = intro.doubling(table).split("by ")[1].split("x")[0]
-    assert (f"The answer above, {rounds}x, is the geometric mean of the rounds' own ratios" in lines[0]) == (rounds != grew)
+    assert (f"The answer above, {rounds}x, is the geometric mean of the rounds' own ratios" in said) == (rounds != grew)
+    assert len(head) == (3 if rounds != grew else 1), (name, head)
 
 
 def test_notebook_01_mends():
@@ -170,5 +179,5 @@ def test_notebook_01_mends():
     text = " ".join(" ".join("".join(c["source"]) for c in nb["cells"]
                              if c["cell_type"] == "markdown").split())
     assert "grows about as *N*" not in text and "stays near the same per step" not in text
-    assert "The Sum line only accounts for" in text  # round 27
+    assert "The Sum line only accounts for" not in text  # round 27's; 28c: the Sum line says it
     assert "The workshop preset" not in text

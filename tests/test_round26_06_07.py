@@ -54,9 +54,9 @@ def test_06_published_run_lines():
     ok = pd.read_csv(DATA / "06_eos_sync-5274887.csv")
     ok = ok[ok["status"] == "ok"]
     assert eos_sync.speedup_why(ok) == (
-        "The lesson quotes 2.57x, from runs taken in pairs side by side; single runs vary (435 to "
+        "The lesson quotes the ratio of runs taken in pairs side by side; single runs vary (435 to "
         "459 ms with the check, 1062 to 1363 ms without it, at cap 200), so the table's medians "
-        "give another ratio, 2.46x. The token ratio (2.50) lies inside the printed range: the time saved is what the "
+        "give another. The token ratio (2.50) lies inside the printed range: the time saved is what the "
         "steps saved predict, to within this run's noise.")
     assert eos_sync.summary_line(steps, eos_sync.unresolved(frame)) == (
         "This run: with the CUDA-graph step the check's idle made each step 1.38x as long "
@@ -82,7 +82,7 @@ def test_07_eager_line_prints_the_rounds_range(run):
     if eager.empty:
         assert line == ""
     elif not bool(eager["check_resolved"].iloc[0]):
-        assert "too noisy here" in line and " to " in line
+        assert "too noisy to measure" in line and " to " in line
     assert late_check.eager_line(summary, False, table) == ""
 
 
@@ -91,9 +91,8 @@ def test_07_published_eager_line_and_lesson_06():
     summary = late_check.summary(table)
     assert late_check.eager_line(summary, True, table) == (
         "With the eager step at batch 32, the rounds ran 7.38 to 10.31 ms per step with the "
-        "per-step sync, 6.89 to 10.17 with no check: the eager step is too noisy here to measure "
-        "an effect of this size, the 311 µs per step the check costs with the CUDA-graph step. "
-        "The figure leaves it out.")
+        "per-step sync, 6.89 to 10.17 with no check: too noisy to measure an effect of the "
+        "CUDA-graph step's size. The figure leaves it out.")
     cost06 = pd.read_csv(DATA / "06_eos_sync_regimes-5274887.csv")
     assert late_check.against_06(table, cost06, 32) == (
         "The same two CUDA-graph loops, at batch 32 and 100 tokens: lesson 06, earlier in this run, "

@@ -46,15 +46,20 @@ def test_claim_7_note_gives_the_range_over_notebook_01s_loop_and_its_verdict(run
     low, high = round(ratio.low, 2) * there / here, round(ratio.high, 2) * there / here
     then = claims._five_x(low, high).split(":")[0]
     now = frame.iloc[6]["verdict"].split(":")[0]
-    assert note == [f"Claim 7 over notebook 01's naive loop ({there:.2f} ms per step, not the "
-                    f"ladder's {here:.2f}): the range would be about {low:.2f}–{high:.2f}x, {then}"
+    # round 28c: the two times are printed once, in the shared-loops paragraph above the note
+    assert note == [f"Claim 7 over notebook 01's naive loop: the range would be about "
+                    f"{low:.2f}–{high:.2f}x, {then}"
                     + (", the same verdict." if then == now else f" rather than {now}.")]
+    spread = " ".join(claims.numbers(frame)).replace("\n", " ")
+    assert f"the naive loop {there:.2f} ms per step in notebook 01, {here:.2f} in the ladder" \
+        in spread or f"the naive loop at batch {batch}, {n} tokens: {there:.2f} ms per step in " \
+        f"notebook 01, {here:.2f} in the ladder" in spread
 
 
 def test_claim_7_on_the_published_run_would_read_reproduced():
     _, _, frame = _judged("5274887")
     assert frame.iloc[6]["verdict"] == claims.EXCEEDED
-    assert ("Claim 7 over notebook 01's naive loop (8.20 ms per step, not the ladder's 10.44): the "
+    assert ("Claim 7 over notebook 01's naive loop: the "
             "range would be about 5.29–7.38x, reproduced rather than exceeded.") in claims.notes(frame)
 
 
@@ -69,8 +74,12 @@ def test_claim_5_note_rescales_both_gains_to_notebook_04s_loops(run):
     s_there, k_there = (_ms(t04, m, n, batch) for m in (claims.CACHE_STATIC, claims.CACHE_DYNAMIC))
     found = re.search(r"would be about (\d+\.\d\d)–(\d+\.\d\d)x, (.+?)(, the same verdict| rather "
                       r"than (.+))\.$", note[0])
-    assert f"static cache {s_there:.2f}, KV cache {k_there:.2f} ms per step, not the ladder's " \
-           f"{s_here:.2f} and {k_here:.2f}" in note[0]
+    # round 28c: the four times are printed once, in the shared-loops paragraph above the note
+    assert note[0].startswith("Claim 5 over notebook 04's eager loops: the static gain's lead")
+    spread = " ".join(claims.numbers(frame)).replace("\n", " ")
+    for loop, there, here in (("static-cache", s_there, s_here), ("KV-cache", k_there, k_here)):
+        assert re.search(rf"the {loop} loop (at batch {batch}, {n} tokens: )?{there:.2f} ms per "
+                         rf"step in notebook 04, {here:.2f} in the ladder", spread), spread
     dyn = [stats.method_trials(ladder, a, seq_len=n) for a in (claims.KV_COMPILED, claims.KV)]
     sta = [stats.method_trials(ladder, a, seq_len=n) for a in (claims.STATIC_COMPILED, claims.STATIC)]
     more = stats.speedup_growth(dyn, sta)
@@ -121,6 +130,7 @@ def test_the_numbers_keep_the_times_only_and_no_lean(run):
     if one.startswith("x"):
         k = float(re.search(r"gives k = (\d+\.\d\d)", one)[1])
         assert one.startswith(f"x{2 ** k:.2f} per doubling") or abs(2 ** k - float(one[1:5])) < .02
+        assert one.count(one[1:one.index(" ")]) == 1  # round 28c: the factor said once
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -133,7 +143,8 @@ def test_takeaway_2_states_the_measured_idle_share(run):
     said = budget.sentence(b, claims.LATE, claims.NAIVE)
     share = re.search(r"\((\d+)% of (\d+\.\d\d) ms", said)
     assert line.startswith(f"What is left: at {claims.LATE} the GPU idles {share[1]}% of its "
-                           f"{share[2]} ms step, so {budget.pace(int(share[1]), why=False)}: ")
+                           f"step, so {budget.pace(int(share[1]), why=False)}: ")
+    assert f"{share[2]} ms" not in line  # round 28c: the step's ms, printed three times already
 
 
 def test_the_notebook_prints_takeaway_2():

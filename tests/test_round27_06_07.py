@@ -28,7 +28,8 @@ def test_06_headline_names_which_speedup_it_quotes_once_and_never_says_matches(r
     assert "matches" not in why
     if "the table's medians:" in head and "give no range" not in head:
         r = stats.row_speedup(ok, eos_sync.CHECK, eos_sync.FREE, seq_len=cap)
-        assert why.startswith(f"The lesson quotes {r.estimate:.2f}x, from runs taken in pairs")
+        assert why.startswith("The lesson quotes the ratio of runs taken in pairs")
+        assert f"{r.estimate:.2f}x" in head and f"{r.estimate:.2f}x" not in why  # round 28c: once
     else:
         assert "The lesson quotes" not in why
     if "apart: identical work" in why:  # the ratio printed is the medians' own
@@ -40,8 +41,9 @@ def test_06_headline_names_which_speedup_it_quotes_once_and_never_says_matches(r
 def test_06_published_run_reads_as_the_student_asked():
     ok = pd.read_csv(DATA / "06_eos_sync-9bd8862.csv")
     why = eos_sync.speedup_why(ok[ok["status"] == "ok"])
-    assert why.startswith("The lesson quotes 2.19x, from runs taken in pairs side by side")
-    assert "the table's medians give another ratio, 2.55x" in why and "lies inside the printed range" in why
+    assert why.startswith("The lesson quotes the ratio of runs taken in pairs side by side")
+    assert "so the table's medians give another." in why and "lies inside the printed range" in why
+    assert "2.19x" not in why and "2.55x" not in why  # the headline prints both (round 28c)
     assert "425.7 ms at cap 100 and 484.8 ms at cap 200, 1.14x apart" in why
 
 
@@ -72,16 +74,18 @@ def test_07_profile_and_summary_leftovers_round_the_same_way(run):
 def test_07_unprofiled_batch_leftover_says_it_is_not_measured(run):
     t = pd.read_csv(DATA / f"07_stream_interleaving-{run}.csv")
     line = late_check.where_line(t, late_check.summary(t), True, profiled=32)
-    if "batch 1 keeps" in line:
-        assert "this lesson does not measure why batch 1" in line
+    if "batch 1's time above no check" in line:
+        assert "this lesson does not measure where batch 1's time above no check goes" in line
     assert "The claim holds where" not in late_check.article_claim_line(t, late_check.summary(t))
 
 
 def test_07_published_run_lines():
     t = pd.read_csv(DATA / "07_stream_interleaving-9bd8862.csv")
     s = late_check.summary(t)
-    assert "this lesson does not measure why batch 1 keeps 202–206 µs per step" in late_check.where_line(
-        t, s, True, profiled=32)
+    where = late_check.where_line(t, s, True, profiled=32)
+    assert "leaving 202–206 µs per step above no check" in where
+    assert "this lesson does not measure where batch 1's time above no check goes" in where
+    assert where.count("202–206 µs") == 1  # round 28c: printed once
     assert late_check.eager_line(s, True, t).startswith(
         "With the eager step at batch 32, the check costs 87 µs per step (5.29 against 5.21 ms), 2% "
         "of the step without it: no check runs 1.03x faster (1.01–1.06)")

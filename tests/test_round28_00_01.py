@@ -39,7 +39,7 @@ def test_00_published_run_names_the_position_effect():
     _, said = _reach(DATA / "00_setup-898ea06.csv")
     assert "rounds 2 (0.75x) and 6 (0.71x), B the slower in both and the one that ran first" in said
     assert ("The loop that ran first was the slower in 7 of the 8 rounds: on average it took 1.17x "
-            "the second's time, at most 1.42x (round 6).") in said
+            "the second's time, at most 1.42x (round 6);") in said  # round 28c: one sentence
     _, other = _reach(DATA / "00_setup-3deacb3.csv")  # no position effect there
     assert "the slower in 4 of the 8 rounds: on average it took 1.00x" in other
 
@@ -71,5 +71,5 @@ def test_01_sum_line_weights_add_up_and_pace_follows_the_shares(path):
 def test_01_published_takeaway_labels_the_medians():
     one = intro.takeaway(pd.read_csv(DATA / "01_naive_generation-898ea06.csv"))
     assert one == ("In one line: doubling the length from 100 to 200 tokens multiplied the time by "
-                   "2.48x, less than the 4x of pure N² growth; on the table's medians instead of the "
-                   "rounds, the median run grew 2.31x, its GPU work 3.43x and its idle time 1.25x.")
+                   "2.48x, less than the 4x of pure N² growth; on the table's medians (2.31x), the GPU "
+                   "work grew 3.43x and the idle time 1.25x.")  # round 28c: shorter

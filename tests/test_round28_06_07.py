@@ -15,19 +15,32 @@ from tests.test_round27_06_07 import DATA, RUNS07, source  # noqa: E402
 RUNS06 = sorted(p.name[len("06_eos_sync_regimes-"):-4] for p in DATA.glob("06_eos_sync_regimes-*.csv"))
 
 
+def gap_line06(run):
+    """06's profiler line on one frozen run's tables, with the per-step budget and the gaps it reads."""
+    cost = pd.read_csv(DATA / f"06_eos_sync_regimes-{run}.csv")
+    steps = budget.per_step(cost, seq_len=int(cost["seq_len"].max()))
+    gaps = pd.read_csv(DATA / f"06_eos_sync_gaps-{run}.csv").groupby("method")[
+        ["gap_before_us", "cpu_wait_us", "cpu_us"]].median().round(1)
+    return eos_sync.gap_line(gaps, steps, eos_sync.unresolved(cost)), steps, gaps
+
+
 def table07(run):
     t = pd.read_csv(DATA / f"07_stream_interleaving-{run}.csv")
     return t, late_check.summary(t)
 
 
-@pytest.mark.parametrize("run", RUNS07)
-def test_07_answer_never_pairs_the_faster_loop_with_the_smaller_share(run):
+def answer_lines07(run):
+    """07's answer line at each batch size of the compiled step: (that batch's rows, the line)."""
     t, summary = table07(run)
     graph = summary[summary["regime"] == "compiled"]
     for b in graph["batch_size"]:
-        row = graph[graph["batch_size"] == b].iloc[0]
         part = t[(t["regime"] == "compiled") & (t["batch_size"] == b)]
-        line = late_check.answer_line(row, part)
+        yield part, late_check.answer_line(graph[graph["batch_size"] == b].iloc[0], part)
+
+
+@pytest.mark.parametrize("run", RUNS07)
+def test_07_answer_never_pairs_the_faster_loop_with_the_smaller_share(run):
+    for part, line in answer_lines07(run):
         x = [float(v) for v in re.findall(r"(?:two streams|one stream and an event), ([\d.]+)x faster", line)]
         pct = [float(v) for v in re.findall(r"recovers about (\d+)%", line)]
         if len(x) == 2 and len(pct) == 2:  # both paired: the printed readings agree
@@ -46,8 +59,8 @@ def test_07_published_answer_line_reads_as_one_basis():
     assert late_check.answer_line(row, part) == (
         "In one line: with the CUDA-graph step at batch 32, reading the stop flag one step late, "
         "against the per-step sync: two streams, 1.44x faster (1.34–1.56); one stream and an "
-        "event, 1.33x faster (1.11–1.51). Set against each other, the two can't be told apart: "
-        "their runs vary more than they differ, and the table's medians rank them the other way "
+        "event, 1.33x faster (1.11–1.51). Set against each other, the two can't be told apart, "
+        "and the table's medians rank them the other way "
         "(two streams 1.35x, the event 1.37x; of the check's 505 µs per step they win back 94% "
         "and 97%).")
 
@@ -90,12 +103,7 @@ def test_07_left_over_time_is_set_against_the_runs(run):
 
 @pytest.mark.parametrize("run", RUNS06)
 def test_06_gap_beside_the_cost_says_why_they_differ(run):
-    cost = pd.read_csv(DATA / f"06_eos_sync_regimes-{run}.csv")
-    steps = budget.per_step(cost, seq_len=int(cost["seq_len"].max()))
-    unclear = eos_sync.unresolved(cost)
-    gaps = pd.read_csv(DATA / f"06_eos_sync_gaps-{run}.csv").groupby("method")[
-        ["gap_before_us", "cpu_wait_us", "cpu_us"]].median().round(1)
-    line = eos_sync.gap_line(gaps, steps, unclear)
+    line, steps, gaps = gap_line06(run)
     if "the number to quote" in line:
         assert "The profile shows where the check's cost lies, not its size" in line
     if gaps.at[eos_sync.FREE, "gap_before_us"] < eos_sync.QUEUED_AHEAD_US:
@@ -122,7 +130,7 @@ def test_06_quoted_ratio_and_medians_in_one_plain_sentence(run):
     why = eos_sync.speedup_why(ok[ok["status"] == "ok"])
     assert "round by round" not in why and "taken apart" not in why and "because" not in why
     if why.startswith("The lesson quotes"):
-        assert "single runs vary (" in why and "so the table's medians give another ratio" in why
+        assert "single runs vary (" in why and "so the table's medians give another." in why
 
 
 def test_06_figure_one_colour_one_meaning():

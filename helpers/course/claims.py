@@ -251,13 +251,13 @@ def claim_quadratic(ctx):
     k = growth_exponent(times.index, times.values)
     low, high = QUADRUPLE_RANGE
     verdict = REPRODUCED if low <= 2**k <= high else NOT_REPRODUCED
-    fit = (f"x{2**k:.2f} per doubling: the whole run's time fitted as N^k over "
-           f"{stats.listed([int(t) for t in times.index])} tokens gives k = {k:.2f}, and 2^{k:.2f} "
-           f"= {2**k:.2f}")  # round 26: how a doubling is read off 100, 200 and 300 tokens
+    # round 26: how a doubling is read off 100, 200 and 300 tokens; round 28c: x2.57 said once
+    fit = (f"x{2**k:.2f} per doubling (2^k; the whole run's time fitted as N^k over "
+           f"{stats.listed([int(t) for t in times.index])} tokens gives k = {k:.2f}")
     return verdict, (f"x{2**k:.2f} per doubling of the length, fitted to the medians "
                      f"(quadrupling: x{low:g} to x{high:g})"), \
         f"naive loop's medians {_ms(times)}: time grows as N^{k:.2f}", "", "", \
-        f"{fit} (claim: x{low:g} to x{high:g})"
+        f"{fit}; claim: x{low:g} to x{high:g})"
 
 
 def claim_kv_gain(ctx):
@@ -500,11 +500,11 @@ def _baselines(ctx, source, methods, n) -> dict:
 
 def _rescaled(number, ratio, scale, loops, what, verdict_of, verdict) -> str:
     """Claim ``number``'s range read over its eager baseline(s) as their own notebook timed them
-    (``loops``: words naming them and both times), ``scale`` the factor that moves it, with the
-    verdict the claim's own rule (``verdict_of(low, high)``) would give beside this run's:
-    "Claim 7 over notebook 01's naive loop (8.20 ms per step, not the ladder's 10.44): the range
-    would be about 5.29–7.38x, reproduced rather than exceeded." (round 26: the note said only
-    "smaller")."""
+    (``loops``: words naming them; their times are printed once, in the shared-loops paragraph
+    above the notes, ``_spread``), ``scale`` the factor that moves it, with the verdict the
+    claim's own rule (``verdict_of(low, high)``) would give beside this run's: "Claim 7 over
+    notebook 01's naive loop: the range would be about 5.29–7.38x, reproduced rather than
+    exceeded." (round 26: the note said only "smaller")."""
     low, high = round(ratio.low, 2) * scale, round(ratio.high, 2) * scale  # as a reader scales them
     word = lambda v: v.split(":")[0]  # noqa: E731 - "exceeded", not "exceeded: faster than claimed"
     then = verdict_of(low, high)
@@ -526,8 +526,7 @@ def _gains_note(ctx, number, ratio, verdict, n) -> str:
         return ""
     (s_here, s_there), (k_here, k_there) = times[STATIC], times[KV]
     scale = (s_there / s_here) / (k_there / k_here)  # the static gain scales by the first, the dynamic by the second
-    loops = (f"notebook 04's eager loops (static cache {s_there:.2f}, KV cache {k_there:.2f} ms "
-             f"per step, not the ladder's {s_here:.2f} and {k_here:.2f})")
+    loops = "notebook 04's eager loops"  # their times: the shared-loops paragraph (``_spread``)
     return _rescaled(number, ratio, scale, loops, "the static gain's lead",  # the claim's own rule
                      lambda lo, hi: _expect(replace(ratio, low=lo, high=hi), stats.FASTER), verdict)
 
@@ -617,8 +616,7 @@ def claim_five_x(ctx):
     if times:
         here, there = times[NAIVE]
         note = _rescaled(list(CLAIMS).index(CLAIM_5X) + 1, ratio, there / here,
-                         f"notebook 01's naive loop ({there:.2f} ms per step, not the ladder's "
-                         f"{here:.2f})", "the range", _five_x, verdict)
+                         "notebook 01's naive loop", "the range", _five_x, verdict)
     else:
         note = ""
     return verdict, f"{evidence}: {said}", (f"about 5x: the range{rule}; exceeded when the "

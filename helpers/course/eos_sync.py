@@ -123,9 +123,8 @@ def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> 
                 f"to tell them apart, since with fewer than {stats.MIN_TRIALS} one odd round sways "
                 "the figure.")
     said = stats.plain(stats.row_speedup(cost, free, check))
-    return (f"With the {regime} step, the loop without the check against the loop with it (how "
-            f"many times faster it ran): {said}; its rounds overlap ({rounds}), so this run "
-            "cannot say what the check costs.")
+    return (f"With the {regime} step, how many times faster the loop without the check ran: "
+            f"{said}; its rounds overlap ({rounds}).")
 
 
 def host_behind(step_budget: pd.DataFrame, unclear=(), cost: pd.DataFrame = None) -> str:
@@ -198,7 +197,7 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
     one), or, with fewer than ``stats.MIN_TRIALS`` runs, that without a range this run cannot say
     (the round-27b review: the workshop's 2.60x beside 2.50 went unread). First, where the
     headline names the table's medians beside a range, which of the two the lesson quotes and why
-    they differ (said once). Then ``drift_line``: identical runs of one table that differ. Empty
+    they differ, without printing either ratio again (the headline holds both). Then ``drift_line``: identical runs of one table that differ. Empty
     on a smoke run or with one cap."""
     ok = table[table["status"] == harness.OK]
     caps = sorted(ok["seq_len"].unique())
@@ -216,9 +215,9 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
     medians = stats.medians_ratio(*(stats.method_trials(ok, m, seq_len=cap) for m in (CHECK, FREE)))
     trials = {m: [1e3 * t for t in stats.method_trials(ok, m, seq_len=cap)] for m in (CHECK, FREE)}
     span = lambda m: f"{min(trials[m]):.0f} to {max(trials[m]):.0f} ms"  # noqa: E731
-    uses = (f"The lesson quotes {speedup.estimate:.2f}x, from runs taken in pairs side by side; "
-            f"single runs vary ({span(CHECK)} with the check, {span(FREE)} without it, at cap "
-            f"{cap}), so the table's medians give another ratio, {medians:.2f}x. "
+    uses = (f"The lesson quotes the ratio of runs taken in pairs side by side; single runs vary "
+            f"({span(CHECK)} with the check, {span(FREE)} without it, at cap {cap}), so the "
+            "table's medians give another. "
             if runs >= stats.MIN_TRIALS and stats.medians_apart(medians, speedup.estimate) else "")
     digits = stats._digits(speedup.low, speedup.high)
     bounds = f"({speedup.low:.{digits}f}\u2013{speedup.high:.{digits}f})"
@@ -338,10 +337,10 @@ def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -
     if "CUDA graph" in unclear or not wall[check] > wall[free]:
         return (text + " Timed without the profiler, the rounds can't tell the check's cost apart "
                 "(above), so this gap is the profiler's view only.")
+    changed = "" if slowed else ", whose host timing the profiler changes"  # else said above
     return (text + " The profile shows where the check's cost lies, not its size: its gap is the "
-            "median of a few steps of one run, whose host timing the profiler changes, so it need "
-            f"not match the timed cost. Timed without the profiler, the check costs "
-            f"{timed[CHECK] - timed[FREE]:.0f} µs per step: the number to quote.")
+            f"median of a few steps of one run{changed}. Timed without the profiler, the check "
+            f"costs {timed[CHECK] - timed[FREE]:.0f} µs per step: the number to quote.")
 
 
 def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:

@@ -275,8 +275,7 @@ def launch_pace_line(budget_frame, method: str, k: int, eager=(math.nan, math.na
     if new_tokens > 0 and all(math.isfinite(x) for x in eager):
         prompt = round(max(eager[0] - eager[1], 0.0) / new_tokens, 2)
         rest = round(idle - prompt, 2)
-        text += (f"; {prompt:.2f} ms of that idle time is the eager prompt's (timed alone), which "
-                 "runs once per run at any number per launch, so "
+        text += (f"; {prompt:.2f} ms of that idle time is the eager prompt's, run once per run, so "
                  + (f"fewer replays can remove at most the other {rest:.2f} ms" if rest > 0
                     else "little idle time is left for fewer replays to remove"))
     else:

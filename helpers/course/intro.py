@@ -29,9 +29,10 @@ def rounds(table, a: str, b: str) -> pd.DataFrame:
 
 
 def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -> str:
-    """The floor as bytes over bandwidth, on average over the run's steps, e.g. "0.196 ms on
-    average over the run's 40 steps = 582 MB / 2.97 TB/s measured: 498 MB of weights and 84 MB
-    of keys and values (35.5 positions on average; 55 at the last step, 130 MB)": the bytes a
+    """The floor as bytes over bandwidth, on average over the run's steps, in two lines, e.g.
+    "0.196 ms on average over the run's 40 steps = 582 MB / 2.97 TB/s measured." and "The 582 MB:
+    498 MB of weights and 84 MB of keys and values (35.5 positions on average; 55 at the last
+    step, 130 MB)" (round 28c: one line of about ten numbers, split as the review asked): the bytes a
     step reads (``budget.floor_ms``'s weights and average keys and values), the cache at the
     last step for comparison, and the copy bandwidth that floor was divided by
     (``budget.bandwidth``, the same measurement)."""
@@ -43,9 +44,10 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
     mean = prompt_len + (new_tokens - 1) / 2
     weights = parameter_bytes(model)
     return (f"{floor_ms:.3f} ms on average over the run's {new_tokens} steps (prefill included) = "
-            f"{(weights + kv) / 1e6:.0f} MB / {budget.bandwidth(device) / 1e12:.2f} TB/s measured: "
-            f"{weights / 1e6:.0f} MB of weights and {kv / 1e6:.0f} MB of keys and values "
-            f"({mean:g} positions on average; {last} at the last step, {kv_last / 1e6:.0f} MB)")
+            f"{(weights + kv) / 1e6:.0f} MB / {budget.bandwidth(device) / 1e12:.2f} TB/s measured.\n"
+            f"The {(weights + kv) / 1e6:.0f} MB: {weights / 1e6:.0f} MB of weights and {kv / 1e6:.0f} MB "
+            f"of keys and values ({mean:g} positions on average; {last} at the last step, "
+            f"{kv_last / 1e6:.0f} MB)")
 
 
 def reach(ratio, judge: bool, by_round=None) -> str:
@@ -84,12 +86,12 @@ def reach(ratio, judge: bool, by_round=None) -> str:
             named += (f", its two runs there back to back (the last of round {names[far[0]]}, "
                       f"the first of round {names[far[1]]})")
     first = (f"Round ratios A / B farthest from 1: rounds {named}; the other {k - 2} rounds lay "
-             f"between {rest.min():.2f}x and {rest.max():.2f}x. ")
+             f"between {rest.min():.2f}x and {rest.max():.2f}x.")
     if 1 in names[far]:  # the twenty-sixth review: a slow round 1 beside the warm-up's claim
-        first += (f"Round 1, the first after the warm-up, took {a[0]:.1f} ms (A) and {b[0]:.1f} ms "
-                  f"(B), against medians of {np.median(a):.1f} and {np.median(b):.1f} ms. ")
-    first += ("Rounds of the same code can lie this far apart, so an A/B is read from all "
-              f"{k} rounds together, the estimate and its interval, never from one or two.")
+        first += (f"\nRound 1, the first after the warm-up, took {a[0]:.1f} ms (A) and {b[0]:.1f} ms "
+                  f"(B), against medians of {np.median(a):.1f} and {np.median(b):.1f} ms.")
+    first += (" Rounds of the same code can lie this far apart, so an A/B is read from all "
+              f"{k} rounds together, never from one or two.")
     if order is not None:  # the twenty-eighth review: going first lost 7 of 8 rounds, unnamed
         first += "\n" + _first_place(a, b, order, names)
     below = 100 * (1 - ratio.low / ratio.estimate)
@@ -105,12 +107,11 @@ def reach(ratio, judge: bool, by_round=None) -> str:
         count = int(np.sum(b > a) if slower == "B" else np.sum(a > b))
         text = (f"This run told the identical loops apart ({slower}'s trial was the slower in "
                 f"{count} of the {k} rounds): a verdict this close to 1 can come from noise "
-                "alone. ")
+                "alone.\n")
     return first + "\n" + text + (
         f"The interval runs from {below:.0f}% below to {above:.0f}% above its estimate: at {k} "
         f"rounds as noisy as these, B would read \"faster\" only from about {to_faster}x faster "
-        f"and \"slower\" only from about {to_slower}x slower; a smaller difference either way "
-        "reads \"can't tell apart\".")
+        f"and \"slower\" only from about {to_slower}x slower.")
 
 
 def _first_place(a, b, order, names) -> str:
@@ -128,8 +129,8 @@ def _first_place(a, b, order, names) -> str:
     cancel = "" if k % 2 == 0 else " (largely: with an odd count, A went first once more)"
     return (f"The loop that ran first was the slower in {int(np.sum(q > 1))} of the {k} rounds: "
             f"on average it took {mean:.2f}x the second's time, at most {q[top]:.2f}x (round "
-            f"{names[top]}). Alternating the order puts each loop first in turn, so a steady cost "
-            f"of going first drops out of the estimate{cancel}.")
+            f"{names[top]}); alternating the order keeps such a steady cost out of the "
+            f"estimate{cancel}.")
 
 
 def spread(by_round, n: int, gpu_ms: float) -> str:
@@ -144,9 +145,9 @@ def spread(by_round, n: int, gpu_ms: float) -> str:
     fast, slow = float(np.min(runs)), float(np.max(runs))
     idle = [100 * max(t - gpu_ms, 0.0) / t for t in (fast, slow)]
     paces = [budget.pace(i, why=False) for i in idle]
-    text = (f"The same code's {len(runs)} runs took {fast:.1f} to {slow:.1f} ms per step: the "
-            "budget is one reading of a host whose speed varies, the noise Idea 2 deals with. The "
-            f"GPU idles {idle[0]:.0f}% of the fastest run's step")
+    text = (f"The same code's {len(runs)} runs took {fast:.1f} to {slow:.1f} ms per step (the "
+            "host's speed varies: Idea 2's noise); the GPU idles "
+            f"{idle[0]:.0f}% of the fastest run's step")
     if paces[0] == paces[1]:
         return text + f" and {idle[1]:.0f}% of the slowest's: {paces[0]} in every run."
     return text + f" ({paces[0]}) and {idle[1]:.0f}% of the slowest's ({paces[1]})."
@@ -272,8 +273,8 @@ def growth_why(table, prompt_len: int) -> str:
     grown, grew, work = p["grew"], p["idle_grew"], p["work_grew"]
     lines = [f"Why, from the table's medians: from {n} to {m} tokens the median run went from "
              f"{t0} to {t1} ms ({grown:.2f}x), the GPU's work plus its idle time."]
-    if f"{p['rounds']:.2f}" != f"{grown:.2f}":
-        lines[0] += " " + _round_ratios(table, n, m, _growth(table)[2], grown)
+    if f"{p['rounds']:.2f}" != f"{grown:.2f}":  # round 28c: one 77-word line, now three
+        lines += _round_ratios(table, n, m, _growth(table)[2], grown).split("\n")
     lines += [
              f"- Work: {w0} -> {w1} ms ({work:.2f}x). Step t works on {prompt_len} + t positions "
              f"(the prompt's included): {positions(m) / positions(n):.2f}x as many in all, not "
@@ -286,8 +287,8 @@ def growth_why(table, prompt_len: int) -> str:
         # as a cause; the sum is an account, and what set the idle time per step is left open
         pw = round(100 * w0 / t0)
         s0, s1 = (f"{q:.2f}" for q in p["idle_step"])
-        moved = (f"stayed at {s0} ms" if s0 == s1 else
-                 f"{'fell' if float(s1) < float(s0) else 'rose'} from {s0} to {s1} ms")
+        moved = (f"stayed at {s0} ms" if s0 == s1 else  # round 28c: its values printed above
+                 "fell" if float(s1) < float(s0) else "rose")
         lines.append(f"- Sum: the wall clock grew {grown:.2f}x, {'less' if grew < work else 'more'} "
                      f"than the work's {work:.2f}x: the work's and the idle time's growths "
                      f"weighted by their shares of the {n}-token run ({pw}% and {100 - pw}%). An "
@@ -321,16 +322,17 @@ def _round_ratios(table, n: int, m: int, ratio, medians: float) -> str:
     a, b = runs[n], runs[m]
     text = f"The answer above, {ratio.estimate:.2f}x, is the geometric mean of the rounds' own ratios"
     if len(a) == len(b) and len(a) > 1:
-        text += (f" ({m}-token run ÷ {n}-token run of the same round): "
+        text += (f" (each round's {m}-token run ÷ its {n}-token run): "
                  f"{stats.listed([f'{q:.2f}x' for q in b / a])} in rounds 1 to {len(a)}")
+    text += ".\n"
     if not (math.isfinite(ratio.low) and math.isfinite(ratio.high)):
-        return text + f"; the medians' {medians:.2f}x divides each length's middle run."
+        return text + f"The medians' {medians:.2f}x divides each length's middle run."
     low, high, mid = (float(f"{v:.2f}") for v in (ratio.low, ratio.high, medians))
     rng = f"{ratio.low:.2f}\u2013{ratio.high:.2f}"
     if low <= mid <= high:
-        return text + (f"; the medians' {medians:.2f}x lies inside the answer's range ({rng}), "
+        return text + (f"The medians' {medians:.2f}x lies inside the answer's range ({rng}), "
                        "so the two agree within this run's noise.")
-    return text + (f"; the medians' {medians:.2f}x lies {'above' if mid > high else 'below'} the "
+    return text + (f"The medians' {medians:.2f}x lies {'above' if mid > high else 'below'} the "
                    f"answer's range ({rng}): the lines below explain the medians, not the answer.")
 
 
@@ -422,6 +424,5 @@ def takeaway(table) -> str:
     # the parts with the total they add up to (the twenty-sixth review: 2.71x, from every round,
     # beside parts of the median run that add up to 2.93x)
     # the twenty-eighth review: "2.48x ...: the median run grew 2.31x" read as two answers
-    return (text + f"; on the table's medians instead of the rounds, the median run grew "
-            f"{p['grew']:.2f}x, its GPU work {p['work_grew']:.2f}x and its idle time "
-            f"{p['idle_grew']:.2f}x.")
+    return (text + f"; on the table's medians ({p['grew']:.2f}x), the GPU work grew "
+            f"{p['work_grew']:.2f}x and the idle time {p['idle_grew']:.2f}x.")

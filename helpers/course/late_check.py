@@ -413,8 +413,8 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
                  f"{span([100 - w for w in won[least]], '%')} of the check's cost there.")
     if profiled is not None and least != profiled and min(won[least]) < 90:
         text += (f" The profile above is taken at batch {profiled} only, so this lesson does not "
-                 f"measure why batch {least} keeps {span(left[least], ' µs')} per step above no "
-                 f"check (set `batch_size = {least}` to profile it).")
+                 f"measure where batch {least}'s time above no check goes (set `batch_size = "
+                 f"{least}` to profile it).")
     return text
 
 
@@ -450,7 +450,7 @@ def _below_free(table, regime, batch, late, left) -> str:
 def eager_line(summary_frame, judge=True, table=None) -> str:
     """The eager step's row in one line: where its rounds tell the check's cost apart, that cost;
     else each loop's range of rounds (ms per step, from ``table``) and that the eager step is too
-    noisy here to measure an effect of the size the CUDA-graph step shows at the same batch.
+    noisy to measure an effect of the size the CUDA-graph step shows at the same batch.
     Then that the figure leaves the eager step out. Empty without an eager row or on a smoke run."""
     rows = summary_frame[summary_frame["regime"] == "eager"]
     if not judge or rows.empty:
@@ -472,10 +472,9 @@ def eager_line(summary_frame, judge=True, table=None) -> str:
     graph = summary_frame[(summary_frame["regime"] == "compiled")
                           & (summary_frame["batch_size"] == batch)]
     size = ("" if graph.empty or not bool(graph.iloc[0].get("check_resolved", True)) else
-            f", the {graph.iloc[0]['check_cost_us']:.0f} µs per step the check costs with the "
-            "CUDA-graph step")
-    return (f"With the eager step at batch {batch}, the rounds ran {ranges}: the eager step is too "
-            f"noisy here to measure an effect of this size{size}. The figure leaves it out.")
+            " of the CUDA-graph step's size")  # that cost is in the table and the answer above
+    return (f"With the eager step at batch {batch}, the rounds ran {ranges}: too noisy to measure "
+            f"an effect{size}. The figure leaves it out.")
 
 
 def _rounds_ms(table, regime, batch, method) -> list:
@@ -579,8 +578,8 @@ def _ranks_differ(row, part, verdicts) -> str:
     won = {n: ALL if row[f"{n}_recovered_pct"] > 100 else f"{pct[n]}%" for n in late}
     noise = stats.verdict(stats.row_speedup(part, "event", "interleaved")) == stats.NOISE
     return (f"two streams, {said['interleaved']}; one stream and an event, {said['event']}. "
-            + ("Set against each other, the two can't be told apart: their runs vary more than "
-               "they differ, and the table's medians rank them " if noise else
+            + ("Set against each other, the two can't be told apart, and the table's medians "
+               "rank them " if noise else
                "The table's medians rank the two ")
             + f"the other way (two streams {ms['sync'] / ms['interleaved']:.2f}x, the event "
             f"{ms['sync'] / ms['event']:.2f}x; of the check's {row['check_cost_us']:.0f} µs per step "

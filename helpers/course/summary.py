@@ -196,7 +196,8 @@ def readings(table, seq_len, judge) -> str:
     claim 5's (each compiled rung against its eager loop) and the rung ahead against the fastest
     taught (round 26: claim 5's 1.54x against the medians' 1.35x lay outside the line's "up to
     8%"): "... by up to 14%: KV cache, compiled over KV cache is 1.35x by the medians, 1.54x by
-    the rounds." Empty on a smoke run or without rounds."""
+    the rounds." (the markdown above the table names the two readings). Empty on a smoke run or
+    without rounds."""
     if not judge:
         return ""
     ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
@@ -224,9 +225,9 @@ def readings(table, seq_len, judge) -> str:
     medians, rounds = round(medians, 2), round(rounds, 2)  # the gap as a reader divides them
     apart = max(medians / rounds, rounds / medians)
     # round 26: "every speed-up in words is the rounds'" read as broken by the lines that print
-    # "by the medians" in words; each kind is now named by how it reads
-    head = ('Each "x faster (range)" below is the rounds\' reading; a line that says "by the '
-            'medians" divides two of the table\'s medians instead. On this table the two readings')
+    # "by the medians" in words; each kind is named by how it reads, in the markdown above the
+    # table (round 28c: the line repeated it)
+    head = "On this table the two readings"
     if apart <= 1 + stats.MEDIANS_APART:  # round 28: claim 4's pairs (notebook 04's) name their own
         return f"{head} lie within {stats.MEDIANS_APART:.0%} of each other for every pair the lesson reads from it."
     return (f"{head} differ by up to {apart - 1:.0%}: "
@@ -305,7 +306,8 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
 def what_is_left(budget, names, table, seq_len) -> str:
     """Takeaway 2 from this run's budget (round 26: it restated lesson 00's rule): how much of
     the fastest taught rung's step the GPU idles, who sets its pace by that rule
-    (``budget.pace``) and so what goes further. The share as ``budget.sentence`` prints it.
+    (``budget.pace``) and so what goes further. The share as ``budget.sentence`` prints it; the
+    step's ms is not repeated (round 28c: printed there, in ``reading`` and in ``one_line``).
     Empty without GPU numbers."""
     taught = fastest(table, seq_len, taught=True)
     data = budget.set_index("method")
@@ -318,8 +320,7 @@ def what_is_left(budget, names, table, seq_len) -> str:
     then = {pace(0): "only less GPU work goes further (lesson 11's fused kernels, ahead)",
             pace(100): "less host work goes furthest (fewer launches, CUDA graphs)"}.get(
         who, "less host work and less GPU work both pay")
-    return (f"What is left: at {label} the GPU idles {share:.0f}% of its {row['wall_ms']:.2f} ms "
-            f"step, so {who}: {then}.")
+    return f"What is left: at {label} the GPU idles {share:.0f}% of its step, so {who}: {then}."
 
 
 def one_line(table, seq_len, judge) -> str:
@@ -364,9 +365,9 @@ def _eager_cache(data, names) -> str:
         return ""
     pace = (f"is {b['wall_ms'] / a['wall_ms']:.2f}x slower than" if extra > 0 else
             "takes as long as")  # "no faster" would understate a slower rung
-    text = (f"The {new} {pace} the {old} by the medians: {b['wall_ms']:.2f} against "
-            f"{a['wall_ms']:.2f} ms per step, with GPU work of {b['gpu_ms']:.2f} against "
-            f"{a['gpu_ms']:.2f} ms")
+    # round 28c: both ms per step are the table's, printed above: not repeated here
+    text = (f"The {new} {pace} the {old} by the medians, with GPU work of {b['gpu_ms']:.2f} "
+            f"against {a['gpu_ms']:.2f} ms per step")
     grew = round(b["gpu_ms"], 2) - round(a["gpu_ms"], 2)  # as printed beside it
     if grew <= 0:
         text += f", so the {extra:.2f} ms it adds is the host's"
@@ -395,33 +396,35 @@ def host_paced(budget, names, verdicts) -> str:
         return ""
     sizes = verdicts["sizes"].iloc[1] if "sizes" in verdicts else ""
     lengths = sizes.split(", ", 1)[1] if isinstance(sizes, str) and ", " in sizes else ""
+    # round 28c: both wall clocks are the table's ms column (their ratio its "× naive"), printed
+    # once there; the sentence split in two
     wall = (f"the wall clock only {a['wall_ms'] / b['wall_ms']:.2f}x"
             if b["wall_ms"] < a["wall_ms"] else "the wall clock not at all")
     return (f"Claim 2 is judged in notebook 02" + (f" ({lengths})" if lengths else "")
-            + f"; the ladder, at one length, cannot judge it, but shows what holds the KV cache's "
+            + f"; the ladder, at one length, cannot judge it. It shows what holds the KV cache's "
             f"gain down here: it cut the GPU's work {a['gpu_ms'] / b['gpu_ms']:.2f}x "
-            f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms per step) but {wall} "
-            f"({a['wall_ms']:.2f} -> {b['wall_ms']:.2f} ms), as the host sets its step's pace "
-            f"(the GPU idles {share:.0f}% of {b['wall_ms']:.2f} ms).")
+            f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms per step) but {wall}, as the host sets "
+            f"its step's pace (the GPU idles {share:.0f}% of it).")
 
 
 def _no_graphs(data, names) -> str:
     """What compiling alone (fewer, fused kernels; no CUDA graphs) does to the dynamic cache's
-    step (05): its wall clock, the GPU's idle time and work, before -> after, and the idle time
+    step (05): the GPU's idle time and work, before -> after (the wall clocks are the table's),
+    and the idle time
     the static cache compiled with CUDA graphs leaves (empty without the compile-alone rung)."""
     kv, kv_compiled = names.get(KV), names.get(KV_COMPILED)
     if not {kv, kv_compiled} <= set(data.index):
         return ""
     a, b = data.loc[kv], data.loc[kv_compiled]
+    # round 28c: the wall clocks are the table's ms column, printed above: not repeated here
     text = (f"Compiling alone, without CUDA graphs (05, the dynamic cache's step: fewer, fused "
-            f"kernels to launch), per step: wall clock {a['wall_ms']:.2f} -> {b['wall_ms']:.2f} "
-            f"ms, the GPU's idle time {_idle(a):.2f} -> {_idle(b):.2f} ms, its work "
-            f"{a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms")
+            f"kernels to launch), per step: the GPU's idle time {_idle(a):.2f} -> {_idle(b):.2f} "
+            f"ms, its work {a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms.")
     graphs = names.get(STATIC_COMPILED)
     if graphs in data.index:  # what CUDA graphs leave of that idle time (the takeaways' point)
-        text += (f"; with CUDA graphs as well ({STATIC_COMPILED}, 05), the idle time is "
-                 f"{_idle(data.loc[graphs]):.2f} ms")
-    return text + ". "
+        text += (f" With CUDA graphs as well ({STATIC_COMPILED}, 05), the idle time is "
+                 f"{_idle(data.loc[graphs]):.2f} ms.")
+    return text + " "
 
 
 
