@@ -440,34 +440,6 @@ def _why_line(rows, values, candidate, baseline, cand: str, base: str, table=Non
             "run shows no cost that grows with the length.")
 
 
-def bars_note(table, candidate: str, baseline: str, labels=None) -> str:
-    """Once, the other estimate of the same gain: the table's medians give baseline ÷ candidate
-    (the left panel's bars at the longest length) at every length where that ratio differs from
-    the lesson's gain, the average of the rounds' ratios, and why the two differ (the
-    twenty-seventh review: at 30 tokens 246.5 / 187.6 = 1.31x lay outside the printed
-    1.20x (1.15–1.29), and the note was printed at the longest length only). Empty where they
-    agree at every length."""
-    labels = labels or {}
-    base, cand = labels.get(baseline, baseline), labels.get(candidate, candidate)
-    values = sorted(int(n) for n in table["seq_len"].unique())
-    differ = []
-    for n in values:
-        step = budget.per_step(table, [baseline, candidate], seq_len=n).set_index("method")
-        if len(step) != 2 or (step["wall_ms"] <= 0).any():
-            continue
-        a, b = (float(step.loc[m, "wall_ms"]) for m in (baseline, candidate))
-        gain = stats.row_speedup(table, candidate, baseline, seq_len=n).estimate
-        if f"{a / b:.2f}" != f"{gain:.2f}":
-            differ.append((n, a / b, gain))
-    if not differ:
-        return ""
-    listed = stats.listed([f"{r:.2f}x (gain {g:.2f}x) at {n}" for n, r, g in differ], " tokens")
-    return (f"The table's medians, which the left panel's bars use at {values[-1]} tokens, give {base} time \u00f7 {cand} "
-            f"time = {listed}. The lesson uses the gain: each round times both loops back to back, "
-            "while the two medians can come from different rounds, so a slow round sways them "
-            "apart.")
-
-
 def _tokens(lengths) -> str:
     """"50 and 100 tokens", "200 tokens", "50, 100 and 200 tokens"."""
     return stats.listed([int(n) for n in lengths], " tokens")
