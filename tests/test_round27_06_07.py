@@ -19,12 +19,17 @@ def source(stem):
     return "\n".join("".join(c["source"]) for c in json.loads((NB / f"{stem}.ipynb").read_text())["cells"])
 
 
-@pytest.mark.parametrize("run", RUNS06)
-def test_06_headline_names_which_speedup_it_quotes_once_and_never_says_matches(run):
+def headline06(run):
+    """06's early-stop table on one frozen run (its ok rows), its cap, headline and why-line."""
     t = pd.read_csv(DATA / f"06_eos_sync-{run}.csv")
     ok = t[t["status"] == "ok"]
     cap = max(ok["seq_len"])
-    head, why = eos_sync.stop_speedup(ok, cap), eos_sync.speedup_why(ok)
+    return ok, cap, eos_sync.stop_speedup(ok, cap), eos_sync.speedup_why(ok)
+
+
+@pytest.mark.parametrize("run", RUNS06)
+def test_06_headline_names_which_speedup_it_quotes_once_and_never_says_matches(run):
+    ok, cap, head, why = headline06(run)
     assert "matches" not in why
     if "the table's medians:" in head and "give no range" not in head:
         r = stats.row_speedup(ok, eos_sync.CHECK, eos_sync.FREE, seq_len=cap)

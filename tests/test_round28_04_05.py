@@ -30,17 +30,25 @@ def _text(stem):
     return "\n".join("".join(c["source"]) for c in nb["cells"])
 
 
-@pytest.mark.parametrize("run", RUNS04)
-def test_04_ops_estimate_is_true_on_every_table(run):
+def price04(run):
+    """04's operations line on one frozen run, at the figure's length, and the price it should
+    state, from the printed values: the line, the length, the static step's idle (unrounded),
+    the dynamic step's idle and the gap (as printed), the price per operation and the 104 extra
+    operations' estimate."""
     table, lens = t04(run)
     point = c04.drawn_length(table, lens, True)
     ops = c04.ops_line(table, lens, OPS, point)
-    assert "at every length" not in ops and "dynamic cache " not in ops
-    assert ops.count("An estimate, not a measurement") == 1
     s, d, _ = c04.host_ratios(table, lens)[point]
     idle, gap = round(d, 2), round(s - d, 2)
     per_op = round(1e3 * idle / 447, 1)
-    extra = round(per_op * 104 / 1e3, 2)
+    return ops, point, s, idle, gap, per_op, round(per_op * 104 / 1e3, 2)
+
+
+@pytest.mark.parametrize("run", RUNS04)
+def test_04_ops_estimate_is_true_on_every_table(run):
+    ops, point, s, idle, gap, per_op, extra = price04(run)
+    assert "at every length" not in ops and "dynamic cache " not in ops
+    assert ops.count("An estimate, not a measurement") == 1
     assert f"at {point} tokens ({idle:.2f} ms \u00f7 447 = {per_op:.1f} \u00b5s)" in ops
     assert f"would add about {extra:.2f} ms" in ops
     if gap <= 0:

@@ -29,6 +29,13 @@ def table07(run):
     return t, late_check.summary(t)
 
 
+def cost_line06(run):
+    """06's check-cost table on one frozen run, and the cost line printed from it."""
+    cost = pd.read_csv(DATA / f"06_eos_sync_regimes-{run}.csv")
+    steps = budget.per_step(cost, seq_len=int(cost["seq_len"].max()))
+    return cost, eos_sync.cost_line(steps, cost, eos_sync.unresolved(cost))
+
+
 def answer_lines07(run):
     """07's answer line at each batch size of the compiled step: (that batch's rows, the line)."""
     t, summary = table07(run)
@@ -112,9 +119,7 @@ def test_06_gap_beside_the_cost_says_why_they_differ(run):
 
 @pytest.mark.parametrize("run", RUNS06)
 def test_06_eager_share_is_argued_from_the_ranges(run):
-    cost = pd.read_csv(DATA / f"06_eos_sync_regimes-{run}.csv")
-    steps = budget.per_step(cost, seq_len=int(cost["seq_len"].max()))
-    line = eos_sync.cost_line(steps, cost, eos_sync.unresolved(cost))
+    cost, line = cost_line06(run)
     assert "By the table's medians the check adds" not in line
     if "matters less in the eager loop" in line:
         names = {r: (f"{r}, {eos_sync.CHECK}", f"{r}, {eos_sync.FREE}") for r in ("eager", "CUDA graph")}

@@ -42,19 +42,25 @@ def test_10s_4_per_launch_is_read_per_decode_step_and_only_a_slower_step_is_unex
         assert line.endswith("can't tell apart on this machine (0.986–1.004)")
 
 
+def launch_pace10(name, eager, floor_ms):
+    """10's per-launch bound on one frozen table: the line, the idle time per step as printed and
+    the eager prompt's share of it, as the line should state them."""
+    table = pd.read_csv(DATA / name)
+    n = int(table["seq_len"].max())
+    b = budget.per_step(table, [GRAPH], floor=floor_ms, seq_len=n)
+    row = b.set_index("method").loc[GRAPH]
+    return (floor.launch_pace_line(b, GRAPH, 4, eager, n), budget.printed_idle(row),
+            round((eager[0] - eager[1]) / n, 2))
+
+
 @pytest.mark.parametrize("name", TENS)
 @pytest.mark.parametrize("eager", EAGERS)
 def test_10s_per_launch_bound_is_the_idle_time_less_the_prompts_and_says_11_differs(name, eager):
-    table = pd.read_csv(DATA / name)
-    if MOST not in set(table["method"]):
+    if MOST not in set(pd.read_csv(DATA / name)["method"]):
         return
-    n = int(table["seq_len"].max())
-    b = budget.per_step(table, [GRAPH], floor=0.219, seq_len=n)
-    line = floor.launch_pace_line(b, GRAPH, 4, eager, n)
+    line, idle, prompt = launch_pace10(name, eager, 0.219)
     if not line:
         return
-    row = b.set_index("method").loc[GRAPH]
-    idle, prompt = budget.printed_idle(row), round((eager[0] - eager[1]) / n, 2)
     assert f"({idle:.2f} ms)" in line and f"; {prompt:.2f} ms of that idle time is the eager prompt's" in line
     rest = round(idle - prompt, 2)
     assert (f"at most the other {rest:.2f} ms" in line) == (rest > 0)

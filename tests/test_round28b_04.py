@@ -11,22 +11,15 @@ import pytest
 from helpers.course import static_cache as c04
 
 from tests.test_round27_04_05 import OPS, t04
+from tests.test_round28_04_05 import RUNS04, price04
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS04 = sorted(p.name[len("04_static_cache-"):-4]
-                for p in (ROOT / "tests" / "data").glob("04_static_cache-*.csv"))
 
 
 @pytest.mark.parametrize("run", RUNS04)
 def test_ops_line_says_plainly_how_the_price_meets_the_gap(run):
-    table, lens = t04(run)
-    point = c04.drawn_length(table, lens, True)
-    ops = c04.ops_line(table, lens, OPS, point)
+    ops, _, s, idle, gap, per_op, extra = price04(run)
     assert "or more" not in ops and "as much as" not in ops
-    s, d, _ = c04.host_ratios(table, lens)[point]
-    idle, gap = round(d, 2), round(s - d, 2)
-    per_op = round(1e3 * idle / 447, 1)
-    extra = round(per_op * 104 / 1e3, 2)
     s_per = round(1e3 * round(s, 2) / 551, 1)
     if gap > 0 and extra > gap and s_per < per_op:
         assert ops.endswith(f"more than the whole {gap:.2f} ms gap there: the static step's idle "

@@ -6,20 +6,16 @@ line names the profiler's changed host timing once; the eager step's "can't tell
 machine" is not restated as "this run cannot say what the check costs". 07: the eager line no
 longer repeats the CUDA-graph step's cost; the answer keeps "can't be told apart" without
 defining it; "Where it pays" prints each batch's time above no check once."""
-import pandas as pd
 import pytest
 
-from helpers.course import budget, eos_sync, late_check, stats
-from tests.test_round27_06_07 import DATA, RUNS07
-from tests.test_round28_06_07 import RUNS06, answer_lines07, gap_line06, table07
+from helpers.course import eos_sync, late_check, stats
+from tests.test_round27_06_07 import RUNS07, headline06
+from tests.test_round28_06_07 import RUNS06, answer_lines07, cost_line06, gap_line06, table07
 
 
 @pytest.mark.parametrize("run", RUNS06)
 def test_06_why_keeps_its_facts_without_the_headline_numbers(run):
-    ok = pd.read_csv(DATA / f"06_eos_sync-{run}.csv")
-    ok = ok[ok["status"] == "ok"]
-    cap = max(ok["seq_len"])
-    head, why = eos_sync.stop_speedup(ok, cap), eos_sync.speedup_why(ok)
+    ok, cap, head, why = headline06(run)
     if not why.startswith("The lesson quotes"):
         return
     r = stats.row_speedup(ok, eos_sync.CHECK, eos_sync.FREE, seq_len=cap)
@@ -47,9 +43,7 @@ def test_06_profiler_line_says_each_thing_once(run):
 
 @pytest.mark.parametrize("run", RUNS06)
 def test_06_overlapping_rounds_keep_the_verdict_once(run):
-    cost = pd.read_csv(DATA / f"06_eos_sync_regimes-{run}.csv")
-    steps = budget.per_step(cost, seq_len=int(cost["seq_len"].max()))
-    line = eos_sync.cost_line(steps, cost, eos_sync.unresolved(cost))
+    cost, line = cost_line06(run)
     assert "cannot say what the check costs" not in line
     for part in line.split("\n"):
         if "how many times faster the loop without the check ran" in part:

@@ -5,7 +5,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers.course import budget, floor
+from helpers.course import floor
+from tests.test_round28_10_11 import launch_pace10
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -23,14 +24,9 @@ def code(stem):
 @pytest.mark.parametrize("name", TENS)
 @pytest.mark.parametrize("eager", [(12.0, 2.0), (11.1, 1.5)])
 def test_10s_per_launch_bound_keeps_its_numbers_once_shorter(name, eager):
-    table = pd.read_csv(DATA / name)
-    n = int(table["seq_len"].max())
-    b = budget.per_step(table, [GRAPH], floor=0.2, seq_len=n)
-    line = floor.launch_pace_line(b, GRAPH, 4, eager, n)
+    line, idle, prompt = launch_pace10(name, eager, 0.2)
     if not line:
         return
-    row = b.set_index("method").loc[GRAPH]
-    idle, prompt = budget.printed_idle(row), round((eager[0] - eager[1]) / n, 2)
     assert f"({idle:.2f} ms)" in line and f"; {prompt:.2f} ms of that idle time is the eager prompt's, " \
         "run once per run, so " in line
     assert line.count("at any number per launch") == 1 and "(timed alone)" not in line
