@@ -118,6 +118,13 @@ def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
     return 1e3 * rows[0]["median_s"], 1e3 * rows[0]["gpu_busy_s"]
 
 
+def prompt_idle_ms(eager, new_tokens: int) -> float:
+    """The eager prompt's GPU-idle time per step (``eager``: ``prefill_cost``, wall clock and GPU
+    work in ms, timed alone), spread over ``new_tokens``: host time a graph could replace, as
+    ``prompt_line`` prints it and ``launch_pace_line`` subtracts it."""
+    return max(eager[0] - eager[1], 0.0) / new_tokens
+
+
 def prompt_line(budget_frame, eager, new_tokens, graphed=None) -> str:
     """The eager prompt's share of a step, as its own line after the budget sentence (whose
     idle time it is part of): ``eager`` (``prefill_cost``: the prompt's forward timed alone, wall
@@ -143,7 +150,7 @@ def prompt_line(budget_frame, eager, new_tokens, graphed=None) -> str:
         text += f" (its GPU work {min(eager[1], eager[0]):.1f} ms, the rest host time)"
     text += f", spread over {new_tokens} tokens = {budget.ms_or_us(per)} per step"
     if math.isfinite(eager[1]):
-        text += f", {budget.ms_or_us(max(eager[0] - eager[1], 0.0) / new_tokens)} of it GPU idle"
+        text += f", {budget.ms_or_us(prompt_idle_ms(eager, new_tokens))} of it GPU idle"
     text += "."
     rows = budget_frame.set_index("method")
     if graphed and all(m in rows.index for m in graphed):
@@ -273,7 +280,7 @@ def launch_pace_line(budget_frame, method: str, k: int, eager=(math.nan, math.na
     text = (f"what more per launch can gain: at 1 per launch the GPU is idle only {share:.0f}% of "
             f"the step ({idle:.2f} ms), and its kernel time is the same at any number per launch")
     if new_tokens > 0 and all(math.isfinite(x) for x in eager):
-        prompt = round(max(eager[0] - eager[1], 0.0) / new_tokens, 2)
+        prompt = round(prompt_idle_ms(eager, new_tokens), 2)
         rest = round(idle - prompt, 2)
         text += (f"; {prompt:.2f} ms of that idle time is the eager prompt's, run once per run, so "
                  + (f"fewer replays can remove at most the other {rest:.2f} ms" if rest > 0
