@@ -11,7 +11,7 @@ from tests.test_round28_06_07 import table07
 
 
 @pytest.mark.parametrize("run", RUNS07)
-def test_07_event_against_two_streams_has_a_range_at_every_batch(run):
+def test_07_event_against_two_streams_has_a_verdict_at_every_batch(run):
     t, _ = table07(run)
     line = late_check.stream_event_line(t)
     rows = t[(t["regime"] == "compiled") & (t["status"] == "ok")]
@@ -22,6 +22,9 @@ def test_07_event_against_two_streams_has_a_range_at_every_batch(run):
         word = stats.verdict(ratio)
         said = re.search(rf"at batch {b}[,:] (?:one stream and an event against two streams: )?"
                          r"([^;]+?)(?:;|\.$)", line).group(1)
+        if len(rows["batch_size"].unique()) > 1:  # round 29: several batches, words only
+            assert said == stats.short(ratio), line
+            continue
         if word == stats.NOISE:
             assert said.startswith("can't tell apart on this machine ("), line
         else:
