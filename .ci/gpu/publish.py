@@ -1,12 +1,23 @@
-"""python .ci/gpu/publish.py runs/full: publish a full GPU run brought back from the lent host
-(the runner promotes on the host, but the host's figures/ is replaced by each call's tree)."""
+"""python .ci/gpu/publish.py runs/full [--force]: publish a full GPU run brought back from the
+lent host (the runner promotes on the host, but the host's figures/ is replaced by each call's
+tree). First the run's executed copies are held to the published copies' checks
+(tests/test_lesson_shape.py: no stderr, plain words, at most five ranges a lesson); a run that
+fails them is not promoted (6e28961's copies of 07 and 10 printed 8 and 6 ranges) unless --force."""
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 from helpers.course import published, runner
 
 root = Path(sys.argv[1])
+if "--force" not in sys.argv[2:]:
+    env = dict(os.environ, COURSE_PUBLISHED_COPIES=str(root.resolve()))
+    check = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "tests/test_lesson_shape.py", "-k", "published_copy"], env=env)
+    if check.returncode:
+        sys.exit(f"not promoted: {root}'s copies fail the published copies' checks (above)")
 status = json.loads((root / "status.json").read_text())
 run = status[published.RUN_KEY]
 for stem, entry in status.items():
