@@ -160,7 +160,9 @@ def transfer_speedup(table, condition, **where):
 
 def contention_line(table) -> str:
     """How this side load changes each method's time per batch, in ms (contended median - alone
-    median, one clock for both) at the points timed under load. With too few runs under load
+    median, one clock for both) at the points timed under load, "more" or "less" as it
+    went, with no cause read for a call that got faster (the round-29 review: the 6e28961 run's
+    host copy 3.32 ms faster, explained by "the host's own pace"). With too few runs under load
     (``_load_reading``), the two times, the difference and their ratio, as what the runs showed,
     with no verdict (the 13:41 workshop run of 6bba703, 3 runs, printed "can't be told apart"
     beside 136.34 against 27.97 ms); a point whose runs can't be told apart from alone gives its
@@ -194,18 +196,18 @@ def contention_line(table) -> str:
         if told.empty:
             return (f"{what} took " + stats.listed([times(method, b, n) for b, n in extra.index])
                     + ": can't tell apart on this machine")
-        if (told < 0).any():
-            by = (f"by {ms(-told.iloc[0])} ms" if len(extra) == 1 else
-                  f"at {int((told < 0).sum())} of {len(extra)} points")
-            return (f"{what} is faster under load than alone {by}: a host-bound call, which the "
-                    "host's own pace moves more than the load does, so no effect of the load on "
-                    "it is read")
-        low, high = told.min(), told.max()
-        span = f"{ms(low)} ms" if ms(low) == ms(high) else f"{ms(low)} to {ms(high)} ms"
-        quiet = len(extra) - len(told)
-        where = ("" if not quiet else f" at {len(told)} of {len(extra)} points (at the "
-                 f"{'other' if quiet == 1 else 'others'} it can't be told apart from alone)")
-        return f"{what} takes {span} more per batch than alone{where}"
+        quiet, parts = len(extra) - len(told), []
+        for part, word in ((told[told >= 0], "more"), (-told[told < 0], "less")):
+            if len(part):  # each way the time moved, as measured (the round-29 review)
+                low, high = ms(part.min()), ms(part.max())
+                count = "" if len(part) == len(extra) else f" at {len(part)} of {len(extra)} points"
+                parts.append(f"{low if low == high else f'{low} to {high}'} ms {word}"
+                             f"{'' if parts else ' per batch than alone'}{count}")
+        notes = ([f"at the {'other' if quiet == 1 else 'others'} it can't be told apart from "
+                  "alone"] if quiet else []) + (["nothing timed here says why it got faster"]
+                                                if (told < 0).any() else [])
+        return (f"{what} takes {' and '.join(parts)}"
+                + (f" ({'; '.join(notes)})" if notes else ""))
 
     line = (f"Under this side load {moved('per row', 'the per-row loop')}; "
             f"{moved('on host', 'the host copy')}.")
@@ -234,29 +236,13 @@ def _load_reading(table, method, batch_size, seq_len) -> tuple:
 
 def headline_line(table, judge, batch_size, seq_len) -> str:
     """What it means, first line: the host copy's speedup over per-row syncs alone at one point,
-    as ``stats.plain`` gives it. Where the table's speedup (the ratio of the two medians) prints
-    differently, one sentence says which number the lesson quotes and what the other is, so the
-    summary can quote one number (the round-24 review: "3.30x faster (2.89-3.67; the table's
-    medians: 3.06x)", two numbers for one fact, in the headline and the summary; the round-27
-    review: "the same runs summed up another way" read as a disagreement)."""
-    where = dict(condition="alone", batch_size=batch_size, seq_len=seq_len)
-    ratio = transfer_speedup(table, "alone", batch_size=batch_size, seq_len=seq_len)
-    said = stats.plain(ratio, judge)
-    row = speedups(table).query("condition == 'alone' and batch_size == @batch_size "
-                                "and seq_len == @seq_len")
-    if (not judge or row.empty or math.isnan(ratio.estimate)
-            or not said.startswith(f"{ratio.estimate:.2f}x")):  # slower, can't tell: as ``say``
-        said = stats.say(table, "on host", "per row", judge, **where)
-        return (f"Alone, batch {batch_size}, completions of {seq_len}, the host copy against "
-                f"per-row syncs: {said}.")
-    line = (f"Alone, batch {batch_size}, completions of {seq_len}, the host copy against per-row "
+    as ``stats.say`` gives it, the table's medians named where they differ ("3.37x faster
+    (3.19–3.55; the table's medians: 3.53x)"; the round-29 review: 3.37x in the headline, 3.53x
+    in the table, and a long sentence between them)."""
+    said = stats.say(table, "on host", "per row", judge, condition="alone",
+                     batch_size=batch_size, seq_len=seq_len)
+    return (f"Alone, batch {batch_size}, completions of {seq_len}, the host copy against per-row "
             f"syncs: {said}.")
-    medians = row["speedup"].iloc[0]
-    if f"{medians:.2f}" == f"{ratio.estimate:.2f}":
-        return line
-    return line + (f" The lesson quotes this number, each round's two calls divided and the "
-                   f"ratios averaged (the right panel's black diamond); the table's medians, one "
-                   f"method's divided by the other's, give {medians:.2f}x.")
 
 
 def sync_count_line(syncs) -> str:
@@ -289,8 +275,8 @@ def one_line(table, batch_size, seq_len, syncs, wide=None) -> str:
             f"lists, timed alone: {stats.plain(ratio, True)}")
     cost = sync_cost(wide, syncs) * 1e6 if wide is not None else pd.Series(dtype=float)
     if (batch_size, seq_len) in cost.index and cost[(batch_size, seq_len)] > 0:
-        line += (f"; each sync it removes (with its small kernels) saved about "
-                 f"{cost[(batch_size, seq_len)]:.0f} µs here")
+        line += (f"; net of its own work, it saved about {cost[(batch_size, seq_len)]:.0f} µs "
+                 f"here per sync removed")
         if len(cost) > 1 and f"{cost.min():.0f}" != f"{cost.max():.0f}":  # the round-28 review
             line += f", {cost.min():.0f} to {cost.max():.0f} µs over the {len(cost)} points timed alone"
     return line + "."
@@ -298,8 +284,9 @@ def one_line(table, batch_size, seq_len, syncs, wide=None) -> str:
 
 def sync_cost(wide, syncs, condition="alone"):
     """The time each sync the host copy saves is worth, per point: (per-row median - host-copy
-    median) / (per-row syncs - host-copy syncs), in seconds; the per-row loop's small kernels
-    and their launches come with its syncs, so this is the cost of one sync as the loop pays it.
+    median) / (per-row syncs - host-copy syncs), in seconds: the time saved per sync removed,
+    net of the host copy's own copies and host work (the round-29 review), the per-row loop's small
+    kernels and launches included.
     A Series indexed by (batch_size, seq_len); empty without sync counts."""
     if syncs is None or not len(syncs):
         return pd.Series(dtype=float)
@@ -330,9 +317,8 @@ def sync_cost_line(wide, syncs, batch_size, seq_len) -> str:
                 f"copy: {head} = {us[(batch_size, seq_len)]:.1f} µs per sync.")
     span = (f" Over the {len(us)} points timed alone it is {us.min():.0f} to {us.max():.0f} µs."
             if len(us) > 1 else "")
-    return (f"Each sync the host copy removes, with the small kernels that come with it, saves "
-            f"about {us[(batch_size, seq_len)]:.0f} µs here: the time the host copy saves divided "
-            f"by the syncs it removes, {head}.{span}")
+    return (f"Net of its own copies and host work, the host copy saves about "
+            f"{us[(batch_size, seq_len)]:.0f} µs here per sync it removes: {head}.{span}")
 
 
 def loaded_sync_line(wide, syncs, batch_size, seq_len, table=None) -> str:
@@ -345,13 +331,11 @@ def loaded_sync_line(wide, syncs, batch_size, seq_len, table=None) -> str:
     key = (batch_size, seq_len)
     if key not in alone.index or key not in loaded.index or loaded[key] <= 0 or alone[key] <= 0:
         return ""
-    head = (f"Under this side load one per-row sync, computed the same way, costs about "
-            f"{loaded[key]:.0f} µs against {alone[key]:.0f} µs alone")
+    head = (f"Under this side load the same sum gives about {loaded[key]:.0f} µs per sync "
+            f"removed, against {alone[key]:.0f} µs alone")
     kind, runs = ("told", 0) if table is None else _load_reading(table, "per row", *key)
     if kind == "few":
-        return (f"Computed the same way, one per-row sync came to about {loaded[key]:.0f} µs under "
-                f"this side load against {alone[key]:.0f} µs alone, in {runs} runs: too few to "
-                "judge, so no reason is read from them.")
+        return (head + f", in {runs} runs: too few to judge, so no reason is read from them.")
     if kind == "noise":
         return (head + ", but the loop's time under load can't be told apart from its time "
                 "alone: no reason is read from them.")
@@ -447,7 +431,8 @@ def length_reading(wide, batch_size, condition="alone") -> str:
 def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
     """The host copy's growth with the length as far as this lesson measures it: its copies (its
     GPU work) at both lengths, with ``prompt_len`` the bytes they move (``copy_bytes``: the
-    round-26 review, "0.02 to 1.60 ms" gave nothing to judge the rate by), and the rest, its host
+    round-26 review, "0.02 to 1.60 ms" gave nothing to judge the rate by) and the rate of each,
+    bytes over the GPU's time on them, and the rest, its host
     work, from the printed ms so the parts add up as printed; empty without the GPU's work at
     both points."""
     parts = [call_budget(table, batch_size, n) for n in (short_n, long_n)]
@@ -458,6 +443,12 @@ def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
     moved = ("" if prompt_len is None else " of " + " and ".join(
         f"{copy_bytes(batch_size, prompt_len, n) / 1e6:.2f}" for n in (short_n, long_n)) + " MB")
     pageable = "" if prompt_len is None else " (into pageable host memory; exercise 2 uses pinned)"
+    gpu = [p.set_index("method").loc["on host", "gpu_ms"] for p in parts]
+    if prompt_len is not None and min(gpu) > 0:  # the round-29 review: rates 10x apart, unsaid
+        rates = [copy_bytes(batch_size, prompt_len, n) / (ms * 1e6) for n, ms in
+                 zip((short_n, long_n), gpu)]  # GB/s, from the unrounded GPU times
+        pageable = (" (about " + " and ".join(f"{r:.0f}" if r >= 10 else f"{r:.1f}" for r in rates)
+                    + " GB/s, " + pageable[2:])
     return (f": its copies{moved} from {a:.2f} to {b:.2f} ms{pageable} and the rest, its host work over the "
             f"rows, from {c - a:.2f} to {d - b:.2f} ms")
 
@@ -561,7 +552,6 @@ def plot(table, batch_sizes, completion_lens):
     wide = speedups(table)
     method_color = {"per row": "C1", "on host": "C0"}  # left panel: colour = method
     length_style = dict(zip(sorted(completion_lens, reverse=True), ["-", "--", ":", "-."]))
-    length_color = dict(zip(completion_lens, ["C2", "C4", "C5", "C6"]))  # right: colour = length
     fig, (ax_time, ax_gain) = plotting.subplots(ncols=2)
     alone = table[table["condition"] == "alone"]
     for name, color in method_color.items():
@@ -573,7 +563,7 @@ def plot(table, batch_sizes, completion_lens):
     for length in completion_lens:
         part = wide[(wide["condition"] == "alone") & (wide["seq_len"] == length)]
         ax_gain.plot(part["batch_size"], part["speedup"], marker="s",
-                     color=length_color.get(length), linestyle=length_style.get(length, ":"),
+                     color=method_color["on host"], linestyle=length_style.get(length, ":"),
                      label=f"length {length}")
     # the number the headline quotes (the round-25 review: 3.06x in the text, only 3.28x drawn)
     big, longest = max(batch_sizes), max(completion_lens)

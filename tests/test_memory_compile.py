@@ -420,7 +420,7 @@ def test_compiled_lesson_compilation_table():
     assert lesson.repay_line(lesson.compilation(table), table) == (
         "Compiling the timed graph, and the runs that repay it against the eager static-cache "
         "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
-        "verdicts below quote)):\n  default: 9.8 s; repaid after 33 runs of 8 tokens\n"
+        "verdicts above quote)):\n  default: 9.8 s; repaid after 33 runs of 8 tokens\n"
         "The float32 check graphs, compiled just before: 5.2 s (default).\n"
         "Default's timed graph was this process's first graph.\n"
         "Another cache length compiles again (up to 9.8 s here): these counts hold only while "

@@ -82,12 +82,9 @@ def test_reach_on_the_published_run_says_what_the_noise_means():
         "Round ratios A / B farthest from 1: rounds 2 (1.33x) and 4 (0.76x); the other 6 rounds "
         "lay between 0.91x and 1.03x. Rounds of the same code can lie this far apart, so an A/B is "
         "read from all 8 rounds together, never from one or two.",  # round 28c: no repeat
-        "The loop that ran first was the slower in 6 of the 8 rounds: on average it took 1.01x the "
-        "second's time, at most 1.32x (round 4); alternating the order keeps such a steady cost "
-        "out of the estimate.",  # round 28, shortened in 28c
-        "The interval runs from 10% below to 11% above its estimate: at 8 rounds as noisy as "
-        "these, B would read \"faster\" only from about 1.11x faster and \"slower\" only from "
-        "about 1.11x slower."]
+        "The loop that ran first took longer in 6 of the 8 rounds, by up to 32% (round 4), and was "
+        "quicker in the other 2, by up to 25% (round 2); alternating the order keeps a steady cost "
+        "of running first out of the estimate."]  # round 29: no mean; the interval's reach cut
     _, ws_rounds, ws = _zero(_table(WS_00))
     assert "rounds 1 (0.86x) and 4 (1.23x); the other 3 rounds lay between 0.88x and 1.07x" in (
         intro.reach(ws, True, ws_rounds))
@@ -107,13 +104,9 @@ def test_reach_follows_every_real_tables_rounds(name):
         assert f"{int(by_round['round'][i])} ({r[i]:.2f}x)" in said.split(";")[0], (name, said)
     rest = r.drop(far)
     assert f"lay between {rest.min():.2f}x and {rest.max():.2f}x" in said
-    below = 100 * (1 - ratio.low / ratio.estimate)
-    above = 100 * (ratio.high / ratio.estimate - 1)
-    assert f"from {below:.0f}% below to {above:.0f}% above its estimate" in said
-    assert (f"only from about {ratio.estimate / ratio.low:.2f}x faster and \"slower\" only from "
-            f"about {ratio.high / ratio.estimate:.2f}x slower") in said  # round 27b: per direction
+    assert "above its estimate" not in said  # round 29: the interval's reach is cut from 00
     told = stats.verdict(ratio) != stats.NOISE
-    assert said.split("\n")[2].startswith("This run told the identical loops apart") == told, said
+    assert said.split("\n")[-1].startswith("This run told the identical loops apart") == told, said
     assert "cancels" not in said and "moved together" not in said
     assert intro.reach(ratio, False, by_round) == "" and intro.reach(ratio, True) == ""
 

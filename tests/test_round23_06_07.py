@@ -73,8 +73,8 @@ def test_07_published_run_says_where_it_pays():
         "win back 93–97% of it, leaving 22–41 µs per step above no check; at batch 128 the check "
         "costs 832 µs, 34% of the 2.47 ms step without it, and the late loops win back 95–96% of "
         "it, leaving 32–46 µs per step above no check. The check takes the largest share of the "
-        "step at batch 1: there a late read has the most to win, though it wins back the smallest "
-        "share of the cost.")
+        "step at batch 1: there a late read has the most to win, though the late loops win back "
+        "less of the cost there than at any other batch.")
     assert late_check.eager_line(summary, True, t).endswith(
         "too noisy to measure an effect of the CUDA-graph step's size. The figure leaves it out.")
 

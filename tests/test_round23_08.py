@@ -66,17 +66,6 @@ def test_the_ladder_shows_one_peer_column(run, columns):
     assert [c for c in view.columns if c.startswith(("×", "÷"))] == columns
 
 
-def test_claim_1_has_no_line_guessing_its_cause_from_the_ladder():
-    """Round 24 (fix 4): the claim-1 line explained notebook 01's verdict from the ladder's one
-    length; it is gone, and claim 2's line stays."""
-    ladder, tables, frame, _ = _printed("published")
-    names = {m: m for m in ladder["method"]}
-    b = budget.per_step(ladder, list(names), floor=0.2196, labels=names, seq_len=100)
-    two = summary.host_paced(b, names, frame)
-    assert "claim 1" not in two
-    assert "but the wall clock only 1.53x, as the host" in two  # round 28c: ms are the table's
-
-
 def test_no_sizes_line_with_the_ladder_alone():
     ladder, _ = _tables("published")
     lines = claims.numbers(claims.check_claims(ladder, {}))

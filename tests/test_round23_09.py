@@ -154,4 +154,4 @@ def test_notebook_prints_no_run_log_and_reads_the_bounds():
     assert "length_line(wide, max(P.batch_sizes), table=table," in code
     assert "call_sentence(call, per_row)" in code
     assert "sync_cost_line(wide, syncs, big, longest_len)" in code
-    assert "the line on the\n  side load gives how much each call lengthened" in prose  # round 25
+    assert "the line on the side load gives how each call's time changed" in prose  # round 29

@@ -50,13 +50,15 @@ def test_a_slower_generate_names_its_gpu_work_and_the_hosts_share(run):
     rows = ladder.set_index("method")
     ms = (rows["per_step_s"] * 1e3).round(2)
     note = summary._generate_note(ladder, n)
-    if ms["generate()"] <= ms[claims.KV]:
-        assert not note.startswith("generate() takes")
+    ratio = claims.stats.row_speedup(ladder, "generate()", claims.KV, seq_len=n)
+    if ms["generate()"] <= ms[claims.KV] or claims.stats.verdict(ratio) != claims.stats.SLOWER:
+        assert "host's" not in note  # round 29: only a gap the rounds call slower is attributed
         return
     gpu = (rows["gpu_busy_s"] / n * 1e3).round(2)
-    assert note.startswith(f"generate() takes {ms['generate()']:.2f} ms per step against "
-                           f"{ms[claims.KV]:.2f} for the course's KV-cache loop (lesson 02), with "
-                           f"GPU work of {gpu['generate()']:.2f} against {gpu[claims.KV]:.2f} ms"), note
+    assert note.startswith(f"generate() is {claims.stats.short(ratio)} than the course's KV-cache "
+                           f"loop (lesson 02): {ms['generate()']:.2f} against {ms[claims.KV]:.2f} "
+                           f"ms per step, with GPU work of {gpu['generate()']:.2f} against "
+                           f"{gpu[claims.KV]:.2f} ms"), note
     extra = ms["generate()"] - ms[claims.KV]
     assert f"so most of the {extra:.2f} ms it adds is the host's" in note
     assert "(this lesson does not take it apart)" in note
@@ -78,15 +80,3 @@ def test_the_peers_say_what_they_run():
     assert all(len(v) <= 50 for v in summary.WHAT.values())
 
 
-@pytest.mark.parametrize("run", list(FULL))
-def test_no_line_explains_claim_1_from_the_ladder(run):
-    """Fix 4: "Why claim 1 reads 'not reproduced' (this ladder, one length)" guessed a cause from
-    one length for notebook 01's verdict; no such line on any real run."""
-    from helpers.course import budget
-    ladder, tables = _full(run)
-    frame = claims.check_claims(ladder, tables)
-    names = {m: m for m in ladder["method"]}
-    b = budget.per_step(ladder, list(names), floor=0.22, labels=names, seq_len=100)
-    text = summary.host_paced(b, names, frame)
-    assert "claim 1" not in text
-    assert all(line.startswith("Claim 2 is judged in notebook 02") for line in text.split("\n") if line)

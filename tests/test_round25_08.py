@@ -41,24 +41,6 @@ def test_claim_7_prints_the_rule_that_decided_it(run):
     assert run != "7aa1901" or row["verdict"] == claims.EXCEEDED
 
 
-@pytest.mark.parametrize("run", RUNS)
-def test_claim_2s_ladder_line_says_the_verdict_is_notebook_02s(run):
-    ladder, tables, frame, _ = _printed(run)
-    n = int(ladder["seq_len"].iloc[0])
-    names = {m: m for m in ladder["method"]}
-    b = budget.per_step(ladder, list(names), floor=0.22, labels=names, seq_len=n)
-    line = summary.host_paced(b, names, frame)
-    if not line:
-        return
-    t = tables["02_kv_cache"]
-    lengths = claims.stats.listed(sorted({int(x) for x in t["seq_len"]}))
-    assert line.startswith(f"Claim 2 is judged in notebook 02 ({lengths} tokens); the ladder, at "
-                           "one length, cannot judge it"), line
-    assert "this ladder, one length" not in line and "longer the sequence" not in line
-    found = re.search(r"work (\d+\.\d\d)x \((\d+\.\d\d) -> (\d+\.\d\d) ms per step\)", line)
-    assert f"{float(found[2]) / float(found[3]):.2f}" == found[1]
-
-
 def test_4b_inverts_the_printed_estimate():
     _, _, _, lines = _printed("7aa1901")
     four = [l for l in lines if l.startswith("4b")][0]

@@ -68,5 +68,5 @@ def test_gap_line_points_to_11_on_real_tables(run):
     row = table[(table["method"] == graph) & (table["seq_len"] == n)].iloc[0]
     b = budget.per_step(table, [graph], floor=row["per_step_s"] * 1e3 / row["floor_ratio"], seq_len=n)
     line = floor.gpu_gap_line(b, graph)
-    assert line.endswith("(which of them, this lesson does not measure; notebook 11 profiles a step that differs from this one only in its attention), "
+    assert line.endswith("(which of them, this lesson does not measure), "
                          "which no graph removes.")

@@ -86,6 +86,6 @@ def test_03_cache_line_compares_what_each_run_added_on_every_run(name):
 
 def test_03_notebook_calls_the_cache_line_and_says_which_kind_of_unused_memory():
     nb = text("notebooks/03_expandable_segments.ipynb")
-    assert "lesson.cache_line(table, history, old, new)" in nb
+    assert "lesson.cache_line(table, history, old, new" in nb  # round 29: skip=point
     assert "other_lengths_line" not in nb and "start_line" not in nb
     assert "outgrown segments that hold no tensor" in nb

@@ -15,25 +15,23 @@ def test_published_run_reads_as_its_numbers():
     table, syncs = _read("9bd8862"), _read("9bd8862", syncs=True)
     wide = postprocess.speedups(table)
     assert postprocess.sync_cost_line(wide, syncs, 256, 2048) == (
-        "Each sync the host copy removes, with the small kernels that come with it, saves about "
-        "51 µs here: the time the host copy saves divided by the syncs it removes, (70.53 - 18.70 "
-        "ms) / (1024 - 4 syncs). Over the 6 points timed alone it is 32 to 53 µs.")
+        "Net of its own copies and host work, the host copy saves about 51 µs here per sync it "
+        "removes: (70.53 - 18.70 ms) / (1024 - 4 syncs). Over the 6 points timed alone it is 32 "
+        "to 53 µs.")
     assert postprocess.headline_line(table, True, 256, 2048) == (
         "Alone, batch 256, completions of 2048, the host copy against per-row syncs: 3.64x faster "
-        "(3.33–3.90). The lesson quotes this number, each round's two calls divided and the "
-        "ratios averaged (the right panel's black diamond); the table's medians, one method's "
-        "divided by the other's, give 3.77x.")
+        "(3.33–3.90; the table's medians: 3.77x).")
     assert postprocess.one_line(table, 256, 2048, syncs, wide).endswith(
-        "3.64x faster (3.33–3.90); each sync it removes (with its small kernels) saved about 51 µs here, 32 to 53 µs "
-        "over the 6 points timed alone.")
+        "3.64x faster (3.33–3.90); net of its own work, it saved about 51 µs here per sync "
+        "removed, 32 to 53 µs over the 6 points timed alone.")
     assert postprocess.loaded_sync_line(wide, syncs, 256, 2048, table) == (
-        "Under this side load one per-row sync, computed the same way, costs about 270 µs against "
-        "51 µs alone: most likely the loop's small kernels wait behind the load's matmuls at every "
+        "Under this side load the same sum gives about 270 µs per sync removed, against 51 µs "
+        "alone: most likely the loop's small kernels wait behind the load's matmuls at every "
         "sync (not measured here).")
     said = postprocess.call_sentence(postprocess.call_budget(table, 256, 2048), 4.0)
     assert ("1.55 ms its copies and the rest, about 17 ms, the host's: indexing the rows, building "
             "the lists and its side of the copies, not timed apart.") in said
-    assert ("0.59 and 5.01 MB from 0.02 to 1.55 ms (into pageable host memory; exercise 2 uses "
+    assert ("0.59 and 5.01 MB from 0.02 to 1.55 ms (about 35 and 3.2 GB/s, into pageable host memory; exercise 2 uses "
             "pinned)") in postprocess.length_line(wide, 256, table=table, prompt_len=128)
     assert list(postprocess.sync_table(syncs)["syncs per row"]) == [4, 0.25, 4, 0.06, 4, 0.02]
 
@@ -76,4 +74,4 @@ def test_notebook_prints_cell_11_at_once_and_bounds_nothing():
     check = next(c for c in code if "identical lists from both methods" in c)
     assert check.count("print(") == 1 and check.index("assert") < check.index("print(")
     assert "bounds the rest" not in prose and "the host's own indexing and list building" not in prose
-    assert "What to read: how much longer each call takes under this" in prose  # round 28: "them"
+    assert "What to read: how each\ncall's time changes under this load" in prose  # round 29: either way

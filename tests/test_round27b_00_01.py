@@ -26,27 +26,12 @@ def test_00_noise_line_gives_each_direction_its_own_threshold(path):
     """"a difference smaller than about 14%" stood for 8% below and 14% above: B about 9% faster
     would already read "faster". Each printed threshold is where an interval as wide, moved to
     that speedup, leaves 1: just past it the verdict changes, just short of it it does not."""
+    # round 29: the line is cut from 00 (premature at step 00); docs/method.md says how to read
+    # the reach off the verdict line's range
     table = pd.read_csv(path)
     n, by_round, ratio = _zero(table)
-    last = intro.reach(ratio, True, by_round).split("\n")[-1]
-    assert "smaller than about" not in last and "either side" not in last
-    found = re.search(r'B would read "faster" only from about ([\d.]+)x faster and "slower" only '
-                      r'from about ([\d.]+)x slower\.$', last)  # round 28c: "a smaller difference ..." cut
-    assert found, last
-    fast, slow = ratio.estimate / ratio.low, ratio.high / ratio.estimate
-    assert found.group(1) == f"{fast:.2f}" and found.group(2) == f"{slow:.2f}", last
-    a = np.asarray(stats.method_trials(table, "loop A", seq_len=n), dtype=float)
-    b = np.asarray(stats.method_trials(table, "loop B", seq_len=n), dtype=float)
-    k = min(len(a), len(b))
-    a, b = a[:k], b[:k]
-
-    def at(target):  # B's times scaled so that the rounds' estimate A / B becomes target
-        moved = stats.speedup(b * ratio.estimate / target, a)
-        assert moved.estimate == pytest.approx(target)
-        return stats.verdict(moved)
-
-    assert at(fast * 1.01) == stats.FASTER and at(fast * 0.99) == stats.NOISE
-    assert at(1 / (slow * 1.01)) == stats.SLOWER and at(1 / (slow * 0.99)) == stats.NOISE
+    said = intro.reach(ratio, True, by_round)
+    assert 'B would read "faster"' not in said and "above its estimate" not in said
 
 
 @pytest.mark.parametrize("path", ZERO, ids=lambda p: p.stem.split("-", 1)[1])
@@ -62,8 +47,8 @@ def test_00_order_split_is_as_idea_2_says(path):
 def test_00_idea_2_names_both_drifts_and_the_odd_split():
     text = " ".join(_text("00_setup.ipynb", "markdown").split())
     assert "favours whichever method ran second" not in text and "half the rounds" not in text
-    assert ("if the host speeds up, the method that runs second gains; if it slows down, or the "
-            "first run pays a cost the second does not, the method that runs first loses") in text
+    # round 29: one bullet per effect (whole round, boundary, cost of running first)
+    assert "a slow spell over a whole round" in text and "a cost of running first" in text
     assert "A runs first once more than B when the rounds are odd" in text
 
 
@@ -81,7 +66,9 @@ def test_01_idle_total_is_n_times_the_printed_idle_per_step(path):
     head = re.search(r"from (\d+) to (\d+) tokens the median run", why).groups()
     for total, n in zip(totals, head):
         p = per_step[lengths.index(int(n))]
-        assert abs(float(total) - p * int(n)) <= 0.5 + 0.005 * int(n), (idle, n)
+        # each per-step value is a difference of two values rounded to 0.01 ms, each total one of
+        # two whole ms (round 29: run 6e28961's 580 ms against 2.91 × 200 = 582 ms)
+        assert abs(float(total) - p * int(n)) <= 1 + 0.01 * int(n), (idle, n)
 
 
 def test_01_why_bullet_and_budget_label():

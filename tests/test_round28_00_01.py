@@ -29,19 +29,21 @@ def test_00_order_line_counts_the_first_run_loop_on_every_real_table(path):
     a, b = by_round["A ms"].to_numpy(), by_round["B ms"].to_numpy()
     first_a = by_round["order"].eq("A B").to_numpy()
     q = np.where(first_a, a / b, b / a)
-    assert f"the slower in {int((q > 1).sum())} of the {len(q)} rounds" in line
-    assert f"on average it took {np.exp(np.log(q).mean()):.2f}x" in line
-    assert f"at most {q.max():.2f}x (round {int(np.argmax(q)) + 1})" in line
+    # round 29: no mean (0.99x beside "slower in 6 of 8" read as a contradiction); the largest
+    # difference each way instead
+    assert f"took longer in {int((q > 1).sum())} of the {len(q)} rounds" in line
+    assert f"{100 * (q.max() - 1):.0f}% (round {int(np.argmax(q)) + 1})" in line
+    assert "on average" not in line
     assert ("largely" in line) == (len(q) % 2 == 1)
 
 
 def test_00_published_run_names_the_position_effect():
     _, said = _reach(DATA / "00_setup-898ea06.csv")
     assert "rounds 2 (0.75x) and 6 (0.71x), B the slower in both and the one that ran first" in said
-    assert ("The loop that ran first was the slower in 7 of the 8 rounds: on average it took 1.17x "
-            "the second's time, at most 1.42x (round 6);") in said  # round 28c: one sentence
+    assert ("The loop that ran first took longer in 7 of the 8 rounds, by up to 42% (round 6), and "
+            "was quicker in the other round, by 2% (round 4);") in said  # round 29
     _, other = _reach(DATA / "00_setup-3deacb3.csv")  # no position effect there
-    assert "the slower in 4 of the 8 rounds: on average it took 1.00x" in other
+    assert "took longer in 4 of the 8 rounds, by up to 24% (round 2), and was quicker in the other 4" in other
 
 
 @pytest.mark.parametrize("path", ONE, ids=lambda p: p.stem.split("-", 1)[1])
@@ -51,10 +53,11 @@ def test_01_sum_line_weights_add_up_and_pace_follows_the_shares(path):
     said = intro.growth_why(pd.read_csv(path), 16)
     s = re.search(r"- Sum: the wall clock grew ([\d.]+)x, (?:less|more) than the work's ([\d.]+)x: "
                   r"the work's and the idle time's growths weighted by their shares of the \d+-token "
-                  r"run \((\d+)% and (\d+)%\)", said)
+                  r"run, ([\d.]+) × ([\d.]+) \+ ([\d.]+) × ([\d.]+) (=|≈) ([\d.]+)\.", said)  # round 29
     idle = float(re.search(r"- Idle: \d+ -> \d+ ms \(([\d.]+)x\)", said)[1])
-    grown, work, pw, pi = float(s[1]), float(s[2]), int(s[3]), int(s[4])
-    assert pw + pi == 100 and abs(pw / 100 * work + pi / 100 * idle - grown) < 0.03, said
+    grown, work, pw, pi = float(s[1]), float(s[2]), float(s[3]), float(s[5])
+    assert round(pw + pi, 2) == 1 and abs(pw * work + pi * idle - grown) < 0.03, said
+    assert float(s[4]) == work and float(s[6]) == idle and float(s[8]) == grown
     assert "because" not in said
     shares = [int(v) for v in re.search(r"tokens, ([\d%, and]+) of the step", said)[1]
               .replace("%", "").replace(" and", ",").split(", ")]
@@ -62,10 +65,7 @@ def test_01_sum_line_weights_add_up_and_pace_follows_the_shares(path):
     for share in shares:
         word = ("the host sets" if share >= 50 else "the GPU sets" if share <= 20 else "share")
         assert word in pace, (share, pace)
-    step = re.search(r"per step ([\d.]+)(?:,| and) ([\d.]+)", said)
-    moved = re.search(r"why the idle time per step (fell|rose|stayed at) ", said)[1]
-    a, b = float(step[1]), float(step[2])
-    assert moved == ("stayed at" if a == b else "fell" if b < a else "rose"), said
+    assert "An account" not in said  # round 29: the arithmetic says it
 
 
 def test_01_published_takeaway_labels_the_medians():

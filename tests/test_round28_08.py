@@ -75,11 +75,9 @@ def test_the_same_loop_line_says_what_differs_without_a_cause(run):
     text = " ".join(lines).replace("\n", " ")
     if "The same eager loop" not in text:
         return
-    assert "What differs: each notebook runs in its own process" in text
-    assert "the ladder first calls every rung once, then times them all in each round" in text
-    for book in sorted(set(re.findall(r"ms per step in notebook (\d\d)", text))):
-        assert f"notebook {book}: {claims.ROUNDS[book]}" in text
-    assert text.count("not measured here") == 1
+    # round 29: the caveat (what differs, "not measured here") cut; the times stay
+    assert "What differs" not in text and "not measured here" not in text
+    assert re.search(r"ms per step in notebook (\d\d)", text)
     assert "because" not in spread
 
 

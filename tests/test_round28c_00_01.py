@@ -70,8 +70,8 @@ def test_00_what_it_means_is_shorter_and_keeps_its_facts(path, model, monkeypatc
     far = sorted(np.argsort(-np.abs(np.log(r)), kind="stable")[:2])
     assert "rounds " + " and ".join(f"{i + 1} ({r[i]:.2f}x)" for i in far) in text
     assert ("Round 1, the first after the warm-up" in text) == (0 in far)
-    assert f"never from one or two." in text and "The loop that ran first was the slower in" in text
-    assert f"about {ratio.estimate / ratio.low:.2f}x faster" in text or round(ratio.estimate / ratio.low, 2) <= 1
+    assert f"never from one or two." in text and "The loop that ran first took longer in" in text
+    assert "faster\" only from about" not in text  # round 29: the interval's reach is cut
     assert ("told the identical loops apart" in text) == (stats.verdict(ratio) != stats.NOISE)
     # cut repeats: the estimate and its interval are named once, in the verdict line
     assert "the estimate and its interval" not in text and "a smaller difference either way" not in text
@@ -90,22 +90,9 @@ def test_01_why_head_is_split_and_keeps_every_ratio(path):
     head = why[:next(i for i, x in enumerate(why) if x.startswith("- Work: "))]
     rounds = intro.doubling(table).split("by ")[1].split("x")[0]
     grew = re.search(r"\(([\d.]+)x\), the GPU's work plus its idle time\.$", head[0])[1]
-    if rounds == grew:
-        assert len(head) == 1
-        return
-    assert len(head) == 3, head
-    n, m = intro.pair(table)
-    ok = table[table["status"] == "ok"]
-    runs = {int(r["seq_len"]): np.asarray([float(v) for v in r["trials_wall_ms"].split()])
-            for _, r in ok.iterrows()}
-    listed = stats.listed([f"{q:.2f}x" for q in runs[m] / runs[n]])
-    assert head[1] == (f"The answer above, {rounds}x, is the geometric mean of the rounds' own "
-                       f"ratios (each round's {m}-token run ÷ its {n}-token run): {listed} in "
-                       f"rounds 1 to {len(runs[n])}.")
-    assert head[2].startswith(f"The medians' {grew}x lies ")
-    # the Sum line names the direction; the values it no longer repeats are on the Idle line
-    s = next(x for x in why if x.startswith("- Sum: "))
-    assert re.search(r"why the idle time per step (fell|rose|stayed at [\d.]+ ms) is not measured", s)
+    # round 29: one head line; the medians' ratio is named once, in the answer's parenthesis
+    assert len(head) == 1, head
+    assert (f"the table's medians: {grew}x)" in intro.doubling(table)) == (rounds != grew)
     assert re.search(r"per step [\d.]+(, [\d.]+)* and [\d.]+ ms at", next(x for x in why if x.startswith("- Idle: ")))
 
 
@@ -134,4 +121,4 @@ def test_prose_no_longer_restates_the_printout():
     assert "The Sum line only accounts" not in one and "The Pace line applies" not in one
     assert "What the idle time is made of is not measured here" not in one
     # what stays: the guess to test, and the pace caveat
-    assert "A guess to test" in one and "allocator's fetches and retries (printed below)" in one
+    assert "A guess to test" in one and "allocator's fetches and retries (printed above)" in one  # round 29

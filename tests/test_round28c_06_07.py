@@ -71,9 +71,8 @@ def test_07_eager_line_keeps_its_ranges_and_drops_the_graph_cost(run):
 def test_07_answer_and_where_say_each_thing_once(run):
     for part, line in answer_lines07(run):
         assert "their runs vary more than they differ" not in line
-        noise = stats.verdict(stats.row_speedup(part, "event", "interleaved")) == stats.NOISE
-        if "rank them the other way" in line:
-            assert ("the two can't be told apart" in line) == noise
+        # round 29: stream_event_line, printed next, says whether the two are told apart
+        assert "the two can't be told apart" not in line
     t, summary = table07(run)
     where = late_check.where_line(t, summary, True, profiled=32)
     for span in __import__("re").findall(r"leaving (\S+(?: to \S+)?) µs per step above", where):

@@ -39,10 +39,6 @@ def test_the_lines_that_lost_their_wall_clocks_stand_under_a_table_that_has_them
     for line in gap.split("\n"):
         assert "wall clock" not in line and "ms per step, with" not in line, line
         assert len(line.split()) <= 50, line  # 57 and 60 words before
-    two = summary.host_paced(b, names, _printed(run)[2]) if run in _PRINTABLE else ""
-    if two:
-        assert "->" not in two.split("wall clock")[1], two
-        assert two.count(". ") == 1 and len(two.split(". ")[0].split()) < 30, two
 
 
 _PRINTABLE = [r for r in RUNS if (DATA / f"01_naive_generation-{r}.csv").exists()
@@ -58,8 +54,8 @@ def test_a_note_names_its_loops_and_their_times_stand_once_above_it(run):
     for note in claims.notes(frame):
         assert "ms per step" not in note and "not the ladder's" not in note, note
         book = re.match(r"Claim \d over notebook (\d\d)'s", note)[1]
-        assert re.search(rf"\d+\.\d\d ms per step in notebook {book}, \d+\.\d\d in the ladder",
-                         text), text
+        assert re.search(rf"\d+\.\d\d ms per step in notebook {book}", text), text  # round 29:
+        assert "in the ladder;" not in text  # the ladder's own times are its table's
         assert "The same eager loop" in text
 
 

@@ -244,7 +244,7 @@ def repay_line(compile_table, table) -> str:
             checks.append(f"{extra:.1f} s ({mode})")
     lines = ["Compiling the timed graph, and the runs that repay it against the eager static-cache "
              "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
-             "verdicts below quote)):", *parts]
+             "verdicts above quote)):", *parts]
     if checks:
         lines.append(f"The float32 check graphs, compiled just before: {' and '.join(checks)}.")
     fresh = _fresh_line(compile_table, table)

@@ -419,3 +419,28 @@ def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True) -> s
         return ""
     return (f"This run: with the CUDA-graph step the check's idle made each step "
             f"{wall[check] / wall[free]:.2f}x as long ({wall[free]:.2f} -> {wall[check]:.2f} ms).")
+
+
+def timeline_line(gap_table: pd.DataFrame, first_step: int, steps: int) -> str:
+    """What the timeline draws, from its own data (``gap_table``: ``step_table``'s rows of both
+    loops; the figure's steps ``first_step`` to ``first_step + steps - 1``): the GPU's idle before
+    each drawn step with the check and without it, and where under the profiler the GPU idles
+    before a step without the check too (median gap from ``QUEUED_AHEAD_US``) and the host's step
+    there (its median) outlasts the GPU's work, that the host sets the pace in both
+    panels, so the figure locates the check's wait but does not show its size (round 29: the "no
+    check" panel's grey bands were as large as the check's). Empty without both loops."""
+    drawn = gap_table[(gap_table["step"] > first_step) & (gap_table["step"] < first_step + steps)]
+    gaps = {m: drawn.loc[drawn["method"] == m, "gap_before_us"].dropna() for m in (CHECK, FREE)}
+    if any(g.empty for g in gaps.values()):
+        return ""
+    span = lambda g: (f"{g.min():.0f}" if round(g.min()) == round(g.max())  # noqa: E731
+                      else f"{g.min():.0f} to {g.max():.0f}")
+    text = (f"In the steps drawn, the GPU idles {span(gaps[CHECK])} µs before a step with the "
+            f"check and {span(gaps[FREE])} µs without it")
+    free = gap_table[gap_table["method"] == FREE]
+    host, work = free["cpu_us"].median(), free["busy_us"].median()
+    if free["gap_before_us"].median() >= QUEUED_AHEAD_US and host > work:
+        text += (f": under the profiler the host's step without the check ({host:.0f} µs) outlasts "
+                 f"the GPU's work ({work:.0f} µs), so the host sets the pace in both panels, and "
+                 "the figure shows where the check's wait lies, not its size")
+    return text + "."

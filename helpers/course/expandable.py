@@ -11,6 +11,7 @@ from ..model import model_config  # noqa: F401  (the notebook's shapes for stair
 from . import budget, plotting
 
 MIB = 2**20
+ADDED = "added by the run MiB"  # memory(table, history): peak reserved less the run's start
 SPEC_KEYS = ("model", "device", "batch_size", "seq_lens", "prompt_len", "repeats", "warmup", "seed")
 
 
@@ -71,7 +72,7 @@ def memory(table, history=None) -> pd.DataFrame:
                         "unused %": ok["fragmentation_pct"]})
     start = start_reserved(history) if history is not None else {}
     if start and set(out["setting"]) <= set(start):
-        out["added by the run MiB"] = out["peak reserved MiB"] - out["setting"].map(start)
+        out[ADDED] = out["peak reserved MiB"] - out["setting"].map(start)
     return out.set_index(["tokens", "setting"]).sort_index().round(1)
 
 
@@ -338,14 +339,15 @@ def _change(before: float, after: float) -> str:
     return f"{abs(before - after):.0f} MiB {word}, {100 * abs(before - after) / before:.0f}% {word}"
 
 
-def cache_line(table, history, old: str, new: str) -> str:
+def cache_line(table, history, old: str, new: str, skip: int | None = None) -> str:
     """What each setting held before the prefill (step 0 of the recorded run, just after
     ``empty_cache``: the same bytes allocated, so the difference is free space inside segments
     that hold tensors), then at every length what the run added to that, the table's peak
     reserve less step 0's reserve (the twenty-seventh review: "128 MiB less" at 100 tokens read
     as a saving, where the two settings were already 156 MiB apart before any cache existed).
     Every run starts after ``empty_cache`` from the same weights, so step 0 is each length's
-    start. Empty without both settings' histories."""
+    start. ``skip``: a length the answer (``buys_line``) already gave. Empty without both
+    settings' histories."""
     first = {}
     for conf in (old, new):
         part = history[history["setting"] == conf].sort_values("step")
@@ -362,6 +364,8 @@ def cache_line(table, history, old: str, new: str) -> str:
     mem = memory(table)
     parts = []
     for n in mem.index.get_level_values(0).unique():
+        if skip is not None and int(n) == int(skip):
+            continue
         a, b = (float(mem.loc[(n, c), "peak reserved MiB"]) - r for c, r in ((old, r_old),
                                                                             (new, r_new)))
         diff = "the same" if round(a) == round(b) else (
@@ -370,7 +374,22 @@ def cache_line(table, history, old: str, new: str) -> str:
         if round(b) >= round(a):
             said += ": no saving on the cache itself at this length"
         parts.append(said)
+    if not parts:
+        return f"{head}."
     return f"{head}. What the run added to that at its peak: " + "; ".join(parts) + "."
+
+
+def answer_line(mem, old: str, new: str, point: int) -> str:
+    """The summary's "In one line", in the answer's measure (``buys_line``): what the run added to
+    the reserve it started from under each setting (``mem``: ``memory(table, history)`` at
+    ``point``), as a share where the setting saved, plainly where it did not (the 48-token
+    workshop tables: 164 MiB against 48)."""
+    before, after = (float(mem.loc[c, ADDED]) for c in (old, new))
+    said = (f"In one line: at {point} tokens the same loop added {after:.0f} MiB to the "
+            f"allocator's reserve with {new}")
+    if round(after) < round(before):
+        return f"{said}, {100 * after / before:.0f}% of the {before:.0f} MiB it added with {old}."
+    return f"{said}, against {before:.0f} MiB with {old}: no saving on this loop's cache."
 
 
 def buys_line(mem, runs: dict, steps: int, old: str, new: str, point: int) -> str:
@@ -378,13 +397,21 @@ def buys_line(mem, runs: dict, steps: int, old: str, new: str, point: int) -> st
     settings for the same peak allocated (``mem``: ``memory(table)`` at ``point`` tokens), and
     the trips to the driver in the recorded run (``driver_calls``), where recorded. The GPU's
     work is left to ``speed_line``, printed next, which measures it."""
-    before, after = (float(mem.loc[c, "peak reserved MiB"]) for c in (old, new))
-    change = _change(before, after)
     held = [f"{float(mem.loc[c, 'peak allocated MiB']):.0f}" for c in (new, old)]
     held = (f"the same {held[0]} MiB peak allocated" if held[0] == held[1] else
             f"a peak allocated of {held[0]} MiB against {held[1]} MiB")  # 634 and 635 (round 22)
-    said = (f"What {new} bought on this loop at {point} tokens: a peak reserve of {after:.0f} MiB "
-            f"against {before:.0f} MiB ({change}) for {held}")
+    if ADDED in mem:  # the measure the lesson names (round 29: the text said "the one to compare"
+        # of `added by the run`, the answer compared peak reserved)
+        before, after = (float(mem.loc[c, ADDED]) for c in (old, new))
+        change = (_change(before, after) if round(after) < round(before) else
+                  "no saving on the cache itself" if round(after) > round(before) else "the same")
+        said = (f"What {new} bought on this loop at {point} tokens, in memory the run added to the "
+                f"reserve it started from (the table's `added by the run`): {after:.0f} MiB against "
+                f"{before:.0f} MiB ({change}), for {held}")
+    else:
+        before, after = (float(mem.loc[c, "peak reserved MiB"]) for c in (old, new))
+        said = (f"What {new} bought on this loop at {point} tokens: a peak reserve of {after:.0f} "
+                f"MiB against {before:.0f} MiB ({_change(before, after)}) for {held}")
     calls = driver_calls(runs, steps)
     if not calls.empty and {old, new} <= set(calls.index):
         trips = {c: int(sum(calls.loc[c, a] for a in DRIVER_ACTIONS if a in calls.columns))

@@ -1,5 +1,5 @@
 """The two ideas of notebook 00 made visible: the rounds of an interleaved comparison, the floor
-as bytes over bandwidth, and what an A/A comparison's interval resolves; and notebook 01's
+as bytes over bandwidth, and how far apart rounds of the same code lie; and notebook 01's
 answer (the measured growth against pure N² growth, each run split into the GPU's work and its
 idle time) and what its idle time holds."""
 from __future__ import annotations
@@ -55,11 +55,9 @@ def reach(ratio, judge: bool, by_round=None) -> str:
     First the two rounds whose A / B lay farthest from 1, in round order (the twenty-fourth
     review: in the published run loop B was about 20% slower in rounds 1 and 2 and faster in all
     six later ones, and no line said so), with the range of the other rounds and what that means
-    for reading an A/B; no cause is claimed, since the lesson measures none. Then how far the
-    interval reaches below and above its estimate (the twenty-fourth review: "about 9% either
-    side" for -8% / +7%), and so, per direction, the smallest speedup and slowdown rounds as
-    noisy as these can tell from none. Where the interval told the identical loops apart, it says so first, with in how many
-    rounds the slower loop's trial was the slower. Where the two farthest rounds are neighbours and
+    for reading an A/B; no cause is claimed, since the lesson measures none. Then how the loop
+    that ran first fared (``_first_place``). Where the interval told the identical loops apart,
+    it says so last, with in how many rounds the slower loop's trial was the slower. Where the two farthest rounds are neighbours and
     their slower loop ran last in the first and first in the second, it says the two slow runs were
     back to back (the twenty-eighth review, workshop: A alone slow in rounds 2 and 3, read against
     "moves A and B together"). Empty without an interval or rounds."""
@@ -94,47 +92,56 @@ def reach(ratio, judge: bool, by_round=None) -> str:
               f"{k} rounds together, never from one or two.")
     if order is not None:  # the twenty-eighth review: going first lost 7 of 8 rounds, unnamed
         first += "\n" + _first_place(a, b, order, names)
-    below = 100 * (1 - ratio.low / ratio.estimate)
-    above = 100 * (ratio.high / ratio.estimate - 1)
-    # an interval as wide about a true speedup s reads "faster" once s × low / estimate > 1, and
-    # "slower" once s × high / estimate < 1: one threshold per direction (the twenty-seventh
-    # review: "about 14%" stood for 8% below and 14% above)
-    to_faster, to_slower = (f"{x:.2f}" if round(x, 2) > 1 else f"{x:.3f}"  # never "1.00x"
-                            for x in (ratio.estimate / ratio.low, ratio.high / ratio.estimate))
-    text = ""
+    # the twenty-ninth review cut the line on how far the interval reaches either side of its
+    # estimate (which speedup such rounds could see): premature at step 00; docs/method.md
+    # says how to read it off the verdict line's range
     if stats.verdict(ratio) != stats.NOISE:
         slower = "B" if ratio.estimate < 1 else "A"  # estimate: A / B, the speedup of B over A
         count = int(np.sum(b > a) if slower == "B" else np.sum(a > b))
-        text = (f"This run told the identical loops apart ({slower}'s trial was the slower in "
-                f"{count} of the {k} rounds): a verdict this close to 1 can come from noise "
-                "alone.\n")
-    return first + "\n" + text + (
-        f"The interval runs from {below:.0f}% below to {above:.0f}% above its estimate: at {k} "
-        f"rounds as noisy as these, B would read \"faster\" only from about {to_faster}x faster "
-        f"and \"slower\" only from about {to_slower}x slower.")
+        first += (f"\nThis run told the identical loops apart ({slower}'s trial was the slower in "
+                  f"{count} of the {k} rounds): a verdict this close to 1 can come from noise alone.")
+    return first
 
 
 def _first_place(a, b, order, names) -> str:
     """Notebook 00: how the loop that ran first in each round fared against the one that ran
     second (the twenty-eighth review: in the published run the first was the slower in 7 of 8
     rounds, the two farthest rounds included, and the text read them as plain noise): in how
-    many rounds it was the slower, the geometric mean and largest of first ÷ second, and why
-    alternating the order keeps a steady cost of going first out of the estimate. No cause is
-    claimed; on other runs the count is about half."""
+    many rounds it took longer and by up to how much, and in how many it was quicker and by how much
+    (the twenty-ninth review: "the slower in 6 of the 8 rounds: on average it took 0.99x" read as
+    a contradiction, one round far the other way pulling the mean below 1), and why alternating
+    the order keeps a steady cost of going first out of the estimate. No cause is claimed; on
+    other runs the count is about half."""
     first = np.where(order == "A", a, b)
     second = np.where(order == "A", b, a)
     q = first / second
-    k, top = len(q), int(np.argmax(q))
-    mean = float(np.exp(np.mean(np.log(q))))
+    k = len(q)
+    longer, shorter = np.flatnonzero(q > 1), np.flatnonzero(q < 1)
+
+    def most(idx, pct):  # the largest difference among those rounds, in whole percent
+        i = idx[np.argmax(pct[idx])]
+        if round(pct[i]) < 1:
+            return f"by under 1% (round {names[i]})"
+        return f"by {'' if len(idx) == 1 else 'up to '}{pct[i]:.0f}% (round {names[i]})"
+
+    up, down = 100 * (q - 1), 100 * (1 - q)
+    parts = []
+    if len(longer):
+        parts.append(f"took longer in {'all ' + str(k) if len(longer) == k else f'{len(longer)} of the {k}'} "
+                     f"rounds, {most(longer, up)}")
+    if len(shorter):
+        count = (f"all {k} rounds" if len(shorter) == k else
+                 "the other round" if len(shorter) == 1 and len(longer) == k - 1 else
+                 f"the other {len(shorter)}" if len(longer) + len(shorter) == k else
+                 f"{len(shorter)} of them")
+        parts.append(f"{'and was' if parts else 'was'} quicker in {count}, {most(shorter, down)}")
     cancel = "" if k % 2 == 0 else " (largely: with an odd count, A went first once more)"
-    return (f"The loop that ran first was the slower in {int(np.sum(q > 1))} of the {k} rounds: "
-            f"on average it took {mean:.2f}x the second's time, at most {q[top]:.2f}x (round "
-            f"{names[top]}); alternating the order keeps such a steady cost out of the "
-            f"estimate{cancel}.")
+    return (f"The loop that ran first {', '.join(parts)}; alternating the order keeps a steady cost "
+            f"of running first out of the estimate{cancel}.")
 
 
 def spread(by_round, n: int, gpu_ms: float) -> str:
-    """Notebook 00: the budget's wall clock is one reading of a host whose speed varies (the
+    """Notebook 00: the budget's wall clock is one reading of a host and an allocator whose times vary (the
     sixteenth review: the budget read as one fixed fact beside runs of the same loop 1.9x apart):
     the same code's runs per step, fastest to slowest, and the GPU's idle share at both ends with
     the GPU's profiled work (the same kernels in every run), with who sets the pace there. Empty
@@ -144,13 +151,24 @@ def spread(by_round, n: int, gpu_ms: float) -> str:
         return ""
     fast, slow = float(np.min(runs)), float(np.max(runs))
     idle = [100 * max(t - gpu_ms, 0.0) / t for t in (fast, slow)]
-    paces = [budget.pace(i, why=False) for i in idle]
-    text = (f"The same code's {len(runs)} runs took {fast:.1f} to {slow:.1f} ms per step (the "
-            "host's speed varies: Idea 2's noise); the GPU idles "
+    paces = [who_paces(i, why=False) for i in idle]
+    # the twenty-ninth review: every timed run also fetches its memory from the driver, so the
+    # spread is not the host's speed alone
+    text = (f"The same code's {len(runs)} runs took {fast:.1f} to {slow:.1f} ms per step (host "
+            "and allocator vary, not separated here: Idea 2's noise); the GPU idles "
             f"{idle[0]:.0f}% of the fastest run's step")
     if paces[0] == paces[1]:
         return text + f" and {idle[1]:.0f}% of the slowest's: {paces[0]} in every run."
     return text + f" ({paces[0]}) and {idle[1]:.0f}% of the slowest's ({paces[1]})."
+
+
+def who_paces(idle_pct: float, why: bool = True) -> str:
+    """Notebook 00's pace reading, ``budget.pace`` with its host qualified: in 00 every timed run
+    fetches its memory from the driver anew, and the wait for it is not separated from the host's
+    (the twenty-ninth review: "the host sets the pace" dropped that caveat)."""
+    said = budget.pace(idle_pct, why=why)
+    return (said.replace("the host sets", "the host and the allocator set", 1)
+            .replace("host and GPU share", "host, allocator and GPU share", 1))
 
 
 def with_estimate(said: str, ratio) -> str:
@@ -197,8 +215,10 @@ def doubling(table) -> str:
     runtime, against the measured growth from a length to its double (else from the shortest to
     the longest length, against the square of their ratio): the rounds' ratio with its interval,
     and whether it lies below, above or around pure N² growth. One number: the twenty-first
-    review asked which of the medians' 2.99x and the rounds' 2.77x was the answer (00 now says
-    why the two can differ)."""
+    review asked which of the medians' 2.99x and the rounds' 2.77x was the answer (00 says why
+    the two can differ); where the medians' growth, which ``growth_why`` splits, prints apart, it
+    is named once inside the answer's parenthesis (the twenty-ninth review: four lines reconciled
+    the two)."""
     got = _growth(table)
     if got is None or math.isnan(got[2].estimate):
         return ""
@@ -207,8 +227,19 @@ def doubling(table) -> str:
     if ratio.n < stats.MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
         return (f"{_lead(n, m)} {ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge "
                 f"against the {r * r:.3g}x of pure N² growth).")
-    return (f"{_lead(n, m)} {ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f}), "
+    mid = _medians_growth(table, n, m)
+    medians = f"; the table's medians: {mid:.2f}x" if f"{mid:.2f}" != f"{ratio.estimate:.2f}" else ""
+    return (f"{_lead(n, m)} {ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f}{medians}), "
             f"{_against(ratio, r)}.")
+
+
+def _medians_growth(table, n: int, m: int) -> float:
+    """The table's medians' growth from n to m tokens, from the medians in whole ms as
+    ``growth_why`` prints them, so that both lines show the same value."""
+    ok = table[table["status"] == harness.OK]
+    t = {int(r["seq_len"]): 1e3 * float(r["median_s"]) for _, r in ok.iterrows()}
+    whole = {k: round(v) for k, v in t.items()}
+    return whole[m] / whole[n] if whole[n] > 0 else t[m] / t[n]
 
 
 def _split(table):
@@ -260,9 +291,8 @@ def growth_why(table, prompt_len: int) -> str:
     about 2.8 ms" beside 1.55x and 3.24, 2.51 and 2.64 ms). The median run from a length to its
     double is the GPU's work (the profiled run) plus its idle time (the rest of the median); the
     lines state how each grew and the idle time per step at every length, with no judgement
-    chosen by thresholds. The split needs one run per length, so it reads the table's medians;
-    where their growth prints apart from ``doubling``'s rounds' ratio, the first line says once
-    which is which. The idle times printed are the rounded median minus the rounded work, so the
+    chosen by thresholds. The split needs one run per length, so it reads the table's medians,
+    whose growth ``doubling`` names beside the answer. The idle times printed are the rounded median minus the rounded work, so the
     printed parts add up. Empty without GPU work (a CPU run)."""
     p = _parts(table)
     if p is None:
@@ -273,8 +303,8 @@ def growth_why(table, prompt_len: int) -> str:
     grown, grew, work = p["grew"], p["idle_grew"], p["work_grew"]
     lines = [f"Why, from the table's medians: from {n} to {m} tokens the median run went from "
              f"{t0} to {t1} ms ({grown:.2f}x), the GPU's work plus its idle time."]
-    if f"{p['rounds']:.2f}" != f"{grown:.2f}":  # round 28c: one 77-word line, now three
-        lines += _round_ratios(table, n, m, _growth(table)[2], grown).split("\n")
+    # the twenty-ninth review: four lines reconciled the rounds' answer with these medians before
+    # any reason; ``doubling`` now names the medians' ratio once, in the answer's parenthesis
     lines += [
              f"- Work: {w0} -> {w1} ms ({work:.2f}x). Step t works on {prompt_len} + t positions "
              f"(the prompt's included): {positions(m) / positions(n):.2f}x as many in all, not "
@@ -284,16 +314,16 @@ def growth_why(table, prompt_len: int) -> str:
     lines.append(f"- Pace, by lesson 00's rule on these shares: {_paces(p['ns'], p['shares'])}.")
     if f"{grew:.2f}" != f"{work:.2f}":
         # the twenty-eighth review: "because the idle time grew less" restated wall = work + idle
-        # as a cause; the sum is an account, and what set the idle time per step is left open
-        pw = round(100 * w0 / t0)
-        s0, s1 = (f"{q:.2f}" for q in p["idle_step"])
-        moved = (f"stayed at {s0} ms" if s0 == s1 else  # round 28c: its values printed above
-                 "fell" if float(s1) < float(s0) else "rose")
+        # as a cause; the twenty-ninth: "weighted by their shares" is shown as the arithmetic,
+        # on the printed values ("=" where it gives the printed growth, else "≈" that growth)
+        a = round(w0 / t0, 2)
+        b = round(1 - a, 2)
+        total = a * float(f"{work:.2f}") + b * float(f"{grew:.2f}")
+        said = (f"= {total:.2f}" if f"{total:.2f}" == f"{grown:.2f}" else f"\u2248 {grown:.2f}")
         lines.append(f"- Sum: the wall clock grew {grown:.2f}x, {'less' if grew < work else 'more'} "
                      f"than the work's {work:.2f}x: the work's and the idle time's growths "
-                     f"weighted by their shares of the {n}-token run ({pw}% and {100 - pw}%). An "
-                     f"account, not a cause: why the idle time per step {moved} is not measured "
-                     "here.")
+                     f"weighted by their shares of the {n}-token run, {a:.2f} \u00d7 {work:.2f} + "
+                     f"{b:.2f} \u00d7 {grew:.2f} {said}.")
     return "\n".join(lines)
 
 
@@ -308,32 +338,6 @@ def _paces(ns, shares) -> str:
         else:
             groups.append((said, [n]))
     return "; ".join(f"{said} at {stats.listed(at, ' tokens')}" for said, at in groups)
-
-
-def _round_ratios(table, n: int, m: int, ratio, medians: float) -> str:
-    """Why the rounds' ratio (``doubling``'s answer) and the medians' differ, from the data (the
-    twenty-seventh review: "the median sets aside the run farthest ..." gave a third number for
-    the same ratio, from rounds never shown): each round's own ratio of the m-token run to the
-    n-token run, and whether the medians' ratio lies inside the answer's range, compared as both
-    are printed (the twenty-eighth review: "which a round far from the others moves less" could
-    not be checked, and 2.32x beside 2.21x (2.09–2.34) left two answers)."""
-    ok = table[table["status"] == harness.OK]
-    runs = {int(r["seq_len"]): np.asarray(harness.trials(r), dtype=float) for _, r in ok.iterrows()}
-    a, b = runs[n], runs[m]
-    text = f"The answer above, {ratio.estimate:.2f}x, is the geometric mean of the rounds' own ratios"
-    if len(a) == len(b) and len(a) > 1:
-        text += (f" (each round's {m}-token run ÷ its {n}-token run): "
-                 f"{stats.listed([f'{q:.2f}x' for q in b / a])} in rounds 1 to {len(a)}")
-    text += ".\n"
-    if not (math.isfinite(ratio.low) and math.isfinite(ratio.high)):
-        return text + f"The medians' {medians:.2f}x divides each length's middle run."
-    low, high, mid = (float(f"{v:.2f}") for v in (ratio.low, ratio.high, medians))
-    rng = f"{ratio.low:.2f}\u2013{ratio.high:.2f}"
-    if low <= mid <= high:
-        return text + (f"The medians' {medians:.2f}x lies inside the answer's range ({rng}), "
-                       "so the two agree within this run's noise.")
-    return text + (f"The medians' {medians:.2f}x lies {'above' if mid > high else 'below'} the "
-                   f"answer's range ({rng}): the lines below explain the medians, not the answer.")
 
 
 def budget_line(step, new: str, old: str) -> str:

@@ -146,19 +146,26 @@ UNITS = {"regime": "step", "batch_size": "batch", "sync": "sync, ms/step",
          "event_recovered_pct": "event wins back, %"}
 
 
-ALL = "all of it"  # a share over 100%: the late loop's median at or below no check's
+ALL = "all of it"  # a share that rounds to 100% or more: a late read wins back no more
+
+
+def whole_share(pct) -> bool:
+    """Whether a share won back reads "all of it" (round 29: the table printed 99.8% as "100"
+    beside another loop's "all of it"): it rounds to 100% or more."""
+    return not math.isnan(pct) and round(pct) >= 100
 
 
 def view(summary_frame) -> pd.DataFrame:
     """``summary`` for display: every column named with its unit, the step in words; a loop not
     timed reads "not timed" in its time and win-back columns; a cost the rounds do not resolve (no
-    check not told apart as faster) and a share of it read "\u2014"; a share over 100% reads
-    "all of it" (a late read cannot win back more than the check costs)."""
+    check not told apart as faster) and a share of it read "\u2014"; a share that rounds to 100%
+    or more reads "all of it" (``whole_share``: a late read cannot win back more than the check
+    costs)."""
     out = summary_frame[[c for c in UNITS if c in summary_frame]]
     whole = lambda v: "\u2014" if math.isnan(v) else f"{v:.0f}"  # noqa: E731
     timed = lambda v: "not timed" if math.isnan(v) else f"{v:.3f}"  # noqa: E731
     share = lambda loop: [  # noqa: E731
-        "not timed" if math.isnan(ms) else ALL if v > 100 else whole(v)
+        "not timed" if math.isnan(ms) else ALL if whole_share(v) else whole(v)
         for ms, v in zip(out[loop], out[f"{loop}_recovered_pct"])]
     resolved = summary_frame.get("check_resolved", pd.Series(True, index=out.index)).astype(bool)
     out = out.assign(regime=out["regime"].map(REGIME_LABELS), **{
@@ -365,7 +372,7 @@ def shares_line(summary_frame, batch, judge=True, regime="compiled") -> str:
     if not bool(row.get("check_resolved", True)):
         return (f"{head}, the rounds can't tell the check's cost apart, so a late read has nothing "
                 "to win back.")
-    part = lambda v: ALL if v > 100 else "none of it" if v <= 0 else f"{v:.0f}% of it"  # noqa: E731
+    part = lambda v: ALL if whole_share(v) else "none of it" if v <= 0 else f"{v:.0f}% of it"  # noqa: E731
     won = {n: part(row[f"{n}_recovered_pct"]) for n in ("interleaved", "event")
            if not math.isnan(row[f"{n}_recovered_pct"])}
     verb = {"interleaved": "two streams win back", "event": "the event loop wins back"}
@@ -380,8 +387,8 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
     ``regime`` whose check's cost the rounds resolve: the check's cost as a share of the step
     without it, the share of that cost the two late loops win back, and the µs per step they
     leave above no check. Then the batch where the check takes the largest share of the step:
-    there a late read has the most to win (and, where it is so, that it wins back the smallest
-    share there), and the batch where it pays least. Where that batch is not the ``profiled``
+    there a late read has the most to win (and which late loops, if any, win back less of the
+    cost there than at any other batch), and the batch where it pays least. Where that batch is not the ``profiled``
     one and keeps over a tenth of the cost, that the lesson does not measure why. Empty with fewer than two resolved batch sizes or on a smoke run."""
     if not judge:
         return ""
@@ -403,10 +410,15 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
             + _below_free(table, regime, b, late, left[b]) for b in won]
     text = "Where it pays: " + "; ".join(each) + "."
     most = max(share, key=share.get)
-    smallest = all(round(min(won[most])) < round(min(won[b])) for b in won if b != most)
+    # per loop (round 29: "it wins back the smallest share" held for two streams only)
+    smallest = [n for i, n in enumerate(late)
+                if all(round(won[most][i]) < round(won[b][i]) for b in won if b != most)]
+    verb = {"interleaved": "two streams win", "event": "the event loop wins"}
+    who = ("the late loops win" if len(smallest) == len(late) > 1 else
+           verb[smallest[0]] if smallest else "")
     text += (f" The check takes the largest share of the step at batch {most}: there a late "
-             "read has the most to win" + (", though it wins back the smallest share of the "
-             "cost" if smallest else "") + ".")
+             "read has the most to win" + (f", though {who} back less of the cost there than "
+             "at any other batch" if who else "") + ".")
     least = min(won, key=lambda b: min(won[b]))  # where a late read leaves most of the cost
     if least != most:
         text += (f" It pays least at batch {least}: the late loops leave "
@@ -546,13 +558,14 @@ def answer_line(row, part, judge=True) -> str:
     """The lesson's answer ("In one line") at one point of the CUDA-graph step: each late loop's
     verdict against the per-step sync (from the rounds), the loops told apart first, and the
     share of the check's cost won back (from the medians) only where told apart; the check's
-    cost per step once, after the first share. Where the rounds and the medians rank the two
-    late loops differently, the shares are not paired with the verdicts: the line says so in
-    plain words, with both medians' ratios, which rank the loops as the shares do."""
+    cost per step once, after the first share. Where both are told apart and the table's medians
+    read otherwise than the rounds (a medians' note, or the two loops ranked the other way), the
+    verdicts come without notes and ``_two_readings`` says which reading is the answer and why
+    the medians can differ, with both medians' ratios and the shares."""
     verdicts = _late_verdicts(part, judge)
     head = (f"In one line: with the CUDA-graph step at batch {int(row['batch_size'])}, reading the "
             "stop flag one step late, against the per-step sync: ")
-    if judge and (why := _ranks_differ(row, part, verdicts)):
+    if judge and (why := _two_readings(row, part, verdicts)):
         return head + why
     parts = [f"{CALLED[name]}, {said}" + (f", and it {recovered_line(row, name, judge, cost=i == 0)}"
                                           if known else "")
@@ -560,30 +573,39 @@ def answer_line(row, part, judge=True) -> str:
     return head + "; ".join(parts) + "."
 
 
-def _ranks_differ(row, part, verdicts) -> str:
-    """Where both late loops are told apart as faster than the per-step sync but the rounds'
-    printed estimates put one ahead and the table's medians (hence the printed shares won back)
-    the other: the two verdicts, without the medians' notes, then in plain words why the shares
-    rank them the other way, with both medians' ratios. Empty where the two readings agree."""
+def _two_readings(row, part, verdicts) -> str:
+    """Where both late loops are told apart as faster than the per-step sync but the table's
+    medians read otherwise than the rounds (``stats.plain`` would add a medians' note to either,
+    or the printed ratios rank the two loops the other way; round 29 read "1.32x faster
+    (1.29–1.35; the table's medians: 1.36x)" as the lesson contradicting itself): the two
+    verdicts without notes, that the rounds' reading is the answer, why the medians can differ,
+    both medians' ratios and the shares won back (which follow the medians). No new range.
+    Empty where the two readings agree."""
     late = ("interleaved", "event")
     if not all(verdicts[n][1] for n in late):
         return ""
-    ratios = {n: stats.row_speedup(part, n, "sync") for n in late}
-    est = {n: round(ratios[n].estimate, 2) for n in late}
-    pct = {n: round(min(row[f"{n}_recovered_pct"], 100.0)) for n in late}
-    if (est["interleaved"] - est["event"]) * (pct["interleaved"] - pct["event"]) >= 0:
-        return ""
     ms = part.set_index("method")["ms_per_step"]
+    ratios = {n: stats.row_speedup(part, n, "sync") for n in late}
+    medians = {n: ms["sync"] / ms[n] for n in late}
     said = {n: stats.plain(ratios[n]) for n in late}
-    won = {n: ALL if row[f"{n}_recovered_pct"] > 100 else f"{pct[n]}%" for n in late}
-    noise = stats.verdict(stats.row_speedup(part, "event", "interleaved")) == stats.NOISE
+    est = {n: round(ratios[n].estimate, 2) for n in late}
+    by_ms = {n: round(medians[n], 2) for n in late}
+    other = (est["interleaved"] - est["event"]) * (by_ms["interleaved"] - by_ms["event"]) < 0
+    noted = any(stats.plain(ratios[n], medians=medians[n]) != said[n] for n in late)
+    if not (other or noted):
+        return ""
+    pct = {n: row[f"{n}_recovered_pct"] for n in late}
+    won = {n: ALL if whole_share(p) else "none of it" if p <= 0 else f"{p:.0f}%"
+           for n, p in pct.items()}
+    back = (f"both win back {won['event']}" if won["interleaved"] == won["event"] else
+            f"two streams win back {won['interleaved']} and the event {won['event']}")
     return (f"two streams, {said['interleaved']}; one stream and an event, {said['event']}. "
-            + ("Set against each other, the two can't be told apart, and the table's medians "
-               "rank them " if noise else
-               "The table's medians rank the two ")
-            + f"the other way (two streams {ms['sync'] / ms['interleaved']:.2f}x, the event "
-            f"{ms['sync'] / ms['event']:.2f}x; of the check's {row['check_cost_us']:.0f} µs per step "
-            f"they win back {won['interleaved']} and {won['event']}).")
+            "These speedups, the lesson's answer, compare the loops round by round; the table's "
+            "medians take each loop's middle time on its own, not always from the same round, so "
+            "they can differ: two streams "
+            f"{medians['interleaved']:.2f}x, the event {medians['event']:.2f}x"
+            + (", ranking the two the other way" if other else "")
+            + f"; of the check's {row['check_cost_us']:.0f} µs per step, {back}.")
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
@@ -640,8 +662,8 @@ def recovered_line(row, name, judge=True, cost=False) -> str:
         return (f"recovers none of the check's cost ({row['check_cost_us']:.0f} µs per step): it "
                 f"ran {1e3 * (row[name] - row['sync']):.0f} µs per step slower than the per-step sync")
     cost_us = f" ({row['check_cost_us']:.0f} µs per step)" if cost else ""
-    if pct > 100:  # its median at or below no check's: more than the check costs is noise
-        return f"recovers all of the check's cost{cost_us}: its median is no check's or below"
+    if whole_share(pct):  # as the table reads it: more than the check costs is noise
+        return f"recovers all of the check's cost{cost_us}"
     return f"recovers about {pct:.0f}% of the check's cost{cost_us}"
 
 

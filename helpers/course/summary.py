@@ -23,7 +23,8 @@ from ..model import exact_matmul
 from . import floor, harness, stats
 from .budget import pace, printed_share
 from .budget import printed_idle as _idle  # the idle time as the figure's labels give it
-from .claims import CANT_TELL, KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED, say
+from .claims import (CANT_TELL, KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED, TABLES,
+                     say)
 
 PEERS = ("generate()", "generate() static")
 FUSED = "CUDA graph, fused kernels"
@@ -69,7 +70,6 @@ WHAT = {  # what each lesson's rung changes (lessons without a rung say why), at
     FUSED: "ahead: 11, kernel by kernel toward the floor",
 }
 AHEAD = ("10", "11")  # lessons that come after this one: their rungs are labelled "ahead"
-HOST_PACED = pace(100)  # lesson 00's words for a step whose pace the host sets
 
 
 def ladder_methods(model, eos_token_id, *, compile_dynamic=False, peers=PEERS) -> dict:
@@ -230,9 +230,11 @@ def readings(table, seq_len, judge) -> str:
     head = "On this table the two readings"
     if apart <= 1 + stats.MEDIANS_APART:  # round 28: claim 4's pairs (notebook 04's) name their own
         return f"{head} lie within {stats.MEDIANS_APART:.0%} of each other for every pair the lesson reads from it."
-    return (f"{head} differ by up to {apart - 1:.0%}: "
-            f"{name} over {'the ' if base == NAIVE else ''}{base} is {medians:.2f}x by the "
-            f"medians, {rounds:.2f}x by the rounds.")
+    # round 29: "4.42x by the medians, 4.81x by the rounds" read as two answers for one pair:
+    # the rounds' is the answer, the medians' a note beside it
+    return (f"{head} lie up to {apart - 1:.0%} apart; the answer to quote is the rounds': "
+            f"{name} over {'the ' if base == NAIVE else ''}{base} is {rounds:.2f}x "
+            f"(the table's medians: {medians:.2f}x).")
 
 
 def fastest(table, seq_len, taught=False) -> pd.Series:
@@ -270,11 +272,14 @@ def reading(table, seq_len, judge) -> list:
 
 def _generate_note(table, seq_len, peer="generate()") -> str:
     """``generate()`` (its defaults) against lesson 02's KV-cache loop, the same eager
-    dynamic-cache loop, in one sentence. Where it ran faster by the medians (and the rounds do not
-    tell it apart as slower): the rounds' verdict (``say``), and that on a step whose pace the host
-    sets, small differences in the host's work decide. Where it ran slower: both ms per step and
-    GPU work, and, where the GPU's work grew by less than half the extra wall clock, that most of
-    the extra is the host's (as ``_eager_cache``). Empty otherwise."""
+    dynamic-cache loop, in one sentence, led by the rounds' verdict (round 29: "most of the
+    0.08 ms it adds is the host's" rested on a 1.3% gap the rounds could not tell apart).
+    Where the rounds call it slower: both ms per step and GPU work, and, where the GPU's work grew
+    by less than half the extra wall clock, that most of the extra is the host's (as
+    ``_eager_cache``). Where they can't tell the two apart: that they take about the same time,
+    nothing attributed. Where the rounds call it faster: their verdict (``say``), and that on a
+    step whose pace the host sets, small differences in the host's work decide. Empty where the
+    medians and the rounds point opposite ways."""
     ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
     if not {peer, KV} <= set(ok["method"]):
         return ""
@@ -282,22 +287,22 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
     ms = (rows["per_step_s"] * 1e3).round(2)
     ratio = stats.row_speedup(table, peer, KV, seq_len=seq_len)
     word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else stats.NOISE
-    if ms[peer] > ms[KV]:
-        if "gpu_busy_s" not in rows or not rows.loc[[peer, KV], "gpu_busy_s"].gt(0).all():
+    if word == stats.NOISE:  # a gap the rounds cannot tell from noise, either way
+        return (f"{peer} and the course's KV-cache loop (lesson 02) take about the same time: "
+                f"{ms[peer]:.2f} against {ms[KV]:.2f} ms per step, {CANT_TELL} by the rounds.")
+    if word == stats.SLOWER:
+        if ms[peer] < ms[KV] or "gpu_busy_s" not in rows or not rows.loc[[peer, KV], "gpu_busy_s"].gt(0).all():
             return ""
         gpu = (rows["gpu_busy_s"] / seq_len * 1e3).round(2)
         extra, grew = ms[peer] - ms[KV], gpu[peer] - gpu[KV]
-        host = ("all" if grew <= 0 else "most" if grew < extra / 2 else "")
-        return (f"{peer} takes {ms[peer]:.2f} ms per step against {ms[KV]:.2f} for the course's "
-                f"KV-cache loop (lesson 02), with GPU work of {gpu[peer]:.2f} against "
-                f"{gpu[KV]:.2f} ms" + (f", so {host} of the {extra:.2f} ms it adds is the host's: "
-                                       f"work {peer} does around the model that our loop does "
-                                       "not (this lesson does not take it apart)." if host
-                                       else "."))
-    if not ms[peer] < ms[KV] or word == stats.SLOWER:
-        return ""
-    how = "beats" if word == stats.FASTER else "ran faster by the medians than"
-    return (f"{peer} ({ms[peer]:.2f} ms per step) {how} the course's own KV-cache loop "
+        host = ("all" if grew <= 0 else "most" if grew < extra / 2 else "") if extra > 0 else ""
+        return (f"{peer} is {stats.short(ratio)} than the course's KV-cache loop (lesson 02): "
+                f"{ms[peer]:.2f} against {ms[KV]:.2f} ms per step, with GPU work of "
+                f"{gpu[peer]:.2f} against {gpu[KV]:.2f} ms"
+                + (f", so {host} of the {extra:.2f} ms it adds is the host's: work {peer} does "
+                   "around the model that our loop does not (this lesson does not take it "
+                   "apart)." if host else "."))
+    return (f"{peer} ({ms[peer]:.2f} ms per step) beats the course's own KV-cache loop "
             f"({ms[KV]:.2f} ms, lesson 02): {say(table, peer, KV, seq_len=seq_len)}. It runs the "
             "same eager dynamic-cache loop, and on a step whose pace the host sets, small "
             "differences in the host's work decide.")
@@ -338,24 +343,28 @@ def one_line(table, seq_len, judge) -> str:
     return text + ("." if judge else " (smoke run: exercises the code, not a measurement).")
 
 
-def compile_gap(budget, names) -> str:
+def compile_gap(budget, names, table=None, seq_len=None) -> str:
     """What the static cache (04, where no faster than the KV cache: ``_eager_cache``) and
     compiling alone (05, ``_no_graphs``) do to the GPU's work and idle time, read from the budget
-    (empty without GPU numbers); the naive loop and the KV cache are read after the claims
-    (``host_paced``), the CUDA-graph rungs off the figure and the budget's first line."""
+    (empty without GPU numbers); the naive loop and the KV cache are read in the summary
+    (``kv_gain``), the CUDA-graph rungs off the figure and the budget's first line. ``table``
+    (the ladder) and ``seq_len``: the rounds' verdict on the static cache, where given."""
     data = budget.set_index("method")
     if data["gpu_ms"].isna().any():
         return ""
-    parts = (_eager_cache(data, names), _no_graphs(data, names))
+    parts = (_eager_cache(data, names, table, seq_len), _no_graphs(data, names))
     return "\n".join(p.strip() for p in parts if p.strip())  # a short line per rung
 
 
-def _eager_cache(data, names) -> str:
+def _eager_cache(data, names, table=None, seq_len=None) -> str:
     """Where the static cache (04) is no faster than the KV cache (02) by the medians, one
     sentence: both wall clocks and GPU work, and, where the GPU's work grew by less than half the
     extra wall clock, that most of it is the host's (all of it where the GPU's work did not
     grow); this is the ladder's one call, and notebook 04 times the pair over its own rounds
-    (every preset; claim 4 reads them only at the full preset's sizes). Empty where it is faster."""
+    (every preset; claim 4 reads them only at the full preset's sizes). Where the ladder's
+    rounds (``table``) can't tell the two apart, that they take about the same time, nothing
+    attributed (round 29: the host's share is read only from a gap clearly above the noise).
+    Empty where it is faster."""
     new, old = names.get(STATIC), names.get(KV)
     if not {new, old} <= set(data.index):
         return ""
@@ -363,11 +372,16 @@ def _eager_cache(data, names) -> str:
     extra = round(b["wall_ms"], 2) - round(a["wall_ms"], 2)
     if extra < 0:
         return ""
+    work = (f"with GPU work of {b['gpu_ms']:.2f} against {a['gpu_ms']:.2f} ms per step")
+    if table is not None and {STATIC, KV} <= set(table["method"]):
+        ratio = stats.row_speedup(table, STATIC, KV, seq_len=seq_len)
+        if ratio.n < stats.MIN_TRIALS or stats.verdict(ratio) == stats.NOISE:
+            return (f"The {new} and the {old} take about the same time by the rounds "
+                    f"({CANT_TELL}), {work}. ")
     pace = (f"is {b['wall_ms'] / a['wall_ms']:.2f}x slower than" if extra > 0 else
             "takes as long as")  # "no faster" would understate a slower rung
     # round 28c: both ms per step are the table's, printed above: not repeated here
-    text = (f"The {new} {pace} the {old} by the medians, with GPU work of {b['gpu_ms']:.2f} "
-            f"against {a['gpu_ms']:.2f} ms per step")
+    text = f"The {new} {pace} the {old} by the medians, {work}"
     grew = round(b["gpu_ms"], 2) - round(a["gpu_ms"], 2)  # as printed beside it
     if grew <= 0:
         text += f", so the {extra:.2f} ms it adds is the host's"
@@ -378,33 +392,54 @@ def _eager_cache(data, names) -> str:
                    "rounds). ")
 
 
-def host_paced(budget, names, verdicts) -> str:
-    """What this ladder's one length shows beside claim 2, a verdict notebook 02 gave from its
-    own lengths (round 25: the line was headed "(this ladder, one length)" as if it judged the
-    claim): by lesson 00's rule of who sets the pace (``budget.pace``), where claim 2 can't be
-    told apart and the host sets the KV-cache step's pace, cutting the GPU's work moved the
-    wall clock little. Ratios and shares from the printed values; empty where it does not
-    apply (claim 1 is read in notebook 01, which times the lengths)."""
+def kv_gain(budget, names, table, tables, seq_len, judge) -> str:
+    """Takeaway 1's KV cache, from this run's numbers (round 29: "on its own it gains little"
+    was typed in prose, and rested on the ladder alone): the GPU's work it cut against the naive
+    loop, the wall clock's gain by the ladder's rounds (``stats.short``: no range), and who sets
+    its step's pace (``budget.pace``). Where notebook 02, the KV cache's own lesson, measured a
+    gain in its own rounds (``tables``: this run's, ``claims.this_run_tables``) whose span over
+    its lengths the ladder's estimate lies outside (by more than ``stats.MEDIANS_APART``), its
+    gains too. Empty on a smoke run or without GPU numbers."""
     data = budget.set_index("method")
     naive, kv = names.get(NAIVE), names.get(KV)
-    if not {naive, kv} <= set(data.index) or data.loc[[naive, kv], "gpu_ms"].isna().any():
+    if (not judge or not {naive, kv} <= set(data.index)
+            or data.loc[[naive, kv], "gpu_ms"].isna().any()):
         return ""
-    a, b = (data.loc[m, ["wall_ms", "gpu_ms"]].astype(float).round(2) for m in (naive, kv))
-    share = 100 * _idle(b) / b["wall_ms"]
-    said = list(verdicts["verdict"][1:2])
-    if said != [CANT_TELL] or pace(share) != HOST_PACED or not b["gpu_ms"] < a["gpu_ms"]:
+    ratio = stats.row_speedup(table, KV, NAIVE, seq_len=seq_len)
+    if ratio.n < stats.MIN_TRIALS:
         return ""
-    sizes = verdicts["sizes"].iloc[1] if "sizes" in verdicts else ""
-    lengths = sizes.split(", ", 1)[1] if isinstance(sizes, str) and ", " in sizes else ""
-    # round 28c: both wall clocks are the table's ms column (their ratio its "× naive"), printed
-    # once there; the sentence split in two
-    wall = (f"the wall clock only {a['wall_ms'] / b['wall_ms']:.2f}x"
-            if b["wall_ms"] < a["wall_ms"] else "the wall clock not at all")
-    return (f"Claim 2 is judged in notebook 02" + (f" ({lengths})" if lengths else "")
-            + f"; the ladder, at one length, cannot judge it. It shows what holds the KV cache's "
-            f"gain down here: it cut the GPU's work {a['gpu_ms'] / b['gpu_ms']:.2f}x "
-            f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms per step) but {wall}, as the host sets "
-            f"its step's pace (the GPU idles {share:.0f}% of it).")
+    a, b = data.loc[naive], data.loc[kv]
+    share = printed_share(b)
+    said = CANT_TELL if stats.verdict(ratio) == stats.NOISE else stats.short(ratio)
+    text = (f"The {kv} cut the GPU's work {a['gpu_ms'] / b['gpu_ms']:.2f}x "
+            f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms per step); its wall clock against the "
+            f"naive loop's here: {said}. The GPU idles {share:.0f}% of its step: "
+            f"{pace(share, why=False)}.")
+    own = _ok_rows((tables or {}).get(TABLES["02"]))
+    if own is None:
+        return text
+    gains = {int(n): stats.row_speedup(own, "kv_cache", "naive", seq_len=n)
+             for n in sorted(set(own["seq_len"]))}
+    gains = {n: r for n, r in gains.items() if r.n >= stats.MIN_TRIALS and r.estimate > 0}
+    if not gains:
+        return text
+    low = min(r.estimate for r in gains.values()) * (1 - stats.MEDIANS_APART)
+    high = max(r.estimate for r in gains.values()) * (1 + stats.MEDIANS_APART)
+    if low <= ratio.estimate <= high:
+        return text
+    at = [f"{r.estimate:.2f}x at {n}" for n, r in gains.items()]
+    more = "less" if ratio.estimate > high else "more"
+    return text + (f" Notebook 02, timing the pair in its own rounds, measured "
+                   f"{stats.listed(at)} tokens: {more} than this ladder's "
+                   f"{ratio.estimate:.2f}x.")
+
+
+def _ok_rows(frame):
+    """A table's rows that ran (``claims._ok``); None without the naive and KV-cache loops."""
+    if frame is None or not {"method", "seq_len"} <= set(frame):
+        return None
+    frame = frame[frame["status"] == harness.OK] if "status" in frame else frame
+    return frame if {"naive", "kv_cache"} <= set(frame["method"]) else None
 
 
 def _no_graphs(data, names) -> str:
