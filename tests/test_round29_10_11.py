@@ -80,8 +80,8 @@ def test_11s_intro_says_why_rung_1_and_its_list_keeps_the_rung_numbers():
     flat = " ".join(intro.split())
     # the lead's merge: why rung 1 in the intro's first paragraph; round 26's sentence on who
     # fuses it (rung 2 only where the preset runs it) kept below the code
-    assert "The ladder starts from a variant of 10's step, a little slower (What it means times " \
-        "both): its attention reads only the filled positions, as this lesson's kernels do." in flat
+    assert "The ladder starts a step back from 10's (What it means times both), from an attention " \
+        "that reads only the filled positions, as this lesson's kernels do." in flat
     assert "written for Inductor" not in flat and "GPU work alone" not in flat
     items = [line for line in intro.splitlines() if line.startswith("- rung ")]
     assert [line.split(":")[0] for line in items] == [f"- rung {k}" for k in (1, 3, 4, 5, 6)]
