@@ -46,7 +46,9 @@ def generate_kv_cache(model, input_ids, max_new_tokens, eos_token_id, stop_lengt
     """Keep every layer's keys and values: each step feeds one new token, not the whole sequence."""
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
     out = model(input_ids, use_cache=True)  # NEW: the prefill runs the prompt once
-    cache, logits = out.past_key_values, out.logits[:, -1, :]  # NEW: and keeps its keys and values
+    cache = out.past_key_values  # NEW: and keeps its keys and values
+    logits = out.logits[:, -1, :].clone()  # NEW: a copy of the last position's logits ...
+    del out  # NEW: ... so the prompt's logits at every position are freed now
     tokens = [input_ids]  # CHANGED: a list of columns, joined once at the end
     for step in range(max_new_tokens):
         token, finished = next_token(logits, finished, step, eos_token_id, stop_lengths)

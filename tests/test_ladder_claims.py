@@ -604,7 +604,7 @@ def test_compiling_alone_names_the_gpu_work_where_it_fell():
     names[claims.STATIC_COMPILED] = "static cache, compiled (05)"
     assert summary._no_graphs(graphs, names).endswith(
         "its work 1.56 -> 1.13 ms. With CUDA graphs as well (static cache, compiled, 05), the idle "
-        "time is 0.73 ms. ")
+        "time is 0.73 ms, less still. ")
     more = budget.assign(gpu_ms=[1.56, 1.60])
     assert "its work 1.56 -> 1.60 ms" in summary._no_graphs(more, names)
 

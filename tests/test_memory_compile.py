@@ -422,7 +422,8 @@ def test_compiled_lesson_compilation_table():
         "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
         "verdicts above quote)):\n  default: 9.8 s; repaid after 33 runs of 8 tokens\n"
         "The float32 check graphs, compiled just before: 5.2 s (default).\n"
-        "Default's timed graph was this process's first graph.\n"
+        "Default's timed graph was this process's first graph, so its time above likely "
+        "includes the compiler's one-off start-up.\n"
         "Another cache length compiles again (up to 9.8 s here): these counts hold only while "
         "every run has the same length.")
     # with them: a hit is a warm compile, a miss a cold one
@@ -472,13 +473,14 @@ def test_05_idle_line_gives_each_mode_s_share_of_the_eager_idle():
     # the share named as the eager step's idle removed: the budget sentence's share (of a loop's
     # own step) is another number, and round 21 read 64% and 65% as one
     assert lesson.idle_line(steps, methods) == (
-        "Per step against eager: default 4.10 ms shorter (3.63 ms less GPU idle, removing 60% of "
-        "the eager step's 6.08 ms of idle; 0.47 ms less GPU work); reduce-overhead 6.03 ms shorter "
-        "(5.58 ms less GPU idle, removing 92% of the eager step's 6.08 ms of idle; 0.45 ms less GPU "
-        "work). Most of each gain is time the GPU waited on the host, not faster kernels.")
+        "Per step against eager: default 4.10 ms shorter in wall clock (3.63 ms less GPU idle, "
+        "removing 60% of the eager step's idle; 0.47 ms less GPU work); reduce-overhead 6.03 ms "
+        "shorter in wall clock (5.58 ms less GPU idle, removing 92% of the eager step's idle; "
+        "0.45 ms less GPU work). Most of each gain is time the GPU waited on the host, not faster "
+        "kernels.")  # round 30: the eager idle's ms left to the budget sentence
     slower = steps.assign(wall_ms=[7.66, 9.0, 1.63])
     line = lesson.idle_line(slower, methods)
-    assert "default 1.34 ms longer (1.81 ms more GPU idle; 0.47 ms less GPU work)" in line
+    assert "default 1.34 ms longer in wall clock (1.81 ms more GPU idle; 0.47 ms less GPU work)" in line
     assert "Most of each gain" not in line
     assert lesson.idle_line(steps.assign(idle_ms=float("nan")), methods) == (
         "GPU idle per step: no GPU time on a CPU run.")

@@ -110,8 +110,8 @@ def test_contention_line_reads_the_load_in_ms_and_quotes_no_speedup():
     compete" beside 1.6x-2.3x: each method's extra time per batch, in ms."""
     slow = {"per row": [3.0, 4.5], "on host": [1.1, 1.7]}
     line = postprocess.contention_line(_contention_table(slow))
-    assert line == ("Under this side load the per-row loop takes 20 to 35 ms more per batch than "
-                    "alone; the host copy takes 1.00 to 7.00 ms more per batch than alone.")
+    assert line == ("Under this side load the per-row loop is slower: 20 to 35 ms more per batch "
+                    "than alone; the host copy is slower: 1.00 to 7.00 ms more per batch than alone.")
     assert "faster (" not in line and "x " not in line and "per sync" not in line
     faster = postprocess.contention_line(_contention_table({**slow, "on host": [0.9, 1.7]}))
     assert faster.endswith("the host copy takes 7.00 ms more per batch than alone at 1 of 2 points "
@@ -120,8 +120,8 @@ def test_contention_line_reads_the_load_in_ms_and_quotes_no_speedup():
     one = _contention_table({**slow, "on host": [0.9, 1.7]})
     one = one[one["batch_size"] == 16]  # the notebook's one contended point
     assert postprocess.contention_line(one) == (
-        "Under this side load the per-row loop takes 20 ms more per batch than alone; the host "
-        "copy takes 1.00 ms less per batch than alone (nothing timed here says why it got "
+        "Under this side load the per-row loop is slower: 20 ms more per batch than alone; the host "
+        "copy is faster: 1.00 ms less per batch than alone (nothing timed here says why it got "
         "faster).")
 
 
@@ -141,8 +141,8 @@ def test_speedups_carry_the_load_and_one_line_reads_alone_only():
                     "first (4 syncs in all instead of 4 a row) gives identical lists, timed alone: "
                     "3.56x faster (2.83–4.00).")  # one number: the headline says which (round 24)
     with_cost = postprocess.one_line(table, 4, 8, syncs, postprocess.speedups(table))
-    assert with_cost.endswith("(2.83–4.00); net of its own work, it saved about 208 µs here per "
-                              "sync removed.")  # one point: no range (round 28)
+    assert with_cost.endswith("(2.83–4.00); it saved about 208 µs per sync removed at "
+                              "this size.")  # one point: no range (round 28)
     # (4 - 1.5 ms, the medians) / (16 - 4 syncs): the saving per sync removed, as sync_cost_line (round 27)
     assert "side load" not in line and "ratio of the medians" not in line
 
@@ -161,9 +161,10 @@ def test_sync_cost_line_divides_the_time_saved_by_the_syncs_saved():
     cost = postprocess.sync_cost(wide, syncs) * 1e6
     assert cost[(64, 8)] == pytest.approx(1e4 / 252) and cost[(16, 8)] == pytest.approx(2e3 / 60)
     line = postprocess.sync_cost_line(wide, syncs, 64, 8)
-    assert line == ("Net of its own copies and host work, the host copy saves about 40 µs here "
-                    "per sync it removes: (11.00 - 1.00 ms) / (256 - 4 syncs). Over the 2 points "
-                    "timed alone it is 33 to 40 µs.")
+    assert line == ("Saved per sync removed at batch 64, completions of 8: about 40 µs = (11.00 "
+                    "- 1.00 ms) / (256 - 4 syncs), the loop's small kernels and indexing included; "
+                    "a saving at this size, not a fixed cost of a sync: 33 to 40 µs over the 2 "
+                    "points timed alone.")
     slower = postprocess.speedups(pd.DataFrame(rows("alone", 64, 0.0010, 0.0012)))
     assert "no time over the host copy" in postprocess.sync_cost_line(slower, syncs, 64, 8)
     assert postprocess.sync_cost_line(wide, syncs.iloc[:0], 64, 8) == ""
@@ -173,7 +174,7 @@ def test_sync_cost_line_divides_the_time_saved_by_the_syncs_saved():
 def test_contention_line_states_a_majority_of_faster_points_plainly():
     slow = {"per row": [3.0, 4.5], "on host": [0.9, 0.8]}
     line = postprocess.contention_line(_contention_table(slow, trials=True))
-    assert "the host copy takes 1.00 to 2.00 ms less per batch than alone (nothing" in line
+    assert "the host copy is faster: 1.00 to 2.00 ms less per batch than alone (nothing" in line
     assert "variation" not in line
 
 
@@ -567,8 +568,8 @@ def test_lesson_10s_intro_names_08s_steps_per_launch():
 def test_contended_points_that_cannot_be_told_from_alone_are_left_out_of_the_range():
     slow = {"per row": [3.0, 4.5], "on host": [1.05, 1.7]}
     line = postprocess.contention_line(_contention_table(slow, spread=0.2, trials=True))
-    assert line == ("Under this side load the per-row loop takes 20 to 35 ms more per batch than "
-                    "alone; the host copy takes 7.00 ms more per batch than alone at 1 of 2 points "
+    assert line == ("Under this side load the per-row loop is slower: 20 to 35 ms more per batch "
+                    "than alone; the host copy is slower: 7.00 ms more per batch than alone at 1 of 2 points "
                     "(at the other it can't be told apart from alone).")
     both = _contention_table({**slow, "on host": [1.02, 1.03]}, spread=0.2, trials=True)
     assert line.split("; ")[0] in postprocess.contention_line(both)
@@ -630,8 +631,8 @@ def test_notebook_09s_length_and_sync_cost_lines_on_real_runs(commit):
     assert "out of line" not in line and "says nothing" not in line
     cost = postprocess.sync_cost_line(wide, syncs, 256, 2048)
     per_point = postprocess.sync_cost(wide, syncs) * 1e6
-    assert cost.endswith(f" Over the {len(per_point)} points timed alone it is "
-                         f"{per_point.min():.0f} to {per_point.max():.0f} µs.")
+    assert cost.endswith(f": {per_point.min():.0f} to {per_point.max():.0f} µs over the "
+                         f"{len(per_point)} points timed alone.")
     view = postprocess.table_view(wide)
     assert not view.isna().any().any() and 0 not in view["load ms"].tolist()
     said = postprocess.call_sentence(postprocess.call_budget(table, 256, 2048), 4.0)
@@ -651,7 +652,7 @@ def test_notebook_09s_12_29_run_reads_as_printed():
         "At batch 256 the per-row loop's time goes from 41.01 to 41.20 ms (1.00x) and the host "
         "copy's from 11.74 to 11.18 ms (0.95x)")
     assert postprocess.sync_cost_line(wide, syncs, 256, 2048).endswith(
-        "Over the 6 points timed alone it is 25 to 48 µs.")
+        ": 25 to 48 µs over the 6 points timed alone.")
 
 
 def _workshop_09():
@@ -700,7 +701,7 @@ def test_notebook_09s_full_runs_judge_the_load_and_name_both_speedups(commit):
     table, syncs = _run_09(commit)
     wide = postprocess.speedups(table)
     line = postprocess.contention_line(table)
-    assert "too few" not in line and line.startswith("Under this side load the per-row loop takes ")
+    assert "too few" not in line and line.startswith("Under this side load the per-row loop is slower: ")
     assert postprocess.sync_count_line(syncs).endswith("the same at every completion length.")
     loaded = postprocess.loaded_sync_line(wide, syncs, 256, 2048, table)
     assert loaded.endswith("wait behind the load's matmuls at every sync (not measured here).")

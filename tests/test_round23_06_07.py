@@ -76,7 +76,8 @@ def test_07_published_run_says_where_it_pays():
         "step at batch 1: there a late read has the most to win, though the late loops win back "
         "less of the cost there than at any other batch.")
     assert late_check.eager_line(summary, True, t).endswith(
-        "too noisy to measure an effect of the CUDA-graph step's size. The figure leaves it out.")
+        "more than the check costs with the CUDA-graph step, so they cannot show a cost of that "
+        "size. The figure leaves it out.")  # round 30: plainly
 
 
 def test_07_eager_line_where_the_check_costs():

@@ -51,6 +51,9 @@ def check_note(table, pairs, n):
         assert ("the table's medians" in line) == (outside is not None)  # round 25: on its line
         if said != floor._as_said(ratio.estimate) and outside is None:
             assert f"{said} ({floor._rung(label)})" in note
+        elif outside is not None:  # round 30: named where the note says why, its ratio not again
+            assert f"{said} ({floor._rung(label)})" not in note
+            assert floor._rung(label) in note.partition("even outside the range (")[2].partition(")")[0]
         else:
             assert f"({floor._rung(label)})" not in note
     return note
@@ -96,14 +99,15 @@ def test_4_per_launch_is_read_per_decode_step_once(run):
     """Round 24: read over whole runs, as the table and the figure (test_round24_10_11)."""
     table = ten(run)
     line = floor.per_launch_line(table, MOST, GRAPH, 100, 4, True)
-    assert line.startswith("4 steps per launch against 1 (the ratio: a run's time at 1 per launch "
-                           "÷ at 4), whole runs of 100 new tokens as the table times them: ")
+    # round 30: two sentences, whole runs then per decode step
+    assert line.startswith("4 steps per launch against 1, whole runs of 100 new tokens (time at 1 "
+                           "÷ at 4): ")
     # round 28: then per decode step, as 11 reads rung 6; only a slower step is left unexplained
-    assert line.count("; per decode step (a run at 4 per launch does 100 steps, not 99): ") == 1
-    slower = "slower (" in line.partition("; per decode step")[2]
-    assert slower == line.endswith("why a step is slower at 4 per launch, this lesson does not measure")
+    assert line.count(". Per decode step (a run at 4 per launch does 100 steps, not 99): ") == 1
+    slower = "slower (" in line.partition(". Per decode step")[2]
+    assert slower == line.endswith("why a step is slower at 4 per launch, this lesson does not measure.")
     if run == "published":
-        assert "1.04x slower; per decode step" in line  # round 29: one range, per step
+        assert "1.04x slower. Per decode step" in line  # round 29: one range, per step
     assert floor.per_launch_line(table, MOST, GRAPH, 100, 4, False) == ""
 
 

@@ -50,13 +50,13 @@ def test_published_run_reads_as_the_numbers_show():
         "14.52 ms (2.68x): its copies from 0.02 to 1.33 ms and the rest, its host work over the rows, from 5.40 to 13.19 ms. The "
         "headline quotes the longest completions at the largest batch, the largest job timed.")
     assert postprocess.sync_cost_line(wide, syncs, 256, 2048).endswith(
-        "Over the 6 points timed alone it is 25 to 44 µs.")  # all six points
+        ": 25 to 44 µs over the 6 points timed alone.")  # all six points
     head = postprocess.headline_line(table, True, 256, 2048)
     assert head.startswith("Alone, batch 256, completions of 2048, the host copy against per-row "
                            "syncs: 3.30x faster (2.89–3.67; the table's medians: 3.06x).")
     one = postprocess.one_line(table, 256, 2048, syncs, wide)
-    assert one.endswith("timed alone: 3.30x faster (2.89–3.67); net of its own work, it saved "
-                        "about 29 µs here per sync removed, 25 to 44 µs over the 6 points timed alone.")
+    assert one.endswith("timed alone: 3.30x faster (2.89–3.67); it saved about 29 µs per sync "
+                        "removed at this size, 25 to 44 µs over the 6 points timed alone.")
     said = postprocess.call_sentence(postprocess.call_budget(table, 256, 2048), 4.0)
     assert "at least" not in said and "other 39.29 ms" in said
 
@@ -94,8 +94,8 @@ def test_one_speedup_and_one_lower_bound_on_every_run(name):
         assert postprocess.length_line(wide, b, table=table) == ""  # one length
     cost = postprocess.sync_cost(wide, syncs) * 1e6
     line = postprocess.sync_cost_line(wide, syncs, b, n)
-    assert f"saves about {cost[(b, n)]:.0f} µs here" in line and "left out" not in line
-    assert f"{len(cost)} points timed alone it is {cost.min():.0f} to {cost.max():.0f} µs." in line
+    assert f"about {cost[(b, n)]:.0f} µs = " in line and "left out" not in line
+    assert f": {cost.min():.0f} to {cost.max():.0f} µs over the {len(cost)} points timed alone." in line
     said = postprocess.call_sentence(postprocess.call_budget(table, b, n), 4.0)
     assert "at least" not in said and "not timed apart here." in said
     head = postprocess.headline_line(table, True, b, n)
@@ -103,7 +103,7 @@ def test_one_speedup_and_one_lower_bound_on_every_run(name):
     assert "the table's medians" not in one  # round 29: the headline names them, as stats.say
     ratio = postprocess.transfer_speedup(table, "alone", batch_size=b, seq_len=n)
     assert f"timed alone: {ratio.estimate:.2f}x" in one and f"syncs: {ratio.estimate:.2f}x" in head
-    assert f"saved about {cost[(b, n)]:.0f} µs here" in one  # and its range (round 28)
+    assert f"saved about {cost[(b, n)]:.0f} µs per sync removed at this size" in one  # and its range (round 28)
 
 
 def test_notebook_calls_the_new_lines_and_points_nowhere():

@@ -56,19 +56,19 @@ def test_4_per_launch_reads_whole_runs_as_the_table_and_figure_do(run):
     if max(steps) == 1:  # the workshop preset: graph_steps [1]
         assert line == ""
         return
-    assert line.startswith(f"4 steps per launch against 1 (the ratio: a run's time at 1 per launch "
-                           f"÷ at 4), whole runs of {n} new tokens as the table times them: ")
-    assert line.count("; per decode step (a run at 4 per launch does 100 steps, not 99): ") == 1
+    assert line.startswith(f"4 steps per launch against 1, whole runs of {n} new tokens (time at 1 "
+                           f"÷ at 4): ")  # round 30: two sentences
+    assert line.count(". Per decode step (a run at 4 per launch does 100 steps, not 99): ") == 1
     ratio = stats.row_speedup(table, MOST, GRAPH, seq_len=n)
-    assert f"as the table times them: {_whole(ratio)}; per decode step" in line  # round 29
+    assert f"÷ at 4): {_whole(ratio)}. Per decode step" in line  # round 29
     medians = table.set_index("method")["per_step_s"]
     if stats.verdict(ratio) == stats.SLOWER:  # the table shows it slower too
         assert medians[MOST] > medians[GRAPH]
     elif stats.verdict(ratio) == stats.FASTER:
         assert medians[MOST] < medians[GRAPH]
     if run == "3deacb3":  # the review's line, now as the table reads it
-        assert "1.01x slower; per decode step" in line  # round 28: then per step
-        assert line.endswith("1.005x faster (1.001–1.008)")
+        assert "1.01x slower. Per decode step" in line  # round 28: then per step
+        assert line.endswith("1.005x faster (1.001–1.008).")
 
 
 @pytest.mark.parametrize("run", FULL + WORKSHOP)
@@ -130,7 +130,7 @@ def test_the_idle_row_says_the_profiler_may_add_to_it(run):
 def test_11_prints_the_copy_bandwidth_every_floor_divides_by():
     text = code("11_toward_the_floor")
     assert "at the copy bandwidth of {bandwidth / 1e9:.0f} GB/s that every floor divides by" in text
-    assert "(start_gpu, tenth_gpu)))" in text  # round 27b: GPU work, not attention's kernels
+    assert "(start_gpu, tenth_gpu), (P.batch_size, n)))" in text  # round 30: 10's sizes named  # round 27b: GPU work, not attention's kernels
     # on the published tables: the floor column divides by about 2.97 TB/s, above every GEMM's GB/s
     side = parts("3deacb3")
     qkv = 12 * 768 * 2304 * 4  # bytes of the QKV weights, float32

@@ -49,7 +49,9 @@ def test_a_medians_ratio_outside_its_range_is_said_on_its_line(which, run):
         if outside is not None:
             medians, low, high, digits = outside
             assert f"the table's medians: {medians:.{digits}f}x)" in line
-            assert f"({floor._rung(label)})" not in note  # said once, on its line
+            assert f"x faster ({floor._rung(label)})" not in note  # said once, on its line
+            assert f"x slower ({floor._rung(label)})" not in note
+            assert floor._rung(label) in note.partition("even outside the range (")[2]  # round 30
     assert "\n" not in note
     if "The two can differ" in note:  # the why, with this run's spread, read from the trials
         method, low, high = re.search(r"here (.+)'s took ([\d.]+) to ([\d.]+) ms\.$", note).groups()

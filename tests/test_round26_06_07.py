@@ -82,7 +82,8 @@ def test_07_eager_line_prints_the_rounds_range(run):
     if eager.empty:
         assert line == ""
     elif not bool(eager["check_resolved"].iloc[0]):
-        assert "too noisy to measure" in line and " to " in line
+        assert ("cannot show a cost of that size" in line or "too spread to tell" in line) \
+            and " to " in line  # round 30's plain wording
     assert late_check.eager_line(summary, False, table) == ""
 
 
@@ -91,8 +92,9 @@ def test_07_published_eager_line_and_lesson_06():
     summary = late_check.summary(table)
     assert late_check.eager_line(summary, True, table) == (
         "With the eager step at batch 32, the rounds ran 7.38 to 10.31 ms per step with the "
-        "per-step sync, 6.89 to 10.17 with no check: too noisy to measure an effect of the "
-        "CUDA-graph step's size. The figure leaves it out.")
+        "per-step sync, 6.89 to 10.17 with no check: each loop's rounds spread over up to 3.29 ms, "
+        "more than the check costs with the CUDA-graph step, so they cannot show a cost of that "
+        "size. The figure leaves it out.")
     cost06 = pd.read_csv(DATA / "06_eos_sync_regimes-5274887.csv")
     assert late_check.against_06(table, cost06, 32) == (
         "The same two CUDA-graph loops, at batch 32 and 100 tokens: lesson 06, earlier in this run, "

@@ -87,7 +87,8 @@ def test_01_notebook_mends():
     code, text = _text("01_naive_generation.ipynb", "code"), _text("01_naive_generation.ipynb", "markdown")
     assert "why it changes with the length, is not measured here" not in text
     # round 28c: shortened, the Pace line's own label no longer restated
-    assert "idle time per step (the Idle line)" in text and 'In the Pace line, "the host" stands' in text
+    # round 30: the Pace caveat holds whatever the Pace line says; the Idle line is what to look at
+    assert "the Idle line's per-step values" in text and "Where the Pace line names the host" in text
     assert "`budget_s`" not in text
     assert "a test keeps them identical" in code
 

@@ -15,15 +15,15 @@ def test_published_run_reads_as_its_numbers():
     table, syncs = _read("9bd8862"), _read("9bd8862", syncs=True)
     wide = postprocess.speedups(table)
     assert postprocess.sync_cost_line(wide, syncs, 256, 2048) == (
-        "Net of its own copies and host work, the host copy saves about 51 µs here per sync it "
-        "removes: (70.53 - 18.70 ms) / (1024 - 4 syncs). Over the 6 points timed alone it is 32 "
-        "to 53 µs.")
+        "Saved per sync removed at batch 256, completions of 2048: about 51 µs = (70.53 - 18.70 "
+        "ms) / (1024 - 4 syncs), the loop's small kernels and indexing included; a saving at this "
+        "size, not a fixed cost of a sync: 32 to 53 µs over the 6 points timed alone.")
     assert postprocess.headline_line(table, True, 256, 2048) == (
         "Alone, batch 256, completions of 2048, the host copy against per-row syncs: 3.64x faster "
         "(3.33–3.90; the table's medians: 3.77x).")
     assert postprocess.one_line(table, 256, 2048, syncs, wide).endswith(
-        "3.64x faster (3.33–3.90); net of its own work, it saved about 51 µs here per sync "
-        "removed, 32 to 53 µs over the 6 points timed alone.")
+        "3.64x faster (3.33–3.90); it saved about 51 µs per sync removed at this size, "
+        "32 to 53 µs over the 6 points timed alone.")
     assert postprocess.loaded_sync_line(wide, syncs, 256, 2048, table) == (
         "Under this side load the same sum gives about 270 µs per sync removed, against 51 µs "
         "alone: most likely the loop's small kernels wait behind the load's matmuls at every "
@@ -56,9 +56,9 @@ def test_every_run_states_one_cost_per_sync_and_no_unmeasured_cause(tag):
     line = postprocess.sync_cost_line(wide, syncs, b, n)
     for word in ("at most", "at least", "lower bound", "only if", "not checked"):
         assert word not in line
-    assert f"saves about {cost[(b, n)]:.0f} µs here" in line
+    assert f"about {cost[(b, n)]:.0f} µs = " in line
     one = postprocess.one_line(table, b, n, syncs, wide)
-    assert f"saved about {cost[(b, n)]:.0f} µs here" in one  # the same number as the line
+    assert f"saved about {cost[(b, n)]:.0f} µs per sync removed at this size" in one  # the same number as the line
     loaded = postprocess.loaded_sync_line(wide, syncs, b, n, table)
     assert "wait their turn" not in loaded
     assert loaded == "" or "too few to judge" in loaded or "not measured here" in loaded \

@@ -75,8 +75,10 @@ def test_01_why_bullet_and_budget_label():
     text = " ".join(_text("01_naive_generation.ipynb", "markdown").split())
     code = _text("01_naive_generation.ipynb", "code")
     assert "costs the same at every step" not in text and "compare those values" not in text
-    assert ("The idle time is *N* times the idle time per step (the Idle line), which can change "
-            "with length.") in text  # round 28c: shortened; "not measured" is printed, not repeated
+    # round 30: the sentence (true by definition, the review read it as an explanation) is cut;
+    # the prose points at the Idle line's per-step values instead
+    assert "The idle time is *N* times the idle time per step" not in text
+    assert "What to look for in the Idle line's per-step values" in text
     assert "prefill counts as one of the N steps" not in code
     assert 'ax_budget.set_xlabel("ms per step (the median run ÷ N)")' in code
     # the label is set after budget.plot, whose own label it replaces

@@ -32,7 +32,7 @@ def test_published_run_says_the_per_row_loop_got_faster():
         "At batch 64, from completions of 128 to 2048, the speedup goes from 6.75x to 3.30x: the "
         "host copy's time grew more (2.62x) than the per-row loop's (1.28x).")
     assert postprocess.one_line(table, 256, 2048, syncs, wide).endswith(
-        "saved about 31 µs here per sync removed, 25 to 58 µs over the 6 points timed alone.")
+        "saved about 31 µs per sync removed at this size, 25 to 58 µs over the 6 points timed alone.")
     # printed once: the plot cell's line keeps the batch-256 times, the summary only the reading
     line = postprocess.length_line(wide, 256, table=table, prompt_len=128)
     assert "from 69.59 to 43.38 ms (0.62x)" in line and "69.59" not in \

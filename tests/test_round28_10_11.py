@@ -24,23 +24,32 @@ def source(stem):
     return ["".join(c["source"]) for c in cells]
 
 
+def per_launch10(name):
+    """10's 4-per-launch line on one frozen table: (table, new tokens, line), or None for the
+    workshop preset (graph_steps [1])."""
+    table = pd.read_csv(DATA / name)
+    if MOST not in set(table["method"]):
+        return None
+    n = int(table["seq_len"].max())
+    return table, n, floor.per_launch_line(table, MOST, GRAPH, n, 4, True)
+
+
 @pytest.mark.parametrize("name", TENS)
 def test_10s_4_per_launch_is_read_per_decode_step_and_only_a_slower_step_is_unexplained(name):
-    table = pd.read_csv(DATA / name)
-    if MOST not in set(table["method"]):  # the workshop preset: graph_steps [1]
+    if (read := per_launch10(name)) is None:
         return
-    n = int(table["seq_len"].max())
-    line = floor.per_launch_line(table, MOST, GRAPH, n, 4, True)
+    table, n, line = read
     ratio = stats.row_speedup(table, MOST, GRAPH, seq_len=n)
     steps, per = floor.per_step_ratio(ratio, n, 4)
-    assert f"whole runs of {n} new tokens as the table times them: {_whole(ratio)}" in line  # round 29
-    assert f"; per decode step (a run at 4 per launch does {steps} steps, not {n - 1}): " \
+    assert f"whole runs of {n} new tokens (time at 1 ÷ at 4): {_whole(ratio)}." \
+        in line  # round 29; round 30: two sentences
+    assert f" Per decode step (a run at 4 per launch does {steps} steps, not {n - 1}): " \
            f"{stats.plain(per)}" in line
     assert "why it is slower" not in line  # the review: the cause named, then disowned
-    assert line.endswith("this lesson does not measure") == (stats.verdict(per) == stats.SLOWER)
+    assert line.endswith("this lesson does not measure.") == (stats.verdict(per) == stats.SLOWER)
     if name == "10_cuda_graph_step-898ea06.csv":  # the review's line: per step, can't tell apart
-        assert "1.02x slower; per decode step" in line
-        assert line.endswith("can't tell apart on this machine (0.986–1.004)")
+        assert "1.02x slower. Per decode step" in line
+        assert line.endswith("can't tell apart on this machine (0.986–1.004).")
 
 
 def launch_pace10(name, eager, floor_ms):

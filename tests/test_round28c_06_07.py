@@ -61,10 +61,10 @@ def test_07_eager_line_keeps_its_ranges_and_drops_the_graph_cost(run):
     for m in ("sync", "no_check"):
         ms = late_check._rounds_ms(t, "eager", b, m)
         assert f"{min(ms):.2f} to {max(ms):.2f}" in line
-    assert "too noisy to measure an effect" in line and "µs" not in line
+    assert "µs" not in line
     graph = summary[(summary["regime"] == "compiled") & (summary["batch_size"] == b)]
     if not graph.empty and bool(graph["check_resolved"].iloc[0]):
-        assert "of the CUDA-graph step's size" in line
+        assert "more than the check costs with the CUDA-graph step" in line  # round 30
 
 
 @pytest.mark.parametrize("run", RUNS07)

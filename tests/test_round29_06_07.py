@@ -137,7 +137,7 @@ def test_06_reviewed_timeline_line():
 def test_06_notebook_prints_it_under_the_figure():
     text = source("06_eos_sync")
     at = text.index('run.save_figure(fig, "06_eos_sync_timeline"')
-    assert text.index("eos_sync.timeline_line(gap_table, 1, P.timeline_steps)") > at
+    assert text.index("eos_sync.timeline_line(gap_table, 1, P.timeline_steps") > at
     assert "timeline's grey bands" not in text  # they show without the check too
 
 

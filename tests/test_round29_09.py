@@ -21,14 +21,14 @@ def test_reviewed_run_says_the_host_copy_got_faster_and_no_cause():
     table, syncs = _read("6e28961"), _read("6e28961", syncs=True)
     wide = postprocess.speedups(table)
     assert postprocess.contention_line(table) == (
-        "Under this side load the per-row loop takes 142 ms more per batch than alone; the host "
-        "copy takes 3.32 ms less per batch than alone (nothing timed here says why it got faster).")
+        "Under this side load the per-row loop is slower: 142 ms more per batch than alone; the "
+        "host copy is faster: 3.32 ms less per batch than alone (nothing timed here says why it got faster).")
     assert postprocess.headline_line(table, True, 256, 2048) == (
         "Alone, batch 256, completions of 2048, the host copy against per-row syncs: 3.37x faster "
         "(3.19–3.55; the table's medians: 3.53x).")
     assert postprocess.sync_cost_line(wide, syncs, 256, 2048).startswith(
-        "Net of its own copies and host work, the host copy saves about 49 µs here per sync it "
-        "removes: (69.04 - 19.54 ms) / (1024 - 4 syncs).")
+        "Saved per sync removed at batch 256, completions of 2048: about 49 µs = (69.04 - 19.54 "
+        "ms) / (1024 - 4 syncs), the loop's small kernels and indexing included; ")
     assert "(about 35 and 3.0 GB/s, into pageable host memory" in postprocess.length_line(
         wide, 256, table=table, prompt_len=128)
 
@@ -82,9 +82,8 @@ def test_every_saving_per_sync_is_named_net_and_rates_follow_the_bytes(tag):
     if syncs is not None:
         cost = postprocess.sync_cost(wide, syncs) * 1e6
         line = postprocess.sync_cost_line(wide, syncs, b, n)
-        assert line.startswith("Net of its own copies and host work") and "costs" not in line
-        assert f"net of its own work, it saved about {cost[(b, n)]:.0f} µs here per sync " \
-            "removed" in postprocess.one_line(table, b, n, syncs, wide)
+        assert line.startswith("Saved per sync removed at batch ") and "costs" not in line
+        assert f"; it saved about {cost[(b, n)]:.0f} µs per sync removed at this size" in postprocess.one_line(table, b, n, syncs, wide)
         loaded = postprocess.loaded_sync_line(wide, syncs, b, n, table)
         assert not loaded or ("per sync removed" in loaded and "costs" not in loaded)
     if table["seq_len"].nunique() < 2:

@@ -93,7 +93,9 @@ def test_11s_earlier_comment_and_pdl_prose():
     earlier = next(line for c in code for line in c.splitlines() if line.startswith("EARLIER ="))
     assert "fastest" not in earlier and "the rung before the Triton kernels" in earlier
     plot = next(c for c in code if c.startswith("## Plot"))
-    assert "PDL can save more\nthan rung 3's idle between kernels" in plot
+    # round 30: the prose no longer promises a saving (the workshop run's PDL verdict: can't
+    # tell apart); What it means says what PDL bought
+    assert "can save more" not in plot and "What it means says what PDL bought" in plot
     # the run the student read: rung 3 -> 4 took more off each step than rung 3's profiled idle
     table = pd.read_csv(DATA / "11_toward_the_floor-6e28961.csv").set_index("method")
     parts = pd.read_csv(DATA / "11_toward_the_floor_parts-6e28961.csv").set_index("part")

@@ -22,14 +22,16 @@ def stop_bound(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
             f"cap's {free} tokens (a token ratio of {free / check:.2f})")
 
 
-def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: bool = True) -> str:
+def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: bool = True,
+              said=()) -> str:
     """What the check costs per step in each regime, from the rounds, a line each. A
     resolved regime gives its cost in µs and as a share of the step without it, and how many
     times faster that step runs; then which regime pays more each way (they can differ: a long
     eager step hides a large cost in a small share). A regime in ``unclear`` says what its rounds
     show instead (``unclear_note``) and, for the eager step, its medians' share against the
     CUDA-graph step's (``host_behind``); where it is the CUDA-graph step, that notebook 07 times the same loops
-    again. Empty on a smoke run."""
+    again. A regime in ``said`` is left out: the line under the figure gave its verdict
+    (``budget_line`` with ``cost``), and the lesson says it once. Empty on a smoke run."""
     if not judge:
         return ""
     wall = step_budget.set_index("method")["wall_ms"]
@@ -39,20 +41,25 @@ def cost_line(step_budget: pd.DataFrame, cost: pd.DataFrame, unclear=(), judge: 
         if not {check, free} <= set(wall.index):
             continue
         us = 1e3 * (wall[check] - wall[free])
+        if regime in said:  # given under the figure; still weighed in ``who_pays``
+            if regime not in unclear and us > 0:
+                paid[regime] = (us, 100 * us / 1e3 / wall[free])
+            continue
         if regime in unclear or not us > 0:
             parts.append(unclear_note(cost, step_budget, regime)
-                         + (host_behind(step_budget, unclear, cost) if regime == "eager" else "")
+                         + (host_behind(step_budget, unclear, cost, "CUDA graph" in said)
+                            if regime == "eager" else "")
                          + left_out(wall, regime))
             continue
         paid[regime] = (us, 100 * (wall[check] - wall[free]) / wall[free])
-        said = _with_medians(stats.say(cost, free, check, judge), wall[check] / wall[free])
+        runs = _with_medians(stats.say(cost, free, check, judge), wall[check] / wall[free])
         parts.append(f"With the {regime} step the check costs {us:.0f} µs per step, "
                      f"{paid[regime][1]:.0f}% of the {wall[free]:.2f} ms step without it, which "
-                     f"runs {said}." + left_out(wall, regime))
+                     f"runs {runs}." + left_out(wall, regime))
     if not parts:
         return ""
     parts[-1] += who_pays(paid)
-    if "CUDA graph" in unclear:
+    if "CUDA graph" in unclear and "CUDA graph" not in said:
         parts[-1] += " Notebook 07 times the same two CUDA-graph loops again."
     return "\n".join(parts)  # a line per step
 
@@ -127,13 +134,15 @@ def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> 
             f"{said}; its rounds overlap ({rounds}).")
 
 
-def host_behind(step_budget: pd.DataFrame, unclear=(), cost: pd.DataFrame = None) -> str:
+def host_behind(step_budget: pd.DataFrame, unclear=(), cost: pd.DataFrame = None,
+                above: bool = False) -> str:
     """Where the eager step's rounds leave the check's cost unresolved (``unclear``) but the
     CUDA-graph step's resolve it: from the two ranges of the rounds (``cost``), the most the check
     can add to the eager step, as a share of the step without it (the top of its range), against
     the least it adds to the CUDA-graph step (the bottom of its range), and that as a share of
     the step it matters less in the eager loop, said only where the first is the smaller. The
-    lesson does not measure why; nothing is said of a mechanism. Empty otherwise."""
+    lesson does not measure why; nothing is said of a mechanism. ``above``: that range was
+    printed under the figure, before this line. Empty otherwise."""
     wall = step_budget.set_index("method")["wall_ms"]
     names = {r: (f"{r}, {CHECK}", f"{r}, {FREE}") for r in ("eager", "CUDA graph")}
     if cost is None or "eager" not in unclear or "CUDA graph" in unclear or not all(
@@ -146,7 +155,8 @@ def host_behind(step_budget: pd.DataFrame, unclear=(), cost: pd.DataFrame = None
     if not 0 < most < least:
         return ""
     return (f" Even at the top of that range the check adds at most {most}% to the eager step, "
-            f"against at least {least}% to the CUDA-graph step (the bottom of its range, below): "
+            f"against at least {least}% to the CUDA-graph step (the bottom of its range"
+            f"{', above' if above else ', below'}): "
             "as a share of the step it matters less in the eager loop.")
 
 
@@ -362,18 +372,23 @@ def pace_rule() -> str:
             "or more, and they share it in between")
 
 
-def budget_line(view: pd.DataFrame, regime: str = "CUDA graph", rule: bool = False) -> str:
+def budget_line(view: pd.DataFrame, regime: str = "CUDA graph", rule: bool = False,
+                cost: pd.DataFrame = None, step_budget: pd.DataFrame = None) -> str:
     """The budget of ``regime``'s step in words, from ``profiling.check_cost``'s table (``view``,
     its values as printed): what the check adds to the wall clock per step (the table's last
     column), and whether that is GPU work or GPU idle. Where the check's cost is not a number
     (a "can't tell"), what the bars differ in, and that the rounds decide whether it is a cost.
     Empty without both loops' GPU numbers. With ``rule``, the pace's rule is written out
-    (``pace_rule``) in place of "(lesson 00's rule)"."""
+    (``pace_rule``) in place of "(lesson 00's rule)". With the timed rounds (``cost``, and
+    ``step_budget``), the line gives the lesson's answer there, once (``timed_verdict``), in
+    place of sending the reader on; ``cost_line`` then leaves the regime out."""
     check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
     if not {check, free} <= set(view.index):
         return ""
     if rule:
-        return budget_line(view, regime).replace("(lesson 00's rule)", f"({pace_rule()})")
+        return budget_line(view, regime, cost=cost, step_budget=step_budget).replace(
+            "(lesson 00's rule)", f"({pace_rule()})")
+    timed = timed_verdict(cost, step_budget, regime) if cost is not None else ""
     added = view.at[check, "the check adds ms"]
     cells = view.loc[[check, free], ["wall ms", "GPU busy ms", "GPU idle ms"]]
     if cells.isna().any().any():
@@ -386,14 +401,29 @@ def budget_line(view: pd.DataFrame, regime: str = "CUDA graph", rule: bool = Fal
                 + (f"GPU idle only: the GPU's work stayed about the same ({work}), its idle went "
                    f"from {idle} per step" if same else
                    f"GPU work ({work}) and GPU idle ({idle} per step)")
-                + "; whether the wall clock differs by more than the host's noise, the rounds "
-                "decide (below)." + pace_note(view, regime))
+                + (f"; timed, {timed}" if timed else "; whether the wall clock differs by more "
+                   "than the host's noise, the rounds decide (below).") + pace_note(view, regime))
     text = (f"With the {regime} step, the check adds {added:.3f} ms of wall clock per step "
-            f"({view.at[free, 'wall ms']:.3f} -> {view.at[check, 'wall ms']:.3f} ms). ")
+            f"({view.at[free, 'wall ms']:.3f} -> {view.at[check, 'wall ms']:.3f} ms"
+            + (f"): without it the step runs {timed}. " if timed else "). "))
     if same:
         return text + (f"The GPU's work stayed about the same ({work}), so the added time is "
                        f"GPU idle: it went from {idle} per step." + pace_note(view, regime))
     return text + f"The GPU's work went {work}, its idle from {idle} per step." + pace_note(view, regime)
+
+
+def timed_verdict(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> str:
+    """What ``regime``'s timed rounds say of the check, for ``budget_line``: where they resolve
+    it, how many times faster the step runs without it ("1.26x faster (1.25–1.28; the table's
+    medians: 1.27x)"); else ``unclear_note``'s words, without its "With the ... step"."""
+    check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
+    wall = step_budget.set_index("method")["wall_ms"]
+    if not {check, free} <= set(wall.index):
+        return ""
+    if regime not in unresolved(cost) and wall[check] > wall[free]:
+        return _with_medians(stats.say(cost, free, check, True), wall[check] / wall[free])
+    note = unclear_note(cost, step_budget, regime)
+    return note[len(f"With the {regime} step"):].lstrip(", ")
 
 
 def pace_note(view: pd.DataFrame, regime: str) -> str:
@@ -408,27 +438,55 @@ def pace_note(view: pd.DataFrame, regime: str) -> str:
             f"{budget.pace(share, why=False)} (lesson 00's rule).")
 
 
-def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True) -> str:
-    """The lesson's takeaway in one line for its summary: the check's cost with the CUDA-graph
-    step as a share of that step without it (from the table's medians), where its rounds resolve
-    it. Empty otherwise, and on a smoke run."""
+def _timed_pace(view: pd.DataFrame, regime: str = "CUDA graph") -> str:
+    """``pace_note``'s verdict alone ("host and GPU share the pace"), or "" without ``view``."""
+    note = "" if view is None else pace_note(view, regime)
+    return note.split(": ", 1)[1].replace(" (lesson 00's rule).", "") if note else ""
+
+
+def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True, stopped: int = None,
+                 cap: int = None, cost: pd.DataFrame = None) -> str:
+    """The lesson's takeaway in one line for its summary, a number in every preset (round 30):
+    where the batch stopped (``stopped`` of the ``cap``'s tokens, as a share of the cap); then,
+    timed, the check's cost with the CUDA-graph step as a share of that step without it (from the
+    table's medians) where its rounds resolve it, else (with ``cost``) its GPU idle before and
+    after and the rounds' verdict in a few words (``stats.short``, no range); a smoke run says
+    it makes no timing claim. Empty with nothing to say."""
     wall = step_budget.set_index("method")["wall_ms"]
     check, free = f"CUDA graph, {CHECK}", f"CUDA graph, {FREE}"
-    if not judge or "CUDA graph" in unclear or not {check, free} <= set(wall.index) \
-            or not wall[check] > wall[free]:
-        return ""
-    return (f"This run: with the CUDA-graph step the check's idle made each step "
-            f"{wall[check] / wall[free]:.2f}x as long ({wall[free]:.2f} -> {wall[check]:.2f} ms).")
+    parts = []
+    if stopped and cap:
+        parts.append(f"with the check the batch stopped after {stopped} of the cap's {cap} tokens "
+                     f"({100 * stopped / cap:.0f}% of the cap)")
+    graph = {check, free} <= set(wall.index)
+    if judge and graph and "CUDA graph" not in unclear and wall[check] > wall[free]:
+        parts.append(f"with the CUDA-graph step the check's idle made each step "
+                     f"{wall[check] / wall[free]:.2f}x as long ({wall[free]:.2f} -> "
+                     f"{wall[check]:.2f} ms)")
+    elif judge and graph and cost is not None:
+        idle = step_budget.set_index("method")["idle_ms"]
+        said = stats.short(stats.row_speedup(cost, free, check))
+        parts.append("with the CUDA-graph step "
+                     + (f"the check raised the GPU's idle from {idle[free]:.2f} to "
+                        f"{idle[check]:.2f} ms per step, yet timed, the loop without it: {said}"
+                        if idle[check] > idle[free] else f"the loop without the check: {said}"))
+    elif not judge and parts:
+        parts.append("a smoke run: no timing claim")
+    return f"This run: {'; '.join(parts)}." if parts else ""
 
 
-def timeline_line(gap_table: pd.DataFrame, first_step: int, steps: int) -> str:
+def timeline_line(gap_table: pd.DataFrame, first_step: int, steps: int,
+                  view: pd.DataFrame = None) -> str:
     """What the timeline draws, from its own data (``gap_table``: ``step_table``'s rows of both
     loops; the figure's steps ``first_step`` to ``first_step + steps - 1``): the GPU's idle before
     each drawn step with the check and without it, and where under the profiler the GPU idles
     before a step without the check too (median gap from ``QUEUED_AHEAD_US``) and the host's step
     there (its median) outlasts the GPU's work, that the host sets the pace in both
     panels, so the figure locates the check's wait but does not show its size (round 29: the "no
-    check" panel's grey bands were as large as the check's). Empty without both loops."""
+    check" panel's grey bands were as large as the check's). With ``view`` (the timed budget,
+    as ``pace_note`` reads it), where the timed pace differs, that the profiler slows the host
+    (round 30: "host and GPU share the pace" then "the host sets the pace" read as a
+    contradiction). Empty without both loops."""
     drawn = gap_table[(gap_table["step"] > first_step) & (gap_table["step"] < first_step + steps)]
     gaps = {m: drawn.loc[drawn["method"] == m, "gap_before_us"].dropna() for m in (CHECK, FREE)}
     if any(g.empty for g in gaps.values()):
@@ -440,7 +498,10 @@ def timeline_line(gap_table: pd.DataFrame, first_step: int, steps: int) -> str:
     free = gap_table[gap_table["method"] == FREE]
     host, work = free["cpu_us"].median(), free["busy_us"].median()
     if free["gap_before_us"].median() >= QUEUED_AHEAD_US and host > work:
+        timed = _timed_pace(view)
+        differs = timed and timed != "the host sets the pace"
         text += (f": under the profiler the host's step without the check ({host:.0f} µs) outlasts "
-                 f"the GPU's work ({work:.0f} µs), so the host sets the pace in both panels, and "
-                 "the figure shows where the check's wait lies, not its size")
+                 f"the GPU's work ({work:.0f} µs), so the host sets the pace in both panels"
+                 + (f" (timed, {timed}: the profiler slows the host)" if differs else "")
+                 + ", and the figure shows where the check's wait lies, not its size")
     return text + "."

@@ -366,7 +366,7 @@ def rounds_note(table, comparisons, judge: bool = True, **where) -> str:
     runs among those methods. Empty in a smoke run or where no comparison has enough rounds."""
     if not judge:
         return ""
-    apart, differ, read = [], set(), 0
+    apart, outside, differ, read = [], [], set(), 0
     for label, new, old in comparisons:
         cand, base = stats._row_trials(table, new, old, "wall", where)
         ratio, medians = stats._trials_speedup(cand, base), stats.medians_ratio(cand, base)
@@ -374,10 +374,13 @@ def rounds_note(table, comparisons, judge: bool = True, **where) -> str:
                                               and math.isfinite(ratio.estimate)):
             continue
         read += 1
-        if _as_said(medians) != _as_said(ratio.estimate):
+        beside = stats.medians_outside(table, new, old, judge, **where) is not None
+        if beside:  # its line printed the medians beside a range that leaves them out
             differ.update((new, old))
-            if stats.medians_outside(table, new, old, judge, **where) is None:
-                apart.append(f"{_as_said(medians)} ({_rung(label)})")
+            outside.append(_rung(label))
+        elif _as_said(medians) != _as_said(ratio.estimate):
+            differ.update((new, old))
+            apart.append(f"{_as_said(medians)} ({_rung(label)})")
     if not read:  # too few rounds for any ratio: nothing to reconcile
         return ""
     text = "The ratios above are the interleaved rounds' (notebook 00), which compare runs of the same round"
@@ -390,8 +393,11 @@ def rounds_note(table, comparisons, judge: bool = True, **where) -> str:
     widest = max(spread, key=lambda m: max(spread[m]) / min(spread[m]))
     low, high = 1e3 * min(spread[widest]), 1e3 * max(spread[widest])
     digits = 0 if low >= 100 else 1
-    return (text + ". The two can differ because a method's runs take different times from round "
-            f"to round: here {_quoted(widest)}'s took {low:.{digits}f} to {high:.{digits}f} ms.")
+    # round 30: the pair whose medians lie outside its printed range named (the review read
+    # "1.82x faster (1.70–1.97; the table's medians: 1.69x)" and a note that never linked them)
+    even = f", even outside the range ({stats.listed(outside)})," if outside else ""
+    return (text + f". The two can differ{even} because a method's runs take different times from "
+            f"round to round: here {_quoted(widest)}'s took {low:.{digits}f} to {high:.{digits}f} ms.")
 
 
 def _quoted(method: str) -> str:
@@ -424,17 +430,23 @@ def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: 
     if whole == "can't tell apart":
         whole = "can't tell apart on this machine"
     # round 27: which way the range runs ("0.989–1.002": which is slower below 1?)
-    text = (f"{k} steps per launch against 1 (the ratio: a run's time at 1 per launch ÷ at {k}), "
-            f"whole runs of {new_tokens} new tokens as the table times them: {whole}")
-    text += extra_steps_note(ratio, new_tokens, k)
-    per = read[1] if read else ratio
+    # round 30: two short sentences, one verdict each (the review read both verdicts, one range
+    # and a step count in brackets as one sentence)
+    text = f"{k} steps per launch against 1, whole runs of {new_tokens} new tokens (time at 1 ÷ at {k}): {whole}."
+    if read:
+        steps, per = read
+        text += (f" Per decode step (a run at {k} per launch does {steps} steps, not "
+                 f"{new_tokens - 1}): {stats.plain(per)}")
+    else:
+        per = ratio
+        text = text[:-1]
     if stats.verdict(per) == stats.SLOWER:
         text += f"; why a step is slower at {k} per launch, this lesson does not measure"
-    return text
+    return text + "."
 
 
 def against_tenth(fast_ms: float, start_ms: float, tenth_ms: float, fast: str,
-                  gpu=None) -> str:
+                  gpu=None, point=None) -> str:
     """11's answer first (round 23: it came only in the last line): notebook 10's graphed step
     (``tenth_ms``: ``this_run_ms``) against the last rung ``fast`` and against rung 1, where the
     ladder starts, each from the two tables' printed medians (no interval: the lessons time in
@@ -442,13 +454,17 @@ def against_tenth(fast_ms: float, start_ms: float, tenth_ms: float, fast: str,
     second line gives the wall-clock and GPU-work differences between rung 1 and 10's step, as
     printed, and that what makes them up is not measured (round 27b: the lesson blamed rung 1's
     attention kernels while the GPU work differed by 0.07 ms of a 0.355 ms gap; round 29: not
-    "only in its attention", its graphs, one per bucket length, differ too)."""
+    "only in its attention", its graphs, one per bucket length, differ too). ``point``: (batch,
+    new tokens) of both runs, named with 10's time (round 30: the workshop copy's 1.333 ms read
+    as the full preset's 1.335 ms, under other sizes)."""
     if not all(math.isfinite(x) and x > 0 for x in (fast_ms, start_ms, tenth_ms)):
         return ("Notebook 10's step ('graph, decode_step, 1/launch'): no time of it from this run "
                 "on this GPU, so the ladder is read from its own rung 1 only.")
     fast_r, start_r, tenth_r = round(fast_ms, 3), round(start_ms, 3), round(tenth_ms, 3)
+    where = ("in this run" if point is None else
+             f"in notebook 10's run of this preset (batch {point[0]}, {point[1]} new tokens)")
     text = (f"Notebook 10's step ('graph, decode_step, 1/launch') takes {tenth_r:.3f} ms per step "
-            f"in this run; the ladder starts at rung 1, {start_r:.3f} ms, "
+            f"{where}; the ladder starts at rung 1, {start_r:.3f} ms, "
             f"{_as_said(tenth_r / start_r)} than 10's step, and ends at '{fast}', {fast_r:.3f} ms, "
             f"{_as_said(tenth_r / fast_r)} than 10's step (the two tables' medians: the lessons "
             "time in separate rounds, so no range).")
@@ -607,3 +623,26 @@ def ladder_line(table, rungs, judge: bool, **where) -> str:
     medians = rows.loc[rungs[0], "per_step_ms"] / rows.loc[rungs[-1], "per_step_ms"]
     return (f"\u201c{rungs[0]}\u201d takes {at(rungs[0])}; {_rung(rungs[-1])} takes "
             f"{at(rungs[-1])}; against rung 1: {stats.plain(ratio, medians=medians)}.")
+
+
+def largest_after_line(table, rungs, after: str, host, judge: bool, **where) -> str:
+    """11's takeaway on the rungs after ``after`` (the Triton kernels): which one gained most on
+    the rung before it (the rounds' ratio, ``stats.short``, as its own line above says it), and
+    whether that rung changes only the host's work (``host``: rungs 5 and 6) (round 30: the
+    review found the prompt's graph, host work, gained more than any kernel change after rung 3,
+    and nothing said so). Where none is faster than the rung before, that, in words. Empty in a
+    smoke run or without those rungs."""
+    rungs = [r for r in rungs if r in set(table["method"])]
+    if not judge or after not in rungs or rungs.index(after) + 1 >= len(rungs):
+        return ""
+    later = rungs[rungs.index(after):]
+    gains = {new: stats.row_speedup(table, new, old, **where) for old, new in zip(later, later[1:])}
+    faster = {new: r for new, r in gains.items() if stats.verdict(r) == stats.FASTER}
+    first = f"After {_rung(after)} ({after.partition(RUNG_MARK)[2] or after})"
+    if not faster:
+        return f"{first}, no rung is faster than the one before it in this run."
+    best = max(faster, key=lambda m: faster[m].estimate)
+    what = best.partition(RUNG_MARK)[2].removeprefix("+ ") or best
+    kind = "host work, not a kernel" if best in set(host) else "a change on the GPU side"
+    return (f"{first}, the largest gain is {_rung(best)}'s ({what}), {stats.short(faster[best])} "
+            f"than the rung before: {kind}.")
