@@ -27,8 +27,8 @@ def test_the_readings_line_names_both_kinds_of_speedup(run):
 def test_the_published_run_reads_claim_fives_pair():
     table = pd.read_csv(DATA / "08_results_summary-5274887.csv")
     line = summary.readings(table, 100, True)
-    assert line.endswith("up to 14% apart, furthest for KV cache, compiled over KV cache: 1.54x "
-                         "by the rounds, the answer to quote (the table's medians: 1.35x).")
+    assert line.endswith("up to 14% apart, furthest for KV cache, compiled against KV cache: 1.54x "
+                         "faster by the rounds, the answer to quote (the table's medians: 1.35x faster).")
 
 
 def test_printed_share_reads_the_printed_numbers():

@@ -70,8 +70,8 @@ def test_the_reviewed_runs_08_lines():
             "table's medians: 1.17x).") in summary.kv_gain(b, names, table, tables, n, True)
     assert summary.readings(table, n, True) == (
         "On this table the two readings lie up to 12% apart, furthest for CUDA graph, fused "
-        "kernels over stop check a step late: 3.37x by the rounds, the answer to quote (the "
-        "table's medians: 3.02x).")
+        "kernels against stop check a step late: 3.37x faster by the rounds, the answer to quote (the "
+        "table's medians: 3.02x faster).")
     assert summary.compile_gap(b, names, table, n).endswith(
         "Compiling and CUDA graphs come in one rung here (static cache, compiled (05): compiling "
         "alone is timed only where compile_dynamic is on); per step they cut the GPU's idle "
@@ -149,3 +149,13 @@ def test_the_reviewed_runs_09_lines():
         "Saved per sync removed at batch 128, completions of 512: about 44 µs = (27.33 - 4.96 ms) "
         "/ (512 - 4 syncs), the loop's small kernels and indexing included; a saving at this "
         "size, not a fixed cost of a sync: 23 to 44 µs over the 2 points timed alone.")
+
+
+def test_08s_readings_line_says_a_slower_pair_as_slower():
+    """The lead's read of round 30: 898ea06's line named "generate() over generate() static: 0.37x";
+    a pair below 1 now reads as slower, the medians' ratio the same way round."""
+    table, n, *_ = _ladder("898ea06")
+    assert summary.readings(table, n, True) == (
+        "On this table the two readings lie up to 9% apart, furthest for generate() against "
+        "generate() static: 2.70x slower by the rounds, the answer to quote (the table's medians: "
+        "2.94x slower).")
