@@ -50,7 +50,8 @@ def generate_sync(model, input_ids, max_new_tokens, eos_token_id, stop_lengths=N
         cache.reset()  # NEW
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
     out = model(input_ids, past_key_values=cache, use_cache=True)  # CHANGED: the given cache
-    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    cache, logits = out.past_key_values, out.logits[:, -1, :].clone()  # as notebook 02's loop
+    del out
     tokens = [input_ids]
     for i in range(max_new_tokens):
         token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
@@ -71,7 +72,8 @@ def generate_no_check(model, input_ids, max_new_tokens, eos_token_id, stop_lengt
         cache.reset()
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
     out = model(input_ids, past_key_values=cache, use_cache=True)
-    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    cache, logits = out.past_key_values, out.logits[:, -1, :].clone()
+    del out
     tokens = [input_ids]
     for i in range(max_new_tokens):
         token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
@@ -103,7 +105,8 @@ def generate_event_check(model, input_ids, max_new_tokens, eos_token_id, stop_le
     flags = torch.zeros(2, dtype=torch.bool, pin_memory=cuda)  # NEW: host memory the GPU writes
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=device)
     out = model(input_ids, past_key_values=cache, use_cache=True)
-    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    cache, logits = out.past_key_values, out.logits[:, -1, :].clone()
+    del out
     tokens = [input_ids]
     for i in range(max_new_tokens):
         slot = i % 2  # NEW: two flags, two events: step i's may land while i-1's is read
@@ -148,8 +151,8 @@ def generate_interleaved(model, input_ids, max_new_tokens, eos_token_id, stop_le
         streams[0].wait_stream(torch.cuda.current_stream(device))  # NEW: the prompt is ready
     with torch.cuda.stream(streams[0]):  # NEW: the prompt's freed blocks stay with stream 0
         out = model(input_ids, past_key_values=cache, use_cache=True)
-        cache, logits = out.past_key_values, out.logits[:, -1, :].clone()  # CHANGED: a copy ...
-        del out  # NEW: ... so the prompt's logits at every position can be freed now
+        cache, logits = out.past_key_values, out.logits[:, -1, :].clone()
+        del out
     tokens = [input_ids]
     previous = streams[0]  # NEW: where step i-1 was queued (None on a CPU)
     for i in range(max_new_tokens):
