@@ -68,8 +68,8 @@ def test_00_the_reviewed_run_names_bs_110_ms_run():
         "A / B is 0.986x (too few rounds for a verdict).")
 
 
-@pytest.mark.parametrize("slow,amp,expect", [(1.03, 0.01, "say 1.03x slower"),
-                                              (1.01, 0.015, "say can't tell apart")])
+@pytest.mark.parametrize("slow,amp,expect", [(1.03, 0.01, "read B against A as 1.03x slower"),
+                                              (1.01, 0.015, "read B against A as can't tell apart")])
 def test_00_eight_rounds_give_the_others_verdict_in_words(slow, amp, expect):
     """No frozen full run told its loops apart: a full table with one run of B made slow (and B
     otherwise ``slow`` times A, give or take ``amp``) gives the other 7 rounds' verdict in words,

@@ -114,7 +114,7 @@ def _outlier(a, b, names) -> str:
     keep = np.arange(len(a)) != j
     rest = stats.speedup(b[keep], a[keep], paired=True)  # A / B over the other rounds
     left = int(keep.sum())
-    without = (f"the other {left} rounds say {stats.short(rest)}" if left >= stats.MIN_TRIALS else
+    without = (f"the other {left} rounds read B against A as {stats.short(rest)}" if left >= stats.MIN_TRIALS else
                f"the other {left} rounds' A / B is {rest.estimate:.3f}x (too few rounds for a verdict)")
     return (f"This run told the identical loops apart. The run farthest from its own loop's median: "
             f"{loop} in round {names[j]}, {t:.1f} ms against {loop}'s median of "
