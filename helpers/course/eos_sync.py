@@ -94,14 +94,17 @@ def apart(check: list, free: list) -> str:
     return "check" if max(check) < min(free) else "free" if max(free) < min(check) else ""
 
 
-def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> str:
+def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str,
+                 lead: bool = True) -> str:
     """For a regime whose rounds do not show the check as a cost, what they show, in words: the
     loop with the check faster in every round (no cost shows; the course does not explain why,
     the GPU's work being about the same where it is); the loop without it faster in every one of
     fewer than ``stats.MIN_TRIALS`` rounds (the cost by the table's medians, named so, and its
     share of the step without it; no range, so the table's "can't tell" stands); else the verdict
-    with each loop's range of rounds (and, from ``stats.MIN_TRIALS`` rounds on, its interval)."""
+    with each loop's range of rounds (and, from ``stats.MIN_TRIALS`` rounds on, its interval).
+    ``lead`` False: without its "With the ... step" (``timed_verdict`` names the step itself)."""
     check, free = f"{regime}, {CHECK}", f"{regime}, {FREE}"
+    head = lambda body, comma="": f"With the {regime} step{comma} {body}" if lead else body  # noqa: E731
     per_step = {m: per_step_rounds(cost, m) for m in (check, free)}
     n = min(len(v) for v in per_step.values())
     spread = lambda m: f"{min(per_step[m]):.2f} to {max(per_step[m]):.2f}"  # noqa: E731
@@ -111,27 +114,27 @@ def unclear_note(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> 
     if side == "check":
         gpu = step_budget.set_index("method")["gpu_ms"] if "gpu_ms" in step_budget else None
         same = gpu is not None and budget.about_same(gpu.get(free, 0), gpu.get(check, 0))
-        return (f"With the {regime} step the loop with the check was faster in every one of its "
-                f"{n} rounds ({rounds})"
-                + (f", its GPU work about the same ({gpu[check]:.2f} against {gpu[free]:.2f} ms)"
-                   if same else "")
-                + ": no cost shows, and this course does not explain why the loop without the "
-                "check ran slower.")
+        return head(f"the loop with the check was faster in every one of its "
+                    f"{n} rounds ({rounds})"
+                    + (f", its GPU work about the same ({gpu[check]:.2f} against {gpu[free]:.2f} ms)"
+                       if same else "")
+                    + ": no cost shows, and this course does not explain why the loop without the "
+                    "check ran slower.")
     if side == "free":  # only with fewer rounds than a range needs: more would resolve it
         wall = step_budget.set_index("method")["wall_ms"]
         added = wall[check] - wall[free]  # every round apart: the medians keep that order
-        return (f"With the {regime} step the loop without the check was faster in every one of "
-                f"its {n} rounds ({rounds}); by the table's medians the check costs "
-                f"{added:.3f} ms per step, {100 * added / wall[free]:.0f}% of the "
-                f"{wall[free]:.2f} ms step without it. The table reads \"can't tell\" all the "
-                f"same: {n} rounds give no range (it takes {stats.MIN_TRIALS}).")
+        return head(f"the loop without the check was faster in every one of "
+                    f"its {n} rounds ({rounds}); by the table's medians the check costs "
+                    f"{added:.3f} ms per step, {100 * added / wall[free]:.0f}% of the "
+                    f"{wall[free]:.2f} ms step without it. The table reads \"can't tell\" all the "
+                    f"same: {n} rounds give no range (it takes {stats.MIN_TRIALS}).")
     if n < stats.MIN_TRIALS:
-        return (f"With the {regime} step the two loops' {n} rounds overlap ({rounds}): too few "
-                f"to tell them apart, since with fewer than {stats.MIN_TRIALS} one odd round sways "
-                "the figure.")
+        return head(f"the two loops' {n} rounds overlap ({rounds}): too few "
+                    f"to tell them apart, since with fewer than {stats.MIN_TRIALS} one odd round sways "
+                    "the figure.")
     said = stats.plain(stats.row_speedup(cost, free, check))
-    return (f"With the {regime} step, how many times faster the loop without the check ran: "
-            f"{said}; its rounds overlap ({rounds}).")
+    return head(f"how many times faster the loop without the check ran: "
+                f"{said}; its rounds overlap ({rounds}).", ",")
 
 
 def host_behind(step_budget: pd.DataFrame, unclear=(), cost: pd.DataFrame = None,
@@ -422,26 +425,31 @@ def timed_verdict(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) ->
         return ""
     if regime not in unresolved(cost) and wall[check] > wall[free]:
         return _with_medians(stats.say(cost, free, check, True), wall[check] / wall[free])
-    note = unclear_note(cost, step_budget, regime)
-    return note[len(f"With the {regime} step"):].lstrip(", ")
+    return unclear_note(cost, step_budget, regime, lead=False)
 
 
 def pace_note(view: pd.DataFrame, regime: str) -> str:
     """Who sets the pace of ``regime``'s step without the check, by lesson 00's rule
     (``budget.pace``) on the idle share of the values ``view`` prints."""
-    free = f"{regime}, {FREE}"
-    idle, wall = view.at[free, "GPU idle ms"], view.at[free, "wall ms"]
-    if not wall > 0:
+    share = _free_share(view, regime)
+    if share is None:
         return ""
-    share = 100 * idle / wall
     return (f" Without the check the GPU idles {share:.0f}% of this step: "
             f"{budget.pace(share, why=False)} (lesson 00's rule).")
 
 
+def _free_share(view: pd.DataFrame, regime: str):
+    """The GPU's idle share of ``regime``'s step without the check, from the values ``view``
+    prints; None where the step has no time."""
+    free = f"{regime}, {FREE}"
+    idle, wall = view.at[free, "GPU idle ms"], view.at[free, "wall ms"]
+    return 100 * idle / wall if wall > 0 else None
+
+
 def _timed_pace(view: pd.DataFrame, regime: str = "CUDA graph") -> str:
     """``pace_note``'s verdict alone ("host and GPU share the pace"), or "" without ``view``."""
-    note = "" if view is None else pace_note(view, regime)
-    return note.split(": ", 1)[1].replace(" (lesson 00's rule).", "") if note else ""
+    share = None if view is None else _free_share(view, regime)
+    return "" if share is None else budget.pace(share, why=False)
 
 
 def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True, stopped: int = None,

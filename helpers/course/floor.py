@@ -432,14 +432,12 @@ def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: 
     # round 27: which way the range runs ("0.989–1.002": which is slower below 1?)
     # round 30: two short sentences, one verdict each (the review read both verdicts, one range
     # and a step count in brackets as one sentence)
-    text = f"{k} steps per launch against 1, whole runs of {new_tokens} new tokens (time at 1 ÷ at {k}): {whole}."
+    text = f"{k} steps per launch against 1, whole runs of {new_tokens} new tokens (time at 1 ÷ at {k}): {whole}"
+    per = ratio
     if read:
         steps, per = read
-        text += (f" Per decode step (a run at {k} per launch does {steps} steps, not "
+        text += (f". Per decode step (a run at {k} per launch does {steps} steps, not "
                  f"{new_tokens - 1}): {stats.plain(per)}")
-    else:
-        per = ratio
-        text = text[:-1]
     if stats.verdict(per) == stats.SLOWER:
         text += f"; why a step is slower at {k} per launch, this lesson does not measure"
     return text + "."
