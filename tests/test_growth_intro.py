@@ -393,13 +393,13 @@ def test_stairs_line_dates_the_stairs_from_the_measured_history():
     text = expandable.stairs_line(history, config, 32, 16)
     # round 24: the stairs and their rises in the head line, when and how often in the second
     assert text.split("\n") == [  # round 25: the steps dated where they are counted
-        "With default, reserved memory jumped by more than all 24 cache tensors together at 10 "
+        "With default, reserved memory jumped by more than half the 24 cache tensors together at 10 "
         "separate decode steps, one every 21 steps from decode step 198, "
         f"{found['rise'].min() / mib:.0f} to {found['rise'].max() / mib:.0f} MiB each:",
         "  the first when each layer's keys (and values) reached 20.1 MiB, just past 20 MiB; a "
         "tensor grows 2 MiB in 21.3 steps (96 KiB a step)."]
     assert expandable.stairs_line(history[history["step"] < 210], config, 32, 16) == (
-        "With default, reserved memory jumped by more than all 24 cache tensors together once: "
+        "With default, reserved memory jumped by more than half the 24 cache tensors together once: "
         f"{found['rise'].iloc[0] / mib:.0f} MiB in decode step 198, when each layer's keys (and "
         "values) reached 20.1 MiB, just past 20 MiB.")
     flat = history.assign(reserved=700 * mib)
@@ -408,9 +408,9 @@ def test_stairs_line_dates_the_stairs_from_the_measured_history():
     short = history[history["step"] < 150].copy()
     short.loc[short["step"] >= 120, "reserved"] += 176 * mib  # a rise in step 119, no stair
     assert expandable.stairs_line(short, config, 32, 16) == (
-        "With default, no stair in this run: each layer's keys (and values) reached 15.5 MiB at "
+        "With default, no big stair in this run: each layer's keys (and values) reached 15.5 MiB at "
         "most, under the 20 MiB where the big stairs start; its reserve rose at most 176 MiB in a "
-        "decode step (decode step 119), less than the 24 cache tensors together.")
+        "decode step (decode step 119).")
     published = Path(__file__).resolve().parent.parent / "figures/data/03_expandable_segments_timeline.csv"
     if published.exists():  # the 18:42 run: the stairs the figure shows, first in step 198
         text = expandable.stairs_line(pd.read_csv(published), config, 32, 16)

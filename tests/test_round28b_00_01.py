@@ -45,8 +45,9 @@ def test_00_the_reviewed_run_names_its_boundary():
                            "2, the first of round 3); the other 3 rounds lay between 0.91x and 0.95x.")
     hits = [p.stem for p in ZERO if "back to back" in _reach(p)[1]]
     # round 29: run 6e28961 froze two more (full: B slow in rounds 7 and 8, back to back)
+    # 94d1a85 two more (full: A slow in rounds 2 and 3; workshop: B slow in rounds 1 and 2)
     assert hits == ["00_setup-2518203-workshop", "00_setup-3deacb3", "00_setup-6e28961-workshop",
-                    "00_setup-6e28961"]
+                    "00_setup-6e28961", "00_setup-94d1a85-workshop", "00_setup-94d1a85"]
 
 
 def test_00_idea_2_no_longer_promises_that_rounds_move_together():
