@@ -384,10 +384,11 @@ def length_line(wide, batch_size, *, table, prompt_len=None, condition="alone") 
         return f"from {a:.2f} to {b:.2f} ms ({b / a:.2f}x)"
 
     return (f"From completions of {short_n} to {long_n}, the speedup (per row / on host, as the "
-            f"right panel draws it) goes {stats.listed(moves)}: {trend}. At batch "
+            f"right panel draws it) is {trend}: {stats.listed(moves)}. At batch "
             f"{int(batch_size)} the per-row loop's time goes {grew('per row')} and the host "
-            f"copy's {grew('on host')}{_host_growth(table, batch_size, short_n, long_n, prompt_len)}. The "
-            f"headline quotes the longest completions at the largest batch, the largest job timed.")
+            f"copy's {grew('on host')}.{_host_growth(table, batch_size, short_n, long_n, prompt_len)}"
+            " The headline quotes the longest completions at the largest batch, the largest job "
+            "timed.")
 
 
 def length_reading(wide, batch_size, condition="alone") -> str:
@@ -440,8 +441,9 @@ def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
     GPU work) at both lengths, with ``prompt_len`` the bytes they move (``copy_bytes``: the
     round-26 review, "0.02 to 1.60 ms" gave nothing to judge the rate by) and the rate of each,
     bytes over the GPU's time on them, and the rest, its host
-    work, from the printed ms so the parts add up as printed; empty without the GPU's work at
-    both points."""
+    work, from the printed ms so the parts add up as printed, named as the CPU's masking of
+    every padded column (round 31: its growth went unexplained); a sentence of its own, empty
+    without the GPU's work at both points."""
     parts = [call_budget(table, batch_size, n) for n in (short_n, long_n)]
     if any(len(p) < 2 or p["gpu_ms"].isna().any() for p in parts):
         return ""
@@ -456,8 +458,10 @@ def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
                  zip((short_n, long_n), gpu)]  # GB/s, from the unrounded GPU times
         pageable = (" (about " + " and ".join(f"{r:.0f}" if r >= 10 else f"{r:.1f}" for r in rates)
                     + " GB/s, " + pageable[2:])
-    return (f": its copies{moved} from {a:.2f} to {b:.2f} ms{pageable} and the rest, its host work over the "
-            f"rows, from {c - a:.2f} to {d - b:.2f} ms")
+    return (f" Of the host copy's time, its copies{moved} take {a:.2f} and {b:.2f} ms{pageable}; "
+            f"the rest, its host work over the rows, goes from {c - a:.2f} to {d - b:.2f} ms. That "
+            "is the CPU masking each row across all its padded columns, work the per-row loop "
+            "leaves to the GPU (not timed apart here).")
 
 
 def copy_bytes(batch_size, prompt_len, completion_len) -> int:

@@ -169,7 +169,7 @@ def test_growth_why_splits_each_run_into_the_gpus_work_and_its_idle_time():
         "- Work: 500 -> 1600 ms (3.20x). Step t works on 16 + t positions (the prompt's included): "
         "3.53x as many in all, not 4x.",
         "- Idle: 300 -> 600 ms (2.00x) while N grew 2x; per step 3.00, 3.00 and 3.00 ms at 100, "
-        "200 and 300 tokens, 38%, 27% and 18% of the step.",
+        "200 and 300 tokens, 38%, 27% and 18% of the step: it stayed the same.",
         "- Pace, by lesson 00's rule on these shares: host and GPU share the pace at 100 and 200 "
         "tokens; the GPU sets the pace at 300 tokens.",  # round 28
         "- Sum: the wall clock grew 2.75x, less than the work's 3.20x: the work's and the idle "
@@ -296,7 +296,7 @@ def test_notebook_01_on_the_workshop_table_the_twenty_second_review_read():
         "- Work: 338 -> 1070 ms (3.17x). Step t works on 16 + t positions (the prompt's included): "
         "3.23x as many in all, not 4x.",
         "- Idle: 229 -> 440 ms (1.92x) while N grew 2x; per step 4.59 and 4.40 ms at 50 and 100 "
-        "tokens, 40% and 29% of the step."]
+        "tokens, 40% and 29% of the step: it shrank as the length grew."]
     assert intro.takeaway(table) == (
         "In one line: doubling the length from 50 to 100 tokens multiplied the time by 2.58x, less "
         "than the 4x of pure N² growth; on the table's medians (2.66x), the GPU work grew 3.17x and the "
@@ -534,9 +534,11 @@ def test_length_line_gives_the_estimate_beside_cant_tell_apart_only():
     names = {"naive": "naive", "kv_cache": "KV cache"}
     table = pd.read_csv(Path(__file__).parent / "data" / "02_kv_cache-eb4fe0c.csv")
     assert growth.length_line(table, "kv_cache", "naive", True, 30, names).endswith(
-        ": 1.18x, can't tell apart on this machine (0.998–1.395; the table's medians: 1.318x faster)")
+        ": 1.18x, can't tell apart on this machine (0.998–1.395; the table's medians: 1.318x faster; "
+        "the round of KV cache's slowest run: 0.79x)")  # round 31: the round that moved it
     assert growth.length_line(table, "kv_cache", "naive", True, 120, names).endswith(
-        ": 1.17x faster (1.03–1.32; the table's medians: 1.23x)")  # round 28b
+        ": 1.17x faster (1.03–1.32; the table's medians: 1.23x; the round of KV cache's "
+        "slowest run: 0.81x)")  # round 28b, 31
 
 
 def test_gain_panel_draws_the_gains_with_their_intervals():
@@ -624,8 +626,8 @@ def test_notebook_00_states_the_chance_rate_and_the_medians_rule_the_code_uses()
     nb = json.load(open("notebooks/00_setup.ipynb"))
     text = " ".join(" ".join("".join(c["source"]) for c in nb["cells"]
                              if c["cell_type"] == "markdown").split())
-    assert ("[docs/method.md](../docs/method.md) says how often chance tells identical loops "
-            "apart, and when later lessons print \"the table's medians\"") in text  # round 28c
+    assert ("Chance sometimes tells identical loops apart ([docs/method.md](../docs/method.md) "
+            "says how often)") in text  # round 31
     assert "1 time in 20" not in text and "more than 3%" not in text
     method = " ".join(open("docs/method.md").read().split())
     assert f"differs from the estimate by more than {round(100 * stats.MEDIANS_APART)}%" in method

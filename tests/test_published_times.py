@@ -9,8 +9,8 @@ import pytest
 
 from helpers.course import published, report, results
 
-LINE = ("**On an H100** (the published run): 61 s in the full preset, its hungriest loop allocating up to about "
-        "2.5 GiB of GPU memory at once; 12 s in the workshop "
+LINE = ("**On an H100** (the published run): 61 s in the full preset, at most about 2.5 GiB of "
+        "GPU memory allocated at once (the weights and every live tensor together); 12 s in the workshop "
         "preset. **Needs** a CUDA GPU to measure; without one the smoke preset runs on the CPU.")
 
 
@@ -143,15 +143,16 @@ def test_the_header_names_reserved_memory_where_it_differs_from_allocated():
         "02_kv": {"full_s": 57.7, "peak_gib": 2.1, "reserved_gib": 54.9, "workshop_s": 54.4},
         "09_sync": {"full_s": 28.7, "peak_gib": 0.2, "reserved_gib": 0.2, "workshop_s": 15.3}}}
     assert published.header_line("02_kv", info).startswith(
-        "**On an H100** (the published run): 58 s in the full preset, its hungriest loop allocating up to "
-        "about 2.1 GiB of GPU memory at once (the allocator reserving 54.9 GiB); 54 s in the workshop")
+        "**On an H100** (the published run): 58 s in the full preset, at most about 2.1 GiB "
+        "of GPU memory allocated at once (the weights and every live tensor together; the allocator "
+        "reserving 54.9 GiB); 54 s in the workshop")
     assert "reserved" not in published.header_line("09_sync", info)
     # round 25: only where the lesson reads the reserve (02's naive loop, 03's allocator)
     info["notebooks"]["10_graph"] = info["notebooks"]["02_kv"]
     assert "reserved" not in published.header_line("10_graph", info)
     # round 27: and 01's naive loop, whose Memory note reads the reserve
     info["notebooks"]["01_naive"] = {"full_s": 67.9, "peak_gib": 4.3, "reserved_gib": 78.0}
-    assert "(the allocator reserving 78.0 GiB)" in published.header_line("01_naive", info)
+    assert "; the allocator reserving 78.0 GiB)" in published.header_line("01_naive", info)
 
 
 def test_the_published_peaks_read_either_column(tmp_path):

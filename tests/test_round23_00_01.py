@@ -182,8 +182,8 @@ def test_idle_reading_on_runs_whose_idle_time_did_not_peak_at_the_longest_length
         table = _table(out.stdout)
     lines = intro.idle_reading(table).split("\n")
     tries = stats.listed([int(t) for t in table.sort_values("seq_len")["alloc_retries"]])
-    assert len(lines) == 3 and lines[1].endswith(f": {tries} at "
-                                                 f"{stats.listed(sorted(table['seq_len']), ' tokens')}.")
+    assert len(lines) == 3 and (f": {tries} at "  # round 31: may add that the idle per step shrank
+                                f"{stats.listed(sorted(table['seq_len']), ' tokens')}.") in lines[1]
     if name == "f4bf2b7-workshop":
         assert "per step 7.65 and 4.96 ms at 50 and 100 tokens" in intro.growth_why(table, 16)
 

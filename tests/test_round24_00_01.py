@@ -123,7 +123,7 @@ def test_published_01_states_the_measured_idle_time():
         "- Work: 565 -> 1938 ms (3.43x). Step t works on 16 + t positions (the prompt's included): "
         "3.53x as many in all, not 4x.",
         "- Idle: 324 -> 502 ms (1.55x) while N grew 2x; per step 3.24, 2.51 and 2.64 ms at 100, 200 "
-        "and 300 tokens, 36%, 21% and 16% of the step.",
+        "and 300 tokens, 36%, 21% and 16% of the step: it did not move one way as the length grew.",
         "- Pace, by lesson 00's rule on these shares: host and GPU share the pace at 100 and 200 "
         "tokens; the GPU sets the pace at 300 tokens.",  # round 28
         "- Sum: the wall clock grew 2.74x, less than the work's 3.43x: the work's and the idle "

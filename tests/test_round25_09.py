@@ -32,8 +32,8 @@ def _read(tag, syncs=False):
 def test_published_run_reads_as_its_numbers():
     table, syncs = _read("7aa1901"), _read("7aa1901", syncs=True)
     wide = postprocess.speedups(table)
-    assert ("its copies from 0.02 to 1.68 ms and "
-            "the rest, its host work over the rows, from 8.69 to 19.72 ms.") in \
+    assert ("its copies take 0.02 and 1.68 ms; "
+            "the rest, its host work over the rows, goes from 8.69 to 19.72 ms.") in \
         postprocess.length_line(wide, 256, table=table)
     assert postprocess.headline_line(table, True, 256, 2048) == (
         "Alone, batch 256, completions of 2048, the host copy against per-row syncs: 3.06x faster "
@@ -73,7 +73,7 @@ def test_every_run_draws_the_number_its_headline_names(tag):
         assert (view["syncs per row"][view["method"] == "per row"] == 4.0).all()
     wide = postprocess.speedups(table)
     line = postprocess.length_line(wide, b, table=table)
-    assert line == "" or "its copies from " in line
+    assert line == "" or "its copies take " in line
 
 
 def test_notebook_states_no_finding_in_its_takeaways():

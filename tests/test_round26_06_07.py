@@ -92,14 +92,14 @@ def test_07_published_eager_line_and_lesson_06():
     summary = late_check.summary(table)
     assert late_check.eager_line(summary, True, table) == (
         "With the eager step at batch 32, the rounds ran 7.38 to 10.31 ms per step with the "
-        "per-step sync, 6.89 to 10.17 with no check: each loop's rounds spread over up to 3.29 ms, "
+        "per-step sync, 6.89 to 10.17 with no check: each loop's rounds spread over up to 3.28 ms, "
         "more than the check costs with the CUDA-graph step, so they cannot show a cost of that "
         "size. The figure leaves it out.")
     cost06 = pd.read_csv(DATA / "06_eos_sync_regimes-5274887.csv")
     assert late_check.against_06(table, cost06, 32) == (
         "The same two CUDA-graph loops, at batch 32 and 100 tokens: lesson 06, earlier in this run, "
-        "timed the check at 499 µs per step (1.33 ms without it, 1.83 ms with it); this table times "
-        "it at 311 µs (1.28 and 1.59 ms). This lesson does not measure why the two timings differ, "
+        "timed the check at 499 µs per step (1.33 ms without it, 1.83 ms with it); this lesson's own "
+        "runs time it at 311 µs (1.28 and 1.59 ms). This lesson does not measure why the two timings differ, "
         "so it compares loops within its own table.")
     assert late_check.against_06(table, cost06, 1) == ""  # 06 ran another batch
 

@@ -37,9 +37,9 @@ def test_published_run_reads_as_its_numbers():
         "Saved per sync removed at batch 256, completions of 2048: about 44 µs = (64.07 - 19.08 "
         "ms) / (1024 - 4 syncs), the loop's small kernels and indexing included; a saving at this "
         "size, not a fixed cost of a sync: 36 to 55 µs over the 6 points timed alone.")
-    assert ("its copies of 0.59 and 5.01 MB from 0.02 to 1.60 ms (about 34 and 3.1 GB/s, into pageable host memory; "
-            "exercise 2 uses pinned) and the rest, its host work over "
-            "the rows, from 9.77 to 17.48 ms.") in \
+    assert ("its copies of 0.59 and 5.01 MB take 0.02 and 1.60 ms (about 34 and 3.1 GB/s, into pageable host memory; "
+            "exercise 2 uses pinned); the rest, its host work over "
+            "the rows, goes from 9.77 to 17.48 ms.") in \
         postprocess.length_line(wide, 256, table=table, prompt_len=128)
     assert list(postprocess.sync_table(syncs)["syncs per row"]) == \
         [4.0, 0.25, 4.0, 0.06, 4.0, 0.02]
@@ -63,7 +63,7 @@ def test_every_run_states_bounds_and_lengths_plainly(tag):
         assert (f"goes from {alone.loc[lo, 'speedup']:.2f}x to {alone.loc[hi, 'speedup']:.2f}x:"
                 in summary)
     line = postprocess.length_line(wide, b, table=table, prompt_len=128)
-    assert "not measured" not in line and (line == "" or " MB from " in line)
+    assert "not measured" not in line and (line == "" or " MB take " in line)
     fig = postprocess.plot(table, sorted(table["batch_size"].unique()),
                            sorted(table["seq_len"].unique()))
     for bar in fig.axes[1].containers:  # the diamond beside the largest batch's squares, on top

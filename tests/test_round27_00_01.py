@@ -80,7 +80,7 @@ def test_01_published_rounds_show_the_slow_round():
     """Run 9bd8862: the 952 ms 100-token run sits in round 2, whose ratio is the low one."""
     why = intro.growth_why(pd.read_csv(DATA / "01_naive_generation-9bd8862.csv"), 16)
     assert "own ratios" not in why  # round 29: the rounds' ratios are no longer listed
-    assert "per step 2.43, 1.93 and 2.01 ms at 100, 200 and 300 tokens, 30%, 17% and 13% of the step." in why
+    assert "per step 2.43, 1.93 and 2.01 ms at 100, 200 and 300 tokens, 30%, 17% and 13% of the step" in why
 
 
 def test_01_notebook_mends():
@@ -88,7 +88,7 @@ def test_01_notebook_mends():
     assert "why it changes with the length, is not measured here" not in text
     # round 28c: shortened, the Pace line's own label no longer restated
     # round 30: the Pace caveat holds whatever the Pace line says; the Idle line is what to look at
-    assert "the Idle line's per-step values" in text and "Where the Pace line names the host" in text
+    assert "whether it shrank per step" in text and 'In the Pace line, "host" stands' in text  # round 31
     assert "`budget_s`" not in text
     assert "a test keeps them identical" in code
 

@@ -96,8 +96,8 @@ def test_05_summary_quotes_the_first_graph_cost(run):
     assert "new process" not in summary  # round 28: said nowhere
     if runs:
         span = f"{min(runs)}" if min(runs) == max(runs) else f"{min(runs)} to {max(runs)}"
-        assert (f"; this process's first graph took {found[0]:.1f} s, repaid after {span} "
-                "runs.") in summary
+        assert (f"; this process's first graph took {found[0]:.1f} s, which would take {span} "
+                "runs to repay.") in summary
         # the same numbers as the compilation cell's line
         line = c05.repay_line(ct, table)
         assert f"took {found[0]:.1f} s" in line
@@ -109,8 +109,8 @@ def test_05_published_summary():
     table, point, methods = t05("9bd8862")
     summary = c05.summary_line(table, c05.compilation(table), methods, point, True)
     assert summary.endswith("compiling the timed graph took 7.0 to 7.3 s, repaid after 16 to 23 "
-                            "runs of 100 tokens; this process's first graph took 12.1 s, repaid "
-                            "after 27 to 38 runs.")
+                            "runs of 100 tokens; this process's first graph took 12.1 s, which "
+                            "would take 27 to 38 runs to repay.")
 
 
 @pytest.mark.parametrize("run", RUNS05)

@@ -49,8 +49,9 @@ def test_claim_7_on_the_published_run_is_on_the_edge():
     _, _, frame, lines = _printed("9bd8862")
     assert frame.iloc[6]["verdict"] == claims.REPRODUCED
     assert frame.iloc[6]["number"] == (
-        "over the naive loop: 6.07x faster (5.95–6.22); reproduced: the range's lower end is "
-        "between 4x and 6x, its upper end above 6x: on the edge of exceeded")
+        "over the naive loop: 6.07x faster (5.95–6.22), about 6x, more than the article's about "
+        "5x; the range's lower end, 5.95x, only just reaches the about-5x band; reproduced: the "
+        "range's lower end is between 4x and 6x, its upper end above 6x: on the edge of exceeded")
     assert claims.tally(frame)[0].endswith(
         "Claim 7 is on the edge: over the eager loop its own notebook timed, its verdict would "
         "differ (see above).")

@@ -73,7 +73,7 @@ def test_11s_prompt_graph_line_states_the_tables_numbers_plainly(name):
 
 def test_11s_question_is_about_the_step_it_profiles():
     code = source("11_toward_the_floor")
-    assert "The ladder starts a step\nback from 10's" in code[0]  # round 29: and why rung 1
+    assert "The ladder starts not at\n10's step but at rung 1" in code[0]  # round 31: and why rung 1
     assert "Where does a graphed step's time go" not in code[0]
     plot = next(c for c in code if 'b["gpu_note"]' in c)
     assert "m in WITH_PDL" in plot  # round 27b: every PDL bar labelled alike, as the text says

@@ -32,10 +32,10 @@ def test_06_why_keeps_its_facts_without_the_headline_numbers(run):
 def test_06_profiler_line_says_each_thing_once(run):
     line, steps, gaps = gap_line06(run)
     assert "need not match" not in line
-    if "the number to quote" in line:
+    if "in this lesson's runs" in line:
         wall = steps.set_index("method")["wall_ms"]
         us = 1e3 * (wall[f"CUDA graph, {eos_sync.CHECK}"] - wall[f"CUDA graph, {eos_sync.FREE}"])
-        assert line.endswith(f"the check costs {us:.0f} µs per step: the number to quote.")
+        assert line.endswith(f"the check costs {us:.0f} µs per step in this lesson's runs.")
         assert "its gap is the median of a few steps of one run" in line
         # the profiler's effect on host timing: named once, by numbers where it slowed a loop
         assert ("The profiler slowed" in line) != ("whose host timing the profiler changes" in line)

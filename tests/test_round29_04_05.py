@@ -116,9 +116,9 @@ def test_04_against_article_on_the_reviewed_run():
     assert c04.against_article(table, lens, True) == (
         "Against the article: it found the static cache faster at 200 and 400 tokens, this run "
         "slower. There the GPU's work per step was about the same and the static step waited longer "
-        "on the host: to win, its extra operations would have to cost the host less than the "
-        "dynamic cache's copies cost the GPU. The article's host, GPU and library versions are not "
-        "this machine's.")
+        "on the host: to win, its step would have to take the host less time than the dynamic "
+        "step's, as the copies it saves are GPU work and the GPU already waits on the host. The "
+        "article's host, GPU and library versions are not this machine's.")
 
 
 def test_04_notebook_prints_the_new_lines_and_drops_the_template():

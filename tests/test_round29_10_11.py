@@ -80,8 +80,7 @@ def test_11s_intro_says_why_rung_1_and_its_list_keeps_the_rung_numbers():
     flat = " ".join(intro.split())
     # the lead's merge: why rung 1 in the intro's first paragraph; round 26's sentence on who
     # fuses it (rung 2 only where the preset runs it) kept below the code
-    assert "The ladder starts a step back from 10's (What it means times both), from an attention " \
-        "that reads only the filled positions, as this lesson's kernels do." in flat
+    assert "The ladder starts not at 10's step but at rung 1" in flat  # round 31: said plainly
     assert "written for Inductor" not in flat and "GPU work alone" not in flat
     items = [line for line in intro.splitlines() if line.startswith("- rung ")]
     assert [line.split(":")[0] for line in items] == [f"- rung {k}" for k in (1, 3, 4, 5, 6)]
@@ -94,8 +93,8 @@ def test_11s_earlier_comment_and_pdl_prose():
     assert "fastest" not in earlier and "the rung before the Triton kernels" in earlier
     plot = next(c for c in code if c.startswith("## Plot"))
     # round 30: the prose no longer promises a saving (the workshop run's PDL verdict: can't
-    # tell apart); What it means says what PDL bought
-    assert "can save more" not in plot and "What it means says what PDL bought" in plot
+    # tell apart); round 31: What it means gives what PDL and prefetch bought, together
+    assert "can save more" not in plot and "what PDL and prefetch bought together" in plot
     # the run the student read: rung 3 -> 4 took more off each step than rung 3's profiled idle
     table = pd.read_csv(DATA / "11_toward_the_floor-6e28961.csv").set_index("method")
     parts = pd.read_csv(DATA / "11_toward_the_floor_parts-6e28961.csv").set_index("part")

@@ -52,7 +52,8 @@ def test_04_ops_line_says_whether_the_count_holds_on_the_timed_cache(path):
         return
     assert f"(counted above, and the same on the timed prompt + {point} cache)" in same
     other = c04.ops_line(t, lens, _ops(lens, static=575), point)  # a mask padded on the GPU, say
-    assert f"128 extra operations (counted on the timed prompt + {point} cache: 447 dynamic, 575 static)" in other
+    assert (f"128 extra operations (447 dynamic, 575 static on the timed prompt + {point} cache, "
+            "the table's on prompt + 8)") in other
     assert "(counted above)" in c04.ops_line(t, lens, OPS, point)  # no counts at the lengths: as before
 
 

@@ -322,7 +322,7 @@ def test_06_gap_line():
         "The profiler slowed the host's step with the check and without it: 2179 µs against 1679 "
         "µs timed, and 1480 µs against 1280 µs timed. The profile shows where the check's cost "
         "lies, not its size: its gap is the median of a few steps of one run. Timed without the "
-        "profiler, the check costs 399 µs per step: the number to quote.")
+        "profiler, the check costs 399 µs per step in this lesson's runs.")
     assert "can't" not in line and "wait is" not in line
     # one loop slowed: which gap it widens, and which way that moved the difference
     one = gaps.assign(cpu_us=[2179.2, 1300.0])

@@ -319,7 +319,9 @@ def _fresh_line(compile_table, table) -> str:
         return line + "."
     each = [f"{k} ({mode})" if i and n == runs[0][2] else f"{k} runs of {n} tokens ({mode})"
             for i, (k, mode, n) in enumerate(runs)]
-    return line + f". At {cost:.1f} s, repaid after {stats.listed(each)}."
+    # round 31: a what-if, said as one (the first graph was one loop's, not each mode's)
+    return line + (f". Had a mode's timed graph been a process's first, at {cost:.1f} s, it would "
+                   f"be repaid after {stats.listed(each)}.")
 
 
 def idle_line(steps_budget, methods) -> str:
@@ -406,8 +408,8 @@ def _fresh_clause(compile_table, table, point) -> str:
     runs = [k for k, _, n in runs if n == point]
     if not runs:
         return ""
-    return (f"; this process's first graph took {cost:.1f} s, repaid after "
-            f"{_span(runs, 'd', '')} runs")
+    return (f"; this process's first graph took {cost:.1f} s, which would take "
+            f"{_span(runs, 'd', '')} runs to repay")
 
 
 def medians_line(table, methods, point, judge: bool) -> str:

@@ -253,7 +253,9 @@ def speedup_why(table: pd.DataFrame, judge: bool = True) -> str:
 def drift_line(ok: pd.DataFrame, low: int, cap: int, tokens: int) -> str:
     """Where the loop with the check ran the same ``tokens`` per row at caps ``low`` and ``cap``
     (identical work) and its medians lie more than ``stats.MEDIANS_APART`` apart: both times, and
-    whether their runs overlap. Empty otherwise."""
+    whether their runs overlap; where the two loops' medians at ``low`` lie no further apart than
+    that, that the low cap's comparison can't be read (round 31: 1.25x against 1.25x). Empty
+    otherwise."""
     check = ok[ok["method"] == CHECK].set_index("seq_len")
     if low not in check.index or cap not in check.index or int(check.at[low, "tokens"]) != tokens:
         return ""
@@ -263,10 +265,16 @@ def drift_line(ok: pd.DataFrame, low: int, cap: int, tokens: int) -> str:
     runs = {c: [1e3 * t for t in stats.method_trials(ok, CHECK, seq_len=c)] for c in (low, cap)}
     spread = (f" (runs {min(runs[low]):.1f} to {max(runs[low]):.1f} against {min(runs[cap]):.1f} "
               f"to {max(runs[cap]):.1f} ms, no overlap)" if apart(runs[low], runs[cap]) else "")
+    drift = max(at.values()) / min(at.values())
+    pair = {c: ok[(ok["seq_len"] == c) & (ok["method"] == FREE)]["median_s"].max() * 1e3 / at[c]
+            for c in (low, cap)}  # the two loops' medians apart, no check over the check
+    read = ("so times in this table move by about that much from one point to another."
+            if pair[low] > drift else f"at least as far apart as the two loops at cap {low} "
+            f"({pair[low]:.2f}x), so " + (f"only cap {cap}'s comparison can be read."
+                                          if pair[cap] > drift else "neither cap's comparison can be read."))
     return (f"The loop with the check ran the same {tokens} tokens (its longest row) at caps "
             f"{low} and {cap}, yet its median run took {at[low]:.1f} ms at cap {low} and {at[cap]:.1f} ms "
-            f"at cap {cap}{spread}, {max(at.values()) / min(at.values()):.2f}x apart: identical work, "
-            "so times in this table move by about that much from one point to another.")
+            f"at cap {cap}{spread}, {drift:.2f}x apart: identical work, {read}")
 
 
 def who_pays(paid: dict) -> str:
@@ -315,7 +323,8 @@ def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -
     CPU step ran over ``profiling.PROFILER_SLOWED`` times its timed step (``step_budget``): the
     profiler slowed its host, which widens that loop's gap; where only one loop was slowed,
     which way that moved the difference. Last, that the profile shows where the cost lies, not its
-    size, and the cost timed without the profiler (the number to quote), or that the rounds left
+    size, and the cost timed without the profiler in this lesson's runs (round 31: not "the
+    number to quote"; 07's own runs time it again), or that the rounds left
     it unresolved (``unclear``)."""
     with_gap, free_gap = gaps.at[CHECK, "gap_before_us"], gaps.at[FREE, "gap_before_us"]
     added = int(f"{with_gap:.0f}") - int(f"{free_gap:.0f}")  # the difference of the printed gaps
@@ -353,7 +362,7 @@ def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -
     changed = "" if slowed else ", whose host timing the profiler changes"  # else said above
     return (text + " The profile shows where the check's cost lies, not its size: its gap is the "
             f"median of a few steps of one run{changed}. Timed without the profiler, the check "
-            f"costs {timed[CHECK] - timed[FREE]:.0f} µs per step: the number to quote.")
+            f"costs {timed[CHECK] - timed[FREE]:.0f} µs per step in this lesson's runs.")
 
 
 def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:

@@ -116,9 +116,13 @@ def _outlier(a, b, names) -> str:
     left = int(keep.sum())
     without = (f"the other {left} rounds read B against A as {stats.short(rest)}" if left >= stats.MIN_TRIALS else
                f"the other {left} rounds' A / B is {rest.estimate:.3f}x (too few rounds for a verdict)")
+    # the thirty-first review: what an A/A told apart means for reading later verdicts
+    alone = stats.plain(stats.speedup(b, a, paired=True)).split(" (")[0]  # as the verdict line
     return (f"This run told the identical loops apart. The run farthest from its own loop's median: "
             f"{loop} in round {names[j]}, {t:.1f} ms against {loop}'s median of "
-            f"{med[0 if loop == 'A' else 1]:.1f} ms; without round {names[j]}, {without}.")
+            f"{med[0 if loop == 'A' else 1]:.1f} ms; without round {names[j]}, {without}. "
+            f"Later lessons: identical code read {alone} here, so a verdict about that size may be "
+            f"noise.")
 
 
 def _first_place(a, b, order, names) -> str:
@@ -298,7 +302,7 @@ def _parts(table):
     per = [w - round(g / k, 2) for w, g, k in zip(walls, work, ns)]
     values = f"{stats.listed([f'{q:.2f}' for q in per], ' ms')} at {stats.listed(ns, ' tokens')}"
     return dict(n=n, m=m, ns=ns, medians=t, work=w, idle=idle, rounds=got[2].estimate,
-                idle_step=(per[i], per[j]),
+                idle_step=(per[i], per[j]), per=per,
                 grew=t[1] / t[0], work_grew=w[1] / w[0], idle_grew=idle[1] / idle[0],
                 values=values, shares=[100 * p / w for p, w in zip(per, walls)])
 
@@ -328,7 +332,8 @@ def growth_why(table, prompt_len: int) -> str:
              f"(the prompt's included): {positions(m) / positions(n):.2f}x as many in all, not "
              f"{r * r:.3g}x.",
              f"- Idle: {i0} -> {i1} ms ({grew:.2f}x) while N grew {r:.3g}x; per step "
-             f"{p['values']}, {stats.listed([f'{q:.0f}%' for q in p['shares']])} of the step."]
+             f"{p['values']}, {stats.listed([f'{q:.0f}%' for q in p['shares']])} of the step"
+             f"{_trend(p['per'])}."]
     lines.append(f"- Pace, by lesson 00's rule on these shares: {_paces(p['ns'], p['shares'])}.")
     if f"{grew:.2f}" != f"{work:.2f}":
         # the twenty-eighth review: "because the idle time grew less" restated wall = work + idle
@@ -343,6 +348,22 @@ def growth_why(table, prompt_len: int) -> str:
                      f"weighted by their shares of the {n}-token run, {a:.2f} \u00d7 {work:.2f} + "
                      f"{b:.2f} \u00d7 {grew:.2f} {said}.")
     return "\n".join(lines)
+
+
+def _trend(per) -> str:
+    """What the idle time per step did as the length grew, on its printed values (the
+    thirty-first review: the lesson said what to look for and never said what was found; the
+    values shrank in the reviewed run, grew on some workshop runs)."""
+    said = [round(q, 2) for q in per]
+    if len(said) < 2:
+        return ""
+    if all(x > y for x, y in zip(said, said[1:])):
+        return ": it shrank as the length grew"
+    if all(x < y for x, y in zip(said, said[1:])):
+        return ": it grew with the length"
+    if len(set(said)) == 1:
+        return ": it stayed the same"
+    return ": it did not move one way as the length grew"
 
 
 def _paces(ns, shares) -> str:
@@ -407,8 +428,13 @@ def idle_reading(table) -> str:
         runs = {len(harness.trials(row)) for _, row in ok.iterrows()}
         over = (f"over the {runs.pop()} timed runs of each length" if len(runs) == 1 else
                 "over each length's timed runs")
-        lines.append(f"Allocator retries (out of driver memory, it freed its whole cache and asked "
-                     f"again), {over}: {stats.listed(tries)} at {at}.")
+        line = (f"Allocator retries (out of driver memory, it freed its whole cache and asked "
+                f"again), {over}: {stats.listed(tries)} at {at}.")
+        shown = [round(q, 2) for q in per]
+        if all(x < y for x, y in zip(tries, tries[1:])) and \
+                all(x > y for x, y in zip(shown, shown[1:])):  # the thirty-first review
+            line += " Their cost does not show in the idle time per step, which shrank."
+        lines.append(line)
     if "peak_reserved_bytes" in ok and ok["peak_reserved_bytes"].gt(0).any():
         gib = [float(b) / 2**30 for b in ok["peak_reserved_bytes"].fillna(0)]
         top = [k for k, g in zip(ns, gib) if f"{g:.1f}" == f"{max(gib):.1f}"]

@@ -336,11 +336,14 @@ def header_line(stem: str, info: dict) -> str:
     # round 26: "2.1 GiB allocated (54.9 reserved)" in 02 read as the KV cache's cost, and 04's
     # 2.5 GiB as its static cache's: the header names whose peak it is, the hungriest loop's;
     # round 27: 01's "4.3 GiB" hid the 78 GiB its naive loop held (its Memory note reads it)
-    held = (f" (the allocator reserving {reserved:.1f} GiB)"
+    held = (f"; the allocator reserving {reserved:.1f} GiB"
             if stem[:3] in RESERVE_TAUGHT and reserved is not None and row.get("peak_gib") is not None
             and f"{reserved:.1f}" != f"{row['peak_gib']:.1f}" else "")
-    peak = (f", its hungriest loop allocating up to about {row['peak_gib']:.1f} GiB of GPU memory at "
-            f"once{held}" if row.get("peak_gib") is not None else "")
+    # round 31: 04's "hungriest loop ... 2.4 GiB" matched nothing the lesson prints: its dynamic
+    # loop's trials ran beside the static cache it keeps for reuse; the peak is the notebook's
+    # whole allocation, the weights and every live tensor, whichever loop was running
+    peak = (f", at most about {row['peak_gib']:.1f} GiB of GPU memory allocated at once (the weights "
+            f"and every live tensor together{held})" if row.get("peak_gib") is not None else "")
     workshop = (f"; {_seconds(row['workshop_s'])} s in the workshop preset"
                 if row.get("workshop_s") is not None else "; the workshop preset is not timed yet")
     # round 28: "(this run)" read as the copy in hand, a workshop run's too
