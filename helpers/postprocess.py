@@ -487,7 +487,7 @@ def sync_table(syncs):
 
 
 def table_view(wide, methods=("per row", "on host")):
-    """The table under "What it means": each method's median in ms per batch, the speedup alone
+    """The table right after the sweeps: each method's median in ms per batch, the speedup alone
     only (none is quoted under load) and the side load in ms; "—" where there is none."""
     shown = {**{c: f"{c} ms" for c in methods}, **({"load_s": "load ms"} if "load_s" in wide else {})}
     view = (wide.assign(**{c: wide[c] * 1e3 for c in shown},

@@ -353,6 +353,10 @@ def test_07_second_stream_is_read_batch_by_batch():
             else "The second stream buys nothing" if not of(stats.SLOWER)
             else "The second stream buys time" if not of(stats.FASTER)
             else "The second stream's worth depends on the batch")
+    if of(stats.FASTER) and not of(stats.SLOWER):  # round 32: where the second stream costs time
+        head += (", and at batch" + ("es " if len(of(stats.FASTER)) > 1 else " ")
+                 + stats.listed([str(b) for b in of(stats.FASTER)])
+                 + " it costs time: one stream and an event ran faster there")
 
     def said(t, b):  # round 29: at several batches, each verdict in words, no range
         part = t[(t["regime"] == "compiled") & (t["batch_size"] == b)]

@@ -212,25 +212,14 @@ def test_06_profiled_gap_beside_the_timed_budget(run):
     line = eos_sync.gap_line(gaps, steps, unclear)
     wall = steps.set_index("method")["wall_ms"]
     timed = {m: 1e3 * wall[f"CUDA graph, {m}"] for m in (eos_sync.CHECK, eos_sync.FREE)}
-    slowed = [m for m in (eos_sync.CHECK, eos_sync.FREE)
-              if gaps.at[m, "cpu_us"] > profiling.PROFILER_SLOWED * timed[m]]
-    assert ("The profiler slowed the host's step" in line) == bool(slowed)
-    for m in slowed:
-        assert f"{gaps.at[m, 'cpu_us']:.0f} µs against {timed[m]:.0f} µs timed" in line
-    free_gap = gaps.at[eos_sync.FREE, "gap_before_us"]
-    # the gap without the check: the CPU queued ahead (full runs), or the GPU waited (workshop)
-    assert ("the CPU queues ahead" in line) == (free_gap < eos_sync.QUEUED_AHEAD_US)
-    assert ("the GPU still waits for the host" in line) == (run == WORKSHOP)
+    for m, said in ((eos_sync.CHECK, "before each step with the check, after the CPU's wait"),
+                    (eos_sync.FREE, "without it")):
+        assert f"{gaps.at[m, 'gap_before_us']:.0f} µs {said}" in line
+    assert "That gap shows where the check's cost lies, not its size" in line
     assert ("in this lesson's runs" in line) == ("CUDA graph" not in unclear)
-    added = round(gaps.at[eos_sync.CHECK, "gap_before_us"]) - round(free_gap)
-    cost_us = timed[eos_sync.CHECK] - timed[eos_sync.FREE]
-    if "shrinks the difference" in line:
-        assert added < cost_us
-    if "grows the difference" in line:
-        assert added > cost_us
-    if run == WORKSHOP:  # 394 µs profiled against 652 timed: the no-check host slowed
-        assert ("The profiler slowed the host's step without it: 1729 µs against 1431 µs timed, "
-                "which widens that loop's gap and shrinks the difference.") in line
+    if "CUDA graph" not in unclear:  # round 32: the profiler's host timing no longer argued
+        cost_us = timed[eos_sync.CHECK] - timed[eos_sync.FREE]
+        assert line.endswith(f"the check costs {cost_us:.0f} µs per step in this lesson's runs.")
 
 
 def claim_word(line):

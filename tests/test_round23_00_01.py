@@ -80,11 +80,9 @@ def test_reach_on_the_published_run_says_what_the_noise_means():
                                ratio) == "0.98x, can't tell apart on this machine (0.89–1.09)"
     assert intro.reach(ratio, True, by_round).split("\n") == [  # round 24's wording
         "Round ratios A / B farthest from 1: rounds 2 (1.33x) and 4 (0.76x); the other 6 rounds "
-        "lay between 0.91x and 1.03x. Rounds of the same code can lie this far apart, so an A/B is "
-        "read from all 8 rounds together, never from one or two.",  # round 28c: no repeat
-        "The loop that ran first took longer in 6 of the 8 rounds, by up to 32% (round 4), and was "
-        "quicker in the other 2, by up to 25% (round 2); alternating the order keeps a steady cost "
-        "of running first out of the estimate."]  # round 29: no mean; the interval's reach cut
+        "lay between 0.91x and 1.03x, so an A/B is read from all 8 rounds. The loop that ran first "
+        "took longer in 6 of the 8 rounds; alternating the order keeps a cost of running first "
+        "out of the estimate."]  # round 32: one line, no repeated ratios
     _, ws_rounds, ws = _zero(_table(WS_00))
     assert "rounds 1 (0.86x) and 4 (1.23x); the other 3 rounds lay between 0.88x and 1.07x" in (
         intro.reach(ws, True, ws_rounds))
@@ -160,7 +158,7 @@ def test_idle_reading_on_the_published_run_follows_its_numbers():
     assert "about the same" not in said
     assert intro.takeaway(table) == (
         "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.70x, "
-        "less than the 4x of pure N² growth; on the table's medians (2.83x), the GPU work grew 3.42x "
+        "less than the 4x of pure N² growth; split on the table's medians, the GPU work grew 3.42x "
         "and the idle time 1.90x.")  # round 28c
 
 

@@ -68,7 +68,7 @@ def test_04_notebook_wording():
     text = "\n".join(cells)
     assert "host time" not in text.lower()
     assert "the run's also counts" not in text
-    assert "whole run's ratio is higher because it also counts the prefill" in text
+    assert "the whole run's, exactly\n   2.00, is higher than these because it also counts the prefill" in text  # round 32
     plot = next(c for c in cells if c.startswith("## Plot"))
     means = next(c for c in cells if c.startswith("## What it means"))
     assert "round by round" not in plot and "whiskers may overlap" in means

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.course import budget, claims, stats, summary
+from helpers.course import claims, stats, summary
 
 from tests.test_round25_08 import _printed, _read
 
@@ -137,23 +137,9 @@ def test_the_numbers_keep_the_times_only_and_no_lean(run):
         assert one.count(one[1:one.index(" ")]) == 1  # round 28c: the factor said once
 
 
-@pytest.mark.parametrize("run", RUNS)
-def test_takeaway_2_states_the_measured_idle_share(run):
-    ladder = _read("08_results_summary", run)
-    n = int(ladder["seq_len"].iloc[0])
-    names = {m: m for m in ladder["method"]}
-    b = budget.per_step(ladder, list(names), floor=0.22, labels=names, seq_len=n)
-    line = summary.what_is_left(b, names, ladder, n)
-    said = budget.sentence(b, claims.LATE, claims.NAIVE)
-    share = re.search(r"\((\d+)% of (\d+\.\d\d) ms", said)
-    assert line.startswith(f"What is left: at {claims.LATE} the GPU idles {share[1]}% of its "
-                           f"step, so {budget.pace(int(share[1]), why=False)}: ")
-    assert f"{share[2]} ms" not in line  # round 28c: the step's ms, printed three times already
-
-
-def test_the_notebook_prints_takeaway_2():
+def test_the_notebook_says_the_idle_share_once():  # round 32: under the figure only
     nb = json.loads((ROOT / "notebooks" / "08_results_summary.ipynb").read_text())
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     text = " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-    assert "summary.what_is_left(b, names, table, n)" in code
+    assert "what_is_left" not in code  # round 32: it repeated the figure's line (11%, the pace)
     assert "at 20%\n  of the step or less" not in text  # round 27: the bullet pointing at it went

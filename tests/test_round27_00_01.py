@@ -73,7 +73,7 @@ def test_01_rounds_ratios_behind_the_answer_on_every_real_table(path):
     ok = table[table["status"] == harness.OK]
     runs = {int(r["seq_len"]): np.asarray(harness.trials(r)) for _, r in ok.iterrows()}
     assert f"{math.exp(np.mean(np.log(runs[m] / runs[n]))):.2f}" == rounds
-    assert "own ratios" not in why and f"the table's medians: {grew}x)" in intro.doubling(table)
+    assert "own ratios" not in why and "the table's medians" not in intro.doubling(table)  # round 32: named once, in the Why head
 
 
 def test_01_published_rounds_show_the_slow_round():

@@ -64,10 +64,10 @@ def test_04_published_ops_line():
     table, lens = t04("898ea06")
     ops = c04.ops_line(table, lens, OPS, 200)
     assert ops == ("The GPU's idle time per step, static minus dynamic: +3.78, +2.36 and +3.03 ms "
-                   "at 100, 200 and 400 tokens. An estimate, not a measurement: priced at the "
+                   "at 100, 200 and 400 tokens.\nAn estimate, not a measurement: priced at the "
                    "dynamic step's idle time per operation at 200 tokens (6.97 ms \u00f7 447 = "
                    "15.6 \u00b5s), the static step's 104 extra operations (counted above) would "
-                   "add about 1.62 ms, about 69% of the 2.36 ms gap there; the count leaves the "
+                   "add about 1.62 ms. That is about 69% of the 2.36 ms gap there; the count leaves the "
                    "rest unexplained.")
     assert "5.87" not in ops
 

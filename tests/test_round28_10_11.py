@@ -127,7 +127,7 @@ def test_11s_programs_line_sets_24_programs_beside_the_sms():
         "N = 768 at 32 columns per program runs 24 programs, 96 with split-K in 4")
     code = source("11_toward_the_floor")
     assert any("kernels.programs_line(model.config.n_embd" in c for c in code)
-    assert any("only 24 programs for N = 768 (the line\n  above the GEMM table gives" in c for c in code)
+    assert any("the line below counts them beside the GPU's SMs" in c for c in code)  # round 32: inline
 
 
 def test_11_says_what_rung_1_is_against_10s_step_and_closing_lines_do_not_repeat():

@@ -34,7 +34,7 @@ def test_2518203_workshop_ops_line():
     table, lens = t04("2518203-workshop")
     ops = c04.ops_line(table, lens, OPS, 48)
     assert ops.endswith("(8.17 ms \u00f7 447 = 18.3 \u00b5s), the static step's 104 extra operations "
-                        "(counted above) would add about 1.90 ms, more than the whole 1.35 ms gap "
+                        "(counted above) would add about 1.90 ms. That is more than the whole 1.35 ms gap "
                         "there: the static step's idle time per operation was lower (9.52 ms \u00f7 "
                         "551 = 17.3 \u00b5s), so the two steps' operations did not cost the same on "
                         "average.")

@@ -16,7 +16,8 @@ def test_10s_prose_on_what_a_preset_may_not_run_is_short():
                 "two more: the step at several steps per", "or, where it runs, `generate()`'s compile"):
         assert cut not in text, cut
     opening = cells()[0]
-    assert "where the preset runs them (Setup says which)" in opening
+    assert "if the preset asks for them (Setup's line says)" in opening  # round 32: plain words
+    assert "`generate()` with its static cache, for comparison" in " ".join(opening.split())
     measure = next(c for c in cells() if c.startswith("## Measure"))
     peer = next(line for line in measure.split("\n\n")[0].split("\n- ")
                 if "`generate() static`" in line)

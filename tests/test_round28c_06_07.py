@@ -36,9 +36,7 @@ def test_06_profiler_line_says_each_thing_once(run):
         wall = steps.set_index("method")["wall_ms"]
         us = 1e3 * (wall[f"CUDA graph, {eos_sync.CHECK}"] - wall[f"CUDA graph, {eos_sync.FREE}"])
         assert line.endswith(f"the check costs {us:.0f} µs per step in this lesson's runs.")
-        assert "its gap is the median of a few steps of one run" in line
-        # the profiler's effect on host timing: named once, by numbers where it slowed a loop
-        assert ("The profiler slowed" in line) != ("whose host timing the profiler changes" in line)
+        assert line.count("profiler") == 1  # round 32: named once, "without the profiler"
 
 
 @pytest.mark.parametrize("run", RUNS06)

@@ -72,7 +72,9 @@ def test_03_reviewed_run_reads_as_the_review_asked():
 def test_03_notebook_answer_figures_and_caveat():
     src = cells("notebooks/03_expandable_segments.ipynb")
     text = "\n".join(src)
-    assert "the one the answer compares" in text and "the one to compare." not in text
+    # round 32: the intro names the answer's measure (`added by the run`), not cell 9
+    assert "**adds** to the reserve (`added by the run`), not `unused %`" in text
+    assert "the one to compare." not in text
     assert "mem = lesson.memory(table, history).loc[point]" in text
     assert "lesson.cache_line(table, history, old, new, skip=point)" in text
     assert "print(lesson.answer_line(mem, old, new, point))" in text

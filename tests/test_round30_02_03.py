@@ -132,45 +132,12 @@ def test_reviewed_run_why_line():
         "2.03 ms).")
 
 
-# (4) how much of 03's saving default's largest jump in one step makes
-def t03(path):
-    t = pd.read_csv(path)
-    h = pd.read_csv(str(path).replace("03_expandable_segments-", "03_expandable_segments_timeline-"))
-    return t, h
-
-
-@pytest.mark.parametrize("path", T03, ids=lambda p: p.stem)
-def test_buys_line_gives_the_largest_jumps_share_of_the_saving(path):
-    t, h = t03(path)
-    point = int(t["seq_len"].max())
-    mem = expandable.memory(t, h).loc[point]
-    line = expandable.buys_line(mem, {}, point - 1, OLD, NEW, point, h)
-    before, after = (float(mem.loc[c, expandable.ADDED]) for c in (OLD, NEW))
-    part = h[h.setting == OLD].sort_values("step")
-    rise = part["reserved"].diff()
-    jump = rise.max() / 2**20
-    step = int(part.loc[rise.idxmax(), "step"]) - 1
-    if round(after) < round(before):
-        share = 100 * jump / (before - after)
-        assert (f"default's largest jump in one step, {jump:.0f} MiB in decode step {step} of "
-                f"{int(part['step'].max())}, is {share:.0f}% of that)") in line, line
-    else:
-        assert "largest jump" not in line
-    assert not RANGE.search(line)
-    # without the history, the line is as before
-    assert "largest jump" not in expandable.buys_line(mem, {}, point - 1, OLD, NEW, point)
-
-
-def test_reviewed_and_full_runs_buys_line():
-    t, h = t03(DATA / "03_expandable_segments-74b9f45-workshop.csv")
-    line = expandable.buys_line(expandable.memory(t, h).loc[200], {}, 199, OLD, NEW, 200, h)
-    assert ("742 MiB against 1756 MiB (1014 MiB less, 58% less: default's largest jump in one "
-            "step, 528 MiB in decode step 198 of 199, is 52% of that)") in line
-    t, h = t03(DATA / "03_expandable_segments-6e28961.csv")
-    line = expandable.buys_line(expandable.memory(t, h).loc[400], {}, 399, OLD, NEW, 400, h)
-    assert "960 MiB in decode step 390 of 399, is 13% of that)" in line
+# (4) how much of 03's saving default's largest jump in one step makes: dropped in round 32
+# (tests/test_round32_02_03.py), the reader could not see what it taught
+def test_buys_line_no_longer_gives_the_largest_jump():
+    assert not hasattr(expandable, "largest_jump")
     src = "\n".join(cells("notebooks/03_expandable_segments.ipynb"))
-    assert "lesson.buys_line(mem, runs, point - 1, old, new, point, history)" in src
+    assert "lesson.buys_line(mem, runs, point - 1, old, new, point))" in src
 
 
 # (5) when the saving matters, said plainly

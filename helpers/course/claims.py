@@ -215,9 +215,12 @@ def _larger(said, ratio) -> str:
 
 def _cell(ratio, judge) -> str:
     """A gain against a gain for the table's cell, the range alone: "1.60x larger (1.45–1.77)",
-    "can't tell apart on this machine (0.89–1.10)" (the gains themselves stand before it)."""
+    "0.98x, can't tell apart on this machine (0.89–1.10)" (the gains themselves stand before
+    it; round 32: the ratio the range bounds, printed before it, without a direction)."""
     said = plain(ratio, judge)
-    return said if said.startswith(CANT_TELL) else _larger(said, ratio)
+    if not said.startswith(CANT_TELL):
+        return _larger(said, ratio)
+    return said if ratio.estimate != ratio.estimate else f"{ratio.estimate:.2f}x, {said}"
 
 
 _PART_WORDS = {REPRODUCED: "borne out", NOT_REPRODUCED: "not borne out", CANT_TELL: CANT_TELL}

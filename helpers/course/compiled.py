@@ -246,7 +246,8 @@ def repay_line(compile_table, table) -> str:
              "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
              "verdicts above quote)):", *parts]
     if checks:
-        lines.append(f"The float32 check graphs, compiled just before: {' and '.join(checks)}.")
+        lines.append(f"The float32 check graphs, compiled just before and left out of these "
+                     f"counts: {' and '.join(checks)}.")  # round 32: said, not left to infer
     fresh = _fresh_line(compile_table, table)
     if fresh:
         lines.append(fresh)
@@ -514,3 +515,30 @@ def baseline_line(table, point, methods, earlier_ms) -> str:
             f"this lesson's own eager runs ({low:.2f} to {high:.2f} ms per step). The speedups "
             "above are against those "
             "runs, timed in the same rounds as the compiled loops.")
+
+
+def against_article(table, methods, seq_lens, judge: bool) -> str:
+    """Round 32: the article finds that compiling helps; this run's verdict on that, in words (the
+    ranges are the verdict lines'): each compiled loop of ``methods`` (eager first) against the
+    eager static-cache loop at every length of ``seq_lens``. Whether it helps most with the
+    static cache is notebook 08's question. Empty in a smoke run or with too few rounds."""
+    if not judge or len(methods) < 2:
+        return ""
+    words = {}  # mode -> {verdict: [lengths]}
+    for m in methods[1:]:
+        for n in seq_lens:
+            ratio = stats.row_speedup(table, m, EAGER, seq_len=n)
+            if ratio.n >= stats.MIN_TRIALS and ratio.estimate == ratio.estimate:
+                word = {stats.NOISE: "can't tell apart on this machine"}.get(stats.verdict(ratio),
+                                                                              stats.verdict(ratio))
+                words.setdefault(_mode(m), {}).setdefault(word, []).append(n)
+    if not words:
+        return ""
+    head = "Against the article, which finds that compiling helps: this run "
+    if all(set(w) == {stats.FASTER} for w in words.values()):
+        return head + "agrees, every compiled loop faster at every length it timed."
+    part = ("agrees only in part (" if any(stats.FASTER in w for w in words.values())
+            else "does not find it (")
+    return head + part + "; ".join(
+        f"{mode} at {stats.listed([str(n) for n in ns])} tokens: {word}"
+        for mode, w in words.items() for word, ns in w.items()) + ")."

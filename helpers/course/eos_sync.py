@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import budget, harness, plotting, profiling, stats
+from . import budget, harness, plotting, stats
 
 CHECK, FREE = "check every step", "no check"  # the two loops' names in every table and figure
 
@@ -317,52 +317,23 @@ QUEUED_AHEAD_US = 50  # a median GPU gap below this without the check: the CPU q
 
 def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -> str:
     """The profiled CUDA-graph steps in words (``gaps``: a row per loop, medians of
-    ``gap_before_us``, and of ``cpu_us`` where known): the GPU's idle before a step with the check
-    and without it, and what the gap without it shows (under ``QUEUED_AHEAD_US``: the CPU queued
-    ahead; else the GPU waited for the host's longer step even so). Then each loop whose profiled
-    CPU step ran over ``profiling.PROFILER_SLOWED`` times its timed step (``step_budget``): the
-    profiler slowed its host, which widens that loop's gap; where only one loop was slowed,
-    which way that moved the difference. Last, that the profile shows where the cost lies, not its
-    size, and the cost timed without the profiler in this lesson's runs (round 31: not "the
-    number to quote"; 07's own runs time it again), or that the rounds left
-    it unresolved (``unclear``)."""
+    ``gap_before_us``): the GPU's idle before a step with the check, after the CPU's wait, and
+    without it; then that this gap shows where the check's cost lies, not its size, beside the
+    cost timed without the profiler in this lesson's runs (``step_budget``), or that the rounds
+    left it unresolved (``unclear``). Round 32: five sentences cut to that one point."""
     with_gap, free_gap = gaps.at[CHECK, "gap_before_us"], gaps.at[FREE, "gap_before_us"]
-    added = int(f"{with_gap:.0f}") - int(f"{free_gap:.0f}")  # the difference of the printed gaps
-    text = (f"Profiled, the GPU idles {with_gap:.0f} µs before each step with the check and "
-            f"{free_gap:.0f} µs without" + (f" ({added} µs more with it). " if added > 0 else ". "))
-    cpu = gaps["cpu_us"] if "cpu_us" in gaps.columns else None
-    text += ("Without the check the CPU queues ahead, and the GPU runs one step after another "
-             "(so the CPU's step there is the host's own work, not the step's time)."
-             if free_gap < QUEUED_AHEAD_US else "Without the check the GPU still waits for the "
-             "host before each step: the check's cost is what it adds to that wait.")
+    text = (f"Profiled, the GPU idles {with_gap:.0f} µs before each step with the check, after "
+            f"the CPU's wait, and {free_gap:.0f} µs without it.")
     wall = None if step_budget is None else step_budget.set_index("method")["wall_ms"]
     check, free = f"CUDA graph, {CHECK}", f"CUDA graph, {FREE}"
     if wall is None or not {check, free} <= set(wall.index):
         return text
-    timed = {CHECK: 1e3 * wall[check], FREE: 1e3 * wall[free]}
-    slowed = [m for m in (CHECK, FREE)
-              if cpu is not None and cpu[m] > profiling.PROFILER_SLOWED * timed[m]]
-    if slowed:
-        named = {CHECK: "with the check", FREE: "without it"}
-        step = lambda m: f"{cpu[m]:.0f} µs against {timed[m]:.0f} µs timed"  # noqa: E731
-        text += (f" The profiler slowed the host's step {named[slowed[0]]}: {step(slowed[0])}, "
-                 "which widens that loop's gap" if len(slowed) == 1 else
-                 " The profiler slowed the host's step with the check and without it: "
-                 f"{step(CHECK)}, and {step(FREE)}")
-        resolved = "CUDA graph" not in unclear and wall[check] > wall[free]
-        cost = timed[CHECK] - timed[FREE]
-        if resolved and slowed == [FREE] and added < cost:
-            text += " and shrinks the difference"
-        elif resolved and slowed == [CHECK] and added > cost:
-            text += " and grows the difference"
-        text += "."
+    text += " That gap shows where the check's cost lies, not its size: "
     if "CUDA graph" in unclear or not wall[check] > wall[free]:
-        return (text + " Timed without the profiler, the rounds can't tell the check's cost apart "
-                "(above), so this gap is the profiler's view only.")
-    changed = "" if slowed else ", whose host timing the profiler changes"  # else said above
-    return (text + " The profile shows where the check's cost lies, not its size: its gap is the "
-            f"median of a few steps of one run{changed}. Timed without the profiler, the check "
-            f"costs {timed[CHECK] - timed[FREE]:.0f} µs per step in this lesson's runs.")
+        return text + ("timed without the profiler, the rounds can't tell the check's cost apart "
+                       "(above).")
+    return (text + f"timed without the profiler, the check costs "
+            f"{1e3 * (wall[check] - wall[free]):.0f} µs per step in this lesson's runs.")
 
 
 def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:
@@ -422,6 +393,23 @@ def budget_line(view: pd.DataFrame, regime: str = "CUDA graph", rule: bool = Fal
         return text + (f"The GPU's work stayed about the same ({work}), so the added time is "
                        f"GPU idle: it went from {idle} per step." + pace_note(view, regime))
     return text + f"The GPU's work went {work}, its idle from {idle} per step." + pace_note(view, regime)
+
+
+def eager_row_line(view: pd.DataFrame, step_budget: pd.DataFrame) -> str:
+    """The eager row of the cost table in one sentence (round 32): the GPU's idle share of the
+    eager step without the check and who sets its pace (lesson 00's rule); where the host does
+    and the check adds, by the medians (``step_budget``), under half the CUDA-graph step's share,
+    that the check has little to add. Empty where the host does not set that pace."""
+    rows = {f"{r}, {m}" for r in ("eager", "CUDA graph") for m in (CHECK, FREE)}
+    share = _free_share(view, "eager") if rows <= set(view.index) else None
+    if share is None or budget.pace(share, why=False) != "the host sets the pace":
+        return ""
+    wall = step_budget.set_index("method")["wall_ms"]
+    adds = {r: wall[f"{r}, {CHECK}"] / wall[f"{r}, {FREE}"] - 1 for r in ("eager", "CUDA graph")}
+    little = adds["CUDA graph"] > 0 and adds["eager"] < adds["CUDA graph"] / 2
+    return (f"With the eager step the GPU idles {share:.0f}% of the step even without the check: "
+            "the host sets that step's pace" + (", so the check adds little to it." if little
+                                                else "."))
 
 
 def timed_verdict(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> str:

@@ -530,7 +530,9 @@ def answer_line(table, candidate: str, baseline: str, judge: bool, labels=None) 
     """Notebook 02's answer in one clause for its summary (the twenty-eighth review: the lengths
     where the KV cache was clearly faster were left for the reader to work out): the gains'
     span, then the lengths where the candidate was faster, slower, or can't be told apart from
-    the baseline; empty on a smoke run or where a length has too few rounds to judge."""
+    the baseline; empty on a smoke run or where a length has too few rounds to judge. Then, in
+    words, whether the gain grew from the first length to the last (round 32: the one line left
+    the lesson's second question out), as ``growth_ratio_line`` reads it, without its range."""
     if not judge:
         return ""
     labels = labels or {}
@@ -551,4 +553,13 @@ def answer_line(table, candidate: str, baseline: str, judge: bool, labels=None) 
              for word in (stats.FASTER, stats.SLOWER) if found[word]]
     if found[stats.NOISE]:
         parts.append(f"{every(found[stats.NOISE])} can't tell apart on this machine")
-    return f"the gain was {span}: " + "; ".join(parts)
+    said = f"the gain was {span}: " + "; ".join(parts)
+    kept = table[~table["seq_len"].isin(left_out(table, candidate, baseline, judge))]
+    ends = sorted(int(n) for n in kept["seq_len"].unique())
+    if len(ends) > 1:
+        r = stats.row_growth(kept, candidate, baseline, ends[0], ends[-1])
+        if r.n >= stats.MIN_TRIALS and not (math.isinf(r.low) or math.isinf(r.high)):
+            word = _step_up(kept, candidate, baseline, ends[0], ends[-1])
+            grew = {"grew": "grew", "fell": "shrank"}.get(word, "neither clearly grew nor shrank")
+            said += f"; from {ends[0]} to {ends[-1]} tokens the gain {grew}"
+    return said

@@ -55,8 +55,8 @@ def reach(ratio, judge: bool, by_round=None) -> str:
     First the two rounds whose A / B lay farthest from 1, in round order (the twenty-fourth
     review: in the published run loop B was about 20% slower in rounds 1 and 2 and faster in all
     six later ones, and no line said so), with the range of the other rounds and what that means
-    for reading an A/B; no cause is claimed, since the lesson measures none. Then how the loop
-    that ran first fared (``_first_place``). Where the interval told the identical loops apart,
+    for reading an A/B; no cause is claimed, since the lesson measures none. Then, in the same line (round 32: three lines repeated each other's rounds), how
+    often the loop that ran first took longer (``_first_place``). Where the interval told the identical loops apart,
     it says so last, naming the run farthest from its loop's median (``_outlier``). Where the two farthest rounds are neighbours and
     their slower loop ran last in the first and first in the second, it says the two slow runs were
     back to back (the twenty-eighth review, workshop: A alone slow in rounds 2 and 3, read against
@@ -70,8 +70,6 @@ def reach(ratio, judge: bool, by_round=None) -> str:
     far = sorted(np.argsort(-np.abs(np.log(r)), kind="stable")[:2])  # farthest from 1
     rest = np.delete(r, far)
     named = " and ".join(f"{names[i]} ({r[i]:.2f}x)" for i in far)
-    if list(names[far]) == [1, 2]:
-        named += ", the first two"
     order = by_round["order"].astype(str).str[0].to_numpy() if "order" in by_round else None
     if all(r[far] < 1) or all(r[far] > 1):
         slow = "B" if r[far[0]] < 1 else "A"
@@ -81,17 +79,17 @@ def reach(ratio, judge: bool, by_round=None) -> str:
         ends = by_round["order"].astype(str).str[-1].to_numpy() if order is not None else None
         if order is not None and far[1] == far[0] + 1 and ends[far[0]] == slow \
                 and order[far[1]] == slow:  # round 28b: one slow spell across a round boundary
-            named += (f", its two runs there back to back (the last of round {names[far[0]]}, "
-                      f"the first of round {names[far[1]]})")
+            named += ", its two runs back to back"  # round 32: Idea 2's prose says which
+    # round 32: the order count joins this line, and neither repeats the farthest rounds' ratios
+    low, high = f"{rest.min():.2f}", f"{rest.max():.2f}"  # 6e28961-workshop: 0.99x and 0.99x
+    spread = f"all at {low}x" if low == high else f"between {low}x and {high}x"
     first = (f"Round ratios A / B farthest from 1: rounds {named}; the other {k - 2} rounds lay "
-             f"between {rest.min():.2f}x and {rest.max():.2f}x.")
+             f"{spread}, so an A/B is read from all {k} rounds.")
+    if order is not None:
+        first += " " + _first_place(a, b, order)
     if 1 in names[far]:  # the twenty-sixth review: a slow round 1 beside the warm-up's claim
         first += (f"\nRound 1, the first after the warm-up, took {a[0]:.1f} ms (A) and {b[0]:.1f} ms "
                   f"(B), against medians of {np.median(a):.1f} and {np.median(b):.1f} ms.")
-    first += (" Rounds of the same code can lie this far apart, so an A/B is read from all "
-              f"{k} rounds together, never from one or two.")
-    if order is not None:  # the twenty-eighth review: going first lost 7 of 8 rounds, unnamed
-        first += "\n" + _first_place(a, b, order, names)
     # the twenty-ninth review cut the line on how far the interval reaches either side of its
     # estimate (which speedup such rounds could see): premature at step 00; docs/method.md
     # says how to read it off the verdict line's range
@@ -101,11 +99,13 @@ def reach(ratio, judge: bool, by_round=None) -> str:
 
 
 def _outlier(a, b, names) -> str:
-    """Notebook 00, where a run told its identical loops apart: the run farthest from its own
-    loop's median, and what the rounds say without its round (the thirtieth review: "1.190x slower
-    (1.004–1.641)" came from one run of B at 110 ms against about 49, and the text called it "a
-    verdict this close to 1"): the verdict in words where enough rounds remain, else the other
-    rounds' A / B. No range: the lesson's ranges stay as they were. No cause is claimed."""
+    """Notebook 00, where a run told its identical loops apart: what that means for later
+    verdicts (the thirty-first review), in words as the verdict line; then the run farthest from
+    its own loop's median and what the rounds say without its round (the thirtieth review:
+    "1.190x slower (1.004–1.641)" came from one run of B at 110 ms against about 49, and the
+    text called it "a verdict this close to 1"): the verdict in words where enough rounds remain,
+    else the other rounds' A / B. No range: the lesson's ranges stay as they were. No cause is
+    claimed. Round 32: one shorter line."""
     med = (float(np.median(a)), float(np.median(b)))
     off = np.abs(np.log(np.concatenate([a / med[0], b / med[1]])))
     i = int(np.argmax(off))
@@ -114,52 +114,27 @@ def _outlier(a, b, names) -> str:
     keep = np.arange(len(a)) != j
     rest = stats.speedup(b[keep], a[keep], paired=True)  # A / B over the other rounds
     left = int(keep.sum())
-    without = (f"the other {left} rounds read B against A as {stats.short(rest)}" if left >= stats.MIN_TRIALS else
+    without = (f"the other {left} rounds read {stats.short(rest)}" if left >= stats.MIN_TRIALS else
                f"the other {left} rounds' A / B is {rest.estimate:.3f}x (too few rounds for a verdict)")
-    # the thirty-first review: what an A/A told apart means for reading later verdicts
     alone = stats.plain(stats.speedup(b, a, paired=True)).split(" (")[0]  # as the verdict line
-    return (f"This run told the identical loops apart. The run farthest from its own loop's median: "
-            f"{loop} in round {names[j]}, {t:.1f} ms against {loop}'s median of "
-            f"{med[0 if loop == 'A' else 1]:.1f} ms; without round {names[j]}, {without}. "
-            f"Later lessons: identical code read {alone} here, so a verdict about that size may be "
-            f"noise.")
+    return (f"This run told the identical loops apart ({alone}): in later lessons, a verdict about "
+            f"that size may be noise. Without {loop}'s run in round {names[j]}, the farthest from "
+            f"its loop's median ({t:.1f} ms against {med[0 if loop == 'A' else 1]:.1f}), {without}.")
 
 
-def _first_place(a, b, order, names) -> str:
-    """Notebook 00: how the loop that ran first in each round fared against the one that ran
+def _first_place(a, b, order) -> str:
+    """Notebook 00: in how many rounds the loop that ran first took longer than the one that ran
     second (the twenty-eighth review: in the published run the first was the slower in 7 of 8
-    rounds, the two farthest rounds included, and the text read them as plain noise): in how
-    many rounds it took longer and by up to how much, and in how many it was quicker and by how much
-    (the twenty-ninth review: "the slower in 6 of the 8 rounds: on average it took 0.99x" read as
-    a contradiction, one round far the other way pulling the mean below 1), and why alternating
-    the order keeps a steady cost of going first out of the estimate. No cause is claimed; on
-    other runs the count is about half."""
-    first = np.where(order == "A", a, b)
-    second = np.where(order == "A", b, a)
-    q = first / second
-    k = len(q)
-    longer, shorter = np.flatnonzero(q > 1), np.flatnonzero(q < 1)
-
-    def most(idx, pct):  # the largest difference among those rounds, in whole percent
-        i = idx[np.argmax(pct[idx])]
-        if round(pct[i]) < 1:
-            return f"by under 1% (round {names[i]})"
-        return f"by {'' if len(idx) == 1 else 'up to '}{pct[i]:.0f}% (round {names[i]})"
-
-    up, down = 100 * (q - 1), 100 * (1 - q)
-    parts = []
-    if len(longer):
-        parts.append(f"took longer in {'all ' + str(k) if len(longer) == k else f'{len(longer)} of the {k}'} "
-                     f"rounds, {most(longer, up)}")
-    if len(shorter):
-        count = (f"all {k} rounds" if len(shorter) == k else
-                 "the other round" if len(shorter) == 1 and len(longer) == k - 1 else
-                 f"the other {len(shorter)}" if len(longer) + len(shorter) == k else
-                 f"{len(shorter)} of them")
-        parts.append(f"{'and was' if parts else 'was'} quicker in {count}, {most(shorter, down)}")
-    cancel = "" if k % 2 == 0 else " (largely: with an odd count, A went first once more)"
-    return (f"The loop that ran first {', '.join(parts)}; alternating the order keeps a steady cost "
-            f"of running first out of the estimate{cancel}.")
+    rounds, the two farthest rounds included, and the text read them as plain noise), and why
+    alternating the order keeps a steady cost of going first out of the estimate. Round 32: the largest differences each way are gone; they
+    repeated the farthest rounds' ratios. No cause is claimed; on other runs the count is about
+    half."""
+    q = np.where(order == "A", a, b) / np.where(order == "A", b, a)
+    k, longer = len(q), int(np.sum(q > 1))
+    count = (f"all {k}" if longer == k else f"none of the {k}" if longer == 0 else f"{longer} of the {k}")
+    largely = "" if k % 2 == 0 else " largely"  # with an odd count, A went first once more
+    return (f"The loop that ran first took longer in {count} rounds; alternating the order keeps "
+            f"a cost of running first{largely} out of the estimate.")
 
 
 def spread(by_round, n: int, gpu_ms: float) -> str:
@@ -238,9 +213,8 @@ def doubling(table) -> str:
     the longest length, against the square of their ratio): the rounds' ratio with its interval,
     and whether it lies below, above or around pure N² growth. One number: the twenty-first
     review asked which of the medians' 2.99x and the rounds' 2.77x was the answer (00 says why
-    the two can differ); where the medians' growth, which ``growth_why`` splits, prints apart, it
-    is named once inside the answer's parenthesis (the twenty-ninth review: four lines reconciled
-    the two)."""
+    the two can differ). The medians' growth, which ``growth_why`` splits, is named once, in its
+    head (round 32: the thirty-first review read the two as competing answers)."""
     got = _growth(table)
     if got is None or math.isnan(got[2].estimate):
         return ""
@@ -249,19 +223,10 @@ def doubling(table) -> str:
     if ratio.n < stats.MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
         return (f"{_lead(n, m)} {ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge "
                 f"against the {r * r:.3g}x of pure N² growth).")
-    mid = _medians_growth(table, n, m)
-    medians = f"; the table's medians: {mid:.2f}x" if f"{mid:.2f}" != f"{ratio.estimate:.2f}" else ""
-    return (f"{_lead(n, m)} {ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f}{medians}), "
+    # round 32: one doubling factor here; the medians' growth is named once, in ``growth_why``'s
+    # head, as what splits the run into work and idle time
+    return (f"{_lead(n, m)} {ratio.estimate:.2f}x ({ratio.low:.2f}\u2013{ratio.high:.2f}), "
             f"{_against(ratio, r)}.")
-
-
-def _medians_growth(table, n: int, m: int) -> float:
-    """The table's medians' growth from n to m tokens, from the medians in whole ms as
-    ``growth_why`` prints them, so that both lines show the same value."""
-    ok = table[table["status"] == harness.OK]
-    t = {int(r["seq_len"]): 1e3 * float(r["median_s"]) for _, r in ok.iterrows()}
-    whole = {k: round(v) for k, v in t.items()}
-    return whole[m] / whole[n] if whole[n] > 0 else t[m] / t[n]
 
 
 def _split(table):
@@ -314,7 +279,7 @@ def growth_why(table, prompt_len: int) -> str:
     double is the GPU's work (the profiled run) plus its idle time (the rest of the median); the
     lines state how each grew and the idle time per step at every length, with no judgement
     chosen by thresholds. The split needs one run per length, so it reads the table's medians,
-    whose growth ``doubling`` names beside the answer. The idle times printed are the rounded median minus the rounded work, so the
+    whose growth its head names, once (round 32). The idle times printed are the rounded median minus the rounded work, so the
     printed parts add up. Empty without GPU work (a CPU run)."""
     p = _parts(table)
     if p is None:
@@ -323,10 +288,10 @@ def growth_why(table, prompt_len: int) -> str:
     positions = lambda k: k * prompt_len + k * (k - 1) / 2  # steps 0 .. k-1 on prompt_len + t
     (t0, t1), (w0, w1), (i0, i1) = p["medians"], p["work"], p["idle"]
     grown, grew, work = p["grew"], p["idle_grew"], p["work_grew"]
-    lines = [f"Why, from the table's medians: from {n} to {m} tokens the median run went from "
-             f"{t0} to {t1} ms ({grown:.2f}x), the GPU's work plus its idle time."]
+    lines = [f"Why, from the table's medians, which split a run into the GPU's work and its idle "
+             f"time: from {n} to {m} tokens the median run went from {t0} to {t1} ms ({grown:.2f}x)."]
     # the twenty-ninth review: four lines reconciled the rounds' answer with these medians before
-    # any reason; ``doubling`` now names the medians' ratio once, in the answer's parenthesis
+    # any reason; round 32: this head names the medians' ratio, once, as what splits the run
     lines += [
              f"- Work: {w0} -> {w1} ms ({work:.2f}x). Step t works on {prompt_len} + t positions "
              f"(the prompt's included): {positions(m) / positions(n):.2f}x as many in all, not "
@@ -343,7 +308,7 @@ def growth_why(table, prompt_len: int) -> str:
         b = round(1 - a, 2)
         total = a * float(f"{work:.2f}") + b * float(f"{grew:.2f}")
         said = (f"= {total:.2f}" if f"{total:.2f}" == f"{grown:.2f}" else f"\u2248 {grown:.2f}")
-        lines.append(f"- Sum: the wall clock grew {grown:.2f}x, {'less' if grew < work else 'more'} "
+        lines.append(f"- Sum: the median run grew {'less' if grew < work else 'more'} "
                      f"than the work's {work:.2f}x: the work's and the idle time's growths "
                      f"weighted by their shares of the {n}-token run, {a:.2f} \u00d7 {work:.2f} + "
                      f"{b:.2f} \u00d7 {grew:.2f} {said}.")
@@ -472,5 +437,6 @@ def takeaway(table) -> str:
     # the parts with the total they add up to (the twenty-sixth review: 2.71x, from every round,
     # beside parts of the median run that add up to 2.93x)
     # the twenty-eighth review: "2.48x ...: the median run grew 2.31x" read as two answers
-    return (text + f"; on the table's medians ({p['grew']:.2f}x), the GPU work grew "
+    # round 32: the medians' growth is named once, in ``growth_why``'s head
+    return (text + f"; split on the table's medians, the GPU work grew "
             f"{p['work_grew']:.2f}x and the idle time {p['idle_grew']:.2f}x.")

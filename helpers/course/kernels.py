@@ -453,11 +453,26 @@ def largest_logit_difference(model, other, input_ids) -> float:
     return float((a - b).abs().max())
 
 
-def programs_line(n_embd: int, sms: int) -> str:
-    """How many programs the N = ``n_embd`` GEMMs run (``tk.CONFIGS``, float32), beside the GPU's
-    SM count (round 28: "only 24 programs" meant nothing without the 132 SMs beside it)."""
-    block_n, _, split, *_ = tk.CONFIGS[(n_embd, n_embd, torch.float32)]
+def programs_line(n_embd: int, sms=None) -> str:
+    """How many programs the N = ``n_embd`` GEMMs run (``tk.config_for``, float32), beside the
+    GPU's SM count (round 28: "only 24 programs" meant nothing without the 132 SMs beside it;
+    round 32: printed where the lesson says it, so ``sms`` is None without a CUDA GPU)."""
+    block_n, _, split, *_ = tk.config_for(n_embd, n_embd, torch.float32)
     programs = -(-n_embd // block_n)
-    return (f"this GPU has {sms} SMs (streaming multiprocessors, each running programs); a GEMM "
-            f"with N = {n_embd} at {block_n} columns per program runs {programs} programs, "
-            f"{programs * split} with split-K in {split}")
+    gpu = (f"this GPU has {sms} SMs (streaming multiprocessors, each running programs)" if sms
+           else "no CUDA GPU here, so no SMs to count")
+    split_k = f", {programs * split} with split-K in {split}" if split > 1 else ""
+    return (f"{gpu}; a GEMM with N = {n_embd} at {block_n} columns per program runs "
+            f"{programs} programs{split_k}")
+
+
+def gemm_rows_note(names=None) -> str:
+    """What the GEMM table leaves out (round 32: its GB/s read as each GEMM's whole cost): the
+    row kernel after each ``tk.linear`` given a ``norm`` (it adds split-K's pieces, the bias and
+    the residual, and takes the layer norm) is counted under element-wise, and QKV's pieces are
+    added up inside attention."""
+    names = TRITON_GEMMS if names is None else names
+    rowed = [part for part, kernel in names.items() if "norm" in kernel]
+    return (f"The GEMM kernels alone: the row kernels after {' and '.join(rowed)} (adding split-K's "
+            "pieces, the bias and the residual, then the layer norm) count under element-wise, "
+            "not in these rows, and attention adds up QKV's pieces.")

@@ -658,7 +658,12 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
         return (f"{head}. With the {REGIME_LABELS[regime]} step at batch {batches[0]}, one stream "
                 f"and an event against two streams: {said[batches[0]]}.")
     # round 29: at several batches the verdicts in words, no range (the full copy of 6e28961
-    # printed three ranges here, eight in the lesson; a lesson prints five)
+    # printed three ranges here, eight in the lesson; a lesson prints five); round 32: where the
+    # event ran faster, that the second stream costs time there, in words
+    faster = [str(b) for b in batches if words[b] == stats.FASTER]
+    if faster and stats.SLOWER not in kinds:
+        head += (f", and at {_batches(faster)} it costs time: one stream and an event ran faster "
+                 "there")
     return (f"{head}. With the {REGIME_LABELS[regime]} step, one stream and an event against two "
             "streams: " + "; ".join(f"at batch {b}, {stats.short(ratios[b])}" for b in batches) + ".")
 

@@ -353,25 +353,27 @@ def ops_line(table, seq_lens, inputs, point=None) -> str:
     idle, gap = round(ratios[at][1], 2), gaps[lens.index(at)]
     per_op = round(1e3 * idle / d_ops, 1)  # µs, as printed
     extra = round(per_op * (s_ops - d_ops) / 1e3, 2)  # ms, from the printed price
-    line += (f" An estimate, not a measurement: priced at the dynamic step's idle time per "
+    # round 32: the measured gap on its line, then the estimate, itself two sentences (the price,
+    # then how it meets the gap): one 60-word sentence was the lesson's hardest line
+    line += (f"\nAn estimate, not a measurement: priced at the dynamic step's idle time per "
              f"operation at {at} tokens ({idle:.2f} ms \u00f7 {d_ops} = {per_op:.1f} \u00b5s), the "
              f"static step's {s_ops - d_ops} extra operations ({counted}) would add about "
-             f"{extra:.2f} ms")
+             f"{extra:.2f} ms.")
     if gap <= 0:
-        return line + f", yet the static step's idle time there was not longer ({gap:+.2f} ms)."
+        return line + f" Yet the static step's idle time there was not longer ({gap:+.2f} ms)."
     if extra > gap:  # round 28b: "as much as the whole gap or more" hedged a price 1.4x the gap
         s_idle = round(ratios[at][0], 2)
         s_per = round(1e3 * s_idle / s_ops, 1)  # the static step's own price, as printed
         if s_per < per_op:  # extra > gap exactly when the static step's price per operation is lower
-            return line + (f", more than the whole {gap:.2f} ms gap there: the static step's idle "
-                           f"time per operation was lower ({s_idle:.2f} ms \u00f7 {s_ops} = "
-                           f"{s_per:.1f} \u00b5s), so the two steps' operations did not cost the same "
-                           "on average.")
-        return line + f", a little more than the whole {gap:.2f} ms gap there."
+            return line + (f" That is more than the whole {gap:.2f} ms gap there: the static "
+                           f"step's idle time per operation was lower ({s_idle:.2f} ms \u00f7 "
+                           f"{s_ops} = {s_per:.1f} \u00b5s), so the two steps' operations did not "
+                           "cost the same on average.")
+        return line + f" That is a little more than the whole {gap:.2f} ms gap there."
     if extra == gap or round(extra / gap, 2) >= 1:
-        return line + f", about the whole {gap:.2f} ms gap there."
-    return line + (f", about {extra / gap:.0%} of the {gap:.2f} ms gap there; the count leaves "
-                   "the rest unexplained.")
+        return line + f" That is about the whole {gap:.2f} ms gap there."
+    return line + (f" That is about {extra / gap:.0%} of the {gap:.2f} ms gap there; the count "
+                   "leaves the rest unexplained.")
 
 
 def drawn_length(table, seq_lens, judge: bool, inputs=None) -> int:

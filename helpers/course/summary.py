@@ -254,19 +254,20 @@ def fastest(table, seq_len, taught=False) -> pd.Series:
 
 def reading(table, seq_len, judge) -> list:
     """The answer in a few lines, lesson 07's rung first: the fastest rung taught so far (lessons
-    01-07) and its speedup over ``generate()`` static (the naive
-    loop's is claim 7's number, printed once there; ``claims.say``: ``stats.say``'s words, a
-    "can't tell" interval's bounds never printed as 1.00; none on a smoke run); then, in one line, the fastest rung of the lessons still ahead
+    01-07) and its speedup over ``generate()`` static (the naive loop's is claim 7's number,
+    printed once there; its ms per step is the figure's line's and ``one_line``'s, round 32;
+    ``claims.say``: ``stats.say``'s words, a "can't tell" interval's bounds never printed as
+    1.00; none on a smoke run); then, in one line, the fastest rung of the lessons still ahead
     against it; last, where ``generate()`` beats the course's own KV-cache loop, why it can."""
     best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
     name = taught["method"]
-    lines = [f"The fastest rung taught so far (lessons 01-07), {name} (lesson "
-             f"{taught['notebook']}), takes {taught['per_step_s'] * 1e3:.2f} ms per step at batch "
-             f"{int(taught['batch_size'])} and {int(seq_len)} tokens."]
-    for other in PEERS if best["method"] == name else PEERS[-1:]:  # the naive loop: claim 7
-        if other in set(table["method"]):
-            lines.append(f"  {name} against {other}: "
-                         f"{say(table, name, other, judge, seq_len=seq_len)}")
+    peers = [other for other in (PEERS if best["method"] == name else PEERS[-1:])  # naive: claim 7
+             if other in set(table["method"])]
+    said = "; ".join(f"against {other}, {say(table, name, other, judge, seq_len=seq_len)}"
+                     for other in peers)
+    lines = [f"The fastest rung taught so far (lessons 01-07) at batch "
+             f"{int(taught['batch_size'])} and {int(seq_len)} tokens is {name} (lesson "
+             f"{taught['notebook']})" + (f": {said}." if said else ".")]
     if best["method"] != name:  # second: the fastest rung ahead against the best taught so far
         lines.append(f"Ahead, lesson {best['notebook']}'s {best['method']} against {name}: "
                      f"{say(table, best['method'], name, judge, seq_len=seq_len)}.")
@@ -315,26 +316,6 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
             f"({ms[KV]:.2f} ms, lesson 02): {say(table, peer, KV, seq_len=seq_len)}. It runs the "
             "same eager dynamic-cache loop, and on a step whose pace the host sets, small "
             "differences in the host's work decide.")
-
-
-def what_is_left(budget, names, table, seq_len) -> str:
-    """Takeaway 2 from this run's budget (round 26: it restated lesson 00's rule): how much of
-    the fastest taught rung's step the GPU idles, who sets its pace by that rule
-    (``budget.pace``) and so what goes further. The share as ``budget.sentence`` prints it; the
-    step's ms is not repeated (round 28c: printed there, in ``reading`` and in ``one_line``).
-    Empty without GPU numbers."""
-    taught = fastest(table, seq_len, taught=True)
-    data = budget.set_index("method")
-    label = names.get(taught["method"], taught["method"])
-    if label not in data.index or math.isnan(data.loc[label, "gpu_ms"]):
-        return ""
-    row = data.loc[label]
-    share = printed_share(row)
-    who = pace(share, why=False)
-    then = {pace(0): "only less GPU work goes further (lesson 11's fused kernels, ahead)",
-            pace(100): "less host work goes furthest (fewer launches, CUDA graphs)"}.get(
-        who, "less host work and less GPU work both pay")
-    return f"What is left: at {label} the GPU idles {share:.0f}% of its step, so {who}: {then}."
 
 
 def one_line(table, seq_len, judge) -> str:
