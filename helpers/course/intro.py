@@ -55,9 +55,10 @@ def reach(ratio, judge: bool, by_round=None) -> str:
     First the two rounds whose A / B lay farthest from 1, in round order (the twenty-fourth
     review: in the published run loop B was about 20% slower in rounds 1 and 2 and faster in all
     six later ones, and no line said so), with the range of the other rounds and what that means
-    for reading an A/B; no cause is claimed, since the lesson measures none. Then, in the same line (round 32: three lines repeated each other's rounds), how
-    often the loop that ran first took longer (``_first_place``). Where the interval told the identical loops apart,
-    it says so last, naming the run farthest from its loop's median (``_outlier``). Where the two farthest rounds are neighbours and
+    for reading an A/B; no cause is claimed, since the lesson measures none. Then, in the same
+    line (round 32: three lines repeated each other's rounds), how often the loop that ran first
+    took longer (``_first_place``). Where the interval told the identical loops apart, it says so
+    last, naming the run farthest from its loop's median (``_outlier``). Where the two farthest rounds are neighbours and
     their slower loop ran last in the first and first in the second, it says the two slow runs were
     back to back (the twenty-eighth review, workshop: A alone slow in rounds 2 and 3, read against
     "moves A and B together"). Empty without an interval or rounds."""
@@ -126,9 +127,9 @@ def _first_place(a, b, order) -> str:
     """Notebook 00: in how many rounds the loop that ran first took longer than the one that ran
     second (the twenty-eighth review: in the published run the first was the slower in 7 of 8
     rounds, the two farthest rounds included, and the text read them as plain noise), and why
-    alternating the order keeps a steady cost of going first out of the estimate. Round 32: the largest differences each way are gone; they
-    repeated the farthest rounds' ratios. No cause is claimed; on other runs the count is about
-    half."""
+    alternating the order keeps a steady cost of going first out of the estimate. Round 32: the
+    largest differences each way are gone; they repeated the farthest rounds' ratios. No cause is
+    claimed; on other runs the count is about half."""
     q = np.where(order == "A", a, b) / np.where(order == "A", b, a)
     k, longer = len(q), int(np.sum(q > 1))
     count = (f"all {k}" if longer == k else f"none of the {k}" if longer == 0 else f"{longer} of the {k}")
@@ -279,8 +280,8 @@ def growth_why(table, prompt_len: int) -> str:
     double is the GPU's work (the profiled run) plus its idle time (the rest of the median); the
     lines state how each grew and the idle time per step at every length, with no judgement
     chosen by thresholds. The split needs one run per length, so it reads the table's medians,
-    whose growth its head names, once (round 32). The idle times printed are the rounded median minus the rounded work, so the
-    printed parts add up. Empty without GPU work (a CPU run)."""
+    whose growth its head names, once (round 32). The idle times printed are the rounded median
+    minus the rounded work, so the printed parts add up. Empty without GPU work (a CPU run)."""
     p = _parts(table)
     if p is None:
         return ""
