@@ -68,7 +68,9 @@ def generate_static_cache(model, input_ids, max_new_tokens, eos_token_id, stop_l
                          f"needs prompt + new tokens = {needed}")
     cache.reset()  # NEW: zero in place: same tensors, same addresses
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-    logits = model(input_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]  # CHANGED
+    out = model(input_ids, past_key_values=cache, use_cache=True)  # CHANGED: the static cache
+    logits = out.logits[:, -1, :].clone()  # as notebook 02's loop
+    del out
     tokens = [input_ids]
     for step in range(max_new_tokens):
         token, finished = next_token(logits, finished, step, eos_token_id, stop_lengths)
@@ -125,7 +127,9 @@ def generate_static_compiled(model, input_ids, max_new_tokens, eos_token_id, sto
                          f"needs prompt + new tokens = {needed}")
     cache.reset()
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
-    logits = model(input_ids, past_key_values=cache, use_cache=True).logits[:, -1, :]
+    out = model(input_ids, past_key_values=cache, use_cache=True)
+    logits = out.logits[:, -1, :].clone()
+    del out
     tokens = [input_ids]
     for i in range(max_new_tokens):  # CHANGED: i, since step is the compiled step
         token, finished = next_token(logits, finished, i, eos_token_id, stop_lengths)
