@@ -316,7 +316,7 @@ def _smallest_batch_gains(table, summary_frame, regime):
     gains = [g if g == g else m for g, m in zip(rounds, medians)]
     growth = [stats.row_growth(rows, "interleaved", "sync", b, batches[0], by="batch_size")
               for b in batches[1:]]
-    words = [stats.verdict(r) if r.n >= stats.MIN_TRIALS else stats.NOISE for r in growth]
+    words = [stats.verdict(r) for r in growth]
     said = ("not supported" if stats.SLOWER in words else
             "supported" if all(w == stats.FASTER for w in words) else "can't tell on this machine")
     return gains, medians, batches, growth, said
@@ -347,7 +347,7 @@ def article_claim_line(table, summary_frame, judge=True, regime="compiled") -> s
     first = stats.row_speedup(table[table["regime"] == regime], "interleaved", "sync",
                               batch_size=batches[0])
     each = [f"{g:.2f}x at batch {b}" for g, b in zip(gains, batches)]
-    if first.n >= stats.MIN_TRIALS and stats.verdict(first) == stats.FASTER:
+    if stats.verdict(first) == stats.FASTER:
         each[0] = f"{stats.plain(first)} at batch {batches[0]}"  # the claim's point: its range
     return ("The article claims interleaving gains most at the smallest batch. Two streams' "
             f"speedup over the per-step sync ({REGIME_LABELS[regime]} step): "
@@ -451,7 +451,7 @@ def _below_free(table, regime, batch, late, left) -> str:
     said = []
     for n in below:
         ratio = stats.row_speedup(part, n, "no_check")
-        word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else stats.NOISE
+        word = stats.verdict(ratio)  # NOISE too with fewer than MIN_TRIALS rounds
         said.append(f"{LOOP_LABELS[n]} ran " + (
             "faster than no check by the medians, but its runs can't tell the two apart"
             if word == stats.NOISE else f"{stats.plain(ratio)} than no check, which this lesson "
@@ -759,4 +759,4 @@ def _noise(part, candidate, baseline) -> bool:
     """Whether the rounds of one point can't tell ``candidate`` apart from ``baseline`` (or are
     too few to judge)."""
     ratio = stats.row_speedup(part, candidate, baseline)
-    return ratio.n < stats.MIN_TRIALS or stats.verdict(ratio) == stats.NOISE
+    return stats.verdict(ratio) == stats.NOISE  # too few rounds read as NOISE too

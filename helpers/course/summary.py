@@ -292,7 +292,7 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
     rows = ok.set_index("method")
     ms = (rows["per_step_s"] * 1e3).round(2)
     ratio = stats.row_speedup(table, peer, KV, seq_len=seq_len)
-    word = stats.verdict(ratio) if ratio.n >= stats.MIN_TRIALS else stats.NOISE
+    word = stats.verdict(ratio)  # NOISE too with fewer than MIN_TRIALS rounds
     if word == stats.NOISE:  # a gap the rounds cannot tell from noise, either way
         return (f"{peer} and the course's KV-cache loop (lesson 02) take about the same time: "
                 f"{ms[peer]:.2f} against {ms[KV]:.2f} ms per step, {CANT_TELL} by the rounds.")
@@ -365,7 +365,7 @@ def _eager_cache(data, names, table=None, seq_len=None) -> str:
     work = (f"with GPU work of {b['gpu_ms']:.2f} against {a['gpu_ms']:.2f} ms per step")
     if table is not None and {STATIC, KV} <= set(table["method"]):
         ratio = stats.row_speedup(table, STATIC, KV, seq_len=seq_len)
-        if ratio.n < stats.MIN_TRIALS or stats.verdict(ratio) == stats.NOISE:
+        if stats.verdict(ratio) == stats.NOISE:  # too few rounds read as NOISE too
             return (f"The {new} and the {old} take about the same time by the rounds "
                     f"({CANT_TELL}), {work}. ")
     pace = (f"is {b['wall_ms'] / a['wall_ms']:.2f}x slower than" if extra > 0 else
