@@ -15,6 +15,7 @@ from helpers.course import budget
 from helpers.course import compiled as c05
 from helpers.course import static_cache as c04
 from helpers.model import build_model, make_prompt
+from test_round29_04_05 import t04
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -43,9 +44,7 @@ def _ops(lens, static=551, dynamic=447):
 
 @pytest.mark.parametrize("path", TABLES04, ids=lambda p: p.stem)
 def test_04_ops_line_says_whether_the_count_holds_on_the_timed_cache(path):
-    t = pd.read_csv(path)
-    t = t[t["method"].isin(c04.EAGER)]
-    lens = sorted(int(n) for n in t["seq_len"].unique())
+    t, lens = t04(path)
     point = c04.drawn_length(t, lens, True)
     same = c04.ops_line(t, lens, _ops(lens), point)
     if "extra operations" not in same:

@@ -6,26 +6,13 @@ the prose says which number to quote. 01: the "less than N²" bullet credited th
 positions alone (the idle time, 1.70x from 28% of the step, held the total down as much); it now
 names both parts and the lines that show them; the Idle line says what the per-step idle time did,
 and where it shrank while the allocator's retries rose, the retries line says so."""
-import json
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from helpers.course import intro, stats
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data"
-ZERO = sorted(DATA.glob("00_setup-*.csv"))
-ONE = sorted(DATA.glob("01_naive_generation-*.csv"))
-RANGE = re.compile(r"\(\d+\.\d+\s*[–-]\s*\d+\.\d+[;)]")
-
-
-def _md(name):
-    nb = json.loads((ROOT / "notebooks" / name).read_text())
-    return " ".join(" ".join("".join(c["source"]) for c in nb["cells"]
-                             if c["cell_type"] == "markdown").split())
+from test_round30_00_01 import DATA, ONE, RANGE, ZERO, _md
 
 
 @pytest.mark.parametrize("path", ZERO, ids=lambda p: p.stem)

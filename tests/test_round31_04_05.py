@@ -14,6 +14,7 @@ import pytest
 
 from helpers.course import compiled as c05
 from helpers.course import static_cache as c04
+from test_round29_04_05 import t04
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
@@ -38,9 +39,7 @@ def _ops(lens, prompt_len=16):
 def ops_line_of(path):
     """04's operations line on a frozen table, with the GPU's counts (``_ops``), and the drawn
     length; "" where the line prices no extra operations."""
-    t = pd.read_csv(path)
-    t = t[t["method"].isin(c04.EAGER)]
-    lens = sorted(int(n) for n in t["seq_len"].unique())
+    t, lens = t04(path)
     point = c04.drawn_length(t, lens, True)
     line = c04.ops_line(t, lens, _ops(lens), point)
     return (line if "extra operations" in line else ""), point
@@ -67,9 +66,7 @@ def test_04_prose_says_why_the_static_count_depends_on_the_length():
 
 @pytest.mark.parametrize("path", TABLES04, ids=lambda p: p.stem)
 def test_04_against_article_weighs_host_time_only(path):
-    t = pd.read_csv(path)
-    t = t[t["method"].isin(c04.EAGER)]
-    lens = sorted(int(n) for n in t["seq_len"].unique())
+    t, lens = t04(path)
     line = c04.against_article(t, lens, True)
     assert "cost the GPU" not in line and "cost the host less" not in line
     if "waited longer on the host" in line:

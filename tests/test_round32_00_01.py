@@ -8,41 +8,22 @@ named once, in the Why head, as what splits a run into work and idle; the printe
 the status column where every length ran."""
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from helpers.course import intro, stats
-
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data"
-ZERO = sorted(DATA.glob("00_setup-*.csv"))
-ONE = sorted(DATA.glob("01_naive_generation-*.csv"))
-RANGE = re.compile(r"\(\d+\.\d+\s*[–-]\s*\d+\.\d+[;)]")
+from test_round30_00_01 import DATA, ONE, RANGE, ROOT, ZERO, _md, _reach
 
 
 def _nb(name):
     return json.loads((ROOT / "notebooks" / name).read_text())
 
 
-def _md(name):
-    return " ".join(" ".join("".join(c["source"]) for c in _nb(name)["cells"]
-                             if c["cell_type"] == "markdown").split())
-
-
-def _reach(path):
-    table = pd.read_csv(path)
-    n = int(table.loc[table["method"] == "loop A", "seq_len"].iloc[0])
-    by_round = intro.rounds(table, "loop A", "loop B")
-    ratio = stats.row_speedup(table, "loop B", "loop A", seq_len=n)
-    return by_round, ratio, intro.reach(ratio, True, by_round)
-
-
 @pytest.mark.parametrize("path", ZERO, ids=lambda p: p.stem)
 def test_00_reach_is_fewer_shorter_lines_on_every_real_table(path):
-    by_round, ratio, said = _reach(path)
+    by_round, ratio, said = _reach(pd.read_csv(path))
     lines = said.split("\n")
     told = stats.verdict(ratio) != stats.NOISE
     first_far = 1 in set(by_round["round"].iloc[
@@ -63,7 +44,7 @@ def test_00_reach_is_fewer_shorter_lines_on_every_real_table(path):
 
 
 def test_00_reviewed_run_prints_two_lines():
-    _, _, said = _reach(DATA / "00_setup-94d1a85.csv")
+    _, _, said = _reach(pd.read_csv(DATA / "00_setup-94d1a85.csv"))
     assert said.split("\n") == [
         "Round ratios A / B farthest from 1: rounds 2 (1.47x) and 3 (1.38x), A the slower in both, "
         "its two runs back to back; the other 6 rounds lay between 1.00x and 1.21x, so an A/B is "

@@ -14,6 +14,7 @@ from helpers.course import compiled as c05
 from helpers.course import static_cache as c04
 from helpers.course import stats
 from helpers.static import attention_work
+from test_round29_04_05 import t04
 from test_round31_04_05 import _ops, ops_line_of
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,8 +46,7 @@ def test_04_ops_line_gap_then_estimate_in_short_sentences(path):
 
 
 def test_04_published_ops_line():
-    t = pd.read_csv(DATA / "04_static_cache-94d1a85.csv")
-    t = t[t["method"].isin(c04.EAGER)]
+    t, _ = t04(DATA / "04_static_cache-94d1a85.csv")
     line = c04.ops_line(t, [100, 200, 400], _ops([100, 200, 400]), 100)
     assert line == (
         "The GPU's idle time per step, static minus dynamic: +1.13, +1.62 and +1.28 ms at 100, 200 "

@@ -404,8 +404,7 @@ def rounds_note(table, comparisons, judge: bool = True, *, outside_only: bool = 
         return (text + f"; the table's medians, each method's middle run on its own, lie outside "
                 f"the range for {stats.listed(outside)} " + why)
     even = f", even outside the range ({stats.listed(outside)})," if outside else ""
-    return (text + f". The two can differ{even} because a method's runs take different times from "
-            f"round to round: here {_quoted(widest)}'s took {low:.{digits}f} to {high:.{digits}f} ms.")
+    return text + f". The two can differ{even} " + why
 
 
 def _quoted(method: str) -> str:

@@ -316,26 +316,34 @@ def growth_line(table, candidate: str, baseline: str, judge: bool) -> str:
     return f"{ask} {said[0].upper()}{said[1:]}."
 
 
+def _whole_growth(table, candidate: str, baseline: str, judge: bool):
+    """The gain's growth from the first length to the last, ``left_out`` lengths aside: (first,
+    last, the later gain ÷ the earlier round by round, ``_step_up``'s word), or None with fewer
+    than two lengths or too few rounds for a range. Read by ``growth_ratio_line`` (with its
+    range) and ``answer_line`` (in words)."""
+    table = table[~table["seq_len"].isin(left_out(table, candidate, baseline, judge))]
+    values = sorted(int(n) for n in table["seq_len"].unique())
+    if len(values) < 2:
+        return None
+    a, b = values[0], values[-1]
+    r = stats.row_growth(table, candidate, baseline, a, b)
+    if r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
+        return None
+    return a, b, r, _step_up(table, candidate, baseline, a, b)
+
+
 def growth_ratio_line(table, candidate: str, baseline: str, judge: bool) -> str:
     """Notebook 02: the ratio that ``growth_line``'s answer over the whole range is read from
     (the later gain ÷ the earlier, round by round, first length to last, ``left_out`` lengths
     aside), with its range and its verdict in words (round 30: "No clear change" beside 1.23x and
     1.40x rested on a ratio never printed). One range only, whatever the lengths (02 prints at most
     five). Empty on a smoke run or with too few rounds."""
-    if not judge:
+    if not judge or (found := _whole_growth(table, candidate, baseline, judge)) is None:
         return ""
-    table = table[~table["seq_len"].isin(left_out(table, candidate, baseline, judge))]
-    values = sorted(int(n) for n in table["seq_len"].unique())
-    if len(values) < 2:
-        return ""
-    a, b = values[0], values[-1]
-    r = stats.row_growth(table, candidate, baseline, a, b)
-    if r.n < stats.MIN_TRIALS or math.isinf(r.low) or math.isinf(r.high):
-        return ""
+    a, b, r, word = found
     digits = stats._digits(r.low, r.high)
     side = {stats.FASTER: "all above 1", stats.SLOWER: "all below 1"}.get(
         stats.verdict(r), "a range that holds 1")
-    word = _step_up(table, candidate, baseline, a, b)
     said = {"grew": "it grew", "fell": "it fell"}.get(word, "no clear change")
     if not word and side != "a range that holds 1":  # the printed gains moved the other way
         side += ", while the gains above moved the other way"
@@ -373,7 +381,6 @@ def _odd_round(table, candidate: str, baseline: str, n: int, estimate: float, me
     farthest from the rounds' middle, named as the round of the slowest run (the table's max ms)
     of the loop it slowed; "" where that round is not that loop's slowest or would move the gain
     the other way from the medians."""
-
     cand, base = (np.asarray(stats.method_trials(table, m, seq_len=n), dtype=float)
                   for m in (candidate, baseline))
     if cand.size != base.size or cand.size < stats.MIN_TRIALS:
@@ -554,12 +561,8 @@ def answer_line(table, candidate: str, baseline: str, judge: bool, labels=None) 
     if found[stats.NOISE]:
         parts.append(f"{every(found[stats.NOISE])} can't tell apart on this machine")
     said = f"the gain was {span}: " + "; ".join(parts)
-    kept = table[~table["seq_len"].isin(left_out(table, candidate, baseline, judge))]
-    ends = sorted(int(n) for n in kept["seq_len"].unique())
-    if len(ends) > 1:
-        r = stats.row_growth(kept, candidate, baseline, ends[0], ends[-1])
-        if r.n >= stats.MIN_TRIALS and not (math.isinf(r.low) or math.isinf(r.high)):
-            word = _step_up(kept, candidate, baseline, ends[0], ends[-1])
-            grew = {"grew": "grew", "fell": "shrank"}.get(word, "neither clearly grew nor shrank")
-            said += f"; from {ends[0]} to {ends[-1]} tokens the gain {grew}"
+    if (found := _whole_growth(table, candidate, baseline, judge)) is not None:
+        a, b, _, word = found
+        grew = {"grew": "grew", "fell": "shrank"}.get(word, "neither clearly grew nor shrank")
+        said += f"; from {a} to {b} tokens the gain {grew}"
     return said
