@@ -92,6 +92,13 @@ def test_every_lesson_has_solutions():
     assert lessons <= solved, f"lessons without solutions: {sorted(lessons - solved)}"
 
 
+def published_gpu() -> str:
+    """The model the published run's status names ("H100", "H200")."""
+    from helpers.course import published
+    status = json.loads((ROOT / "figures" / published.RUN_STATUS).read_text())
+    return published.short_gpu(status[published.RUN_KEY]["gpu"])
+
+
 # Words that state a timing conclusion. A smoke run (tiny model, often a CPU) only exercises
 # the code, so none may appear in what a notebook prints, except in the line that says so.
 VERDICT_WORDS = re.compile(r"\b(faster|slower|wins?|loses|reproduced|dominates|the gain grows|"
@@ -109,4 +116,5 @@ def test_smoke_run_prints_no_timing_verdicts_and_shows_the_reference(smoke_run, 
     assert not judged, f"{path.name} prints timing verdicts in a smoke run: {judged[:3]}"
     shown = "".join(str(o.get("data", {})) + o.get("text", "") for c in executed.cells
                     if c.cell_type == "code" for o in c.get("outputs", []))
-    assert "H100" in shown, f"{path.name}: no committed H100 reference result shown in a smoke run"
+    gpu = published_gpu()  # the published run's GPU, as its reference results name it
+    assert gpu in shown, f"{path.name}: no committed {gpu} reference result shown in a smoke run"

@@ -464,7 +464,7 @@ def answer_line(table, steps, seq_lens, judge: bool, point=None, inputs=None) ->
     (``article_clause``). A run that cannot judge prints the times at ``point`` only."""
     point = max(seq_lens) if point is None else point
     if not judge:
-        return ("In one line: a smoke run only exercises the code (the H100 reference above "
+        return ("In one line: a smoke run only exercises the code (the published GPU run above "
                 f"holds this lesson's answer); here {_times(steps, point)}.")
     ratios = {n: stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n) for n in seq_lens}
     words = {n: "not judged" if r.n < stats.MIN_TRIALS else stats.verdict(r)

@@ -315,7 +315,7 @@ def can_judge(params) -> bool:
     return params.preset != "smoke" and str(params.device).startswith("cuda")
 
 
-NOT_JUDGED = "not judged: this run's timings only exercise the code (see the H100 reference)"
+NOT_JUDGED = "not judged: this run's timings only exercise the code (see the published GPU run)"
 
 
 def sentence(ratio: Ratio, candidate: str, baseline: str, judge: bool = True) -> str:
