@@ -61,7 +61,10 @@ def test_01_idle_line_says_what_the_per_step_idle_did(path):
     assert ("it grew with the length" in idle) == up, idle
     assert ("did not move one way" in idle) == (not down and not up), idle
     retries = intro.idle_reading(table)
-    assert ("Their cost does not show" in retries) == down  # every frozen run's retries rose
+    tries = [int(t) for t in table.sort_values("seq_len")["alloc_retries"].fillna(0)] \
+        if "alloc_retries" in table else [0]
+    rose = all(x <= y for x, y in zip(tries, tries[1:])) and tries[-1] > tries[0]
+    assert ("Their cost does not show" in retries) == (down and rose), retries
 
 
 def test_01_the_reviewed_run_shrank_despite_the_retries():

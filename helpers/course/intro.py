@@ -397,8 +397,9 @@ def idle_reading(table) -> str:
         line = (f"Allocator retries (out of driver memory, it freed its whole cache and asked "
                 f"again), {over}: {stats.listed(tries)} at {at}.")
         shown = [round(q, 2) for q in per]
-        if all(x < y for x, y in zip(tries, tries[1:])) and \
-                all(x > y for x, y in zip(shown, shown[1:])):  # the thirty-first review
+        rose = all(x <= y for x, y in zip(tries, tries[1:])) and tries[-1] > tries[0]
+        if rose and all(x > y for x, y in zip(shown, shown[1:])):  # the thirty-first review;
+            # the H200 run of 4448ee4: 0, 0 and 10 retries rose too, not at every length
             line += " Their cost does not show in the idle time per step, which shrank."
         lines.append(line)
     if "peak_reserved_bytes" in ok and ok["peak_reserved_bytes"].gt(0).any():
