@@ -1,5 +1,6 @@
 """The sentences notebooks 04, 06 and 07 print from their tables, read from the published H100
 run's CSVs (figures/data/): each branch that asserts a direction must agree with the numbers."""
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -362,8 +363,14 @@ def test_07_second_stream_is_read_batch_by_batch():
         part = t[(t["regime"] == "compiled") & (t["batch_size"] == b)]
         return stats.short(stats.row_speedup(part, "event", "interleaved"))
 
-    assert line == (head + ". With the CUDA graph step, one stream and an event against two "
-                    "streams: " + "; ".join(f"at batch {b}, {said(table, b)}" for b in batches) + ".")
+    apart = [max(r.estimate, 1 / r.estimate) - 1 for r in (
+        stats.row_speedup(rows[rows["batch_size"] == b], "event", "interleaved") for b in batches)]
+    if set(words.values()) != {stats.NOISE} and 100 * max(apart) <= late_check.ABOUT_SAME_PCT:
+        assert line == ("With the CUDA graph step, one stream and an event come out about the same "
+                        f"as two streams at every batch (within {math.ceil(round(100 * max(apart), 1))}%).")
+    else:
+        assert line == (head + ". With the CUDA graph step, one stream and an event against two "
+                        "streams: " + "; ".join(f"at batch {b}, {said(table, b)}" for b in batches) + ".")
     # every branch on a synthetic table: the event's trials at batch 1 made the two streams'
     # x 0.97 and x 1.03 by turns (a tie), at batch 32 the two streams' x 1.1 (slower: a second stream needed) and at
     # batch 128 the two streams' / 1.1 (faster)

@@ -425,7 +425,7 @@ def test_compiled_lesson_compilation_table():
         "(default).\n"
         "Default's timed graph was this process's first graph, so its time above likely "
         "includes the compiler's one-off start-up.\n"
-        "Another cache length compiles again (up to 9.8 s here): these counts hold only while "
+        "Another cache length compiles again: these counts hold only while "
         "every run has the same length.")
     # with them: a hit is a warm compile, a miss a cold one
     for hits, misses, state in ((1, 0, "hit"), (0, 1, "miss"), (1, 1, "partly"),

@@ -237,9 +237,9 @@ def test_length_line_states_every_batchs_speedups_and_both_growths():
     line = postprocess.length_line(wide, 256, table=table)
     assert line == ("From completions of 128 to 2048, the speedup (per row / on host, as the right "
                     "panel draws it) is lower with the longer completions at both batch sizes: "
-                    "from 5.00x to 3.64x at batch 16 and from 7.55x to 3.62x at 256. At batch 256 "
+                    "from 5.00x to 3.64x at batch 16 and from 7.55x to 3.62x at 256.\nAt batch 256 "
                     "the per-row loop's time goes from 39.89 to 45.41 ms (1.14x) and the host "
-                    "copy's from 5.28 to 12.56 ms (2.38x). The headline quotes the longest "
+                    "copy's from 5.28 to 12.56 ms (2.38x).\nThe headline quotes the longest "
                     "completions at the largest batch, the largest job timed.")
     rising = table.assign(median_s=[0.00185, 0.00291, 0.03989, 0.04800,
                                     0.00037, 0.00080, 0.00528, 0.00550])
@@ -648,7 +648,7 @@ def test_notebook_09s_12_29_run_reads_as_printed():
     assert line.startswith(
         "From completions of 128 to 2048, the speedup (per row / on host, as the right panel draws "
         "it) is lower with the longer completions at 2 of the 3 batch sizes, higher at 1: from "
-        "5.01x to 3.73x at batch 16, from 10.33x to 3.93x at 64 and from 3.49x to 3.68x at 256. "
+        "5.01x to 3.73x at batch 16, from 10.33x to 3.93x at 64 and from 3.49x to 3.68x at 256.\n"
         "At batch 256 the per-row loop's time goes from 41.01 to 41.20 ms (1.00x) and the host "
         "copy's from 11.74 to 11.18 ms (0.95x)")
     assert postprocess.sync_cost_line(wide, syncs, 256, 2048).endswith(

@@ -58,7 +58,8 @@ def test_07_where_it_pays_gives_both_shares(run):
 def test_07_second_stream_answered_directly_and_batch_one_ranged(run):
     t = load(run, "07_stream_interleaving")
     line = late_check.stream_event_line(t)
-    assert line.startswith("The second stream")
+    assert line.startswith(("The second stream", "With the CUDA graph step, one stream and an "
+                            "event come out about the same as two streams at every batch"))  # round 33
     claim = late_check.article_claim_line(t, late_check.summary(t))
     rows = t[t["regime"] == "compiled"]
     if rows["batch_size"].nunique() > 1:

@@ -58,9 +58,9 @@ def test_06_published_run_lines():
         "459 ms with the check, 1062 to 1363 ms without it, at cap 200), so the table's medians "
         "give another. The token ratio (2.50) lies inside the printed range: the time saved is what the "
         "steps saved predict, to within this run's noise.")
-    assert eos_sync.summary_line(steps, eos_sync.unresolved(frame)) == (
-        "This run: with the CUDA-graph step the check's idle made each step 1.38x as long "
-        "(1.33 -> 1.83 ms).")
+    assert eos_sync.summary_line(steps, eos_sync.unresolved(frame), cost=frame) == (
+        "This run: with the CUDA-graph step the check's idle made each step 1.36x as long "
+        "(the table's medians: 1.33 -> 1.83 ms).")  # round 33: the rounds' estimate, as quoted
     assert eos_sync.summary_line(steps, [], judge=False) == ""
     assert eos_sync.summary_line(steps, ["CUDA graph"]) == ""
 
@@ -99,8 +99,8 @@ def test_07_published_eager_line_and_lesson_06():
     assert late_check.against_06(table, cost06, 32) == (
         "The same two CUDA-graph loops, at batch 32 and 100 tokens: lesson 06, earlier in this run, "
         "timed the check at 499 µs per step (1.33 ms without it, 1.83 ms with it); this lesson's own "
-        "runs time it at 311 µs (1.28 and 1.59 ms). This lesson does not measure why the two timings differ, "
-        "so it compares loops within its own table.")
+        "runs time it at 311 µs (1.28 and 1.59 ms). Each lesson times its own rounds; the host's "
+        "speed moves between them (lesson 00).")
     assert late_check.against_06(table, cost06, 1) == ""  # 06 ran another batch
 
 

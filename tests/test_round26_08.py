@@ -79,8 +79,11 @@ def test_claim_5_note_rescales_both_gains_to_notebook_04s_loops(run):
     assert note[0].startswith("Claim 5 over notebook 04's eager loops: the static gain's lead")
     spread = " ".join(claims.numbers(frame)).replace("\n", " ")
     for loop, there, here in (("static-cache", s_there, s_here), ("KV-cache", k_there, k_here)):
-        assert re.search(rf"the {loop} loop (at batch {batch}, {n} tokens: )?{there:.2f} ms per "
-                         rf"step in notebook 04", spread), spread  # round 29: no ladder ms
+        assert re.search(rf"the {loop} loop (at batch {batch}, {n} tokens: )?{there:.2f}( and the "
+                         rf"[\w-]+ loop \d+\.\d\d)? ms per step in notebook 04", spread) or \
+            re.search(rf"the {loop} loop {there:.2f} ms per step in notebook 04", spread) or \
+            re.search(rf"and the {loop} loop {there:.2f} ms per step in notebook 04", spread), \
+            spread  # round 29: no ladder ms; round 33: "ms per step in notebook 04" said once
     dyn = [stats.method_trials(ladder, a, seq_len=n) for a in (claims.KV_COMPILED, claims.KV)]
     sta = [stats.method_trials(ladder, a, seq_len=n) for a in (claims.STATIC_COMPILED, claims.STATIC)]
     more = stats.speedup_growth(dyn, sta)
@@ -132,7 +135,7 @@ def test_the_numbers_keep_the_times_only_and_no_lean(run):
     assert "differ at batch" not in " ".join(claims.notes(frame))  # said once, under the figure
     one = frame.iloc[0]["number"]
     if one.startswith("x"):
-        k = float(re.search(r"gives k = (\d+\.\d\d)", one)[1])
+        k = float(re.search(r"to the power (\d+\.\d\d)", one)[1])
         assert one.startswith(f"x{2 ** k:.2f} per doubling") or abs(2 ** k - float(one[1:5])) < .02
         assert one.count(one[1:one.index(" ")]) == 1  # round 28c: the factor said once
 

@@ -88,7 +88,8 @@ def test_01_notebook_mends():
     assert "why it changes with the length, is not measured here" not in text
     # round 28c: shortened, the Pace line's own label no longer restated
     # round 30: the Pace caveat holds whatever the Pace line says; the Idle line is what to look at
-    assert "whether it shrank per step" in text and 'In the Pace line, "host" stands' in text  # round 31
+    assert "the Idle line says what it" in text  # round 33
+    assert "whether it shrank per step" not in text and 'In the Pace line, "host" stands' in text  # round 31
     assert "`budget_s`" not in text
     assert "a test keeps them identical" in code
 

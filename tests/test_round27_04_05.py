@@ -63,7 +63,8 @@ def test_04_published_drawn_and_ops_lines():
                          "cache 6.42 ms, against 5.11 and 4.22 ms at the other lengths), which "
                          "nothing measured here explains: the table above gives every length.")
     ops = c04.ops_line(table, lens, OPS)
-    assert "static minus dynamic: +0.98, +2.09 and +0.73 ms at 100, 200 and 400 tokens." in ops
+    # round 33: the printed idle times' gap at the priced length (400 here), the table's elsewhere
+    assert "static minus dynamic: +0.99, +2.08 and +0.73 ms at 100, 200 and 400 tokens." in ops
     assert "at every length" not in ops  # round 28: the count was made on one short cache
 
 
@@ -72,7 +73,10 @@ def test_04_ops_line_gaps_add_up(run):
     table, lens = t04(run)
     ops = c04.ops_line(table, lens, OPS)
     ratios = c04.host_ratios(table, lens)
-    gaps = [f"{s - d:+.2f}" for s, d, _ in ratios.values()]
+    at = list(ratios)[-1]  # no point given: the longest length is priced (round 33: its printed
+    # idle times' gap; the others as the table above gives them)
+    gaps = [f"{round(s - d if n == at else c04._table_gap(table, n), 2) + 0.0:+.2f}"
+            for n, (s, d, _) in ratios.items()]
     assert f"static minus dynamic: {stats.listed(gaps)} ms" in ops, (run, ops)
     assert "not measured here" not in ops  # round 28: one estimate, said as one
 
@@ -100,7 +104,8 @@ def test_05_summary_quotes_the_first_graph_cost(run):
                 "runs to repay.") in summary
         # the same numbers as the compilation cell's line
         line = c05.repay_line(ct, table)
-        assert f"took {found[0]:.1f} s" in line
+        # round 33: the first graph's time once, in the check graphs' list or its own line
+        assert f"{found[0]:.1f} s" in line
         for k in runs:
             assert f"{k} " in line
 

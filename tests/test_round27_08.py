@@ -101,7 +101,7 @@ def test_claims_1_2_3_and_5_say_what_their_numbers_are(run):
     number = dict(zip(range(1, 8), frame["number"]))
     verdict = dict(zip(range(1, 8), frame["verdict"]))
     if "per doubling" in number[1]:
-        assert "the whole run's time fitted as N^k" in number[1]
+        assert "the whole run's time grows as the length to the power " in number[1]
     if "vs default" in number[3]:
         assert number[3].startswith("peak fragmentation, expandable vs default: ")
     if "at 120" in number[2] or "the gain at" in number[2]:

@@ -41,15 +41,15 @@ def test_10s_4_per_launch_is_read_per_decode_step_and_only_a_slower_step_is_unex
     table, n, line = read
     ratio = stats.row_speedup(table, MOST, GRAPH, seq_len=n)
     steps, per = floor.per_step_ratio(ratio, n, 4)
-    assert f"whole runs of {n} new tokens (time at 1 ÷ at 4): {_whole(ratio)}." \
-        in line  # round 29; round 30: two sentences
-    assert f" Per decode step (a run at 4 per launch does {steps} steps, not {n - 1}): " \
+    # round 33: per decode step first; whole runs in words only where they read otherwise
+    assert f", per decode step (a run at 4 per launch does {steps} steps, not {n - 1}): " \
            f"{stats.plain(per)}" in line
+    assert (f"Whole runs of {n} new tokens" in line) == (stats.verdict(ratio) != stats.verdict(per))
     assert "why it is slower" not in line  # the review: the cause named, then disowned
     assert line.endswith("this lesson does not measure.") == (stats.verdict(per) == stats.SLOWER)
     if name == "10_cuda_graph_step-898ea06.csv":  # the review's line: per step, can't tell apart
-        assert "1.02x slower. Per decode step" in line
-        assert line.endswith("can't tell apart on this machine (0.986–1.004).")
+        assert "can't tell apart on this machine (0.986–1.004). Whole runs" in line
+        assert line.endswith("are 1.02x slower at 4 per launch, for that extra step.")
 
 
 def launch_pace10(name, eager, floor_ms):
@@ -96,9 +96,11 @@ def test_11s_graphed_prompt_line_never_calls_the_idle_time_a_ceiling(name, eager
     said = round((round(rows.loc[PDL, "wall_ms"], 3) - round(rows.loc[PROMPT, "wall_ms"], 3)) * 1e3)
     bound = round((eager[0] - eager[1]) * 1e3 / n)
     assert "can take away" not in line and "need not match" not in line
-    if said > bound:  # the drop is larger: by how much, and that it is not measured
+    if said > bound + floor.CLOSE_US:  # larger: by how much, and that it is not measured
         assert f"{said - bound} µs more than" in line and "GPU-idle" in line
         assert line.endswith("where the rest of the drop comes from, this lesson does not measure.")
+    elif said > bound:  # round 33: a few µs over: the drop matches
+        assert line.endswith(": the drop matches it.")
     else:
         assert line.endswith("(host time a graph replaces; its GPU work still runs).")
     if name == "11_toward_the_floor-898ea06.csv" and eager == (10.4, 2.0):  # the review's numbers

@@ -16,6 +16,8 @@ def test_07_event_against_two_streams_has_a_verdict_at_every_batch(run):
     line = late_check.stream_event_line(t)
     rows = t[(t["regime"] == "compiled") & (t["status"] == "ok")]
     assert "by the medians" not in line and "is faster at" not in line
+    if "come out about the same as two streams at every batch (within " in line:
+        return  # round 33: every reading within a few percent (tests/test_round33_07.py)
     listed = line.split(". With", 1)[-1]  # round 32: the head may name where it costs time
     assert listed.count("at batch") == rows["batch_size"].nunique()  # each batch named once
     for b in sorted(rows["batch_size"].unique()):

@@ -44,10 +44,14 @@ def test_the_prompts_graph_line_subtracts_its_printed_numbers_and_names_a_drop_o
     assert (f"{saved - whole} µs more than the eager prompt's whole time per step timed alone "
             f"({said(whole)}, its GPU work included) and {saved - idle} µs more than its GPU-idle "
             f"part ({said(idle)}: host time a graph replaces)." in line) == (saved > whole)
-    if idle < saved <= whole:
+    if idle + floor.CLOSE_US < saved <= whole:
         assert (f", {saved - idle} µs more than the eager prompt's GPU-idle time per step timed "
                 f"alone ({said(idle)}: host time a graph replaces).") in line
-    if saved > idle:  # only what differs in the code; the cause is left open
+    if idle < saved <= idle + floor.CLOSE_US:  # round 33: a few µs over: the drop matches
+        assert line.endswith(f"{saved - idle} µs more than the eager prompt's GPU-idle time per "
+                             f"step timed alone ({said(idle)}: host time a graph replaces): the "
+                             "drop matches it.")
+    elif saved > idle:  # only what differs in the code; the cause is left open
         assert (" In the code, rung 5 differs from rung 4 only in its class, FastDecoder, which "
                 "replays the prompt's forward from a graph; where the rest of the drop comes "
                 "from, this lesson does not measure.") in line
@@ -85,11 +89,11 @@ def test_which_rung_follows_rung_1_is_said_for_every_preset(preset):
             "rung 3 follows rung 1.") in intro
 
 
-def test_the_summary_gives_latency_as_a_hypothesis_the_lesson_does_not_measure():
+def test_the_summary_names_no_unmeasured_cause():
     summary = next(c for c in cells() if "## Summary and takeaways" in c)
     assert "likely latency" not in summary
-    assert ("why the\n  kernels stay above it, this lesson does not measure (one hypothesis: "
-            "latency, from too few\n  programs and kernels waiting for each other).") in summary
+    # round 33: the GEMM table's own reading, printed below it, replaced the hypothesis
+    assert "last line below says how much of the copy bandwidth" in summary
 
 
 def test_split_k_row_kernels_are_counted_as_element_wise_and_the_lesson_says_so():

@@ -111,7 +111,8 @@ def test_01_reviewed_run_prints_the_mended_lines():
     why = intro.growth_why(table, 16).split("\n")
     assert why[0].startswith("Why, from the table's medians, which split a run into the GPU's "
                              "work and its idle time: from 100 to 200 tokens")  # round 32
-    assert why[1].startswith("- Work: ")
+    assert why[1] == "The answer's 2.82x above reads every round instead."  # round 33
+    assert why[2].startswith("- Work: ")
     assert why[-1] == ("- Sum: the median run grew less than the work's 3.43x: the work's and "
                        "the idle time's growths weighted by their shares of the 100-token run, "
                        "0.62 × 3.43 + 0.38 × 1.67 = 2.76.")

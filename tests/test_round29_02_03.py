@@ -73,7 +73,8 @@ def test_03_notebook_answer_figures_and_caveat():
     src = cells("notebooks/03_expandable_segments.ipynb")
     text = "\n".join(src)
     # round 32: the intro names the answer's measure (`added by the run`), not cell 9
-    assert "**adds** to the reserve (`added by the run`), not `unused %`" in text
+    assert "**adds** to the reserve (`added by the run`)." in text  # round 33: `unused %`'s
+    assert "what the process held before the prefill: the answer. Its `unused %`" in text  # caveat by the table
     assert "the one to compare." not in text
     assert "mem = lesson.memory(table, history).loc[point]" in text
     assert "lesson.cache_line(table, history, old, new, skip=point)" in text
@@ -110,7 +111,7 @@ def test_02_why_line_says_what_each_loop_did_on_every_run(path):
     (ka, kfa), (kb, kfb) = out["kv_cache"]
     (na, nfa), (nb, nfb) = out["naive"]
     grew = rose(ka, kb) and rose(kfa, kfb)
-    assert ("even in its fastest run" in why) == grew, why
+    assert ("in its fastest run too" in why) == grew, why
     if grew:
         word = {(True, True): "grew too", (True, False): "grew only in its median runs",
                 (False, True): "grew only in its fastest run", (False, False): "grew in neither"}[
@@ -124,8 +125,8 @@ def test_02_reviewed_run_why_line():
     t = pd.read_csv(DATA / "02_kv_cache-6e28961.csv")
     why = growth.pace_lines(t, "kv_cache", "naive", NAMES)[-1]
     assert why.endswith(  # round 30: one loop per sentence
-        ": a cost that grows with the length, even in its fastest run, which this lesson does not "
-        "measure (notebook 03 counts one candidate: the allocator's trips to the driver). The "
+        ". This time grew with the length, in its fastest run too; this lesson does not measure "
+        "where it goes (notebook 03 counts one candidate: the allocator's trips to the driver). The "
         "naive loop's time outside its GPU's work grew only in its median runs: 4.08 → 5.66 ms "
         "(fastest run 3.56 → 3.25 ms).")
 
@@ -138,7 +139,7 @@ def test_02_growth_verdict_is_its_own_ratio_and_the_prose_says_so():
     assert stats.verdict(stats.row_growth(t, "kv_cache", "naive", 30, 120)) == stats.FASTER
     assert "over the whole range it grew" in growth.growth_line(t, "kv_cache", "naive", True)
     text = "\n".join(cells("notebooks/02_kv_cache.ipynb"))
-    assert "each from its\nown ratio (the later gain ÷ the earlier, round by round;" in text  # round 30
+    assert "is answered from the later gain ÷ the earlier, round by\nround, at each step up in length" in text  # round 33
     assert "can still grow with the length" not in text  # the hedge, cut for the sentence above
     # 02 (4): the takeaway keeps the float32 qualifier
     assert "the tokens are exactly the naive loop's (in float32)." in text

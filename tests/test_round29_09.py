@@ -92,6 +92,7 @@ def test_every_saving_per_sync_is_named_net_and_rates_follow_the_bytes(tag):
     rates = []
     for length in sorted(table["seq_len"].unique())[::table["seq_len"].nunique() - 1]:
         gpu = postprocess.call_budget(table, b, length).set_index("method").loc["on host", "gpu_ms"]
+        gpu = round(gpu, 3 if gpu < 0.1 else 2)  # round 33: the rate of the time as printed
         rates.append(postprocess.copy_bytes(b, 128, length) / (gpu * 1e6))
     shown = " and ".join(f"{r:.0f}" if r >= 10 else f"{r:.1f}" for r in rates)
     assert f"(about {shown} GB/s, into pageable host memory" in line

@@ -110,18 +110,18 @@ def test_10s_note_names_the_pairs_whose_medians_lie_outside_their_range(name):
 
 @pytest.mark.parametrize("name", TENS)
 def test_10s_per_launch_line_is_two_short_sentences_with_one_range(name):
-    """(5) Two verdicts, a range and a step count in one sentence: now one verdict a sentence."""
+    """(5) Two verdicts, a range and a step count in one sentence: now one verdict a sentence
+    (round 33: the per-step one first; whole runs in words only where they read otherwise)."""
     if (read := per_launch10(name)) is None:  # the workshop preset: graph_steps [1]
         return
     table, n, line = read
-    first, dot, second = line.partition(". Per decode step")
-    assert dot and first.startswith(f"4 steps per launch against 1, whole runs of {n} new tokens")
-    assert not RANGE.search(first) and len(RANGE.findall(second)) == 1
-    assert line.endswith(".") and len(first) < 120
+    first, dot, second = line.partition(". Whole runs")
+    assert first.startswith("4 steps per launch against 1 (time at 1 ÷ at 4), per decode step")
+    assert len(RANGE.findall(first)) == 1 and not RANGE.search(second)
+    assert line.endswith(".") and len(second) < 120
     per = floor.per_step_ratio(stats.row_speedup(table, MOST, GRAPH, seq_len=n), n, 4)[1]
-    assert f"not {n - 1}): {stats.plain(per)}" in second
+    assert f"not {n - 1}): {stats.plain(per)}" in first
     if name == "10_cuda_graph_step-74b9f45.csv":  # the review's line
-        assert line == ("4 steps per launch against 1, whole runs of 100 new tokens (time at 1 ÷ "
-                        "at 4): can't tell apart on this machine. Per decode step "
-                        "(a run at 4 per launch does 100 steps, not 99): can't tell apart on this "
+        assert line == ("4 steps per launch against 1 (time at 1 ÷ at 4), per decode step (a run "
+                        "at 4 per launch does 100 steps, not 99): can't tell apart on this "
                         "machine (0.97–1.01).")

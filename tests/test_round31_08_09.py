@@ -67,7 +67,8 @@ def test_09_length_line_is_split_and_names_the_host_work(run):
     sentences = re.split(r"(?<=[.)])\s+(?=[A-Z])", line)
     assert len(sentences) >= 4, line
     assert max(len(s.split()) for s in sentences) <= 60, sentences
-    assert "That is the CPU masking each row across all its padded columns" in line
+    assert "CPU masking" not in line  # round 33: a cause no timing here shows, cut
+    assert len(line.split("\n")) == 4  # round 33: one finding a line
 
 
 def test_09_published_length_line():
@@ -76,8 +77,8 @@ def test_09_published_length_line():
     assert line.startswith(
         "From completions of 128 to 2048, the speedup (per row / on host, as the right panel draws "
         "it) is lower with the longer completions at all 3 batch sizes: from 4.95x to 3.73x at "
-        "batch 16, from 7.27x to 3.88x at 64 and from 7.74x to 3.54x at 256. At batch 256 the "
+        "batch 16, from 7.27x to 3.88x at 64 and from 7.74x to 3.54x at 256.\nAt batch 256 the "
         "per-row loop's time goes from 39.74 to 42.19 ms (1.06x) and the host copy's from 5.13 to "
-        "11.91 ms (2.32x). Of the host copy's time, its copies of 0.59 and 5.01 MB take 0.02 and "
+        "11.91 ms (2.32x).\nOf the host copy's time, its copies of 0.59 and 5.01 MB take 0.017 and "
         "1.35 ms")
     assert "the rest, its host work over the rows, goes from 5.11 to 10.56 ms" in line

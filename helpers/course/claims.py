@@ -255,12 +255,13 @@ def claim_quadratic(ctx):
     low, high = QUADRUPLE_RANGE
     verdict = REPRODUCED if low <= 2**k <= high else NOT_REPRODUCED
     # round 26: how a doubling is read off 100, 200 and 300 tokens; round 28c: x2.57 said once
-    fit = (f"x{2**k:.2f} per doubling (2^k; the whole run's time fitted as N^k over "
-           f"{stats.listed([int(t) for t in times.index])} tokens gives k = {k:.2f}")
+    # round 33: the fit said in plain words, "N^k" and "k" gone
+    fit = (f"x{2**k:.2f} per doubling (the whole run's time grows as the length to the power "
+           f"{k:.2f} over {stats.listed([int(t) for t in times.index])} tokens")
     return verdict, (f"x{2**k:.2f} per doubling of the length, fitted to the medians "
                      f"(quadrupling: x{low:g} to x{high:g})"), \
-        f"naive loop's medians {_ms(times)}: time grows as N^{k:.2f}", "", "", \
-        f"{fit}; claim: x{low:g} to x{high:g})"
+        (f"naive loop's medians {_ms(times)}: time grows as the length to the power "
+         f"{k:.2f}"), "", "", f"{fit}; claim: x{low:g} to x{high:g})"
 
 
 def claim_kv_gain(ctx):
@@ -819,10 +820,11 @@ def _spread(verdicts, noted=()) -> str:
     its own notebook's time (the ladder's are its table's), the sizes said once where they share
     them, and which claims that gap could move (``noted``, the claims read again over those
     loops): "The same eager loops timed in their own notebooks, at batch 32, 100 tokens: the
-    naive loop 9.15 ms per step in notebook 01; ..., against the ladder's in the table above.
-    Each claim compares loops timed in the same rounds; claims 5 and 7 take the ladder's eager
-    loops as ..." (round 27: the gap left unexplained beside the claims it touches; round 29:
-    ten lines cut to three, no cause claimed). Empty where they share none."""
+    naive loop 9.15 ms per step in notebook 01; .... The host's speed moves between notebooks
+    run minutes apart (lesson 00's noise), so each claim compares loops timed in the same
+    rounds: claims 5 and 7 take the ladder's eager loops ..." (round 27: the gap left
+    unexplained beside the claims it touches; round 29: ten lines cut to three; round 33: the
+    gap said in plain words as lesson 00's noise). Empty where they share none."""
     pairs = [re.match(r"(.+?) at (batch \d+, \d+ tokens): (.+)", p).groups()
              for loops in verdicts["same_loop"] if isinstance(loops, str) and loops
              for p in loops.split("; ")]
@@ -834,15 +836,21 @@ def _spread(verdicts, noted=()) -> str:
                      for loop, w, times in pairs)
     who = stats.listed([str(i) for i in noted]) if noted else ""  # none on a smoke run
     many = len(noted) > 1
-    moves = (f" Each claim compares loops timed in the same rounds; claim{'s' * many} {who} "
-             f"take{'' if many else 's'} the ladder's eager loops as {'their' if many else 'its'} "
-             f"baselines, and the last lines below read {'them' if many else 'it'} over these "
-             f"times." if noted else "")
+    # round 33: why the same loop's times differ, said plainly, and the ladder named as the
+    # baseline; words paid for by naming a notebook's "ms per step" once for its two loops
+    moves = (f": claim{'s' * many} {who} take{'' if many else 's'} the ladder's "
+             f"{'naive loop' if list(noted) == [7] else 'eager loops'} as {'their' if many else 'its'} baseline{'' if list(noted) == [7] else 's'}, and the last "
+             f"line{'s' * many} read{'' if many else 's'} {'them' if many else 'it'} over these "
+             f"times." if noted else ", so a loop's times are compared only within one notebook.")
     # round 29: ten lines cut to three; the ladder's times are its table's, printed above, and
     # what the two timings do differently (no cause measured) is left to the notebooks
     said = re.sub(r", [\d.]+ in the ladder", "", said)
+    said = re.sub(r"(the [\w-]+ loop [\d.]+) ms per step in (notebook \d\d); "
+                  r"(the [\w-]+ loop [\d.]+ ms per step in) \2\b", r"\1 and \3 \2", said)
     return ("The same eager loops timed in their own notebooks" + (f", at {one}" if one else "")
-            + ": " + said + ", against the ladder's in the table above." + moves)
+            + ": " + said + ". The host's speed moves between notebooks run minutes apart "
+            "(lesson 00's noise)" + (", so each claim compares loops timed in the same rounds"
+                                     if noted else "") + moves)
 
 
 def _origin(source) -> str:

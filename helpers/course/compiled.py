@@ -245,16 +245,17 @@ def repay_line(compile_table, table) -> str:
     lines = ["Compiling the timed graph, and the runs that repay it against the eager static-cache "
              "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
              "verdicts above quote)):", *parts]
+    fresh = _fresh_line(compile_table, table, checks)
     if checks:
         lines.append(f"The float32 check graphs, compiled just before and left out of these "
                      f"counts: {' and '.join(checks)}.")  # round 32: said, not left to infer
-    fresh = _fresh_line(compile_table, table)
+        if fresh and _first_listed(_fresh(compile_table, table), checks):
+            lines[-1], fresh = lines[-1] + " " + fresh, ""  # round 33: one line, no time repeated
     if fresh:
         lines.append(fresh)
-    if not compile_table.empty:
-        lines.append(f"Another cache length compiles again (up to "
-                     f"{compile_table['compile s'].max():.1f} s here): these counts hold only "
-                     "while every run has the same length.")
+    if not compile_table.empty:  # round 33: the longest compile is on the lines above
+        lines.append("Another cache length compiles again: these counts hold only while every run "
+                     "has the same length.")
     return "\n".join(lines)
 
 
@@ -297,12 +298,21 @@ def _fresh(compile_table, table):
     return cost, what, timed_first, later, runs
 
 
-def _fresh_line(compile_table, table) -> str:
+def _first_listed(found, checks) -> bool:
+    """Whether this process's first graph (``_fresh``'s) is a check graph whose time ``checks``
+    (``repay_line``'s "13.8 s (default)") prints already."""
+    return bool(found) and found[2] is None and \
+        f"{found[0]:.1f} s ({found[1].split(chr(39) + 's ')[0]})" in checks
+
+
+def _fresh_line(compile_table, table, checks=()) -> str:
     """This process's first graph: its compile time, said once and plainly beside the later
     graphs' (round 28: a three-times-repeated sentence about a new process, never timed, hid the
     cost; the cause of the first graph's extra time is not measured, so it is said as likely),
     and the runs of each compiled loop that repay it. Where the timed graph was the first, only
-    that (its count above is at that cost)."""
+    that (its count above is at that cost). Round 33: where the first graph is a check graph whose
+    time ``checks`` (``repay_line``'s "13.8 s (default)") already prints, the sentence names it
+    without repeating its time or the later graphs' (all on the lines above)."""
     found = _fresh(compile_table, table)
     if found is None:
         return ""
@@ -310,12 +320,20 @@ def _fresh_line(compile_table, table) -> str:
     if not runs and timed_first is not None:  # its count above is already at that cost
         return (f"{what[0].upper()}{what[1:]} was this process's first graph, so its time above "
                 "likely includes the compiler's one-off start-up.")  # round 30: why it matters
-    line = f"This process's first graph, {what}, took {cost:.1f} s"
-    if later and round(cost, 1) > round(max(later), 1):
-        line += (f", longer than any later graph (up to {max(later):.1f} s), likely because the "
-                 "first compile in a process also pays the compiler's one-off start-up")
-    elif later:
-        line += f"; later graphs up to {max(later):.1f} s"
+    mode = what.split("'s ")[0]
+    longer = later and round(cost, 1) > round(max(later), 1)
+    if _first_listed(found, checks):
+        line = f"{mode[0].upper()}{mode[1:]}'s was this process's first graph"
+        if longer:
+            line += (" and took longer than any later one, likely because the first compile in a "
+                     "process also pays the compiler's one-off start-up")
+    else:
+        line = f"This process's first graph, {what}, took {cost:.1f} s"
+        if longer:
+            line += (f", longer than any later graph (up to {max(later):.1f} s), likely because "
+                     "the first compile in a process also pays the compiler's one-off start-up")
+        elif later:
+            line += f"; later graphs up to {max(later):.1f} s"
     if not runs:
         return line + "."
     each = [f"{k} ({mode})" if i and n == runs[0][2] else f"{k} runs of {n} tokens ({mode})"
@@ -512,9 +530,10 @@ def baseline_line(table, point, methods, earlier_ms) -> str:
     low, high = (_ms_per_step(table, EAGER, point, c) for c in ("min_s", "max_s"))
     where = "within" if low <= theirs <= high else "outside"
     return (line + f": {ratio:.2f}x {word} here; notebook 04's time lies {where} the spread of "
-            f"this lesson's own eager runs ({low:.2f} to {high:.2f} ms per step). The speedups "
-            "above are against those "
-            "runs, timed in the same rounds as the compiled loops.")
+            f"this lesson's own eager runs ({low:.2f} to {high:.2f} ms per step). The same loop's "
+            "time moved with the host between the two notebooks (the noise notebook 00 "
+            "measures); the speedups above are unaffected, as they compare loops timed in the "
+            "same rounds.")  # round 33: what the gap means for the reader, in plain words
 
 
 def against_article(table, methods, seq_lens, judge: bool) -> str:
@@ -536,7 +555,10 @@ def against_article(table, methods, seq_lens, judge: bool) -> str:
         return ""
     head = "Against the article, which finds that compiling helps: this run "
     if all(set(w) == {stats.FASTER} for w in words.values()):
-        return head + "agrees, every compiled loop faster at every length it timed."
+        timed = sorted({n for w in words.values() for ns in w.values() for n in ns})
+        where = (f"at the length it timed ({timed[0]} tokens)" if len(timed) == 1
+                 else "at every length it timed")  # round 33: "every length" beside one length
+        return head + f"agrees, every compiled loop faster {where}."
     part = ("agrees only in part (" if any(stats.FASTER in w for w in words.values())
             else "does not find it (")
     return head + part + "; ".join(

@@ -357,20 +357,21 @@ def length_line(table, candidate: str, baseline: str, judge: bool, n: int, label
     apart on this machine (0.91–1.26)"), and the table's medians' ratio where it lies more than
     ``stats.MEDIANS_APART`` from the estimate or outside the range, as every other lesson's
     verdict names it (round 28b: at 20 tokens the table's 143.3 / 124.1 = 1.15x stood beside a
-    printed 1.05x with no word; the nineteenth review's "its speedup" third gain stays out)."""
+    printed 1.05x with no word; the nineteenth review's "its speedup" third gain stays out); on a
+    second line, the round that moved the gain away from the medians (``_odd_round``)."""
     labels = labels or {}
     r = stats.row_speedup(table, candidate, baseline, seq_len=n)
     medians = stats.medians_ratio(*(stats.method_trials(table, m, seq_len=n)
                                     for m in (candidate, baseline)))
     said = stats.plain(r, judge, medians=medians)
+    odd = ""
     if "the table's medians" in said and stats.verdict(r) != stats.SLOWER:  # round 31
-        said = said[:-1] + _odd_round(table, candidate, baseline, n, r.estimate, medians,
-                                      labels) + ")"
+        odd = _odd_round(table, candidate, baseline, n, r.estimate, medians, labels)
     if said.startswith("can't tell"):  # the course's one phrase (the verdicts tool reads it);
         # the growth line says "no clear change" for its other comparison (round 27)
         said = f"{r.estimate:.2f}x, {said}"
     return (f"{n:>4} tokens: {labels.get(candidate, candidate)} against "
-            f"{labels.get(baseline, baseline)}: {said}")
+            f"{labels.get(baseline, baseline)}: {said}" + (f"\n{'':13}{odd}" if odd else ""))
 
 
 def _odd_round(table, candidate: str, baseline: str, n: int, estimate: float, medians: float,
@@ -378,9 +379,11 @@ def _odd_round(table, candidate: str, baseline: str, n: int, estimate: float, me
     """Where a length's gain lies apart from the table's medians, the round that moved it (the
     thirty-first review: "1.47x faster (1.39–1.61; the table's medians: 1.37x)" read as a
     contradiction, and 75 tokens' dip came from one slow round): the round whose ratio lies
-    farthest from the rounds' middle, named as the round of the slowest run (the table's max ms)
-    of the loop it slowed; "" where that round is not that loop's slowest or would move the gain
-    the other way from the medians."""
+    farthest from the rounds' middle, named as the slowest run (the table's max ms) of the loop it
+    slowed, and what the other rounds read without it, in words as notebook 00's outlier line
+    (the thirty-third review: "can't tell apart" at 120 tokens came from one round of 8, and the
+    line never said so). No range. "" where that round is not that loop's slowest or would move
+    the gain the other way from the medians."""
     cand, base = (np.asarray(stats.method_trials(table, m, seq_len=n), dtype=float)
                   for m in (candidate, baseline))
     if cand.size != base.size or cand.size < stats.MIN_TRIALS:
@@ -391,7 +394,17 @@ def _odd_round(table, candidate: str, baseline: str, n: int, estimate: float, me
                   else (cand, candidate))
     if slow[i] != slow.max() or (ratio[i] > np.median(ratio)) != (estimate > medians):
         return ""
-    return f"; the round of {(labels or {}).get(name, name)}'s slowest run: {math.exp(ratio[i]):.2f}x"
+    keep = np.arange(cand.size) != i
+    rest, left = stats.speedup(cand[keep], base[keep], paired=True), int(keep.sum())
+    if left < stats.MIN_TRIALS:
+        without = f"the other {left} read {rest.estimate:.2f}x (too few rounds for a verdict)"
+    elif stats.verdict(rest) == stats.NOISE:
+        either = " either" if stats.verdict(stats.speedup(cand, base, paired=True)) == stats.NOISE else ""
+        without = f"the other {left} can't tell the loops apart{either}"
+    else:
+        without = f"the other {left} read {stats.short(rest)}"
+    return (f"one round of {cand.size} (the slowest {(labels or {}).get(name, name)} run) read "
+            f"{math.exp(ratio[i]):.2f}x; without it, {without}")
 
 
 def gains_note(table, candidate: str, baseline: str, judge: bool, labels=None) -> str:
@@ -462,8 +475,8 @@ def _why_line(rows, values, candidate, baseline, cand: str, base: str, table=Non
     candidate's step lay outside the GPU's work (that work is printed once, above), then that
     time (wall less GPU work) at the shortest and longest length, in the median runs and the
     fastest, beside the baseline's; where both of the
-    candidate's grew (by more than ``budget.SAME_WORK``), said plainly to be a cost that grows
-    with the length which this lesson does not explain (the twenty-eighth review: 4.26 -> 7.06
+    candidate's grew (by more than ``budget.SAME_WORK``), said plainly to be time that grew
+    with the length where this lesson does not measure what it is (the twenty-eighth review: 4.26 -> 7.06
     ms, 3.92 -> 5.67 ms in the fastest runs, was put down to "the host's, or a slow round"),
     with which of the baseline's two grew."""
     shown = lambda m, col: [round(float(rows[n].loc[m, col]), 2) for n in values]  # noqa: E731
@@ -502,8 +515,10 @@ def _why_line(rows, values, candidate, baseline, cand: str, base: str, table=Non
     base_said = (f"The {base} loop's time outside its GPU's work {theirs}: {n_med_a:.2f} \u2192 "
                  f"{n_med_b:.2f} ms (fastest run {n_min_a:.2f} \u2192 {n_min_b:.2f} ms).")
     if rose(c_med_a, c_med_b) and rose(c_min_a, c_min_b):
-        return (f"{said}: a cost that grows with the length, even in its fastest run, which this "
-                "lesson does not measure (notebook 03 counts one candidate: the allocator's trips "
+        # round 33: "a cost that grows ..., even in its fastest run, which this lesson does not
+        # measure" left the reader asking what "which" meant: two plain clauses
+        return (f"{said}. This time grew with the length, in its fastest run too; this lesson does "
+                "not measure where it goes (notebook 03 counts one candidate: the allocator's trips "
                 f"to the driver). {base_said}")
     return (f"{said}; it did not grow in both its median and its fastest run, so this run shows "
             f"no cost that grows with the length. {base_said}")

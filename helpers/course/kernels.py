@@ -476,3 +476,31 @@ def gemm_rows_note(names=None) -> str:
     return (f"The GEMM kernels alone: the row kernels after {' and '.join(rowed)} (adding split-K's "
             "pieces, the bias and the residual, then the layer norm) count under element-wise, "
             "not in these rows, and attention adds up QKV's pieces.")
+
+
+NEAR_COPY = 0.8  # a GEMM at this share of the copy bandwidth or more comes near it
+FRACTION = 0.6  # the layer GEMMs all below this share reach only a fraction of it
+
+
+def gemm_bandwidth_line(table: pd.DataFrame, bandwidth) -> str:
+    """The GEMM table read against the copy bandwidth (round 33: 11's Summary said "why the
+    kernels stay above it, this lesson does not measure" beside a table with the layer GEMMs at
+    0.76-1.47 TB/s of 4.15 and the LM head at 3.7): the slowest and fastest layer GEMM and the
+    LM head, in GB/s and as shares of ``bandwidth`` (bytes/s), and which come near it. Empty
+    without the GEMM rows or a bandwidth (a CPU run)."""
+    parts = table.set_index("part")
+    layers = [p for p in BLOCK_GEMMS if p in parts.index]
+    copy = bandwidth / 1e9
+    if not layers or LM_HEAD not in parts.index or not (math.isfinite(copy) and copy > 0):
+        return ""
+    low, high = (round(f(parts.loc[layers, "GBps"])) for f in (min, max))
+    head = round(float(parts.loc[LM_HEAD, "GBps"]))
+    small, large = high / copy < FRACTION, head / copy >= NEAR_COPY
+    said = ("the small GEMMs reach a fraction of the bandwidth, the large one nearly all of it"
+            if small and large else
+            "the large one comes near the bandwidth" if large else
+            "neither the small GEMMs nor the large one comes near the bandwidth" if small else "")
+    return (f"The GEMM table against the copy bandwidth of {copy:.0f} GB/s: the layer GEMMs (one "
+            f"small kernel per layer and shape) reach {low} to {high} GB/s, {low / copy:.0%} to "
+            f"{high / copy:.0%} of it; the LM head (one large kernel) {head} GB/s, "
+            f"{head / copy:.0%}" + (f": {said}." if said else "."))

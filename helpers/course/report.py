@@ -183,7 +183,7 @@ def show_reference(notebook: str, figures: Path | None = None) -> None:
 
 def main(argv=None) -> int:
     """``python -m helpers.course.report``: the README's results block; with ``--headers``,
-    every notebook's "On an H100" cell; with ``--guide``, the instructor guide's times; with
+    every notebook's "On an <GPU>" cell; with ``--guide``, the instructor guide's times; with
     ``--publish-workshop``, the workshop run's status into docs/ (``helpers.course.published``)."""
     parser = argparse.ArgumentParser(prog="python -m helpers.course.report", description=main.__doc__)
     parser.add_argument("--headers", action="store_true",
