@@ -31,7 +31,8 @@ def test_00_order_line_counts_the_first_run_loop_on_every_real_table(path):
     q = np.where(first_a, a / b, b / a)
     # round 29: no mean (0.99x beside "slower in 6 of 8" read as a contradiction); the largest
     # difference each way instead
-    assert f"took longer in {int((q > 1).sum())} of the {len(q)} rounds" in line
+    count = int((q > 1).sum())  # 6c3e110's workshop run: "none of the 5"
+    assert f"took longer in {count or 'none'} of the {len(q)} rounds" in line
     assert "by up to" not in line and "%" not in line  # round 32: they repeated the rounds' ratios
     assert "on average" not in line
     assert ("largely out of the estimate" in line) == (len(q) % 2 == 1)
