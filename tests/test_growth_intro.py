@@ -392,14 +392,15 @@ def test_stairs_line_dates_the_stairs_from_the_measured_history():
     text = expandable.stairs_line(history, config, 32, 16)
     # round 24: the stairs and their rises in the head line, when and how often in the second
     assert text.split("\n") == [  # round 25: the steps dated where they are counted
-        "With default, reserved memory jumped by more than half the 24 cache tensors together at 10 "
-        "separate decode steps, one every 21 steps from decode step 198, "
-        f"{found['rise'].min() / mib:.0f} to {found['rise'].max() / mib:.0f} MiB each:",
+        "With default, reserved memory jumped by "  # round 34: the size leads
+        f"{found['rise'].min() / mib:.0f} to {found['rise'].max() / mib:.0f} MiB, more than half the "
+        "24 cache tensors together, at 10 separate decode steps, one every 21 steps from decode "
+        "step 198:",
         "  the first when each layer's keys (and values) reached 20.1 MiB, just past 20 MiB; a "
         "tensor grows 2 MiB in 21.3 steps (96 KiB a step)."]
     assert expandable.stairs_line(history[history["step"] < 210], config, 32, 16) == (
-        "With default, reserved memory jumped by more than half the 24 cache tensors together once: "
-        f"{found['rise'].iloc[0] / mib:.0f} MiB in decode step 198, when each layer's keys (and "
+        f"With default, reserved memory jumped once by {found['rise'].iloc[0] / mib:.0f} MiB, more "
+        "than half the 24 cache tensors together, in decode step 198, as each layer's keys (and "
         "values) reached 20.1 MiB, just past 20 MiB.")
     flat = history.assign(reserved=700 * mib)
     assert expandable.stairs_line(flat, config, 32, 16) == (
@@ -413,7 +414,7 @@ def test_stairs_line_dates_the_stairs_from_the_measured_history():
     published = Path(__file__).resolve().parent.parent / "figures/data/03_expandable_segments_timeline.csv"
     if published.exists():  # the 18:42 run: the stairs the figure shows, first in step 198
         text = expandable.stairs_line(pd.read_csv(published), config, 32, 16)
-        assert "one every 21 to 22 steps from decode step 198," in text
+        assert "one every 21 to 22 steps from decode step 198:" in text  # round 34: size first
 
 
 def test_retry_note_says_once_where_the_naive_allocator_retried():

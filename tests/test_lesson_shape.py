@@ -26,7 +26,8 @@ TARGETS = re.compile(r"MISSED|NOT MET")
 # budget.plot / budget.sentence, or a lesson's own wrapper of them (its source calls them).
 DRAW_BUDGET = ("budget.plot(", "late_check.plot(", "expandable.plot_gpu_work(", "lesson.plot_gpu_work(")
 READ_BUDGET = ("budget.sentence(", "postprocess.call_sentence(", "growth.pace_lines(",
-               "lesson.speed_line(", "eos_sync.budget_line(", "intro.budget_line(")
+               "lesson.speed_line(", "eos_sync.budget_line(", "intro.budget_line(",
+               "summary.figure_line(")  # round 34: 08's budget.sentence behind its helper
 INTERVAL = re.compile(r"\(\d+\.\d+\s*[–-]\s*\d+\.\d+[;)]")  # "(1.70–1.80; the table's medians: 1.69x)" too
 
 
@@ -96,6 +97,8 @@ def test_the_wrappers_really_draw_and_read_the_budget():
     assert '"gpu_ms"' in inspect.getsource(expandable.speed_line)  # 03 reads budget.per_step's rows
     from helpers.course import intro
     assert "budget.sentence(" in inspect.getsource(intro.budget_line)  # 01, without its pace
+    from helpers.course import summary
+    assert "_sentence(budget" in inspect.getsource(summary.figure_line)  # 08: budget.sentence
 
 
 # The published copies in figures/notebooks/ come from the last full GPU run, made before the

@@ -201,7 +201,7 @@ def test_05_plan_line_says_which_modes_ran_and_whether_tokens_were_checked(run):
         assert (modes, checked) == (["default", "reduce-overhead"], True), name
         assert line == ("This run compiles the decode step in default and reduce-overhead modes. "
                         "Each compiled loop's tokens are checked against the eager KV-cache "
-                        "loop's (the lines below).")
+                        "loop's through a float32 twin of its step (the lines below).")
         assert "float32 check, TF32 timed" in graphs
     # the count of graphs agrees with the check: two a mode with it, one without
     assert re.findall(r"(?:default|reduce-overhead) (\d)", graphs) == [str(1 + checked)] * len(modes)

@@ -80,9 +80,11 @@ def test_reach_on_the_published_run_says_what_the_noise_means():
                                ratio) == "0.98x, can't tell apart on this machine (0.89–1.09)"
     assert intro.reach(ratio, True, by_round).split("\n") == [  # round 24's wording
         "Round ratios A / B farthest from 1: rounds 2 (1.33x) and 4 (0.76x); the other 6 rounds "
-        "lay between 0.91x and 1.03x, so an A/B is read from all 8 rounds. The loop that ran first "
+        "lay between 0.91x and 1.03x. So in a later lesson, one round as far from 1 as 1.33x is "
+        "no evidence alone: a verdict reads all 8 rounds.",  # round 34
+        "The loop that ran first "
         "took longer in 6 of the 8 rounds; alternating the order keeps a cost of running first "
-        "out of the estimate."]  # round 32: one line, no repeated ratios
+        "out of the estimate."]  # round 32: no repeated ratios; round 34: its own line again
     _, ws_rounds, ws = _zero(_table(WS_00))
     assert "rounds 1 (0.86x) and 4 (1.23x); the other 3 rounds lay between 0.88x and 1.07x" in (
         intro.reach(ws, True, ws_rounds))

@@ -45,18 +45,21 @@ def test_published_00_names_its_early_rounds_and_reads_the_interval_both_ways():
     n, by_round, ratio = _zero(table)
     assert intro.reach(ratio, True, by_round).split("\n") == [
         "Round ratios A / B farthest from 1: rounds 1 (0.81x) and 2 (0.80x), B the slower in "
-        "both, its two runs back to back; the other 6 rounds lay between 1.01x and 1.06x, so an "
-        "A/B is read from all 8 rounds. The loop that ran first took longer in 4 of the 8 rounds; "
-        "alternating the order keeps a cost of running first out of the estimate.",  # round 32: one line, no repeated ratios
+        "both, its two runs back to back; the other 6 rounds lay between 1.01x and 1.06x. So in a "
+        "later lesson, one round as far from 1 as 0.80x is no evidence alone: a verdict reads all "
+        "8 rounds.",  # round 34
         "Round 1, the first after "
-        "the warm-up, took 262.7 ms (A) and 324.3 ms (B), against medians of 229.0 and 226.3 ms."]
+        "the warm-up, took 262.7 ms (A) and 324.3 ms (B), against medians of 229.0 and 226.3 ms.",
+        "The loop that ran first took longer in 4 of the 8 rounds; "
+        "alternating the order keeps a cost of running first out of the estimate."]  # round 32: no repeated ratios
     said = intro.with_estimate(stats.say(table, "loop B", "loop A", True, seq_len=n), ratio)
     assert said == "0.97x, can't tell apart on this machine (0.89–1.04; the table's medians: 1.01x)"
     ws = ZERO["3deacb3-workshop"]()
     _, ws_rounds, ws_ratio = _zero(ws)
     assert intro.reach(ws_ratio, True, ws_rounds).startswith(
         "Round ratios A / B farthest from 1: rounds 3 (1.59x) and 5 (0.78x); the other 3 rounds "
-        "lay between 0.92x and 1.03x, so an A/B is read from all 5 rounds.")
+        "lay between 0.92x and 1.03x. So in a later lesson, one round as far from 1 as 1.59x is "
+        "no evidence alone: a verdict reads all 5 rounds.")  # round 34
 
 
 @pytest.mark.parametrize("name", sorted(ZERO))
@@ -66,8 +69,8 @@ def test_reach_names_the_farthest_rounds_on_every_real_table(name):
     lines = intro.reach(ratio, True, by_round).split("\n")  # round 28: order line
     first, second = lines[0], lines[-1]  # round 28c: round 1 and "told apart" on lines of their own
     # round 29: the interval's reach is cut, so "told apart" (where printed) comes last
-    # round 32: the order count joins the first line
-    assert len(lines) == 1 + (len(lines) > 1 and "Round 1, the first" in lines[1]) + \
+    # round 32: the order count joins the first line; round 34: on its own line again
+    assert len(lines) == 2 + ("Round 1, the first" in lines[1]) + \
         ("told the identical" in lines[-1])
     r = by_round["A / B"]
     far = sorted(abs(r.map(math.log)).nlargest(2).index)

@@ -47,11 +47,12 @@ def test_07_where_it_pays_gives_both_shares(run):
     if len(graph) < 2:
         assert line == ""
         return
-    for _, r in graph.iterrows():
-        assert (f"at batch {int(r['batch_size'])} the check costs {r['check_cost_us']:.0f} µs, "
-                f"{r['check_cost_us'] / (10 * r['no_check']):.0f}% of the {r['no_check']:.2f} ms "
-                "step without it") in line
-    assert "still idles" not in line and "per step above no check" in line
+    # round 34: the largest share only (the table above gives every batch)
+    r = graph.loc[(graph["check_cost_us"] / graph["no_check"]).idxmax()]
+    assert (f"at batch {int(r['batch_size'])} ({r['check_cost_us']:.0f} µs, "
+            f"{r['check_cost_us'] / (10 * r['no_check']):.0f}% of the {r['no_check']:.2f} ms "
+            "step without it)") in line
+    assert "still idles" not in line and "per step above no check" not in line
 
 
 @pytest.mark.parametrize("run", list(RUNS))

@@ -130,7 +130,10 @@ def test_the_idle_row_says_the_profiler_may_add_to_it(run):
 
 def test_11_prints_the_copy_bandwidth_every_floor_divides_by():
     text = code("11_toward_the_floor")
-    assert "at the copy bandwidth of {bandwidth / 1e9:.0f} GB/s that every floor divides by" in text
+    assert "kernels.profiled_step_lines(step, floor_ms, bandwidth)" in text  # round 34: short lines
+    step = pd.Series({"kernels": 275.0, "us": 1591.8, "floor_us": 156.3})
+    assert "at 4151 GB/s, the copy bandwidth every floor divides by" in \
+        kernels.profiled_step_lines(step, 0.157, 4151e9)
     assert "(start_gpu, tenth_gpu), (P.batch_size, n)))" in text  # round 30: 10's sizes named  # round 27b: GPU work, not attention's kernels
     # on the published tables: the floor column divides by about 2.97 TB/s, above every GEMM's GB/s
     side = parts("3deacb3")

@@ -98,7 +98,7 @@ def test_07_profile_line_names_the_share_and_the_timed_left_over(run):
 def test_07_published_run_says_where_the_late_read_pays_least():
     t = load("07_stream_interleaving", "7aa1901")
     line = late_check.where_line(t, late_check.summary(t))
-    assert "leaving 169–194 µs per step above no check" in line
+    assert "per step above no check" not in line  # round 34: the table gives it
     assert line.endswith("It pays least at batch 1: the late loops leave 46–53% of the check's "
                          "cost there.")
     part = t[(t["regime"] == "compiled") & (t["batch_size"] == 32)]

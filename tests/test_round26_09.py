@@ -86,5 +86,5 @@ def test_notebook_says_the_doubling_and_prints_takeaway_3():
     code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     assert "is doubled until it outlasts the\nper-row call" in prose
     assert "watch how" not in prose
-    assert "postprocess.length_reading(wide, big)" in code
+    assert "postprocess.length_reading(wide, big)" not in code  # round 34: the Plot line has it
     assert "prompt_len=P.prompt_len" in code

@@ -88,7 +88,7 @@ def test_01_notebook_mends():
     assert "why it changes with the length, is not measured here" not in text
     # round 28c: shortened, the Pace line's own label no longer restated
     # round 30: the Pace caveat holds whatever the Pace line says; the Idle line is what to look at
-    assert "the Idle line says what it" in text  # round 33
+    assert "the Idle line says what it" not in text and "(Idle line)" in text  # round 34
     assert "whether it shrank per step" not in text and 'In the Pace line, "host" stands' in text  # round 31
     assert "`budget_s`" not in text
     assert "a test keeps them identical" in code

@@ -1,5 +1,6 @@
 """Round 27 of mends, lessons 02 and 03: every line this round changed, read on every frozen
 real table (full and workshop presets)."""
+import inspect
 import json
 import re
 from pathlib import Path
@@ -61,7 +62,8 @@ def test_02_notebook_prints_the_reconciliation_once_with_the_gains():
     assert nb.count("growth.bars_note(") == 0  # round 28: one ratio in the text
     assert "a line under the figure says so" not in nb
     assert "which the last line above compares" not in nb
-    assert "kv_runs['min_s']" in nb and "narrow their ranges" in nb
+    assert "growth.closing_line(" in nb and "narrow their ranges" in nb  # round 34
+    assert "kv_runs['min_s']" in inspect.getsource(growth.closing_line)
 
 
 @pytest.mark.parametrize("name", [n for n in RUNS_03 if not n.startswith("timeline")])

@@ -47,9 +47,9 @@ def test_00_order_split_is_as_idea_2_says(path):
 def test_00_idea_2_names_both_drifts_and_the_odd_split():
     text = " ".join(_text("00_setup.ipynb", "markdown").split())
     assert "favours whichever method ran second" not in text and "half the rounds" not in text
-    # round 29: one bullet per effect (whole round, boundary, cost of running first)
-    assert "a slow spell over a whole round" in text and "a cost of running first" in text
-    assert "A runs first once more than B when the rounds are odd" in text
+    # round 34: two bullets (a slow spell over a round or across two; a cost of running first)
+    assert "over one round, both lines rise" in text and "a cost of running first" in text
+    assert "A runs first once more than B when the number of rounds is odd" in text
 
 
 @pytest.mark.parametrize("path", ONE, ids=lambda p: p.stem.split("-", 1)[1])
@@ -78,8 +78,8 @@ def test_01_why_bullet_and_budget_label():
     # round 30: the sentence (true by definition, the review read it as an explanation) is cut;
     # the prose points at the Idle line's per-step values instead
     assert "The idle time is *N* times the idle time per step" not in text
-    assert "Per step it can even\n  shrink" in _text("01_naive_generation.ipynb", "markdown")  # round 33
-    assert "the Idle line says what it did" in text
+    assert "per\n  step it can even shrink" in _text("01_naive_generation.ipynb", "markdown")  # round 34
+    assert "the Idle line says what it did" not in text  # round 34: the Idle line says it
     assert "prefill counts as one of the N steps" not in code
     assert 'ax_budget.set_xlabel("ms per step (the median run ÷ N)")' in code
     # the label is set after budget.plot, whose own label it replaces

@@ -41,7 +41,8 @@ def test_00_the_reviewed_run_names_its_boundary():
     _, said = _reach(DATA / "00_setup-2518203-workshop.csv")
     assert said.startswith("Round ratios A / B farthest from 1: rounds 2 (1.21x) and 3 (1.66x), A "
                            "the slower in both, its two runs back to back; the other 3 "
-                           "rounds lay between 0.91x and 0.95x, so an A/B is read from all 5 rounds.")
+                           "rounds lay between 0.91x and 0.95x. So in a later lesson, one round as far "
+                           "from 1 as 1.66x is no evidence alone: a verdict reads all 5 rounds.")
     hits = [p.stem for p in ZERO if "back to back" in _reach(p)[1]]
     # round 29: run 6e28961 froze two more (full: B slow in rounds 7 and 8, back to back)
     # 94d1a85 two more (full: A slow in rounds 2 and 3; workshop: B slow in rounds 1 and 2)
@@ -52,11 +53,10 @@ def test_00_the_reviewed_run_names_its_boundary():
 def test_00_idea_2_no_longer_promises_that_rounds_move_together():
     text = _text("00_setup.ipynb")
     assert "A change of speed between rounds moves A and B together" not in text
-    # round 29: one bullet per effect
+    # round 34: one bullet for both slow spells, the boundary drawn as A B | B A
     text = " ".join(text.split())
-    assert "a slow spell over a whole round**: both lines move together" in text
-    assert "the last run of a round and the first of the next are the same" in text
-    assert "the same line alone jumps in two neighbouring rounds" in text
+    assert "over one round, both lines rise and its ratio cancels it" in text
+    assert "across two rounds (A B | B A), one line alone rises in both" in text
 
 
 def test_00_gpu_work_prose_names_the_legend():

@@ -64,12 +64,10 @@ def test_07_closing_line_holds_what_the_summary_promises(run):
     batch = 16 if run.endswith("workshop") else 32  # the presets' batch_size
     where = late_check.where_line(t, summary, profiled=batch)
     resolved = summary[(summary["regime"] == "compiled") & summary["check_resolved"].astype(bool)]
-    if where:  # several batch sizes resolved: both shares and what is left, at each
+    if where:  # several batch sizes resolved: where the check weighs most (round 34)
         assert len(resolved) >= 2
-        for b in resolved["batch_size"]:
-            assert re.search(rf"at batch {int(b)} the check costs \d+ µs, \d+% of the [\d.]+ ms "
-                             r"step without it, and the late loops win back [^;]+, leaving "
-                             r"[-\d–to ]+ µs per step above no check", where), where
+        assert re.search(r"largest share of the step at batch \d+ \(\d+ µs, \d+% of the [\d.]+ ms "
+                         r"step without it\)", where), where
         return
     line = late_check.shares_line(summary, batch)
     if not line:  # no CUDA-graph step at the preset's batch (an eager-only run)

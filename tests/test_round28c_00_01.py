@@ -70,7 +70,7 @@ def test_00_what_it_means_is_shorter_and_keeps_its_facts(path, model, monkeypatc
     far = sorted(np.argsort(-np.abs(np.log(r)), kind="stable")[:2])
     assert "rounds " + " and ".join(f"{i + 1} ({r[i]:.2f}x)" for i in far) in text
     assert ("Round 1, the first after the warm-up" in text) == (0 in far)
-    assert f"so an A/B is read from all {len(r)} rounds." in text  # round 32: shorter
+    assert f"is no evidence alone: a verdict reads all {len(r)} rounds." in text  # round 34
     assert "The loop that ran first took longer in" in text
     assert "faster\" only from about" not in text  # round 29: the interval's reach is cut
     assert ("told the identical loops apart" in text) == (stats.verdict(ratio) != stats.NOISE)
@@ -123,4 +123,4 @@ def test_prose_no_longer_restates_the_printout():
     assert "The Sum line only accounts" not in one and "The Pace line applies" not in one
     assert "What the idle time is made of is not measured here" not in one
     # what stays: the pace caveat (round 30: the guess to test became what to look for)
-    assert "A guess to test" not in one and "allocator's fetches and retries (printed above)" in one
+    assert "A guess to test" not in one and "waits for, the allocator included" in one  # round 34

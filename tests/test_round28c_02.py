@@ -3,7 +3,7 @@ step is printed once (the first pace line), not again in the "why" line nor the 
 the "why" line still says whether most of the step lay outside the GPU's work, and keeps the
 times outside it that it compares."""
 import glob
-import json
+import inspect
 from pathlib import Path
 
 import pandas as pd
@@ -47,7 +47,6 @@ def test_one_length_gives_its_time_outside_the_gpu():
 
 
 def test_in_one_line_gives_the_step_and_the_floor_not_the_gpu_again():
-    nb = json.loads((ROOT / "notebooks" / "02_kv_cache.ipynb").read_text())
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    code = inspect.getsource(growth.closing_line)  # round 34: the notebook's f-strings moved here
     assert "the GPU works {kv_step['gpu_ms']" not in code
     assert "x the floor ({kv_step['floor_ms']" in code and "kv_runs['max_s']" in code

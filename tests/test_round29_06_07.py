@@ -51,7 +51,7 @@ def test_07_smallest_share_is_said_per_loop_and_true(run):
     t, summary = table07(run)
     line = late_check.where_line(t, summary, True, profiled=32)
     assert "wins back the smallest share" not in line
-    found = re.search(r"largest share of the step at batch (\d+): there a late read has the most "
+    found = re.search(r"largest share of the step at batch (\d+) \([^)]*\): there a late read has the most "
                       r"to win(?:, though (the late loops|two streams|the event loop) wins? back less)?",
                       line)
     if not line:
@@ -129,7 +129,7 @@ def test_06_reviewed_timeline_line():
     gaps = pd.read_csv(DATA / "06_eos_sync_gaps-6e28961.csv")
     assert eos_sync.timeline_line(gaps, 1, 3) == (
         "In the steps drawn, the GPU idles 700 to 798 µs before a step with the check and 442 to "
-        "828 µs without it: under the profiler the host's step without the check (1833 µs) "
+        "828 µs without it. Under the profiler the host's step without the check (1833 µs) "
         "outlasts the GPU's work (1113 µs), so the host sets the pace in both panels, and the "
         "figure shows where the check's wait lies, not its size.")
 

@@ -106,7 +106,7 @@ def test_00_prints_the_comparison_once_in_one_direction():
 def test_01_prose_says_what_to_look_for_and_holds_for_every_pace_line():
     one = _md("01_naive_generation.ipynb")
     assert "A guess to test" not in one and "the more of the host's time it hides" not in one
-    assert "the Idle line says what it did" in one  # round 33 (round 31's sentence did not parse)
+    assert "the Idle line says what it did" not in one  # round 34: the Idle line says it
     assert "several lengths" not in one and "its runtime at two or more lengths" in one
     assert 'In the Pace line, "host" stands for everything the GPU waits for' in one  # round 31
     # the Idle line the prose points at, and Pace lines that do and do not name the host

@@ -49,7 +49,7 @@ def test_07_plain_words():
     """(3) No "middle rounds", no "rounds resolve"."""
     text = source("07_stream_interleaving")
     assert "middle rounds" not in text and "rounds resolve" not in text
-    assert "where the timings can tell the loops apart" in text
+    assert "where the timings can tell the loops apart" in " ".join(text.split())  # round 34 rewrapped
 
 
 @pytest.mark.parametrize("run", RUNS07)

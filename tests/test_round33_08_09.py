@@ -51,8 +51,8 @@ def test_08_published_spread():
         "loop 11.98 ms per step in notebook 01; the static-cache loop 13.22 and the KV-cache loop "
         "8.85 ms per step in notebook 04. The host's speed moves between notebooks run minutes "
         "apart (lesson 00's noise), so each claim compares loops timed in the same rounds: claims "
-        "5 and 7 take the ladder's eager loops as their baselines, and the last lines read them "
-        "over these times.")
+        "5 and 7 take the ladder's eager loops as their baselines, and the last line reads them "
+        "over these times.")  # round 34: the two notes folded into one line
 
 
 def test_08_claim_1_in_plain_words_and_pdl_defined():

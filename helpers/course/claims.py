@@ -392,6 +392,22 @@ def notes(verdicts) -> list:
     return [n for n in verdicts["note"] if isinstance(n, str) and n]
 
 
+_SAME = re.compile(r"Claim (\d) over (.+?): .+? would be about (\S+x), \w+, the same verdict\.$")
+
+
+def read_over(verdicts) -> list:
+    """The notes as printed under the claims' numbers: where every note keeps its claim's
+    verdict, one line for all (round 34: two lines that each ended "the same verdict"): "Over
+    notebook 04's eager loops and notebook 01's naive loop, claims 5 and 7 would read about
+    3.29–4.29x and 9.72–12.23x: the same verdicts." A note whose verdict differs stands whole."""
+    found = notes(verdicts)
+    got = [_SAME.match(n) for n in found]
+    if len(found) < 2 or not all(got):
+        return found
+    return [f"Over {stats.listed([g[2] for g in got])}, claims {stats.listed([g[1] for g in got])} "
+            f"would read about {stats.listed([g[3] for g in got])}: the same verdicts."]
+
+
 def _partly(named, outcomes) -> tuple:
     """(verdict, parts) for a claim of several parts. Every part borne out: reproduced; none
     borne out: ``_combine``'s verdict; some borne out and some not (or unclear): "partly
@@ -836,11 +852,12 @@ def _spread(verdicts, noted=()) -> str:
                      for loop, w, times in pairs)
     who = stats.listed([str(i) for i in noted]) if noted else ""  # none on a smoke run
     many = len(noted) > 1
+    lines = len(read_over(verdicts)) > 1 if noted else False  # round 34: notes folded
     # round 33: why the same loop's times differ, said plainly, and the ladder named as the
     # baseline; words paid for by naming a notebook's "ms per step" once for its two loops
     moves = (f": claim{'s' * many} {who} take{'' if many else 's'} the ladder's "
              f"{'naive loop' if list(noted) == [7] else 'eager loops'} as {'their' if many else 'its'} baseline{'' if list(noted) == [7] else 's'}, and the last "
-             f"line{'s' * many} read{'' if many else 's'} {'them' if many else 'it'} over these "
+             f"line{'s' * lines} read{'' if lines else 's'} {'them' if many else 'it'} over these "
              f"times." if noted else ", so a loop's times are compared only within one notebook.")
     # round 29: ten lines cut to three; the ladder's times are its table's, printed above, and
     # what the two timings do differently (no cause measured) is left to the notebooks

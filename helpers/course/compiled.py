@@ -41,7 +41,8 @@ LEFT_OUT = {"default": "the default mode (fused kernels, no CUDA graph)",
 def plan_line(modes, check_tokens: bool) -> str:
     """Which modes this run compiles (``modes``: those it built a step for), that a mode it
     leaves out is not measured here, and whether the compiled tokens are checked against the
-    eager KV-cache loop's (``check_tokens``): what a preset changes, said before the results."""
+    eager KV-cache loop's (``check_tokens``; round 34: through a float32 twin of each step, not the
+    timed TF32 graph): what a preset changes, said before the results."""
     modes = list(modes)
     left = [LEFT_OUT[m] for m in COMPILE_MODES if m not in modes]
     if not modes:
@@ -52,7 +53,7 @@ def plan_line(modes, check_tokens: bool) -> str:
         line += (f" only: {stats.listed(left)} is not compiled, so its effect is not measured "
                  "here")
     return line + (". Each compiled loop's tokens are checked against the eager KV-cache loop's "
-                   "(the lines below)." if check_tokens else
+                   "through a float32 twin of its step (the lines below)." if check_tokens else
                    ". The compiled tokens are not checked against the eager KV-cache loop's in "
                    "this run (check_tokens False).")
 

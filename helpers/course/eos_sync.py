@@ -529,7 +529,7 @@ def timeline_line(gap_table: pd.DataFrame, first_step: int, steps: int,
     check" panel's grey bands were as large as the check's). With ``view`` (the timed budget,
     as ``pace_note`` reads it), where the timed pace differs, that the profiler slows the host
     (round 30: "host and GPU share the pace" then "the host sets the pace" read as a
-    contradiction). Empty without both loops."""
+    contradiction). Two sentences (round 34): the gaps, then the pace. Empty without both loops."""
     drawn = gap_table[(gap_table["step"] > first_step) & (gap_table["step"] < first_step + steps)]
     gaps = {m: drawn.loc[drawn["method"] == m, "gap_before_us"].dropna() for m in (CHECK, FREE)}
     if any(g.empty for g in gaps.values()):
@@ -543,7 +543,7 @@ def timeline_line(gap_table: pd.DataFrame, first_step: int, steps: int,
     if free["gap_before_us"].median() >= QUEUED_AHEAD_US and host > work:
         timed = _timed_pace(view)
         differs = timed and timed != "the host sets the pace"
-        text += (f": under the profiler the host's step without the check ({host:.0f} µs) outlasts "
+        text += (f". Under the profiler the host's step without the check ({host:.0f} µs) outlasts "
                  f"the GPU's work ({work:.0f} µs), so the host sets the pace in both panels"
                  + (f" (timed, {timed}: the profiler slows the host)" if differs else "")
                  + ", and the figure shows where the check's wait lies, not its size")

@@ -99,11 +99,11 @@ def unused_line(mem, old: str, new: str) -> str:
             f"moment): {after:.1f}% with {new}, {word} {old}'s {before:.1f}%.")
 
 
-def unused_timeline_line(history, conf: str, unused_pct: float) -> str:
+def unused_timeline_line(history, conf: str) -> str:
     """Figure 2's right panel read for one setting (the twenty-sixth review: expandable's gap rose
-    to 523 MiB mid-run and shrank again, never read nor set beside "13.1% unused"): the step of
-    its largest gap, then its reserve and gap to the run's end, against ``unused_pct`` (the
-    peaks' unused %, ``memory(table)``), which the lesson prints just before."""
+    to 523 MiB mid-run and shrank again, never read): the step of its largest gap, then its
+    reserve and gap to the run's end. Round 34: no longer set against the peaks' unused %, whose
+    line just before says it divides two peaks."""
     part = history[history["setting"] == conf].sort_values("step").reset_index(drop=True)
     gap = part["reserved"] - part["allocated"]
     top, last = part.loc[gap.idxmax()], part.iloc[-1]
@@ -123,9 +123,6 @@ def unused_timeline_line(history, conf: str, unused_pct: float) -> str:
         said += (f", and at the start of the last step ({int(last['step'])}) "
                  f"{(last['reserved'] - last['allocated']) / MIB:.0f} MiB was unused "
                  f"({share(last):.0f}%)")
-    if round(share(top)) > round(unused_pct):
-        said += (f". That share is higher than the {unused_pct:.1f}% printed before, which divides "
-                 "the run's two peaks, not one step's reserve")
     return said + "."
 
 
@@ -180,11 +177,11 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
                 f"{rise.max() / MIB:.0f} MiB in a decode step (decode step {at}){why[1]}.")
     first = found.iloc[0]
     past = ", just past 20 MiB" if LARGE_BUFFER < first["size"] <= LARGE_BUFFER + ROUND_LARGE else ""
-    when = (f"decode step {int(first['step'])}, when each layer's keys (and values) reached "
-            f"{first['size'] / MIB:.1f} MiB{past}")
-    head = f"With {conf}, reserved memory jumped by more than half the {tensors} cache tensors together"
+    half = f"more than half the {tensors} cache tensors together"  # round 34: the size leads
     if len(found) == 1:
-        return f"{head} once: {found['rise'].iloc[0] / MIB:.0f} MiB in {when}."
+        return (f"With {conf}, reserved memory jumped once by {found['rise'].iloc[0] / MIB:.0f} MiB, "
+                f"{half}, in decode step {int(first['step'])}, as each layer's keys (and values) "
+                f"reached {first['size'] / MIB:.1f} MiB{past}.")
     gaps = found["step"].diff().dropna().astype(int)
     apart = f"{gaps.min()}" if gaps.min() == gaps.max() else f"{gaps.min()} to {gaps.max()}"
     low, high = (f"{found['rise'].agg(f) / MIB:.0f}" for f in ("min", "max"))
@@ -192,8 +189,9 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
     # the mechanism in two lines (the twenty-fourth review: "at 10 decode steps" read as "10 steps
     # into the run"; the twenty-fifth: "in 10 decode steps" read as "within 10 steps", so the
     # steps are dated where they are counted)
-    return (f"{head} at {len(found)} separate decode steps, one every {apart} steps from decode "
-            f"step {int(first['step'])}, {low if low == high else f'{low} to {high}'} MiB each:\n"
+    return (f"With {conf}, reserved memory jumped by {low if low == high else f'{low} to {high}'} "
+            f"MiB, {half}, at {len(found)} separate decode steps, one every {apart} steps from "
+            f"decode step {int(first['step'])}:\n"
             f"  the first when each layer's keys (and values) reached {first['size'] / MIB:.1f} "
             f"MiB{past}; a tensor grows 2 MiB in {ROUND_LARGE / per:.1f} steps "
             f"({per / 1024:.0f} KiB a step).")

@@ -455,6 +455,24 @@ def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: 
     return text + "."
 
 
+def per_launch_clause(table, most: str, one: str, new_tokens: int, k: int, judge: bool) -> str:
+    """10's closing line on k steps per launch, from ``per_launch_line``'s per-step verdict
+    (round 34: only an output line and an exercise said that more steps per launch bought
+    nothing): "; 4 steps per launch bought nothing per step here" where the two can't be told
+    apart, "; 4 steps per launch ran slower per step here" where slower; empty where faster, in a
+    smoke run, or for k = 1."""
+    if not judge or not k > 1:
+        return ""
+    ratio = stats.row_speedup(table, most, one, seq_len=new_tokens)
+    read = per_step_ratio(ratio, new_tokens, k)
+    if math.isnan(ratio.estimate) or ratio.n < stats.MIN_TRIALS:  # too few to judge: say nothing
+        return ""
+    verdict = stats.verdict(read[1] if read else ratio)
+    if verdict == stats.NOISE:
+        return f"; {k} steps per launch bought nothing per step here"
+    return f"; {k} steps per launch ran slower per step here" if verdict == stats.SLOWER else ""
+
+
 def against_tenth(fast_ms: float, start_ms: float, tenth_ms: float, fast: str,
                   gpu=None, point=None) -> str:
     """11's answer first (round 23: it came only in the last line): notebook 10's graphed step
@@ -601,20 +619,16 @@ def _named(labels) -> str:
 
 def rungs_scope_line(inductor_reference: bool, bf16: bool) -> str:
     """What notebook 11 runs in this preset and leaves out, from its parameters; where rung 2
-    runs, why rung 1's step is the one Inductor compiles (round 22: the workshop copy, rung 2
-    left out, printed that reason for a rung it never ran); where it does not, that rung 3
-    follows rung 1 and why (round 28b: "the ladder starts here for it" read as unclear)."""
+    does not run, that rung 3 follows rung 1 and why (round 28b: "the ladder starts here for it"
+    read as unclear). Round 34: where it runs, no line repeats the intro's "rung 2 has Inductor
+    fuse them"."""
     ran = ("rungs 1 to 6" if inductor_reference else
            "rungs 1 and 3 to 6 (rung 3 follows rung 1: the preset leaves out rung 2, rung 1's "
            "step compiled by Inductor, inductor_reference False)")
     left = [] if bf16 else ["the bf16 rung (bf16 False)"]
     text = f"this preset runs {ran}" + (" and the bf16 rung" if bf16 else "")
     text += f"; it leaves out {stats.listed(left)}." if left else "."
-    if inductor_reference:
-        text += ("\nRung 2 compiles rung 1's step with Inductor, which generates fused kernels "
-                 "for it: rung 1's attention (plain products, sums and a softmax, many small "
-                 "kernels uncompiled) is written for it.")
-    return text
+    return text  # round 34: what rung 2 does is said once, in the intro
 
 
 def ladder_line(table, rungs, judge: bool, **where) -> str:

@@ -581,3 +581,21 @@ def answer_line(table, candidate: str, baseline: str, judge: bool, labels=None) 
         grew = {"grew": "grew", "fell": "shrank"}.get(word, "neither clearly grew nor shrank")
         said += f"; from {a} to {b} tokens the gain {grew}"
     return said
+
+
+def closing_line(table, candidate: str, baseline: str, judge: bool, floor_ms: float,
+                 labels=None) -> str:
+    """Notebook 02's "In one line": ``answer_line``, then the candidate's step at the longest
+    length (the table's median run ÷ its tokens, its fastest and slowest runs likewise) and how
+    many times the ``floor_ms`` it takes. A smoke run, or one without the GPU's work, points to
+    the published run instead (round 34: the f-strings out of the lesson's sight)."""
+    at = int(table["seq_len"].max())
+    steps = budget.per_step(table, [baseline, candidate], seq_len=at, floor=floor_ms)
+    if not (judge and steps["gpu_ms"].notna().all()):
+        return "In one line: the published GPU run above holds this run's answer (smoke run)."
+    kv_step = steps.set_index("method").loc[candidate]
+    kv_runs = table[(table["method"] == candidate) & (table["seq_len"] == at)].iloc[0]
+    said = answer_line(table, candidate, baseline, judge, labels)
+    return (f"In one line: {said}. At {at} tokens a KV step takes {kv_step['wall_ms']:.2f} ms (its runs "
+            f"{1e3 * kv_runs['min_s'] / at:.2f} to {1e3 * kv_runs['max_s'] / at:.2f} ms), "
+            f"{kv_step['wall_ms'] / kv_step['floor_ms']:.0f}x the floor ({kv_step['floor_ms']:.3g} ms).")

@@ -55,9 +55,10 @@ def reach(ratio, judge: bool, by_round=None) -> str:
     First the two rounds whose A / B lay farthest from 1, in round order (the twenty-fourth
     review: in the published run loop B was about 20% slower in rounds 1 and 2 and faster in all
     six later ones, and no line said so), with the range of the other rounds and what that means
-    for reading an A/B; no cause is claimed, since the lesson measures none. Then, in the same
-    line (round 32: three lines repeated each other's rounds), how often the loop that ran first
-    took longer (``_first_place``). Where the interval told the identical loops apart, it says so
+    for later verdicts (round 34: one round as far from 1 as the farthest is no evidence alone);
+    no cause is claimed, since the lesson measures none. Then, on its own line (round 32 joined it
+    to the first; round 34 split it off again, the first line having grown), how often the loop
+    that ran first took longer (``_first_place``). Where the interval told the identical loops apart, it says so
     last, naming the run farthest from its loop's median (``_outlier``). Where the two farthest rounds are neighbours and
     their slower loop ran last in the first and first in the second, it says the two slow runs were
     back to back (the twenty-eighth review, workshop: A alone slow in rounds 2 and 3, read against
@@ -81,16 +82,20 @@ def reach(ratio, judge: bool, by_round=None) -> str:
         if order is not None and far[1] == far[0] + 1 and ends[far[0]] == slow \
                 and order[far[1]] == slow:  # round 28b: one slow spell across a round boundary
             named += ", its two runs back to back"  # round 32: Idea 2's prose says which
-    # round 32: the order count joins this line, and neither repeats the farthest rounds' ratios
+    # round 32: the order count repeats none of the farthest rounds' ratios
     low, high = f"{rest.min():.2f}", f"{rest.max():.2f}"  # 6e28961-workshop: 0.99x and 0.99x
     spread = f"all at {low}x" if low == high else f"between {low}x and {high}x"
+    # round 34: what that means for later verdicts, with the farthest round's ratio (the review
+    # could not parse "so an A/B is read from all 8 rounds"); no range: the ranges stay as they were
+    top = r[far][np.argmax(np.abs(np.log(r[far])))]
     first = (f"Round ratios A / B farthest from 1: rounds {named}; the other {k - 2} rounds lay "
-             f"{spread}, so an A/B is read from all {k} rounds.")
-    if order is not None:
-        first += " " + _first_place(a, b, order)
+             f"{spread}. So in a later lesson, one round as far from 1 as {top:.2f}x is no "
+             f"evidence alone: a verdict reads all {k} rounds.")
     if 1 in names[far]:  # the twenty-sixth review: a slow round 1 beside the warm-up's claim
         first += (f"\nRound 1, the first after the warm-up, took {a[0]:.1f} ms (A) and {b[0]:.1f} ms "
                   f"(B), against medians of {np.median(a):.1f} and {np.median(b):.1f} ms.")
+    if order is not None:  # round 34: on its own line again (the first line grew by the meaning)
+        first += "\n" + _first_place(a, b, order)
     # the twenty-ninth review cut the line on how far the interval reaches either side of its
     # estimate (which speedup such rounds could see): premature at step 00; docs/method.md
     # says how to read it off the verdict line's range

@@ -205,6 +205,21 @@ def replay_time_us(decoder, input_ids, new_tokens, repeats=3) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def profiled_step_lines(step, floor_ms, bandwidth) -> str:
+    """11's profiled rung 1 in short lines (round 34: one line of about 70 words): its kernels
+    and µs per step (``step``: the ``kernel_table``'s "step (span)" row), its floor and the copy
+    bandwidth every floor divides by, and, where its floor rounds otherwise than ``floor_ms``
+    (Measure's floor), what that one adds."""
+    lines = [f"rung 1's decode replays (no prompt), profiled: {step['kernels']:.0f} kernels, "
+             f"{step['us']:.0f} µs per step",
+             f"  floor {step['floor_us']:.0f} µs: the GEMMs' weights and the filled keys and values "
+             f"at {bandwidth / 1e9:.0f} GB/s, the copy bandwidth every floor divides by"]
+    if f"{step['floor_us']:.0f}" != f"{floor_ms * 1e3:.0f}":
+        lines.append(f"  (Measure's {floor_ms:.3f} ms floor adds the biases, layer norms and "
+                     "position table)")
+    return "\n".join(lines)
+
+
 def profiler_note(profiled_us, timed_us) -> str:
     """How much slower (or faster) profiled replays ran than the same replays timed without the
     profiler, both in µs per step."""

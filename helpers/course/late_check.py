@@ -155,12 +155,17 @@ def whole_share(pct) -> bool:
     return not math.isnan(pct) and round(pct) >= 100
 
 
-def view(summary_frame) -> pd.DataFrame:
+def view(summary_frame, compact=False) -> pd.DataFrame:
     """``summary`` for display: every column named with its unit, the step in words; a loop not
     timed reads "not timed" in its time and win-back columns; a cost the rounds do not resolve (no
     check not told apart as faster) and a share of it read "\u2014"; a share that rounds to 100%
     or more reads "all of it" (``whole_share``: a late read cannot win back more than the check
-    costs)."""
+    costs). ``compact`` (round 34: the table wrapped into three blocks): where CUDA-graph rows
+    exist, the eager row (two loops timed, the rest "not timed") is left out, ``eager_line`` says
+    its result; the step column goes where one step remains (the plan line names it); the
+    headers are grouped by unit."""
+    if compact and (summary_frame["regime"] != "eager").any():
+        summary_frame = summary_frame[summary_frame["regime"] != "eager"]
     out = summary_frame[[c for c in UNITS if c in summary_frame]]
     whole = lambda v: "\u2014" if math.isnan(v) else f"{v:.0f}"  # noqa: E731
     timed = lambda v: "not timed" if math.isnan(v) else f"{v:.3f}"  # noqa: E731
@@ -174,7 +179,20 @@ def view(summary_frame) -> pd.DataFrame:
         f"{loop}_recovered_pct": share(loop) for loop in ("interleaved", "event")
         if {loop, f"{loop}_recovered_pct"} <= set(out)}, **{
         col: out[col].map(timed) for col in ("interleaved", "event") if col in out})
-    return out.rename(columns=UNITS).reset_index(drop=True)
+    if not compact:
+        return out.rename(columns=UNITS).reset_index(drop=True)
+    if out["regime"].nunique() == 1:
+        out = out.drop(columns="regime")
+    out.columns = pd.MultiIndex.from_tuples([GROUPED[c] for c in out.columns])
+    return out.reset_index(drop=True)
+
+
+GROUPED = {"regime": ("", "step"), "batch_size": ("", "batch"),  # ``view(compact=True)``'s headers
+           "sync": ("ms/step", "sync"), "interleaved": ("ms/step", "two streams"),
+           "event": ("ms/step", "event"), "no_check": ("ms/step", "no check"),
+           "check_cost_us": ("check's", "cost, \u00b5s"),
+           "interleaved_recovered_pct": ("win back, %", "two streams"),
+           "event_recovered_pct": ("win back, %", "event")}
 
 
 def step_budget(model, table, params, methods):
@@ -383,13 +401,15 @@ def shares_line(summary_frame, batch, judge=True, regime="compiled") -> str:
 
 
 def where_line(table, summary_frame, judge=True, regime="compiled", profiled=None) -> str:
-    """Where the late read pays, in plain words from the summary's medians, at each batch size of
-    ``regime`` whose check's cost the rounds resolve: the check's cost as a share of the step
-    without it, the share of that cost the two late loops win back, and the µs per step they
-    leave above no check. Then the batch where the check takes the largest share of the step:
-    there a late read has the most to win (and which late loops, if any, win back less of the
-    cost there than at any other batch), and the batch where it pays least. Where that batch is not the ``profiled``
-    one and keeps over a tenth of the cost, that the lesson does not measure why. Empty with fewer than two resolved batch sizes or on a smoke run."""
+    """Where the late read pays, from the summary's medians, over the batch sizes of ``regime``
+    whose check's cost the rounds resolve (the table above gives each): the batch where the check
+    takes the largest share of the step without it, with that cost and share: there a late read
+    has the most to win (and which late loops, if any, win back less of the cost there than at any
+    other batch); any batch where a late loop's median fell below no check's, and whether its
+    rounds tell the two apart; the batch where it pays least. Where that batch is not the
+    ``profiled`` one and keeps over a tenth of the cost, that the lesson does not measure why.
+    Round 34: no longer restates the table batch by batch. Empty with fewer than two resolved
+    batch sizes or on a smoke run."""
     if not judge:
         return ""
     rows = summary_frame[(summary_frame["regime"] == regime)
@@ -397,18 +417,8 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
     late = [n for n in ("interleaved", "event") if n in rows and rows[n].notna().all()]
     if len(rows) < 2 or not late:
         return ""
-    span = lambda vals, unit: (f"{min(vals):.0f}{unit}" if round(min(vals)) == round(max(vals))  # noqa: E731
-                               else f"{min(vals):.0f} to {max(vals):.0f}{unit}" if min(vals) < -0.5
-                               else f"{min(vals):.0f}–{max(vals):.0f}{unit}")
     share = {int(b): r["check_cost_us"] / (10 * r["no_check"]) for b, r in rows.iterrows()}
     won = {int(b): [min(r[f"{n}_recovered_pct"], 100.0) for n in late] for b, r in rows.iterrows()}
-    # signed: a late loop's median below no check's is said, not hidden as zero
-    left = {int(b): [1e3 * (r[n] - r["no_check"]) for n in late] for b, r in rows.iterrows()}
-    each = [f"at batch {b} the check costs {rows.at[b, 'check_cost_us']:.0f} µs, {share[b]:.0f}% of the "
-            f"{rows.at[b, 'no_check']:.2f} ms step without it, and the late loops win back "
-            f"{_won_span(won[b])}, leaving {span(left[b], ' µs')} per step above no check"
-            + _below_free(table, regime, b, late, left[b]) for b in won]
-    text = "Where it pays: " + "; ".join(each) + "."
     most = max(share, key=share.get)
     # per loop (round 29: "it wins back the smallest share" held for two streams only)
     smallest = [n for i, n in enumerate(late)
@@ -416,28 +426,26 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
     verb = {"interleaved": "two streams win", "event": "the event loop wins"}
     who = ("the late loops win" if len(smallest) == len(late) > 1 else
            verb[smallest[0]] if smallest else "")
-    text += (f" The check takes the largest share of the step at batch {most}: there a late "
-             "read has the most to win" + (f", though {who} back less of the cost there than "
-             "at any other batch" if who else "") + ".")
+    text = (f"Where it pays: the check takes the largest share of the step at batch {most} "
+            f"({rows.at[most, 'check_cost_us']:.0f} µs, {share[most]:.0f}% of the "
+            f"{rows.at[most, 'no_check']:.2f} ms step without it): there a late read has the most "
+            "to win" + (f", though {who} back less of the cost there than at any other batch"
+                        if who else "") + ".")
+    for b, r in rows.iterrows():  # signed: a late median below no check's is said, not hidden
+        if below := _below_free(table, regime, int(b), late,
+                                [1e3 * (r[n] - r["no_check"]) for n in late]):
+            text += f" At batch {int(b)}, {below}."
     least = min(won, key=lambda b: min(won[b]))  # where a late read leaves most of the cost
     if least != most:
+        kept = [100 - w for w in won[least]]
         text += (f" It pays least at batch {least}: the late loops leave "
-                 f"{span([100 - w for w in won[least]], '%')} of the check's cost there.")
+                 + (f"{min(kept):.0f}%" if round(min(kept)) == round(max(kept))
+                    else f"{min(kept):.0f}–{max(kept):.0f}%") + " of the check's cost there.")
     if profiled is not None and least != profiled and min(won[least]) < 90:
         text += (f" The profile above is taken at batch {profiled} only, so this lesson does not "
                  f"measure where batch {least}'s time above no check goes (set `batch_size = "
                  f"{least}` to profile it).")
     return text
-
-
-def _won_span(won) -> str:
-    """The shares won back (each at most 100) in words: "94–97% of it", "91% to all of it"."""
-    lo, hi = round(min(won)), round(max(won))
-    if lo >= 100:
-        return ALL
-    if hi >= 100:
-        return f"{lo}% to {ALL}"
-    return f"{lo}% of it" if lo == hi else f"{lo}–{hi}% of it"
 
 
 def _below_free(table, regime, batch, late, left) -> str:
@@ -456,7 +464,7 @@ def _below_free(table, regime, batch, late, left) -> str:
             "faster than no check by the medians, but its runs can't tell the two apart"
             if word == stats.NOISE else f"{stats.plain(ratio)} than no check, which this lesson "
             "does not explain"))
-    return " (" + "; ".join(said) + ")"
+    return "; ".join(said)
 
 
 def eager_line(summary_frame, judge=True, table=None) -> str:

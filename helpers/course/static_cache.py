@@ -547,42 +547,25 @@ def article_clause(words) -> str:
     return found + f"; this run reproduces that at {where}"
 
 
-def _middle_round(trials):
-    """The round (1-based) of a loop's middle run, where it is one run (an odd count); else None."""
-    if len(trials) % 2 == 0 or not len(trials):
-        return None
-    order = sorted(range(len(trials)), key=lambda i: trials[i])
-    return order[len(trials) // 2] + 1
-
-
 def medians_note(table, seq_lens, judge: bool) -> str:
     """Round 29: "1.18x slower (1.14–1.24; the table's medians: 1.26x)" left the reader unsure
-    which to believe. One sentence after the verdicts, where a verdict line (``eager_verdict``)
-    adds the table's medians: the verdict is the ratio to go by, as each round runs the two loops
-    back to back (notebook 00); the medians divide one loop's middle run by the other's, and from
-    which rounds those came where that is one run each; the wider spread of runs there. Empty
-    where no line adds them, and in a smoke run."""
+    which to believe. Where a verdict line (``eager_verdict``) adds the table's medians, two
+    sentences after the verdicts: go by the verdict, as each round runs the two loops back to back
+    (notebook 00) while the medians can come from different rounds; runs vary, the widest spread
+    of one loop's runs among those lengths named once (round 34: a list of rounds per length was
+    more than the reader needs). Empty where no line adds them, and in a smoke run."""
     if not judge:
         return ""
     told = [n for n in seq_lens if "the table's medians" in eager_verdict(table, n, judge)
             and stats.row_speedup(table, STATIC, DYNAMIC, seq_len=n).n >= stats.MIN_TRIALS]
     if not told:
         return ""
-    where = []
-    for n in told:
-        runs = {m: stats.method_trials(table, m, seq_len=n) for m in (DYNAMIC, STATIC)}
-        rounds = {m: _middle_round(t) for m, t in runs.items()}
-        wide = max(runs, key=lambda m: max(runs[m]) / min(runs[m]))
-        spread = (f"the {wide} cache's runs took {1e3 * min(runs[wide]):.0f} to "
-                  f"{1e3 * max(runs[wide]):.0f} ms")
-        if None not in rounds.values() and rounds[DYNAMIC] != rounds[STATIC]:
-            where.append(f"at {n} tokens those came from rounds {rounds[DYNAMIC]} (dynamic) and "
-                         f"{rounds[STATIC]} (static), and {spread}")
-        else:
-            where.append(f"at {n} tokens {spread}")
+    runs = {(n, m): stats.method_trials(table, m, seq_len=n) for n in told for m in (DYNAMIC, STATIC)}
+    n, wide = max(runs, key=lambda k: max(runs[k]) / min(runs[k]))
     return ("Where a line adds the table's medians, go by its verdict: each round runs the two "
-            "loops back to back, moments apart (notebook 00). The medians divide one loop's middle "
-            "run by the other's, and runs vary from round to round: " + "; ".join(where) + ".")
+            "loops back to back (notebook 00), while the two medians can come from different "
+            f"rounds. Runs vary from round to round: at {n} tokens the {wide} cache's "
+            f"runs took {1e3 * min(runs[n, wide]):.0f} to {1e3 * max(runs[n, wide]):.0f} ms.")
 
 
 def _gpu_ways(steps, lengths, words) -> dict:

@@ -15,6 +15,7 @@ import math
 import time
 
 import pandas as pd
+import torch
 
 from .. import bench
 from ..checks import check_same_tokens
@@ -22,6 +23,7 @@ from ..generation import generate_naive
 from ..model import exact_matmul
 from . import floor, harness, stats
 from .budget import pace, printed_share
+from .budget import sentence as _sentence
 from .budget import printed_idle as _idle  # the idle time as the figure's labels give it
 from .claims import (CANT_TELL, KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED, TABLES,
                      say)
@@ -331,6 +333,27 @@ def one_line(table, seq_len, judge) -> str:
         text += (f"; ahead, {best['per_step_s'] * 1e3:.2f} ms in lesson {best['notebook']} "
                  f"({best['method']})")
     return text + ("." if judge else " (smoke run: exercises the code, not a measurement).")
+
+
+def pdl_note(budget, names, device):
+    """``budget`` with lesson 11's bar labelled "busy": where the GPU has PDL (compute capability
+    9 and up, as lesson 11 checks), that rung's graph holds kernels that start early and wait, so
+    its GPU time is kernels plus waits, not work (``budget.plot`` reads the ``gpu_note``)."""
+    pdl_on = device == "cuda" and torch.cuda.get_device_capability()[0] >= 9
+    budget = budget.copy()
+    budget["gpu_note"] = [f"busy {g:.2f}: kernels + PDL waits, lesson 11"
+                          if pdl_on and m == names.get(FUSED) else None
+                          for m, g in zip(budget["method"], budget["gpu_ms"])]
+    return budget
+
+
+def figure_line(budget, names, table, seq_len) -> str:
+    """The figure read in one sentence (``budget.sentence``): from the question's starting point,
+    the naive loop (the KV cache where the naive loop is itself the fastest), to the fastest rung
+    taught so far (lessons 01-07: the rungs ahead wait). Empty without GPU numbers."""
+    best = fastest(table, seq_len, taught=True)["method"]
+    before = NAIVE if best != NAIVE else KV
+    return _sentence(budget, names[best], names[before])
 
 
 def compile_gap(budget, names, table=None, seq_len=None) -> str:
