@@ -341,6 +341,13 @@ def test_say_names_the_medians_ratio_where_it_differs_from_the_estimate():
     wide = stats.Ratio(2.0, 1.5, 2.5, 10)
     assert "the table's medians: 2.07x" in stats.plain(wide, medians=2.07)
     assert "medians" not in stats.plain(wide, medians=2.05)
+    # every=True (lesson 07's answer, which replaced late_check._named_medians): a clear verdict
+    # names the medians wherever they print otherwise, however close; never "can't tell apart"
+    assert stats.plain(wide, medians=2.05, every=True) == "2.00x faster (1.50–2.50; the table's medians: 2.05x)"
+    assert "medians" not in stats.plain(wide, medians=2.004, every=True)
+    assert stats.plain(stats.Ratio(0.5, 0.4, 0.6, 10), medians=1 / 2.1, every=True).endswith(
+        "; the table's medians: 2.10x)")  # "2.00x slower", the medians inverted as it is
+    assert "medians" not in stats.plain(noise, medians=noise.estimate * 1.01, every=True)
     # no note on a smoke run; with too few runs to judge, only where the medians are apart
     assert "medians" not in stats.plain(wide, judge=False, medians=4.0)
     few = stats.Ratio(2.0, -math.inf, math.inf, 3)

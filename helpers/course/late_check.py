@@ -564,24 +564,9 @@ def _late_verdicts(part, judge=True):
     out = {}
     for name in ("interleaved", "event"):
         ratio = stats.row_speedup(part, name, "sync")
-        out[name] = (_named_medians(stats.plain(ratio, judge, medians=ms["sync"] / ms[name]),
-                                    ratio, ms["sync"] / ms[name], judge),
+        out[name] = (stats.plain(ratio, judge, medians=ms["sync"] / ms[name], every=True),
                      judge and stats.verdict(ratio) == stats.FASTER)
     return dict(sorted(out.items(), key=lambda kv: not kv[1][1]))
-
-
-def _named_medians(said: str, ratio, medians: float, judge=True) -> str:
-    """``stats.plain``'s verdict with the table's medians named wherever they print otherwise than
-    its estimate, even by less than ``stats.MEDIANS_APART`` (round 30: "1.23x faster" beside the
-    table's 1.26x), in ``plain``'s own words; a "can't tell apart" prints no estimate, and too few
-    rounds or a smoke run are left as they are."""
-    word = stats.verdict(ratio)
-    if not judge or word == stats.NOISE or "the table's medians" in said or not said.endswith(")"):
-        return said
-    shown = 1 / medians if word == stats.SLOWER else medians
-    if said.startswith(f"{shown:.2f}x"):
-        return said
-    return said[:-1] + f"; the table's medians: {shown:.2f}x)"
 
 
 def answer_line(row, part, judge=True) -> str:

@@ -180,7 +180,7 @@ def listed(items, unit: str = "") -> str:
     return (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]) + unit
 
 
-def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str:
+def plain(ratio: Ratio, judge: bool = True, medians: float | None = None, every: bool = False) -> str:
     """The one way a lesson states a speedup: "1.42x faster (1.34-1.65)", "1.20x slower
     (1.10-1.31)", "can't tell apart on this machine (0.96-1.10)", or the ratio with "too few
     runs to judge" (fewer than ``MIN_TRIALS`` paired trials). A smoke run (``judge`` False)
@@ -191,7 +191,9 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str
     spans it. ``medians``: the ratio of the
     two medians a table shows (baseline over candidate); where it differs from the estimate by
     more than ``MEDIANS_APART`` or falls outside the printed interval, the line says so:
-    "3.28x faster (2.82-3.83; the table's medians: 2.88x)" (for "slower" inverted as the estimate is)."""
+    "3.28x faster (2.82-3.83; the table's medians: 2.88x)" (for "slower" inverted as the estimate is).
+    ``every``: beside a clear verdict, the medians are named wherever they print otherwise than
+    the estimate, however close (lesson 07's answer: "1.23x faster" beside the table's 1.26x)."""
     if math.isnan(ratio.estimate):
         return "no data"
     if not judge:
@@ -201,7 +203,7 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None) -> str
         return f"{ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge{note})"
     word, estimate, low, high, medians, digits = _printed(ratio, medians)
     bounds = f"{low:.{digits}f}\u2013{high:.{digits}f}"
-    note = _medians_note(word, estimate, low, high, medians, digits)
+    note = _medians_note(word, estimate, low, high, medians, digits, every)
     if word == NOISE:
         return f"can't tell apart on this machine ({bounds}{note})"
     return f"{estimate:.{digits}f}x {word} ({bounds}{note})"
@@ -242,7 +244,8 @@ def _digits(low: float, high: float, start: int = 2) -> int:
     return digits
 
 
-def _medians_note(word: str, estimate: float, low: float, high: float, medians, digits: int) -> str:
+def _medians_note(word: str, estimate: float, low: float, high: float, medians, digits: int,
+                  every: bool = False) -> str:
     """"; the table's medians: 2.88x" where the ratio of the medians is more than ``MEDIANS_APART``
     from the estimate or prints outside the interval. All in the printed direction ("slower":
     inverted); a medians' ratio that points the other way from a clear verdict names its own, and
@@ -250,7 +253,8 @@ def _medians_note(word: str, estimate: float, low: float, high: float, medians, 
     "the table's medians: 0.81x, i.e. 1.23x slower"."""
     if medians is None or not 0 < medians < math.inf:
         return ""
-    if not medians_apart(medians, estimate) and \
+    shown = every and word != NOISE and f"{medians:.2f}x" != f"{estimate:.{digits}f}x"
+    if not shown and not medians_apart(medians, estimate) and \
             round(low, digits) <= round(medians, digits) <= round(high, digits):
         return ""
     if word != NOISE and medians < 1:
