@@ -453,7 +453,7 @@ def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
     (a, c), (b, d) = ([p.set_index("method").loc["on host", k] for k in ("gpu_ms", "wall_ms")]
                       for p in parts)
     # round 33: a copy under 0.1 ms gets three decimals, so its GB/s can be checked by hand
-    a, b = (round(x, 3 if x < 0.1 else 2) for x in (a, b))
+    a, b = (float(_copy_ms(x)) for x in (a, b))  # as printed
     c, d = round(c, 2), round(d, 2)
     moved = ("" if prompt_len is None else " of " + " and ".join(
         f"{copy_bytes(batch_size, prompt_len, n) / 1e6:.2f}" for n in (short_n, long_n)) + " MB")

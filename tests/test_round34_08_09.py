@@ -2,9 +2,7 @@
 ``summary`` (the same labels and sentence as the cell printed before), "can't tell apart" defined
 without "the noise", claims 5 and 7's notes one line where both keep their verdict; 09's summary
 no longer reprints the Plot's length line."""
-import json
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,13 +11,7 @@ from helpers.course import budget, claims, summary
 
 from tests.test_round25_08 import _printed
 from tests.test_round28c_08 import RUNS, _ladder
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _cells(stem):
-    nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
-    return [(c["cell_type"], "".join(c["source"])) for c in nb["cells"]]
+from tests.test_round32_08_09 import _cells
 
 
 @pytest.mark.parametrize("run", RUNS)

@@ -855,8 +855,10 @@ def _spread(verdicts, noted=()) -> str:
     lines = len(read_over(verdicts)) > 1 if noted else False  # round 34: notes folded
     # round 33: why the same loop's times differ, said plainly, and the ladder named as the
     # baseline; words paid for by naming a notebook's "ms per step" once for its two loops
+    naive = list(noted) == [7]  # claim 7 alone: its baseline is the ladder's naive loop
     moves = (f": claim{'s' * many} {who} take{'' if many else 's'} the ladder's "
-             f"{'naive loop' if list(noted) == [7] else 'eager loops'} as {'their' if many else 'its'} baseline{'' if list(noted) == [7] else 's'}, and the last "
+             f"{'naive loop' if naive else 'eager loops'} as {'their' if many else 'its'} "
+             f"baseline{'' if naive else 's'}, and the last "
              f"line{'s' * lines} read{'' if lines else 's'} {'them' if many else 'it'} over these "
              f"times." if noted else ", so a loop's times are compared only within one notebook.")
     # round 29: ten lines cut to three; the ladder's times are its table's, printed above, and

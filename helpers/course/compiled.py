@@ -246,11 +246,12 @@ def repay_line(compile_table, table) -> str:
     lines = ["Compiling the timed graph, and the runs that repay it against the eager static-cache "
              "loop (a run saves the eager loop's median run \u00d7 (1 \u2212 1 \u00f7 the speedup the "
              "verdicts above quote)):", *parts]
-    fresh = _fresh_line(compile_table, table, checks)
+    found = _fresh(compile_table, table)
+    fresh = _first_line(found, checks)
     if checks:
         lines.append(f"The float32 check graphs, compiled just before and left out of these "
                      f"counts: {' and '.join(checks)}.")  # round 32: said, not left to infer
-        if fresh and _first_listed(_fresh(compile_table, table), checks):
+        if fresh and _first_listed(found, checks):
             lines[-1], fresh = lines[-1] + " " + fresh, ""  # round 33: one line, no time repeated
     if fresh:
         lines.append(fresh)
@@ -314,7 +315,11 @@ def _fresh_line(compile_table, table, checks=()) -> str:
     that (its count above is at that cost). Round 33: where the first graph is a check graph whose
     time ``checks`` (``repay_line``'s "13.8 s (default)") already prints, the sentence names it
     without repeating its time or the later graphs' (all on the lines above)."""
-    found = _fresh(compile_table, table)
+    return _first_line(_fresh(compile_table, table), checks)
+
+
+def _first_line(found, checks=()) -> str:
+    """``_fresh_line`` from ``_fresh``'s tuple (``found``), for a caller that has it already."""
     if found is None:
         return ""
     cost, what, timed_first, later, runs = found

@@ -420,6 +420,15 @@ def _as_said(ratio: float) -> str:
     return f"{ratio:.2f}x faster" if ratio >= 1 else f"{1 / ratio:.2f}x slower"
 
 
+def _per_launch(table, most: str, one: str, new_tokens: int, k: int) -> tuple:
+    """k steps per launch against 1: (whole runs' ratio, ``per_step_ratio``'s (steps, ratio) or
+    None, the per-step ratio where there is one, else the whole runs'), read by both
+    ``per_launch_line`` and ``per_launch_clause``."""
+    ratio = stats.row_speedup(table, most, one, seq_len=new_tokens)
+    read = per_step_ratio(ratio, new_tokens, k)
+    return ratio, read, read[1] if read else ratio
+
+
 def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: bool) -> str:
     """10's "k steps per launch against 1", per decode step as 11 reads its rung 6
     (``extra_steps_note``: a run at k per launch does whole launches), then, only where they
@@ -430,8 +439,7 @@ def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: 
     unexplained. Empty in a smoke run or for k = 1."""
     if not judge or not k > 1:
         return ""
-    ratio = stats.row_speedup(table, most, one, seq_len=new_tokens)
-    read = per_step_ratio(ratio, new_tokens, k)
+    ratio, read, per = _per_launch(table, most, one, new_tokens, k)
     # round 29: one range, the per-step reading's where there is one; whole runs in words (the
     # full copies of 6e28961 printed six ranges in 10, two of them here; a lesson prints five)
     # round 33: the per-step verdict (the fair one) leads; whole runs only where they read
@@ -440,9 +448,8 @@ def per_launch_line(table, most: str, one: str, new_tokens: int, k: int, judge: 
     text = f"{k} steps per launch against 1 (time at 1 ÷ at {k})"
     if not read:
         text += f", per decode step: {stats.plain(ratio)}"
-        per = ratio
     else:
-        steps, per = read
+        steps = read[0]
         text += (f", per decode step (a run at {k} per launch does {steps} steps, not "
                  f"{new_tokens - 1}): {stats.plain(per)}")
         if stats.verdict(ratio) != stats.verdict(per):
@@ -463,11 +470,10 @@ def per_launch_clause(table, most: str, one: str, new_tokens: int, k: int, judge
     smoke run, or for k = 1."""
     if not judge or not k > 1:
         return ""
-    ratio = stats.row_speedup(table, most, one, seq_len=new_tokens)
-    read = per_step_ratio(ratio, new_tokens, k)
+    ratio, _, per = _per_launch(table, most, one, new_tokens, k)
     if math.isnan(ratio.estimate) or ratio.n < stats.MIN_TRIALS:  # too few to judge: say nothing
         return ""
-    verdict = stats.verdict(read[1] if read else ratio)
+    verdict = stats.verdict(per)
     if verdict == stats.NOISE:
         return f"; {k} steps per launch bought nothing per step here"
     return f"; {k} steps per launch ran slower per step here" if verdict == stats.SLOWER else ""

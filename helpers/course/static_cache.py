@@ -403,7 +403,7 @@ def drawn_line(table, seq_lens, point, judge: bool, inputs=None) -> str:
     """Which length the figure draws, and why (``drawn_length``'s choice) with its verdict."""
     if len(seq_lens) == 1:
         return (f"The figure draws {point} tokens, this run's only length."
-                + (_bars_note(table, point, quoted=False) if judge else ""))
+                + (_bars_note(table, point, _told_apart(table, point), quoted=False) if judge else ""))
     if judge and (ratio := _told_apart(table, point)) is not None:
         word = "slower" if ratio.estimate < 1 else "faster"
         low, high = sorted(x if word == "faster" else 1 / x for x in (ratio.low, ratio.high))
@@ -412,25 +412,25 @@ def drawn_line(table, seq_lens, point, judge: bool, inputs=None) -> str:
         why = ("the only length where the rounds tell the caches apart" if len(told) == 1
                else "the length where the rounds tell the caches apart most clearly")
         return (f"The figure draws {point} tokens, {why}: the static cache "
-                f"{low:.{digits}f}\u2013{high:.{digits}f}x {word}." + _bars_note(table, point)
+                f"{low:.{digits}f}\u2013{high:.{digits}f}x {word}." + _bars_note(table, point, ratio)
                 + _slowest_note(table, seq_lens, point))
     why = ("the rounds told the caches apart at no length" if judge
            else "a smoke run judges nothing")
     return f"The figure draws {point} tokens, the longest length ({why})."
 
 
-def _bars_note(table, point, quoted=True) -> str:
+def _bars_note(table, point, ratio, quoted=True) -> str:
     """Round 33: the bars (each loop's median run) gave 1.49x beside "1.14\u20131.48x slower": where
     the bars' ratio, in the range's direction and digits, prints outside the range just quoted,
     a sentence saying so and pointing to the medians note (which ``eager_verdict`` then prints:
     the same medians, the same test); else empty. ``quoted`` False: the line quotes no range (one
-    length), so the sentence names the verdict's and the direction."""
-    ratio = _told_apart(table, point)
-    steps = budget.per_step(table, [STATIC, DYNAMIC], seq_len=point).set_index("method")["wall_ms"]
-    if ratio is None or not {STATIC, DYNAMIC} <= set(steps.index) or not steps.min() > 0:
+    length), so the sentence names the verdict's and the direction. ``ratio``: ``_told_apart``'s
+    at ``point``, which the caller has."""
+    walls = {m: wall for (_, m), (wall, _) in _per_step(table, [point]).items()}
+    if ratio is None or not {STATIC, DYNAMIC} <= set(walls) or not min(walls.values()) > 0:
         return ""
     slower = ratio.estimate < 1
-    bars = steps[STATIC] / steps[DYNAMIC] if slower else steps[DYNAMIC] / steps[STATIC]
+    bars = walls[STATIC] / walls[DYNAMIC] if slower else walls[DYNAMIC] / walls[STATIC]
     low, high = sorted(1 / x if slower else x for x in (ratio.low, ratio.high))
     digits = stats._digits(low, high)
     if round(low, digits) <= round(bars, digits) <= round(high, digits):
@@ -630,7 +630,6 @@ def against_article(table, seq_lens, judge: bool) -> str:
     if won:
         line += (f" {there(won)} the GPU's work per step was about the same and the static step "
                  "waited less on the host.")
-    steps = _per_step(table, seq_lens)
-    for how, ns in _gpu_ways(steps, rest, words).items():  # round 33: which way, not just "differed"
+    for how, ns in _gpu_ways(_per_step(table, rest), rest, words).items():  # round 33: which way, not just "differed"
         line += f" {there(ns)} {how} (the table gives both loops' GPU ms)."
     return line + " The article's host, GPU and library versions are not this machine's."
