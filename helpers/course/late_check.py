@@ -468,7 +468,8 @@ def _below_free(table, regime, batch, late, left) -> str:
 
 
 def eager_line(summary_frame, judge=True, table=None) -> str:
-    """The eager step's row in one line: where its rounds tell the check's cost apart, that cost;
+    """The eager step's row in one line: where its rounds tell the check's cost apart, that cost
+    and its share of the step (no range: the answer's ranges are the CUDA-graph step's);
     else each loop's range of rounds (ms per step, from ``table``) and that the eager step is too
     spread (round 30: plainly, against the check's cost with the CUDA-graph step at that batch,
     where the widest spread exceeds it).
@@ -479,11 +480,10 @@ def eager_line(summary_frame, judge=True, table=None) -> str:
     row = rows.iloc[0]
     batch = int(row["batch_size"])
     if bool(row.get("check_resolved", True)):
-        fast = ("" if table is None else ": no check runs " + stats.say(
-            table[table["regime"] == "eager"], "no_check", "sync", batch_size=batch))
+        # the share says the speedup; its range would be the lesson's sixth (round 35)
         said = (f"the check costs {row['check_cost_us']:.0f} µs per step ({row['sync']:.2f} "
                 f"against {row['no_check']:.2f} ms), "
-                f"{row['check_cost_us'] / (10 * row['no_check']):.0f}% of the step without it{fast}")
+                f"{row['check_cost_us'] / (10 * row['no_check']):.0f}% of the step without it")
         return (f"With the eager step at batch {batch}, {said}; the figure leaves the eager step out.")
     spread = {m: _rounds_ms(table, "eager", batch, m) for m in ("sync", "no_check")}
     if not all(spread.values()):
