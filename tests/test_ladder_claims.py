@@ -255,6 +255,12 @@ def test_only_this_runs_tables_count(tmp_path, monkeypatch):
     assert claims.why_not_this_run(T02, {**mine, "run_id": "b"}) == "written by another run"
     # in the runner's run, a table without the run's id (written outside it) does not count
     assert claims.why_not_this_run(T01, {**mine, "run_id": "a"}) == "written by another run"
+    # the same run id from another machine (a --resume on a second lent GPU) does not count
+    _write(tmp_path, T02, {"preset": "full", "env": {**env, "host": "h2"}, "run_id": "a"})
+    assert claims.why_not_this_run(T02, {**mine, "env": {**env, "host": "h1"}, "run_id": "a"}) == \
+        "written on another machine (this run was resumed there)"
+    assert claims.why_not_this_run(T02, {**mine, "env": {**env, "host": "h2"}, "run_id": "a"}) is None
+    assert claims.why_not_this_run(T02, {**mine, "run_id": "a"}) is None  # a record without a host
 
 
 def test_ladder_methods_in_lesson_order_on_a_cpu(tiny6):

@@ -175,3 +175,26 @@ def test_relink_rewrites_only_the_docs_links():
     out = published.relink(nb)
     assert out["cells"][0]["source"] == ["see ![x](../../docs/img/a.png)\n", "and [y](02.ipynb)"]
     assert out["cells"][1]["source"] == ["# ](../docs/ stays\n"]
+
+
+def test_a_resume_on_another_machine_is_recorded_and_refused(monkeypatch):
+    """A --resume on another lent machine keeps the run id (the GPU and CPU names agree) but
+    names the machine; such a run is not one run's timings: one_run_problems refuses it."""
+    now = datetime.datetime(2026, 11, 28, 12, 25, tzinfo=datetime.timezone.utc)
+    monkeypatch.setattr(published, "host_id", lambda: "aaaa1111")
+    started = published.run_identity({}, resume=False, now=now)
+    assert started["host"] == "aaaa1111"
+    here = published.run_identity({published.RUN_KEY: started}, resume=True, now=now)
+    assert "resumed_on_hosts" not in here and published.mixed_hosts(here) == []
+    monkeypatch.setattr(published, "host_id", lambda: "bbbb2222")
+    there = published.run_identity({published.RUN_KEY: started}, resume=True, now=now)
+    assert there["id"] == started["id"]
+    assert there["resumed_on_hosts"] == {"2026-11-28T12:25:00+00:00": "bbbb2222"}
+    (problem,) = published.mixed_hosts(there)
+    assert "on another machine (host bbbb2222, started on aaaa1111)" in problem
+    manifest = {}
+    published.record_run(manifest, there, "07_stream_interleaving.ipynb")
+    assert manifest["runs"][there["id"]]["resumed_on_hosts"] == there["resumed_on_hosts"]
+    # a run recorded before hosts were named (no host) reads as one machine
+    assert published.mixed_hosts(RUN_A) == []
+    assert "resumed_on_hosts" not in published.run_identity({published.RUN_KEY: RUN_A}, resume=True)

@@ -2,7 +2,9 @@
 lent host (the runner promotes on the host, but the host's figures/ is replaced by each call's
 tree). First the run's executed copies are held to the published copies' checks
 (tests/test_lesson_shape.py: no stderr, plain words, at most five ranges a lesson); a run that
-fails them is not promoted (6e28961's copies of 07 and 10 printed 8 and 6 ranges) unless --force."""
+fails them is not promoted (6e28961's copies of 07 and 10 printed 8 and 6 ranges) unless --force;
+nor is a run resumed on another machine (2f157b6's 07 and 08, re-run on a second H200 whose host
+ran the eager loops 30% slower, would have set 08's ladder beside 01's from two machines)."""
 import json
 import os
 import subprocess
@@ -20,6 +22,8 @@ if "--force" not in sys.argv[2:]:
         sys.exit(f"not promoted: {root}'s copies fail the published copies' checks (above)")
 status = json.loads((root / "status.json").read_text())
 run = status[published.RUN_KEY]
+if "--force" not in sys.argv[2:] and published.mixed_hosts(run):
+    sys.exit("not promoted: " + "; ".join(published.mixed_hosts(run)))
 for stem, entry in status.items():
     if isinstance(entry, dict) and entry.get("status") == "ok" and stem[:2].isdigit():
         entry["promoted"] = runner.promote(root, stem, run=run)

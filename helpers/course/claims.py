@@ -954,14 +954,19 @@ def why_not_this_run(name, mine) -> str | None:
     ``mine`` is 08's own record (``run.record``). A table counts when the notebook that wrote it
     recorded it in this run folder with the same preset, on the same machine and versions,
     within ``MAX_AGE_H`` hours before 08; in a run of the runner (08's record carries a
-    ``run_id``), only a table of the same run id counts."""
+    ``run_id``), only a table of the same run id counts, and only from 08's machine (a run
+    resumed on another lent machine keeps its id)."""
     path = results.run_dir() / "data" / f"{name}.csv"
     record = _record(name)
     if not path.exists() or record is None or \
             f"data/{name}.csv" not in {f.get("path") for f in record.get("files", [])}:
         return "not in this run's folder"
-    if mine.get("run_id"):  # the runner's run: its id decides alone
-        return None if record.get("run_id") == mine["run_id"] else "written by another run"
+    if mine.get("run_id"):  # the runner's run: its id decides, and the machine within it
+        if record.get("run_id") != mine["run_id"]:
+            return "written by another run"
+        host, my_host = record.get("env", {}).get("host"), mine.get("env", {}).get("host")
+        return ("written on another machine (this run was resumed there)"
+                if host and my_host and host != my_host else None)
     if record.get("preset") != mine.get("preset"):
         return f"written by the {record.get('preset')} preset, not {mine.get('preset')}"
     env, my_env = record.get("env", {}), mine.get("env", {})

@@ -66,6 +66,13 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def host_id() -> str:
+    """A short stable name for this machine (a hash of its host name, so no name is published):
+    two lent machines of the same GPU model differ here, where the GPU and CPU names agree."""
+    import hashlib
+    return hashlib.sha256(platform.node().encode()).hexdigest()[:8]
+
+
 def environment() -> dict:
     """Everything a figure's manifest entry names: GPU, driver, CUDA, versions and the date."""
     cuda = torch.cuda.is_available()
@@ -79,6 +86,7 @@ def environment() -> dict:
         "python": platform.python_version(),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
+        "host": host_id(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     for var in ALLOC_ENV_VARS:

@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from . import results
-from .env import cpu_model
+from .env import cpu_model, host_id
 from .verdicts import printed_lines
 
 RUN_KEY = "_run"  # the status file's key for the run's identity
@@ -76,18 +76,24 @@ def _gpu_name() -> str:
 
 def run_identity(status: dict, resume: bool = False, now: datetime.datetime | None = None) -> dict:
     """This run's identity. ``--resume`` keeps the one in ``status`` (the run it resumes, its end
-    cleared, and the commit it resumes at where that is not the run's); otherwise a new one: id ``<UTC start>-<short commit>``, commit, GPU, CPU, start."""
+    cleared, the commit it resumes at where that is not the run's, and the machine it resumes on
+    where that is not the one it started on: ``resumed_on_hosts``, which ``one_run_problems``
+    refuses); otherwise a new one: id ``<UTC start>-<short commit>``, commit, GPU, CPU, host,
+    start."""
     old = status.get(RUN_KEY)
     if resume and isinstance(old, dict) and old.get("id"):
         when, commit = _now(now), git_commit()
         run = {**old, "end": None, "resumed": [*old.get("resumed", []), when]}
         if commit != old.get("commit"):  # the sources moved between the calls: say so
             run["resumed_at_commits"] = {**old.get("resumed_at_commits", {}), when: commit}
+        host = host_id()
+        if old.get("host") and host != old["host"]:  # another machine: not one run's timings
+            run["resumed_on_hosts"] = {**old.get("resumed_on_hosts", {}), when: host}
         return run
     now = now or datetime.datetime.now(datetime.timezone.utc)
     commit = git_commit()
     return {"id": f"{now:%Y%m%dT%H%M%SZ}-{commit[:7]}", "commit": commit, "gpu": _gpu_name(),
-            "cpu": cpu_model(), "start": _now(now), "end": None}
+            "cpu": cpu_model(), "host": host_id(), "start": _now(now), "end": None}
 
 
 def _now(now: datetime.datetime | None = None) -> str:
@@ -144,6 +150,8 @@ def record_run(manifest: dict, run: dict, notebook: str, seconds=None) -> None:
     ``notebooks``; runs no entry names any more are dropped."""
     manifest.setdefault("runs", {})[run["id"]] = {
         k: run.get(k) for k in ("id", "commit", "gpu", "cpu", "start", "end")}
+    manifest["runs"][run["id"]].update(
+        {k: run[k] for k in ("host", "resumed_on_hosts") if run.get(k)})  # mixed_hosts reads them
     manifest.setdefault("notebooks", {})[notebook] = {"run": run["id"], "commit": run["commit"],
                                                       "gpu": run["gpu"]}
     manifest["notebooks"] = dict(sorted(manifest["notebooks"].items()))
@@ -172,6 +180,15 @@ def publish_status(run_root: Path, figures: Path | None = None) -> Path | None:
 
 # ---------------------------------------------------------------- is figures/ one run?
 
+def mixed_hosts(run: dict) -> list[str]:
+    """Why a run's notebooks are not all from the machine it started on (empty when they are):
+    a ``--resume`` on another lent machine of the same GPU model keeps the run id, but its host
+    times the eager loops at another speed, and lessons that compare across notebooks would
+    compare two machines."""
+    return [f"run {run.get('id')}: resumed at {when} on another machine (host {host}, "
+            f"started on {run.get('host')})" for when, host in (run.get("resumed_on_hosts") or {}).items()]
+
+
 def one_run_problems(figures: Path | None = None) -> list[str]:
     """Why the published set in ``figures/`` is not one run (empty when it is): the manifest
     names exactly one run with its commit, GPU, CPU, start and end; every figure, table and
@@ -190,6 +207,7 @@ def one_run_problems(figures: Path | None = None) -> list[str]:
     for key in ("commit", "gpu", "cpu", "start", "end"):
         if runs and not run.get(key):
             problems.append(f"run {run_id}: no {key} recorded")
+    problems += mixed_hosts(run)
     for section in ("figures", "tables", "notebooks"):
         for name, entry in manifest.get(section, {}).items():
             if entry.get("run") != run_id:
