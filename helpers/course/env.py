@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
 import platform
 import re
@@ -69,7 +70,6 @@ def cpu_model() -> str:
 def host_id() -> str:
     """A short stable name for this machine (a hash of its host name, so no name is published):
     two lent machines of the same GPU model differ here, where the GPU and CPU names agree."""
-    import hashlib
     return hashlib.sha256(platform.node().encode()).hexdigest()[:8]
 
 
