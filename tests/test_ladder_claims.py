@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from helpers import bench
-from helpers.course import claims, profiling, results, summary
+from helpers.course import claims, profiling, results, stats, summary
 from helpers.course.errors import ParameterError
 from helpers.model import build_model, make_prompt
 from helpers.course.presets import resolve_params
@@ -170,7 +170,7 @@ def test_fragmentation_claims_from_notebooks_03_and_04():
         rows("static", {100: 0.8})[0]["trials_wall_ms"]
     result, evidence = verdicts([], {T04: wins})
     assert result[STATIC] == claims.PARTLY  # the other parts still hold
-    assert "not borne out: slower at 100 tokens" in evidence[STATIC]
+    assert "contradicted: slower at 100 tokens" in evidence[STATIC]
     # a 1% difference inside +-2% noise at 400 tokens is no win
     tie = pd.DataFrame(rows("dynamic", {100: 1.0, 200: 3.0, 400: 9.0},
                             frag={100: 20.0, 200: 25.0, 400: 30.0}) +
@@ -185,7 +185,7 @@ def test_fragmentation_claims_from_notebooks_03_and_04():
                         rows("static", {100: 1.2, 200: 2.5}, frag={100: 6.3, 200: 4.5}))
     result, evidence = verdicts([], {T04: same})
     assert result[STATIC] == claims.PARTLY  # slower at 100 and faster at 200: borne out
-    assert "not borne out: lower fragmentation at 100 tokens" in evidence[STATIC]
+    assert "contradicted: lower fragmentation at 100 tokens" in evidence[STATIC]
     assert ("100 tokens 6.3% against 6.5% (about the same), 200 tokens 4.5% against 26.2% "
             "(lower)") in evidence[STATIC]
     close03 = pd.DataFrame(rows("default", {100: 1.0}, frag={100: 6.5}) +
@@ -306,7 +306,7 @@ def test_measure_times_every_method_in_one_call_and_records_a_failure(tiny6):
     assert line.startswith("In one line: per decode step (medians), from ") and "x the" not in line
     assert "estimate" not in line and "\u2013" not in line  # the medians, no interval
     assert any("taught so far" in r for r in summary.reading(ahead, 3, judge=False))
-    # the table's × columns agree with its own ms column: ratios of the medians shown
+    # too few rounds (2): the table's × columns are ratios of the medians shown, named so
     shown = view.set_index("method")
     medians = by.loc["naive loop", "median_s"] / by.loc["KV cache", "median_s"]
     assert by.loc["KV cache", "speedup_vs_naive"] == pytest.approx(medians)
@@ -363,12 +363,21 @@ def test_bench_command_on_a_cpu():
     assert "7/7 methods" in done.stdout  # notebook 11's Triton step runs on a CPU too
 
 
-def test_the_ladder_table_agrees_with_its_ms_column():
-    # the published ladder: its × columns recomputed from its medians, as add_columns does now
+def test_the_ladder_table_shows_the_rounds_or_else_its_medians():
+    """Round 35: the table showed the medians' 1.26x beside "1.08x by the rounds, the answer to
+    quote": its × columns are the rounds' estimates where the rounds give one, else (no stored
+    rounds) the ratio of its own ms column, and the header names which."""
     published = pd.read_csv(ROOT / "figures" / "data" / "08_results_summary.csv")
     floor_ms = float((published["per_step_s"] / published["floor_ratio"]).iloc[0] * 1e3)
     raw = published.drop(columns=[c for c in published if c.startswith("speedup_vs_")])
     view = summary.view(summary.add_columns(raw, {100: floor_ms})).set_index("method")
+    for method in view.index:
+        for column, other in (("× naive (rounds)", "naive loop"),
+                              ("× generate() static (rounds)", "generate() static")):
+            assert view.loc[method, column] == round(stats.row_speedup(
+                raw, method, other, seq_len=100).estimate, 2)
+    medians = raw.drop(columns="trials_wall_ms")
+    view = summary.view(summary.add_columns(medians, {100: floor_ms})).set_index("method")
     ms = view["ms per step"]
     for method in view.index:
         for column, other in (("× naive (medians)", "naive loop"),
@@ -377,8 +386,8 @@ def test_the_ladder_table_agrees_with_its_ms_column():
                 ms[other] / ms[method], rel=0.012, abs=0.006)
     # a rung slower than naive by its medians is below 1, not "1.00"
     naive = float(raw.loc[raw["method"] == "naive loop", "median_s"].iloc[0])
-    slow = raw.assign(median_s=[1.12 * naive if m == "static cache" else v
-                                for m, v in zip(raw["method"], raw["median_s"])])
+    slow = medians.assign(median_s=[1.12 * naive if m == "static cache" else v
+                                    for m, v in zip(raw["method"], raw["median_s"])])
     slow_view = summary.view(summary.add_columns(slow, {100: floor_ms})).set_index("method")
     assert slow_view.loc["static cache", "× naive (medians)"] < 1 < slow_view.loc["KV cache", "× naive (medians)"]
 
@@ -408,7 +417,7 @@ def test_claim_static_names_the_lengths_timed_and_each_fragmentation_pair():
         "slower at 100 tokens", "faster at 200 tokens", "lower fragmentation at 100 tokens",
         "lower fragmentation at 200 tokens", "faster at 400 tokens"]
     assert list(shown.loc[["4a", "4b", "4c", "4d", "4e"], "verdict"]) == [
-        "borne out", "not borne out", "borne out", "borne out", ""]
+        "borne out", "contradicted", "borne out", "borne out", ""]
     assert shown.loc["4a", "this run's number"].startswith("0.83x, i.e. 1.20x slower (")
     assert shown.loc["4c", "this run's number"] == "static 2.0% vs dynamic 20.0%"
     assert shown.loc["4e", "this run's number"] == "not timed"
@@ -686,9 +695,9 @@ def test_generate_note_prints_the_rounds_interval():
         "generate() (6.16 ms per step) beats the course's own KV-cache loop (7.14 ms, lesson 02): "
         "1.1")
     note = summary._generate_note(table(0.3), 100)
-    assert note.startswith("generate() and the course's KV-cache loop (lesson 02) take about "
-                           "the same time: 6.16 against 7.14 ms per step, can't tell apart on "
-                           "this machine by the rounds.")  # round 29: no range, nothing attributed
+    assert note.startswith("generate() and the course's KV-cache loop (lesson 02): 6.16 against "
+                           "7.14 ms per step by the medians; by the rounds, can't tell apart on "
+                           "this machine (")  # round 35: its range; round 29: nothing attributed
     assert "rounds can't tell" not in note
 
 
@@ -730,8 +739,8 @@ def test_claim_7_says_why_its_number_differs_from_the_tables(run, estimate, medi
     table's × columns divide medians, so claim 7's line names its own number only."""
     ladder, _ = _run_tables(run)
     verdict, *_, number = claims.claim_five_x(claims.Context(ladder, {}))
-    late = summary.view(ladder).set_index("method").loc[claims.LATE, "× naive (medians)"]
-    assert f"{late:.2f}" == medians
+    late = summary.view(ladder).set_index("method").loc[claims.LATE, "× naive (rounds)"]
+    assert f"{late:.2f}x" == estimate.split()[0]  # round 35: the table shows the rounds' number
     assert number.startswith(f"over the naive loop: {estimate}"), number
     assert re.sub(r", its upper end above 6x: on the edge of exceeded$", "", number).endswith({
         claims.REPRODUCED: "; reproduced: the range's lower end is between 4x and 6x",  # round 25

@@ -59,8 +59,8 @@ def test_claim_6_parts_print_both_gains_and_their_ratios_range():
 
 
 @pytest.mark.parametrize("run,columns", [
-    ("published", ["× naive (medians)", "÷ floor", "× generate() static (medians)"]),
-    ("6bba703-workshop", ["× naive (medians)", "÷ floor", "× generate() (medians)"])])
+    ("published", ["× naive (rounds)", "÷ floor", "× generate() static (rounds)"]),
+    ("6bba703-workshop", ["× naive (rounds)", "÷ floor", "× generate() (rounds)"])])
 def test_the_ladder_shows_one_peer_column(run, columns):
     ladder, _ = _tables(run)
     view = summary.view(ladder)

@@ -119,7 +119,7 @@ def test_published_01_states_the_measured_idle_time():
     six ratios in one paragraph; the explanation built on the medians' 2.74x, not the answer's."""
     table = ONE["3deacb3"]()
     assert intro.growth_why(table, 16).split("\n") == [
-        "Why, from the table's medians, which split a run into the GPU's work and its idle time: "
+        "Why: the lines below split the median run into the GPU's work and its idle time; "
         "from 100 to 200 tokens the median run went from 889 to 2440 ms (2.74x).",  # round 29: the medians in the answer
         "The answer's 2.63x above reads every round instead.",  # round 33
         "- Work: 565 -> 1938 ms (3.43x). Step t works on 16 + t positions (the prompt's included): "
@@ -130,7 +130,7 @@ def test_published_01_states_the_measured_idle_time():
         "tokens; the GPU sets the pace at 300 tokens.",  # round 28
         "- Sum: the median run grew less than the work's 3.43x: the work's and the idle "
         "time's growths weighted by their shares of the 100-token run, 0.64 × 3.43 + 0.36 × 1.55 "
-        "≈ 2.74."]  # round 29: the arithmetic shown (exactly 2.75 on the rounded values)
+        "= 2.75 ≈ 2.74."]  # round 35: the printed terms give 2.75, the medians 2.74
     assert intro.takeaway(table) == (
         "In one line: doubling the length from 100 to 200 tokens multiplied the time by 2.63x, less "
         "than the 4x of pure N² growth; split on the table's medians, the GPU work grew 3.43x and the "
@@ -144,7 +144,7 @@ def test_growth_why_states_numbers_that_add_up_on_every_real_table(name):
     for phrase in ("about as N", "about the same", "less than N", "more than N", "stayed", "only"):
         assert phrase not in said and phrase not in one, (name, phrase)
     lines = said.split("\n")
-    assert lines[0].startswith("Why, from the table's medians")
+    assert lines[0].startswith("Why: the lines below split the median run")
     head = lines[:next(i for i, x in enumerate(lines) if x.startswith("- Work: "))]
     lines = [lines[0]] + lines[len(head):]  # round 28c: the rounds' ratios on lines of their own
     assert lines[1].startswith("- Work: ") and lines[2].startswith("- Idle: ")

@@ -39,8 +39,8 @@ def test_01_reading_compares_one_pair_on_every_real_table(name):
 def test_01_growth_why_on_the_published_run():
     table = pd.read_csv(DATA / "01_naive_generation-7aa1901.csv")
     why = intro.growth_why(table, 16)
-    assert why.startswith("Why, from the table's medians, which split a run into the GPU's work "
-                          "and its idle time: from 100 to 200 tokens"), why  # round 32
+    assert why.startswith("Why: the lines below split the median run into the GPU's work "
+                          "and its idle time; from 100 to 200 tokens"), why  # round 32
     assert "The answer above" not in why  # round 29: the medians sit in the answer's parenthesis
     assert "(2.36–2.68), less" in intro.doubling(table)  # round 32: medians in the Why head
     assert "per step 4.80, 3.82 and 3.15 ms at 100, 200 and 300 tokens" in why

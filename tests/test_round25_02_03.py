@@ -102,8 +102,8 @@ def test_03_stairs_saving_and_shorter_length_on_every_run(name):
         assert "(40 MiB less, 5% less)" in buys
         return
     assert stairs.split("\n") == [
-        "With default, reserved memory jumped by 528 to 960 MiB, more than half the 24 cache "
-        "tensors together, at 10 separate decode steps, one every 21 to 22 steps from decode "
+        "With default, reserved memory jumped by 528 to 960 MiB, each 105% to 110% of the "
+        "cache's size then, at 10 separate decode steps, one every 21 to 22 steps from decode "
         "step 198:",  # round 34: the size leads
         "  the first when each layer's keys (and values) reached 20.1 MiB, just past 20 MiB; a "
         "tensor grows 2 MiB in 21.3 steps (96 KiB a step)."]

@@ -99,8 +99,8 @@ def test_07_published_run_says_where_the_late_read_pays_least():
     t = load("07_stream_interleaving", "7aa1901")
     line = late_check.where_line(t, late_check.summary(t))
     assert "per step above no check" not in line  # round 34: the table gives it
-    assert line.endswith("It pays least at batch 1: the late loops leave 46–53% of the check's "
-                         "cost there.")
+    assert line.endswith("The late loops win back least at batch 1: they leave 46–53% of the "
+                         "check's cost there.")  # round 35
     part = t[(t["regime"] == "compiled") & (t["batch_size"] == 32)]
     timed = 1e3 * part.set_index("method")["ms_per_step"]
     gaps = pd.DataFrame({"gap_before_us": {"sync": 960.0, "interleaved": 4.0, "event": 4.0}})

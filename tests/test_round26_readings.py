@@ -18,8 +18,8 @@ def test_the_readings_line_names_both_kinds_of_speedup(run):
     # round 28c: both kinds are named once, in the Measure cell's markdown, not again in the line
     nb = json.loads((DATA.parent.parent / "notebooks" / "08_results_summary.ipynb").read_text())
     text = " ".join("".join(c["source"]) for c in nb["cells"]).replace("\n  ", " ")
-    assert '"x faster (range)", comes from the rounds' in text
-    assert 'a line that says "by the medians" divides two of the table\'s medians' in text
+    assert "Each `×` column is a speed-up from the **rounds**" in text  # round 35
+    assert '"by the medians" or "the table\'s medians" divides two of the `ms per step`' in text
     assert line.startswith("On this table the two readings ")
     assert "Every speed-up printed in words" not in line
 

@@ -48,27 +48,15 @@ def price04(run):
 def test_04_ops_estimate_is_true_on_every_table(run):
     ops, point, s, idle, gap, per_op, extra = price04(run)
     assert "at every length" not in ops and "dynamic cache " not in ops
-    assert ops.count("An estimate, not a measurement") == 1
-    assert f"at {point} tokens ({idle:.2f} ms \u00f7 447 = {per_op:.1f} \u00b5s)" in ops
-    assert f"would add about {extra:.2f} ms" in ops
-    if gap <= 0:
-        assert "was not longer" in ops
-    elif extra >= gap:  # round 28b: said plainly (tests/test_round28b_04.py)
-        assert f"the whole {gap:.2f} ms gap there" in ops and "or more" not in ops
-    else:
-        assert f"about {extra / gap:.0%} of the {gap:.2f} ms gap there" in ops
-        assert extra / gap < 0.995
+    # round 35: the estimate compared itself with the medians' gap, not the rounds' verdict: cut
+    assert "An estimate, not a measurement" not in ops and "would add about" not in ops
 
 
 def test_04_published_ops_line():
     table, lens = t04("898ea06")
     ops = c04.ops_line(table, lens, OPS, 200)
     assert ops == ("The GPU's idle time per step, static minus dynamic: +3.78, +2.36 and +3.03 ms "
-                   "at 100, 200 and 400 tokens.\nAn estimate, not a measurement: priced at the "
-                   "dynamic step's idle time per operation at 200 tokens (6.97 ms \u00f7 447 = "
-                   "15.6 \u00b5s), the static step's 104 extra operations (counted above) would "
-                   "add about 1.62 ms. That is about 69% of the 2.36 ms gap there; the count leaves the "
-                   "rest unexplained.")
+                   "at 100, 200 and 400 tokens.")  # round 35: no estimate
     assert "5.87" not in ops
 
 

@@ -87,7 +87,7 @@ def test_01_medians_against_the_answers_range_on_every_real_table(path):
     assert "The medians'" not in why and why.count("\n") == (f"{est:.2f}" != f"{mid:.2f}")
     # round 32: one doubling factor in the answer; the medians' growth is named once, in the head
     assert answer.startswith(f"{answer.split(' by ')[0]} by {est:.2f}x ({low:.2f}–{high:.2f}), ")
-    assert "medians" not in answer and "the table's medians, which split a run" in why
+    assert "medians" not in answer and "split the median run into the GPU's work" in why
 
 
 def _moved(a_ms, b_ms):

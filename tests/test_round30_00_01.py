@@ -98,7 +98,7 @@ def test_00_prints_the_comparison_once_in_one_direction():
     assert "B took" not in code and "median" not in code
     assert "Geometric mean of the {k} rounds' A / B: {typical:.3f}x\")" in code
     text = _md("00_setup.ipynb")
-    assert "the line adds it (\"the table's medians\") for comparison only" in text  # round 31
+    assert "the line adds it (\"the table's medians\") only where" in text  # round 35
     assert "A \"slower\" line states 1 ÷ the estimate" in text
     assert "The cell below also divides the two medians" not in text
 

@@ -71,8 +71,8 @@ def test_01_one_doubling_factor_and_the_medians_named_once(path):
     answer, why, one = intro.doubling(table), intro.growth_why(table, 16), intro.takeaway(table)
     assert "medians" not in answer and len(RANGE.findall(answer)) == 1
     head = why.split("\n")[0]
-    assert head.startswith("Why, from the table's medians, which split a run into the GPU's work "
-                           "and its idle time: from ")
+    assert head.startswith("Why: the lines below split the median run into the GPU's work "
+                           "and its idle time; from ")
     grew = re.search(r"\(([\d.]+)x\)\.$", head)[1]
     # the medians' growth is printed once as a factor (the Sum line's arithmetic may end on it)
     assert f"({grew}x)" not in "\n".join(why.split("\n")[1:]) and f"{grew}x" not in one

@@ -35,13 +35,10 @@ def test_04_ops_line_gap_then_estimate_in_short_sentences(path):
     line, _ = ops_line_of(path)
     if not line:
         return
-    gap, estimate = line.split("\n")
+    gap = line  # round 35: the estimate is cut
+    assert "\n" not in gap
     assert gap.startswith("The GPU's idle time per step, static minus dynamic: ")
     assert gap.endswith(" tokens.") and len(re.findall(r"\.(?:\s|$)", gap)) == 1
-    assert estimate.startswith("An estimate, not a measurement: priced at")
-    first, rest = estimate.split(" ms. ", 1)
-    assert "would add about" in first and rest.startswith(("That is ", "Yet ")), line
-    assert len(first.split()) <= 52, first  # round 31: the price and the comparison, 64 words
     assert not RANGE.search(line)
 
 
@@ -50,11 +47,7 @@ def test_04_published_ops_line():
     line = c04.ops_line(t, [100, 200, 400], _ops([100, 200, 400]), 100)
     assert line == (
         "The GPU's idle time per step, static minus dynamic: +1.13, +1.63 and +1.28 ms at 100, 200 "
-        "and 400 tokens.\nAn estimate, not a measurement: priced at the dynamic step's idle time "
-        "per operation at 100 tokens (3.46 ms \u00f7 447 = 7.7 \u00b5s), the static step's 128 extra "
-        "operations (447 dynamic, 575 static on the timed prompt + 100 cache, the table's on "
-        "prompt + 8) would add about 0.99 ms. That is about 88% of the 1.13 ms gap there; the "
-        "count leaves the rest unexplained.")
+        "and 400 tokens.")  # round 35: no estimate
 
 
 @pytest.mark.parametrize("prompt_len, new_tokens", [(16, 8), (16, 50), (16, 100), (16, 400), (7, 3)])

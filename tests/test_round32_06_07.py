@@ -49,7 +49,7 @@ def test_07_plain_words():
     """(3) No "middle rounds", no "rounds resolve"."""
     text = source("07_stream_interleaving")
     assert "middle rounds" not in text and "rounds resolve" not in text
-    assert "where the timings can tell the loops apart" in " ".join(text.split())  # round 34 rewrapped
+    assert "The line below says where it paid most on this run." in " ".join(text.split())  # round 35
 
 
 @pytest.mark.parametrize("run", RUNS07)
@@ -58,9 +58,10 @@ def test_07_second_stream_costs_time_where_the_event_ran_faster(run):
     t = pd.read_csv(DATA / f"07_stream_interleaving-{run}.csv")
     rows = t[(t["regime"] == "compiled") & (t["status"] == "ok")]
     line = late_check.stream_event_line(t)
-    words = {b: stats.verdict(stats.row_speedup(rows[rows["batch_size"] == b], "event",
-                                                "interleaved"))
-             for b in sorted(rows["batch_size"].unique())}
+    ratios = {b: stats.row_speedup(rows[rows["batch_size"] == b], "event", "interleaved")
+              for b in sorted(rows["batch_size"].unique())}
+    words = {b: "same" if late_check._apart_pct(r) < late_check.PRACTICAL_PCT else stats.verdict(r)
+             for b, r in ratios.items()}  # round 35: under PRACTICAL_PCT, "about the same"
     faster = [b for b, w in words.items() if w == stats.FASTER]
     costs = len(words) > 1 and faster and stats.SLOWER not in words.values()
     if "come out about the same as two streams at every batch" in line:  # round 33

@@ -23,14 +23,15 @@ def test_06_summary_quotes_the_rounds_estimate(run):
     """(1) The closing line's factor is the one the figure's line quotes; the ms are medians."""
     cost, steps, unclear = cost06(run)
     line = eos_sync.summary_line(steps, unclear, True, 80, 200, cost)
-    m = re.search(r"made each step (\d+\.\d+)x as long \(the table's medians: ([\d.]+) -> ([\d.]+) ms\)",
-                  line)
+    m = re.search(r"made each step (\d+\.\d+)x as long \(the table's medians: ([\d.]+) -> ([\d.]+) "
+                  r"ms, (\d+\.\d+)x\)", line)  # round 35: the medians' own ratio named
     assert (m is not None) == ("CUDA graph" not in unclear)
     if m:
         said = stats.say(cost, "CUDA graph, no check", "CUDA graph, check every step", True)
         assert said.startswith(f"{m.group(1)}x faster (")
     if run == "4448ee4":
-        assert line.endswith("made each step 1.41x as long (the table's medians: 1.30 -> 1.91 ms).")
+        assert line.endswith("made each step 1.41x as long (the table's medians: 1.30 -> 1.91 ms, "
+                             "1.47x).")
 
 
 @pytest.mark.parametrize("run", RUNS06)
@@ -55,7 +56,8 @@ def test_06_slow_cap_named_only_where_every_run_was_slower(run):
     t = pd.read_csv(DATA / f"06_eos_sync-{run}.csv")
     ok = t[t["status"] == "ok"]
     why = eos_sync.speedup_why(ok)
-    m = re.search(r"At cap (\d+) every run of both loops took longer per token than at cap (\d+)", why)
+    m = re.search(r"At cap (\d+) every run of both loops took longer per token than that loop's "
+                  r"median run at cap (\d+)", why)  # round 35: against the median, as checked
     if not m:
         return
     slow, fast = int(m.group(1)), int(m.group(2))
@@ -66,8 +68,8 @@ def test_06_slow_cap_named_only_where_every_run_was_slower(run):
             rows.at[fast, "median_s"] * per(fast)
     assert "single runs vary" not in why.split("At cap")[1]
     if run == "4448ee4":
-        assert why.endswith("At cap 100 every run of both loops took longer per token than at cap "
-                            "200 (9.8 and 9.7 ms per token by the medians, against 6.0 and 6.1): "
+        assert why.endswith("At cap 100 every run of both loops took longer per token than that "
+                            "loop's median run at cap 200 (9.8 and 9.7 ms per token by the medians, against 6.0 and 6.1): "
                             "the whole cap-100 comparison ran slower, so the same 80 tokens with "
                             "the check took 784.2 ms at cap 100 and 481.8 ms at cap 200.")
 
@@ -91,8 +93,9 @@ def test_07_about_the_same_only_within_a_few_percent(run):
     if run == "4448ee4":
         assert line == ("With the CUDA graph step, one stream and an event come out about the "
                         "same as two streams at every batch (within 4%).")
-    if run == "898ea06":  # 1.11x faster at batch 1: the per-batch words stay
-        assert "depends on the batch" in line
+    if run == "898ea06":  # 1.11x faster at batch 1: the per-batch words stay; round 35: batch
+        # 128's 1.02x slower is under PRACTICAL_PCT, so "about the same", not "depends"
+        assert "at batch 1 it costs time" in line and line.endswith("at batch 128, about the same.")
 
 
 def test_07_panels_and_lesson06_in_plain_words():

@@ -47,15 +47,17 @@ def test_07_where_it_pays_does_not_restate_the_table(run):
     if not line:
         return
     assert "per step above no check" not in line and line.count(" µs, ") == 1
-    assert len(line.split()) <= 105
+    assert len(line.split()) <= 130  # round 35: the speedups by batch come first
 
 
 def test_07_reviewed_where_it_pays():
     t, summary = table07("4448ee4")
     assert late_check.where_line(t, summary, True, profiled=32) == (
-        "Where it pays: the check takes the largest share of the step at batch 1 (371 µs, 48% of "
-        "the 0.78 ms step without it): there a late read has the most to win, though two streams "
-        "win back less of the cost there than at any other batch. At batch 128, two streams ran "
+        "Where it pays: two streams gain most over the per-step sync at batch 1 (1.42x faster); "
+        "batch 32's (1.26x faster) is smaller and batch 128's (1.23x faster) is smaller. The check "
+        "takes the largest share of the step at batch 1 (371 µs, 48% of the 0.78 ms step without "
+        "it), so a late read can gain most there, though two streams win back least of it there. "
+        "At batch 128, two streams ran "
         "faster than no check by the medians, but its runs can't tell the two apart.")
 
 

@@ -223,7 +223,9 @@ def _cell(ratio, judge) -> str:
     return said if ratio.estimate != ratio.estimate else f"{ratio.estimate:.2f}x, {said}"
 
 
-_PART_WORDS = {REPRODUCED: "borne out", NOT_REPRODUCED: "not borne out", CANT_TELL: CANT_TELL}
+# round 35: a part the run clearly contradicts is named so, as 08's definition of "not
+# reproduced" says it ("not borne out" read as "not shown")
+_PART_WORDS = {REPRODUCED: "borne out", NOT_REPRODUCED: "contradicted", CANT_TELL: CANT_TELL}
 
 
 def say(table, candidate, baseline, judge=True, **where) -> str:
@@ -425,7 +427,7 @@ def _partly(named, outcomes) -> tuple:
 
 def _overall(outcomes) -> str:
     """One rule for every claim of several parts: all borne out -> reproduced; some borne out
-    and the rest not borne out or can't tell -> partly reproduced; none borne out -> not
+    and the rest contradicted or can't tell -> partly reproduced; none borne out -> not
     reproduced where any part is, else can't tell (``_combine``)."""
     outcomes = list(outcomes)
     return PARTLY if REPRODUCED in outcomes and len(set(outcomes)) > 1 else _combine(outcomes)
@@ -783,8 +785,8 @@ def rows(verdicts) -> pd.DataFrame:
     """The claims one row each: its number ("#"), the claim in the article's words, where its
     number comes from ("from": 08's own ladder or the notebook whose table decided), this run's
     number (with its range where it has one) and the verdict; a claim of several parts gets a
-    short row per part under it ("4a", "4b", ...), with the part's own word ("borne out", "not
-    borne out", "can't tell apart on this machine"), and its own number cell left blank. The
+    short row per part under it ("4a", "4b", ...), with the part's own word ("borne out",
+    "contradicted", "can't tell apart on this machine"), and its own number cell left blank. The
     full evidence stays in the saved table. Shown as ``table`` and ``numbers``."""
     out = []
     for i, row in enumerate(verdicts.itertuples(index=False), 1):

@@ -281,7 +281,8 @@ def drift_line(ok: pd.DataFrame, low: int, cap: int, tokens: int) -> str:
 
 def slow_point(ok: pd.DataFrame, low: int, cap: int) -> str:
     """Round 33: where every run of both loops at one cap took longer per token than that loop's
-    median at the other cap (4448ee4: 9.8 and 9.7 ms per token at cap 100, against 6.0 and 6.1
+    median at the other cap (round 35: said so, not "than at cap 200": a no-check run at cap 100
+    beat the slowest cap-200 run in 2f157b6) (4448ee4: 9.8 and 9.7 ms per token at cap 100, against 6.0 and 6.1
     at cap 200), that the whole comparison at that cap ran slower, with the identical work's two
     medians; the table's two loops at each cap were timed side by side. Empty otherwise."""
     per = {}  # (loop, cap): ms per token of each run, and of the median run
@@ -300,7 +301,8 @@ def slow_point(ok: pd.DataFrame, low: int, cap: int) -> str:
         return ""
     check = ok[ok["method"] == CHECK].set_index("seq_len")
     ms = lambda c: f"{1e3 * check.at[c, 'median_s']:.1f} ms"  # noqa: E731
-    return (f"At cap {slow} every run of both loops took longer per token than at cap {fast} "
+    return (f"At cap {slow} every run of both loops took longer per token than that loop's median "
+            f"run at cap {fast} "
             f"({per[CHECK, slow][1]:.1f} and {per[FREE, slow][1]:.1f} ms per token by the medians, "
             f"against {per[CHECK, fast][1]:.1f} and {per[FREE, fast][1]:.1f}): the whole cap-{slow} "
             f"comparison ran slower, so the same {int(check.at[low, 'tokens'])} tokens with the "
@@ -488,7 +490,7 @@ def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True, stop
     """The lesson's takeaway in one line for its summary, a number in every preset (round 30):
     where the batch stopped (``stopped`` of the ``cap``'s tokens, as a share of the cap); then,
     timed, the check's cost with the CUDA-graph step, how many times as long it made the step (the
-    rounds' estimate, the lesson's answer; the table's medians in ms beside it) where its rounds
+    rounds' estimate, the lesson's answer; the table's medians in ms and their ratio beside it) where its rounds
     resolve it, else (with ``cost``) its GPU idle before and
     after and the rounds' verdict in a few words (``stats.short``, no range); a smoke run says
     it makes no timing claim. Empty with nothing to say."""
@@ -504,8 +506,10 @@ def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True, stop
         # the medians' 1.47x); the ms stay the table's medians, named so
         times = (stats.row_speedup(cost, free, check).estimate if cost is not None
                  else wall[check] / wall[free])
+        # round 35: the medians' own ratio named (1.29x), so the bracket is not read as 1.30x
         parts.append(f"with the CUDA-graph step the check's idle made each step {times:.2f}x as "
-                     f"long (the table's medians: {wall[free]:.2f} -> {wall[check]:.2f} ms)")
+                     f"long (the table's medians: {wall[free]:.2f} -> {wall[check]:.2f} ms, "
+                     f"{wall[check] / wall[free]:.2f}x)")
     elif judge and graph and cost is not None:
         idle = step_budget.set_index("method")["idle_ms"]
         said = stats.short(stats.row_speedup(cost, free, check))

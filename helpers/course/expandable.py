@@ -177,11 +177,13 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
                 f"{rise.max() / MIB:.0f} MiB in a decode step (decode step {at}){why[1]}.")
     first = found.iloc[0]
     past = ", just past 20 MiB" if LARGE_BUFFER < first["size"] <= LARGE_BUFFER + ROUND_LARGE else ""
-    half = f"more than half the {tensors} cache tensors together"  # round 34: the size leads
+    # round 35: each jump's share of the cache's size then, computed ("more than half" hid 90-97% in 2f157b6)
+    share = [f"{100 * s:.0f}%" for s in (found["rise"] / (tensors * found["size"])).agg(["min", "max"])]
+    share = share[0] if share[0] == share[1] else f"{share[0]} to {share[1]}"
     if len(found) == 1:
         return (f"With {conf}, reserved memory jumped once by {found['rise'].iloc[0] / MIB:.0f} MiB, "
-                f"{half}, in decode step {int(first['step'])}, as each layer's keys (and values) "
-                f"reached {first['size'] / MIB:.1f} MiB{past}.")
+                f"{share} of the cache's size then, in decode step {int(first['step'])}, as each "
+                f"layer's keys (and values) reached {first['size'] / MIB:.1f} MiB{past}.")
     gaps = found["step"].diff().dropna().astype(int)
     apart = f"{gaps.min()}" if gaps.min() == gaps.max() else f"{gaps.min()} to {gaps.max()}"
     low, high = (f"{found['rise'].agg(f) / MIB:.0f}" for f in ("min", "max"))
@@ -190,8 +192,8 @@ def stairs_line(history, config, batch_size: int, prompt_len: int, conf: str = "
     # into the run"; the twenty-fifth: "in 10 decode steps" read as "within 10 steps", so the
     # steps are dated where they are counted)
     return (f"With {conf}, reserved memory jumped by {low if low == high else f'{low} to {high}'} "
-            f"MiB, {half}, at {len(found)} separate decode steps, one every {apart} steps from "
-            f"decode step {int(first['step'])}:\n"
+            f"MiB, each {share} of the cache's size then, at {len(found)} separate decode steps, "
+            f"one every {apart} steps from decode step {int(first['step'])}:\n"
             f"  the first when each layer's keys (and values) reached {first['size'] / MIB:.1f} "
             f"MiB{past}; a tensor grows 2 MiB in {ROUND_LARGE / per:.1f} steps "
             f"({per / 1024:.0f} KiB a step).")
@@ -316,9 +318,12 @@ def speed_line(steps: pd.DataFrame, old: str, new: str) -> str:
     said = (f"about the same, {said}" if budget.about_same(gpu[new], gpu[old])
             else f"{said}, one profiled run each: a difference an allocator setting does not make "
             "in the kernels")
+    # round 35: whether the setting changes generation time, said plainly: this lesson does not
+    # answer it, and no later one does (none sets the allocator)
     return (f"The small panel's GPU kernel time per decode step was {said}: an allocator setting "
-            "changes no kernel. Its own cost, the trips to the driver, is host time, which one run "
-            "in each process cannot compare.")
+            "changes no kernel. This lesson does not answer whether it changes generation time: "
+            "the trips to the driver cost host time, and one run in each process, on a host whose "
+            "speed varies, is too little to compare it; no later lesson times the two settings.")
 
 
 def retries_line(table) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 import pandas as pd
@@ -294,8 +295,10 @@ def growth_why(table, prompt_len: int) -> str:
     positions = lambda k: k * prompt_len + k * (k - 1) / 2  # steps 0 .. k-1 on prompt_len + t
     (t0, t1), (w0, w1), (i0, i1) = p["medians"], p["work"], p["idle"]
     grown, grew, work = p["grew"], p["idle_grew"], p["work_grew"]
-    lines = [f"Why, from the table's medians, which split a run into the GPU's work and its idle "
-             f"time: from {n} to {m} tokens the median run went from {t0} to {t1} ms ({grown:.2f}x)."]
+    # round 35: the head says plainly that the split explains the median run's growth, which the
+    # next line sets beside the answer's (the rounds')
+    lines = [f"Why: the lines below split the median run into the GPU's work and its idle time; "
+             f"from {n} to {m} tokens the median run went from {t0} to {t1} ms ({grown:.2f}x)."]
     lines += [x for x in [_rounds_against_medians(table, p)] if x]  # round 33: on its own line
     # the twenty-ninth review: four lines reconciled the rounds' answer with these medians before
     # any reason; round 32: this head names the medians' ratio, once, as what splits the run
@@ -311,15 +314,28 @@ def growth_why(table, prompt_len: int) -> str:
         # the twenty-eighth review: "because the idle time grew less" restated wall = work + idle
         # as a cause; the twenty-ninth: "weighted by their shares" is shown as the arithmetic,
         # on the printed values ("=" where it gives the printed growth, else "≈" that growth)
-        a = round(w0 / t0, 2)
-        b = round(1 - a, 2)
-        total = a * float(f"{work:.2f}") + b * float(f"{grew:.2f}")
-        said = (f"= {total:.2f}" if f"{total:.2f}" == f"{grown:.2f}" else f"\u2248 {grown:.2f}")
+        # round 35: the sum is always that of its printed terms ("0.52 × 3.36 + 0.48 × 0.93 ≈
+        # 2.18" gave 2.19); the shares get a third decimal where two miss the median run's growth
+        a, b, total, d = _sum_terms(w0 / t0, f"{work:.2f}", f"{grew:.2f}", f"{grown:.2f}")
         lines.append(f"- Sum: the median run grew {'less' if grew < work else 'more'} "
                      f"than the work's {work:.2f}x: the work's and the idle time's growths "
-                     f"weighted by their shares of the {n}-token run, {a:.2f} \u00d7 {work:.2f} + "
-                     f"{b:.2f} \u00d7 {grew:.2f} {said}.")
+                     f"weighted by their shares of the {n}-token run, {a:.{d}f} \u00d7 {work:.2f} + "
+                     f"{b:.{d}f} \u00d7 {grew:.2f} = {total}.")
     return "\n".join(lines)
+
+
+def _sum_terms(share: float, work: str, idle: str, grown: str):
+    """``growth_why``'s Sum line: (work's share, idle's share, their weighted sum as printed,
+    decimals of the shares), the sum computed exactly from the printed terms (half up, as by
+    hand); the shares with two decimals, or three where two do not give ``grown``; where neither
+    does (the growths are rounded too), two, and the sum of the printed terms "≈" ``grown``."""
+    for d in (2, 3, 2):
+        a = Decimal(repr(share)).quantize(Decimal(1).scaleb(-d), ROUND_HALF_UP)
+        b = 1 - a
+        total = str((a * Decimal(work) + b * Decimal(idle)).quantize(Decimal("0.01"), ROUND_HALF_UP))
+        if total == grown:
+            return float(a), float(b), total, d
+    return float(a), float(b), f"{total} \u2248 {grown}", d
 
 
 def _rounds_against_medians(table, p) -> str:

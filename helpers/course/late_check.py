@@ -401,15 +401,15 @@ def shares_line(summary_frame, batch, judge=True, regime="compiled") -> str:
 
 
 def where_line(table, summary_frame, judge=True, regime="compiled", profiled=None) -> str:
-    """Where the late read pays, from the summary's medians, over the batch sizes of ``regime``
-    whose check's cost the rounds resolve (the table above gives each): the batch where the check
-    takes the largest share of the step without it, with that cost and share: there a late read
-    has the most to win (and which late loops, if any, win back less of the cost there than at any
-    other batch); any batch where a late loop's median fell below no check's, and whether its
-    rounds tell the two apart; the batch where it pays least. Where that batch is not the
-    ``profiled`` one and keeps over a tenth of the cost, that the lesson does not measure why.
-    Round 34: no longer restates the table batch by batch. Empty with fewer than two resolved
-    batch sizes or on a smoke run."""
+    """Where the late read pays, over the batch sizes of ``regime`` whose check's cost the rounds
+    resolve: the batch where two streams' speedup over the per-step sync is largest (the rounds'
+    estimate, ``stats.short``), and each other batch's speedup in words against it (round 35:
+    "smaller" or "can't be told apart", ``stats.row_growth``; no range). Then the share of the step
+    the check takes, only as the reason a batch might gain most: the batch where that share is
+    largest, and whether the late loops win back less of the cost there than anywhere else. Any
+    batch where a late loop's median fell below no check's; where the late loops leave most of
+    the cost at a batch other than the ``profiled`` one (over a tenth), that the lesson does not
+    measure why. Empty with fewer than two resolved batch sizes or on a smoke run."""
     if not judge:
         return ""
     rows = summary_frame[(summary_frame["regime"] == regime)
@@ -417,6 +417,21 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
     late = [n for n in ("interleaved", "event") if n in rows and rows[n].notna().all()]
     if len(rows) < 2 or not late:
         return ""
+    part = table[table["regime"] == regime]
+    loop, batches = late[0], sorted(int(b) for b in rows.index)
+    gain = {b: stats.row_speedup(part, loop, "sync", batch_size=b) for b in batches}
+    top = max(batches, key=lambda b: gain[b].estimate if gain[b].estimate == gain[b].estimate else 0)
+    if stats.verdict(gain[top]) != stats.FASTER:
+        text = (f"Where it pays: at no batch size can the rounds tell {LOOP_LABELS[loop]} apart "
+                "from the per-step sync.")
+    else:
+        against = {stats.SLOWER: "is smaller", stats.FASTER: "is larger"}
+        others = [f"batch {b}'s ({stats.short(gain[b])}) " + against.get(
+            stats.verdict(stats.row_growth(part, loop, "sync", top, b, by="batch_size")),
+            "can't be told apart from it") for b in batches if b != top]
+        gains = {"interleaved": "two streams gain", "event": "the event loop gains"}[loop]
+        text = (f"Where it pays: {gains} most over the per-step sync at batch "
+                f"{top} ({stats.short(gain[top])}); " + stats.listed(others) + ".")
     share = {int(b): r["check_cost_us"] / (10 * r["no_check"]) for b, r in rows.iterrows()}
     won = {int(b): [min(r[f"{n}_recovered_pct"], 100.0) for n in late] for b, r in rows.iterrows()}
     most = max(share, key=share.get)
@@ -426,11 +441,11 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
     verb = {"interleaved": "two streams win", "event": "the event loop wins"}
     who = ("the late loops win" if len(smallest) == len(late) > 1 else
            verb[smallest[0]] if smallest else "")
-    text = (f"Where it pays: the check takes the largest share of the step at batch {most} "
-            f"({rows.at[most, 'check_cost_us']:.0f} µs, {share[most]:.0f}% of the "
-            f"{rows.at[most, 'no_check']:.2f} ms step without it): there a late read has the most "
-            "to win" + (f", though {who} back less of the cost there than at any other batch"
-                        if who else "") + ".")
+    cost = (f"({rows.at[most, 'check_cost_us']:.0f} µs, {share[most]:.0f}% of the "
+            f"{rows.at[most, 'no_check']:.2f} ms step without it)")
+    text += (f" The check takes the largest share of the step at batch {most} {cost}, so a late "
+             f"read {'can' if most == top else 'could'} gain most there") + (
+        f", {'though' if most == top else 'but'} {who} back least of it there" if who else "") + "."
     for b, r in rows.iterrows():  # signed: a late median below no check's is said, not hidden
         if below := _below_free(table, regime, int(b), late,
                                 [1e3 * (r[n] - r["no_check"]) for n in late]):
@@ -438,13 +453,12 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
     least = min(won, key=lambda b: min(won[b]))  # where a late read leaves most of the cost
     if least != most:
         kept = [100 - w for w in won[least]]
-        text += (f" It pays least at batch {least}: the late loops leave "
+        text += (f" The late loops win back least at batch {least}: they leave "
                  + (f"{min(kept):.0f}%" if round(min(kept)) == round(max(kept))
                     else f"{min(kept):.0f}–{max(kept):.0f}%") + " of the check's cost there.")
     if profiled is not None and least != profiled and min(won[least]) < 90:
-        text += (f" The profile above is taken at batch {profiled} only, so this lesson does not "
-                 f"measure where batch {least}'s time above no check goes (set `batch_size = "
-                 f"{least}` to profile it).")
+        text += (f" Profiled at batch {profiled} only, this lesson does not measure where batch "
+                 f"{least}'s time above no check goes (set `batch_size = {least}` to profile it).")
     return text
 
 
@@ -624,6 +638,7 @@ def _two_readings(row, part, verdicts) -> str:
 
 
 ABOUT_SAME_PCT = 5  # at several batches, readings all within this: "about the same"
+PRACTICAL_PCT = 2  # a difference told apart but under this is "about the same", never "faster"
 
 
 def stream_event_line(table, judge=True, regime="compiled") -> str:
@@ -646,10 +661,13 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
         ms = part.set_index("method")["ms_per_step"]
         words[b] = stats.verdict(ratio)
         said[b] = stats.plain(ratio, medians=ms["interleaved"] / ms["event"])
+        if words[b] != stats.NOISE and _apart_pct(ratio) < PRACTICAL_PCT:  # round 35
+            words[b] = ABOUT_SAME
+            said[b] = f"{ABOUT_SAME}, {_apart_pct(ratio):.1f}% apart (" + said[b].split("(", 1)[1]
     if not words:
         return f"The late read: {how} (the two are not timed against each other here)."
     kinds = set(words.values())
-    head = ("The second stream buys nothing measurable" if kinds == {stats.NOISE} else
+    head = ("The second stream buys nothing measurable" if kinds <= {stats.NOISE, ABOUT_SAME} else
             "The second stream buys nothing" if stats.SLOWER not in kinds else
             "The second stream buys time" if stats.FASTER not in kinds else
             "The second stream's worth depends on the batch")
@@ -659,7 +677,7 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
     # round 29: at several batches the verdicts in words, no range (the full copy of 6e28961
     # printed three ranges here, eight in the lesson; a lesson prints five); round 32: where the
     # event ran faster, that the second stream costs time there, in words
-    apart = {b: max(ratios[b].estimate, 1 / ratios[b].estimate) - 1 for b in batches}
+    apart = {b: _apart_pct(ratios[b]) / 100 for b in batches}
     if kinds != {stats.NOISE} and 100 * max(apart.values()) <= ABOUT_SAME_PCT:  # round 33
         return (f"With the {REGIME_LABELS[regime]} step, one stream and an event come out about the "
                 f"same as two streams at every batch (within "
@@ -669,7 +687,16 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
         head += (f", and at {_batches(faster)} it costs time: one stream and an event ran faster "
                  "there")
     return (f"{head}. With the {REGIME_LABELS[regime]} step, one stream and an event against two "
-            "streams: " + "; ".join(f"at batch {b}, {stats.short(ratios[b])}" for b in batches) + ".")
+            "streams: " + "; ".join(f"at batch {b}, " + (ABOUT_SAME if words[b] == ABOUT_SAME else
+                                                         stats.short(ratios[b])) for b in batches) + ".")
+
+
+ABOUT_SAME = "about the same"
+
+
+def _apart_pct(ratio) -> float:
+    """How far apart two loops' times are, in percent of the faster: 1.003x either way is 0.3."""
+    return 100 * (max(ratio.estimate, 1 / ratio.estimate) - 1)
 
 
 def _batches(sizes) -> str:

@@ -49,25 +49,12 @@ class OpCount(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def _ops_per_step(model, prompt, cache, filled) -> int:
-    """The PyTorch operations one decode step dispatches on ``cache`` after ``filled`` positions
-    (the prompt's tokens repeated as the earlier positions: the count reads shapes, not values)."""
-    ids = prompt.repeat(1, -(-filled // prompt.shape[1]))[:, :filled]
-    model(ids, past_key_values=cache, use_cache=True)
-    with OpCount() as ops:
-        model(prompt[:, :1], past_key_values=cache, use_cache=True)
-    return ops.count
-
-
-def attention_inputs(model, prompt, device, seq_lens=()) -> pd.DataFrame:
+def attention_inputs(model, prompt, device) -> pd.DataFrame:
     """What ``scaled_dot_product_attention`` receives in one decode step after the prompt,
     with a dynamic cache and with a static cache of prompt + 8 positions (the keys of one layer),
     whether that step moved layer 0's keys to a new address (the dynamic cache's new, larger
     tensor), and how many PyTorch operations the host dispatched for the step (``OpCount``:
-    counted, not timed). Short column names: the table prints within 80 characters. Round 30:
-    ``attrs["ops at"]`` also counts both steps on each timed run's own cache ({length: {cache:
-    count}}, the static cache sized to the run, each at the run's last step), so ``ops_line``
-    prices the operations of the run it explains."""
+    counted, not timed). Short column names: the table prints within 80 characters."""
     rows = []
     with torch.no_grad():
         for name, cache in (("dynamic", DynamicCache(config=model.config)),
@@ -83,15 +70,7 @@ def attention_inputs(model, prompt, device, seq_lens=()) -> pd.DataFrame:
                          "keys attended": last["keys"], "mask": last["mask"],
                          "keys moved": cache.layers[0].keys.data_ptr() != address,
                          "ops per step": ops.count})
-    table = pd.DataFrame(rows).set_index("cache")
-    with torch.no_grad():
-        table.attrs["ops at"] = {n: {
-            "dynamic": _ops_per_step(model, prompt, DynamicCache(config=model.config),
-                                     prompt.shape[1] + max(n - 2, 0)),
-            "static": _ops_per_step(model, prompt, make_static_cache(
-                model, prompt.shape[0], prompt.shape[1] + n, device), prompt.shape[1] + max(n - 2, 0))}
-            for n in seq_lens}
-    return table
+    return pd.DataFrame(rows).set_index("cache")
 
 
 def reads_line(prompt_len, seq_lens) -> str:
@@ -328,19 +307,15 @@ def _table_gap(table, n) -> float:
     return float(idle[STATIC] - idle[DYNAMIC])
 
 
-def ops_line(table, seq_lens, inputs, point=None) -> str:
+def ops_line(table, seq_lens, inputs=None, point=None) -> str:
     """The gap in the GPU's idle time per step (static minus dynamic, as the budget sentence's
-    idle times) at each length, and the one link to the operations ``attention_inputs`` counted
-    (one step on a short cache, not timed): an estimate, said as one, at ``point`` (the figure's
-    length; else the longest), pricing each extra operation at the dynamic step's idle time per
-    operation, and how that compares with the gap there (round 28: the line left +104 operations
-    and the gap unconnected). Round 25 read the same price as a finding beside gaps it exceeded:
-    here the comparison is computed, whichever way it falls. Empty without counts, on a CPU run."""
+    idle times) at each length: at ``point`` (the figure's length; else the longest) as the
+    budget sentence prints it, at the others from the table. Round 35: the estimate that priced
+    the extra operations compared itself with the medians' gap, not the rounds' verdict; cut.
+    ``inputs`` is accepted and unused. Empty on a CPU run."""
     ratios = host_ratios(table, seq_lens)
-    if not ratios or inputs is None or "ops per step" not in inputs:
+    if not ratios:
         return ""
-    counts = inputs["ops per step"]
-    s_ops, d_ops = int(counts["static"]), int(counts["dynamic"])
     lens = list(ratios)
     at = point if point in ratios else lens[-1]
     # round 33: at the figure's length the gap of the idle times the budget sentence prints; at
@@ -348,44 +323,9 @@ def ops_line(table, seq_lens, inputs, point=None) -> str:
     # idle first gave 1.43)
     gaps = [round(r[0] - r[1] if n == at else _table_gap(table, n), 2) + 0.0
             for n, r in ratios.items()]
-    line = (f"The GPU's idle time per step, static minus dynamic: "
+    return (f"The GPU's idle time per step, static minus dynamic: "
             f"{stats.listed([f'{g:+.2f}' for g in gaps])} ms at "
             f"{stats.listed([str(n) for n in lens])} tokens.")
-    if s_ops <= d_ops or d_ops <= 0:
-        return line
-    counted = "counted above"
-    if (own := inputs.attrs.get("ops at", {}).get(at)) is not None:  # round 30: the run's own cache
-        same = (own["static"], own["dynamic"]) == (s_ops, d_ops)
-        s_ops, d_ops = own["static"], own["dynamic"]
-        counted = (f"counted above, and the same on the timed prompt + {at} cache" if same else
-                   f"{d_ops} dynamic, {s_ops} static on the timed prompt + {at} cache, the "
-                   "table's on prompt + 8")  # round 31: the GPU pads a mask not a multiple of 8
-        if s_ops <= d_ops or d_ops <= 0:
-            return line
-    idle, gap = round(ratios[at][1], 2), gaps[lens.index(at)]
-    per_op = round(1e3 * idle / d_ops, 1)  # µs, as printed
-    extra = round(per_op * (s_ops - d_ops) / 1e3, 2)  # ms, from the printed price
-    # round 32: the measured gap on its line, then the estimate, itself two sentences (the price,
-    # then how it meets the gap): one 60-word sentence was the lesson's hardest line
-    line += (f"\nAn estimate, not a measurement: priced at the dynamic step's idle time per "
-             f"operation at {at} tokens ({idle:.2f} ms \u00f7 {d_ops} = {per_op:.1f} \u00b5s), the "
-             f"static step's {s_ops - d_ops} extra operations ({counted}) would add about "
-             f"{extra:.2f} ms.")
-    if gap <= 0:
-        return line + f" Yet the static step's idle time there was not longer ({gap:+.2f} ms)."
-    if extra > gap:  # round 28b: "as much as the whole gap or more" hedged a price 1.4x the gap
-        s_idle = round(ratios[at][0], 2)
-        s_per = round(1e3 * s_idle / s_ops, 1)  # the static step's own price, as printed
-        if s_per < per_op:  # extra > gap exactly when the static step's price per operation is lower
-            return line + (f" That is more than the whole {gap:.2f} ms gap there: the static "
-                           f"step's idle time per operation was lower ({s_idle:.2f} ms \u00f7 "
-                           f"{s_ops} = {s_per:.1f} \u00b5s), so the two steps' operations did not "
-                           "cost the same on average.")
-        return line + f" That is a little more than the whole {gap:.2f} ms gap there."
-    if extra == gap or round(extra / gap, 2) >= 1:
-        return line + f" That is about the whole {gap:.2f} ms gap there."
-    return line + (f" That is about {extra / gap:.0%} of the {gap:.2f} ms gap there; the count "
-                   "leaves the rest unexplained.")
 
 
 def drawn_length(table, seq_lens, judge: bool, inputs=None) -> int:
@@ -411,8 +351,10 @@ def drawn_line(table, seq_lens, point, judge: bool, inputs=None) -> str:
         told = [n for n in seq_lens if _told_apart(table, n) is not None]
         why = ("the only length where the rounds tell the caches apart" if len(told) == 1
                else "the length where the rounds tell the caches apart most clearly")
+        # round 35: the range is the rounds'; the bars beneath it (1.02x) are median runs
         return (f"The figure draws {point} tokens, {why}: the static cache "
-                f"{low:.{digits}f}\u2013{high:.{digits}f}x {word}." + _bars_note(table, point, ratio)
+                f"{low:.{digits}f}\u2013{high:.{digits}f}x {word}, a range from the rounds; the "
+                "bars are each loop's median run." + _bars_note(table, point, ratio)
                 + _slowest_note(table, seq_lens, point))
     why = ("the rounds told the caches apart at no length" if judge
            else "a smoke run judges nothing")
@@ -440,9 +382,8 @@ def _bars_note(table, point, ratio, quoted=True) -> str:
                 f"{stats.SLOWER if slower else stats.FASTER}, outside the range of the verdict "
                 "under What it means: the two medians can come from different rounds, and the note "
                 "there says which to go by.")
-    return (f" The bars, each loop's median run, give {bars:.{digits}f}x, outside that range: the "
-            "two medians can come from different rounds, and the note under What it means says "
-            "which to go by.")
+    return (f" They give {bars:.{digits}f}x, outside that range: the two medians can come from "
+            "different rounds, and the note under What it means says which to go by.")
 
 
 def _slowest_note(table, seq_lens, point) -> str:

@@ -172,12 +172,36 @@ COLUMNS = {"notebook": "lesson", "method": "method", "seq_len": "tokens",
            "per_step_s": "ms per step", "speedup_vs_naive": "× naive (medians)",
            "floor_ratio": "÷ floor", "speedup_vs_generate": "× generate() (medians)",
            "speedup_vs_generate_static": "× generate() static (medians)"}  # first_call_s: saved only
+BASES = {"speedup_vs_naive": NAIVE, "speedup_vs_generate": "generate()",
+         "speedup_vs_generate_static": "generate() static"}  # each × column's baseline
+
+
+def _by_the_rounds(table, column):
+    """A × column as the ladder's rounds read it (``stats.row_speedup``'s estimate, no range),
+    row by row; None unless every row's pair has as many rounds, at least ``stats.MIN_TRIALS``
+    (a smoke run's few rounds: the medians stay)."""
+    if "trials_wall_ms" not in table or BASES[column] not in set(table["method"]):
+        return None
+    said = []
+    for method, n in zip(table["method"], table["seq_len"]):
+        pair = [stats.method_trials(table, m, seq_len=n) for m in (method, BASES[column])]
+        if len(pair[0]) != len(pair[1]) or len(pair[0]) < stats.MIN_TRIALS:
+            return None
+        said.append(stats.speedup(*pair).estimate)
+    return said
 
 
 def view(table) -> pd.DataFrame:
     """The ladder for display, in lesson order (as measured), in ms and ratios; the tokens
-    column only with several lengths; columns without data (a CPU run's floor) left out."""
+    column only with several lengths; columns without data (a CPU run's floor) left out. The ×
+    columns are the rounds' estimates, the answer every line quotes, where the rounds give one
+    (round 35: the table showed 1.26x, the medians', beside "1.08x by the rounds, the answer to
+    quote"); else the ratio of the medians, named in the header."""
     out = table[[c for c in COLUMNS if c in table]].copy()
+    names = dict(COLUMNS)
+    for column in BASES:
+        if column in out and (rounds := _by_the_rounds(table, column)) is not None:
+            out[column], names[column] = rounds, names[column].replace("(medians)", "(rounds)")
     out["per_step_s"] = out["per_step_s"] * 1e3
     out = out.sort_values("seq_len", kind="stable")
     if out["seq_len"].nunique() == 1:
@@ -188,7 +212,7 @@ def view(table) -> pd.DataFrame:
     out = out.round({c: 1 if c == "floor_ratio" else 2 for c in out.select_dtypes("number")})
     if "speedup_vs_generate_static" in out:  # one peer column: the faster peer's, where it ran
         out = out.drop(columns="speedup_vs_generate", errors="ignore")
-    return out.rename(columns=COLUMNS).reset_index(drop=True)
+    return out.rename(columns=names).reset_index(drop=True)
 
 
 def readings(table, seq_len, judge) -> str:
@@ -295,9 +319,10 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
     ms = (rows["per_step_s"] * 1e3).round(2)
     ratio = stats.row_speedup(table, peer, KV, seq_len=seq_len)
     word = stats.verdict(ratio)  # NOISE too with fewer than MIN_TRIALS rounds
-    if word == stats.NOISE:  # a gap the rounds cannot tell from noise, either way
-        return (f"{peer} and the course's KV-cache loop (lesson 02) take about the same time: "
-                f"{ms[peer]:.2f} against {ms[KV]:.2f} ms per step, {CANT_TELL} by the rounds.")
+    if word == stats.NOISE:  # a gap the rounds cannot tell from noise, either way; round 35:
+        # its range, where "8.91 against 7.80 ms" sat beside a 1.13x gap called slower
+        return (f"{peer} and the course's KV-cache loop (lesson 02): {ms[peer]:.2f} against "
+                f"{ms[KV]:.2f} ms per step by the medians; by the rounds, {stats.plain(ratio)}.")
     if word == stats.SLOWER:
         if ms[peer] <= ms[KV] or "gpu_busy_s" not in rows or not rows.loc[[peer, KV], "gpu_busy_s"].gt(0).all():
             return ""
@@ -306,9 +331,9 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
         host = ("all" if grew <= 0 else "most" if grew < extra / 2 else "") if extra > 0 else ""
         # round 30: "1.24x slower ...: 6.13 against 5.26 ms" (the rounds' estimate beside two
         # medians that give 1.17x): the medians' ratio, as the table's column prints it
-        x = rows.loc[peer, "per_step_s"] / rows.loc[KV, "per_step_s"]
-        return (f"{peer} is {x:.{3 if f'{x:.2f}' == '1.00' else 2}f}x slower than the course's "
-                f"KV-cache loop (lesson 02) by the medians: "
+        # round 35: the rounds' reading, as the static cache's line above; the medians named
+        return (f"{peer} is {stats.short(ratio)} than the course's KV-cache loop (lesson 02) by "
+                f"the rounds; by the medians, "
                 f"{ms[peer]:.2f} against {ms[KV]:.2f} ms per step, with GPU work of "
                 f"{gpu[peer]:.2f} against {gpu[KV]:.2f} ms"
                 + (f", so {host} of the {extra:.2f} ms it adds is the host's: work {peer} does "
@@ -386,23 +411,30 @@ def _eager_cache(data, names, table=None, seq_len=None) -> str:
     if extra < 0:
         return ""
     work = (f"with GPU work of {b['gpu_ms']:.2f} against {a['gpu_ms']:.2f} ms per step")
+    pace = (f"is {b['wall_ms'] / a['wall_ms']:.2f}x slower than" if extra > 0 else
+            "takes as long as")  # "no faster" would understate a slower rung
+    by = "by the medians"
     if table is not None and {STATIC, KV} <= set(table["method"]):
         ratio = stats.row_speedup(table, STATIC, KV, seq_len=seq_len)
         if stats.verdict(ratio) == stats.NOISE:  # too few rounds read as NOISE too
             return (f"The {new} and the {old} take about the same time by the rounds "
                     f"({CANT_TELL}), {work}. ")
-    pace = (f"is {b['wall_ms'] / a['wall_ms']:.2f}x slower than" if extra > 0 else
-            "takes as long as")  # "no faster" would understate a slower rung
+        if stats.verdict(ratio) == stats.FASTER:
+            return ""
+        # round 35: "1.13x slower by the medians" beside generate()'s tie "by the rounds": the
+        # rounds' reading, as every verdict of this lesson
+        pace, by = f"is {stats.short(ratio)} than", "by the rounds"
     # round 28c: both ms per step are the table's, printed above: not repeated here
-    text = f"The {new} {pace} the {old} by the medians, {work}"
+    text = f"The {new} {pace} the {old} {by}, {work}"
+    one_call = (" (this notebook's one call; notebook 04 times the pair over its own rounds)"
+                if by == "by the medians" else "")
     grew = round(b["gpu_ms"], 2) - round(a["gpu_ms"], 2)  # as printed beside it
     if grew <= 0:
         text += f", so the {extra:.2f} ms it adds is the host's"
     elif grew < extra / 2:  # the GPU's extra work is a small part: "mostly", never "all"
         text += f", so most of the {extra:.2f} ms it adds is the host's"
     # its range: notebook 04's own rounds, timed on every preset (claim 4 is not judged on all)
-    return text + (" (this notebook's one call; notebook 04 times the pair over its own "
-                   "rounds). ")
+    return text + one_call + ". "
 
 
 def kv_gain(budget, names, table, tables, seq_len, judge) -> str:
