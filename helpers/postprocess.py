@@ -179,10 +179,11 @@ def contention_line(table) -> str:
     def at(b, n):
         return "" if len(points) == 1 else f" at batch {b}, completions of {n}"
 
-    def times(method, b, n):  # the printed ms, and the difference and ratio of those
+    def times(method, b, n, named=True):  # the printed ms, and the difference and ratio of those
         t, a = (round(frame.loc[(method, b, n), "median_s"] * 1e3, 2) for frame in (busy, alone))
         ratio = f", {t / a:.2f}x" if a > 0 else ""
-        return (f"{t:.2f} ms against {a:.2f} ms alone{at(b, n)} ({abs(t - a):.2f} ms "
+        against = " ms against " if named else " against "  # unnamed: after "against its time alone"
+        return (f"{t:.2f}{against}{a:.2f} ms{' alone' if named else ''}{at(b, n)} ({abs(t - a):.2f} ms "
                 f"{'longer' if t >= a else 'shorter'}{ratio})")
 
     def moved(method, what):
@@ -197,8 +198,7 @@ def contention_line(table) -> str:
             (b, n), = extra.index       # (on the scale of the "1.30x" beside it: times longer)
             r = _load_ratio(table, method, b, n)
             longer = stats.Ratio(1 / r.estimate, 1 / r.high, 1 / r.low, r.n, r.level)
-            return (f"{what} against its time alone: {stats.plain(longer)}, "
-                    + times(method, b, n).replace(" ms against", " against").replace(" alone (", " ("))
+            return f"{what} against its time alone: {stats.plain(longer)}, " + times(method, b, n, False)
         if told.empty:
             return (f"{what} took " + stats.listed([times(method, b, n) for b, n in extra.index])
                     + ": can't tell apart on this machine")

@@ -663,7 +663,8 @@ def stream_event_line(table, judge=True, regime="compiled") -> str:
         said[b] = stats.plain(ratio, medians=ms["interleaved"] / ms["event"])
         if words[b] != stats.NOISE and _apart_pct(ratio) < PRACTICAL_PCT:  # round 35
             words[b] = ABOUT_SAME
-            said[b] = f"{ABOUT_SAME}, {_apart_pct(ratio):.1f}% apart (" + said[b].split("(", 1)[1]
+            said[b] = (f"{ABOUT_SAME}, {_apart_pct(ratio):.1f}% apart "
+                       + stats.bracket(ratio, medians=ms["interleaved"] / ms["event"]))
     if not words:
         return f"The late read: {how} (the two are not timed against each other here)."
     kinds = set(words.values())

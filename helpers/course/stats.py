@@ -201,12 +201,18 @@ def plain(ratio: Ratio, judge: bool = True, medians: float | None = None, every:
     if ratio.n < MIN_TRIALS or math.isinf(ratio.low) or math.isinf(ratio.high):
         note = _medians_note(NOISE, ratio.estimate, -math.inf, math.inf, medians, 2)
         return f"{ratio.estimate:.2f}x (only {ratio.n} runs: too few to judge{note})"
-    word, estimate, low, high, medians, digits = _printed(ratio, medians)
-    bounds = f"{low:.{digits}f}\u2013{high:.{digits}f}"
-    note = _medians_note(word, estimate, low, high, medians, digits, every)
+    word, estimate, *_, digits = _printed(ratio, medians)
     if word == NOISE:
-        return f"can't tell apart on this machine ({bounds}{note})"
-    return f"{estimate:.{digits}f}x {word} ({bounds}{note})"
+        return f"can't tell apart on this machine {bracket(ratio, medians, every)}"
+    return f"{estimate:.{digits}f}x {word} {bracket(ratio, medians, every)}"
+
+
+def bracket(ratio: Ratio, medians: float | None = None, every: bool = False) -> str:
+    """The bracket ``plain`` prints after a judged verdict with enough runs: "(1.34-1.65)", with
+    the medians' note where ``plain`` adds it, for a line that words the verdict its own way."""
+    word, estimate, low, high, medians, digits = _printed(ratio, medians)
+    note = _medians_note(word, estimate, low, high, medians, digits, every)
+    return f"({low:.{digits}f}\u2013{high:.{digits}f}{note})"
 
 
 def _printed(ratio: Ratio, medians: float | None = None) -> tuple:
