@@ -54,7 +54,7 @@ def test_07_reviewed_where_it_pays():
     t, summary = table07("4448ee4")
     assert late_check.where_line(t, summary, True, profiled=32) == (
         "Where it pays: two streams gain most over the per-step sync at batch 1 (1.42x faster); "
-        "batch 32's (1.26x faster) is smaller and batch 128's (1.23x faster) is smaller. The check "
+        "batch 32's (1.26x faster) and batch 128's (1.23x faster) are smaller. The check "
         "takes the largest share of the step at batch 1 (371 µs, 48% of the 0.78 ms step without "
         "it), so a late read can gain most there, though two streams win back least of it there. "
         "At batch 128, two streams ran "

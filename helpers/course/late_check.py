@@ -425,10 +425,15 @@ def where_line(table, summary_frame, judge=True, regime="compiled", profiled=Non
         text = (f"Where it pays: at no batch size can the rounds tell {LOOP_LABELS[loop]} apart "
                 "from the per-step sync.")
     else:
-        against = {stats.SLOWER: "is smaller", stats.FASTER: "is larger"}
-        others = [f"batch {b}'s ({stats.short(gain[b])}) " + against.get(
-            stats.verdict(stats.row_growth(part, loop, "sync", top, b, by="batch_size")),
-            "can't be told apart from it") for b in batches if b != top]
+        against = {stats.SLOWER: ("is smaller", "are smaller"), stats.FASTER: ("is larger", "are larger")}
+        grouped = {}  # one verb per reading: "batch 32's (1.26x faster) and batch 128's (...) are smaller"
+        for b in batches:
+            if b != top:
+                word = stats.verdict(stats.row_growth(part, loop, "sync", top, b, by="batch_size"))
+                grouped.setdefault(word, []).append(f"batch {b}'s ({stats.short(gain[b])})")
+        others = [stats.listed(said) + " " + (against[word][len(said) > 1] if word in against
+                                              else "can't be told apart from it")
+                  for word, said in grouped.items()]
         gains = {"interleaved": "two streams gain", "event": "the event loop gains"}[loop]
         text = (f"Where it pays: {gains} most over the per-step sync at batch "
                 f"{top} ({stats.short(gain[top])}); " + stats.listed(others) + ".")
