@@ -441,8 +441,8 @@ def test_claims_print_one_short_row_each():
     assert list(out.columns) == ["claim", "from", "this run's number", "verdict"]
     assert out.loc["1", "from"] == "notebook 01" and out.loc["7", "from"] == "08's ladder"
     assert list(claims.table(frame).columns) == ["claim", "verdict"]  # shown; numbers under it
-    assert out.loc["1"].tolist() == [QUAD, "notebook 01", "x2.00 per doubling (the whole run's time grows as the length to the power 1.00 over 100, 200 and 400 tokens; "
-                                     "claim: x3.5 to x4.5)",  # round 28c: x2.00 said once
+    assert out.loc["1"].tolist() == [QUAD, "notebook 01", "x2.00 per doubling, fitted over 100, 200 and 400 tokens "
+                                     "(claim: x3.5 to x4.5)",  # round 28c: x2.00 said once
                                      claims.NOT_REPRODUCED]
     assert frame["detail"].iloc[0].startswith("naive loop's medians 100: 1000 ms")  # kept, saved
     assert out.loc["2", "this run's number"].startswith("needs notebook 02's table")

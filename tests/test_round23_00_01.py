@@ -83,8 +83,8 @@ def test_reach_on_the_published_run_says_what_the_noise_means():
         "lay between 0.91x and 1.03x. So in a later lesson, one round as far from 1 as 1.33x is "
         "no evidence alone: a verdict reads all 8 rounds.",  # round 34
         "The loop that ran first "
-        "took longer in 6 of the 8 rounds; alternating the order keeps a cost of running first "
-        "out of the estimate."]  # round 32: no repeated ratios; round 34: its own line again
+        "took longer in 6 of the 8 rounds; alternating the order keeps such a cost "
+        "out of the estimate."]  # round 36  # round 32: no repeated ratios; round 34: its own line again
     _, ws_rounds, ws = _zero(_table(WS_00))
     assert "rounds 1 (0.86x) and 4 (1.23x); the other 3 rounds lay between 0.88x and 1.07x" in (
         intro.reach(ws, True, ws_rounds))

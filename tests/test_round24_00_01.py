@@ -51,7 +51,7 @@ def test_published_00_names_its_early_rounds_and_reads_the_interval_both_ways():
         "Round 1, the first after "
         "the warm-up, took 262.7 ms (A) and 324.3 ms (B), against medians of 229.0 and 226.3 ms.",
         "The loop that ran first took longer in 4 of the 8 rounds; "
-        "alternating the order keeps a cost of running first out of the estimate."]  # round 32: no repeated ratios
+        "alternating the order keeps such a cost out of the estimate."]  # round 36  # round 32: no repeated ratios
     said = intro.with_estimate(stats.say(table, "loop B", "loop A", True, seq_len=n), ratio)
     assert said == "0.97x, can't tell apart on this machine (0.89–1.04; the table's medians: 1.01x)"
     ws = ZERO["3deacb3-workshop"]()
@@ -103,7 +103,7 @@ def test_notebook_00_mends():
     assert "idles {wall - work:.3f}" in code
     # round 28c: the prose no longer previews what "What it means" prints
     assert "names the rounds that lay farthest from 1" not in text
-    assert "no later lesson reads it" in text  # round 26 wording
+    assert "no later lesson reads it" not in text  # round 36: cut
     assert "A speedup of 1.02 means" not in text and "1 time in 20" not in text
 
 

@@ -63,7 +63,7 @@ def test_00_first_clock_and_pace_are_scoped():
     text = _text("notebooks/00_setup.ipynb", "markdown")
     code = _text("notebooks/00_setup.ipynb", "code")
     assert "issuing the kernels, plus any wait" not in code
-    assert "no later lesson reads it" in text  # round 26: the syncs inside the call are counted
+    assert "no later lesson reads it" not in text  # round 36: the bookkeeping aside is cut
     assert "who sets the pace in eager mode" not in text
     assert "who sets the pace in this loop (KV cache, this batch)" in text
     assert "an eager KV-cache decode step at batch {P.batch_size}" in code

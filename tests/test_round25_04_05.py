@@ -46,14 +46,14 @@ def test_04_lines_claim_no_slow_spell_and_no_cause(run):
     ops = c04.ops_line(table, lens, OPS, point)
     # each length's gap in host time per step, as the budget sentence subtracts it (round 28:
     # the gaps, not each loop's idle time)
-    for n in lens:
+    for n in [n for n in lens if c04._told_apart(table, n) is not None]:  # round 36: told apart
         row = budget.per_step(table, c04.METHODS, seq_len=n).set_index("method")
         s, d = (round(row.at[m, "wall_ms"], 2) - round(row.at[m, "gpu_ms"], 2)
                 for m in (c04.STATIC, c04.DYNAMIC))
         # round 33: so at the priced length; elsewhere as the table above gives it
         gap = s - d if n == point else c04._table_gap(table, n)
         assert f"{round(gap, 2) + 0.0:+.2f}" in ops, (run, n, ops)
-    assert "The GPU's idle time per step" in ops  # round 26: one name, as the budget sentence's
+    assert not ops or "The GPU's idle time per step" in ops  # round 26: one name, as the budget sentence's
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -84,7 +84,7 @@ def test_04_published_run_answers_every_length():
     assert c04.drawn_line(table, lens, 400, True, OPS).startswith(
         "The figure draws 400 tokens, the only length where the rounds tell the caches apart")
     ops = c04.ops_line(table, lens, OPS, 400)
-    assert "-0.08, +0.71 and +0.55 ms" in ops  # round 28: the gaps, not each loop's idle
+    assert ops.endswith("+0.55 ms at 400 tokens.")  # round 36: the one length told apart
 
 
 def t05(run):

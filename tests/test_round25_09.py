@@ -39,10 +39,10 @@ def test_published_run_reads_as_its_numbers():
         "Alone, batch 256, completions of 2048, the host copy against per-row syncs: 3.06x faster "
         "(2.67–3.35; the table's medians: 3.28x).")
     view = postprocess.sync_table(syncs)
-    assert list(view.columns) == ["method", "batch_size", "syncs, length 128",
-                                  "syncs, length 2048", "syncs per row"]
+    assert list(view.columns) == ["method", "batch_size", "syncs, every length",
+                                  "syncs per row"]  # round 36: the equal columns as one
     assert len(view) == 6 and list(view["method"][:2]) == ["per row", "on host"]
-    assert list(view["syncs, length 2048"]) == [64, 4, 256, 4, 1024, 4]
+    assert list(view["syncs, every length"]) == [64, 4, 256, 4, 1024, 4]
     fig = postprocess.plot(table, [16, 64, 256], [128, 2048])
     (bar,) = fig.axes[1].containers
     x, y = bar.lines[0].get_data()
@@ -68,8 +68,10 @@ def test_every_run_draws_the_number_its_headline_names(tag):
     if syncs is not None:
         view = postprocess.sync_table(syncs)
         assert len(view) == 2 * syncs["batch_size"].nunique()
-        for length in syncs["seq_len"].unique():
-            assert f"syncs, length {length}" in view
+        if syncs["seq_len"].nunique() > 1:  # round 36: one column where the lengths agree
+            assert "syncs, every length" in view
+        else:
+            assert f"syncs, length {syncs['seq_len'].iloc[0]}" in view
         assert (view["syncs per row"][view["method"] == "per row"] == 4.0).all()
     wide = postprocess.speedups(table)
     line = postprocess.length_line(wide, b, table=table)

@@ -82,8 +82,7 @@ def test_05_summary_quotes_the_timed_graphs(run):
     runs = sorted(int(k) for k in ct["runs to repay"] if k == k)
     span = (f"{secs[0]:.1f} s" if secs[0] == secs[-1] else f"{secs[0]:.1f} to {secs[-1]:.1f} s")
     assert f"compiling the timed graph took {span}" in summary, (run, summary)
-    rspan = f"{runs[0]}" if runs[0] == runs[-1] else f"{runs[0]} to {runs[-1]}"
-    assert f"repaid after {rspan} runs of {point} tokens" in summary, (run, summary)
+    assert "repaid" not in summary, (run, summary)  # round 36: the repay line's alone
 
 
 @pytest.mark.parametrize("run", RUNS05)
@@ -109,8 +108,7 @@ def test_05_published_summary():
     table, point, methods = t05("5274887")
     ct = c05.compilation(table)
     summary = c05.summary_line(table, ct, methods, point, True)
-    assert ("compiling the timed graph took 7.4 to 7.5 s, repaid after 17 to 23 "
-            "runs of 100 tokens; this process's first graph took") in summary  # round 27 adds it
+    assert summary.endswith("compiling the timed graph took 7.4 to 7.5 s.")  # round 36
     assert "at 2.25x, a run saves 608.7 \u00d7 (1 \u2212 1/2.25) = 338 ms: repaid after 23 runs" \
         in c05.repay_line(ct, table)
     assert c05.medians_line(table, methods, point, True) == ""

@@ -50,7 +50,7 @@ def test_claim_7_note_gives_the_range_over_notebook_01s_loop_and_its_verdict(run
     assert note == [f"Claim 7 over notebook 01's naive loop: the range would be about "
                     f"{low:.2f}–{high:.2f}x, {then}"
                     + (", the same verdict." if then == now else f" rather than {now}.")]
-    spread = " ".join(claims.numbers(frame)).replace("\n", " ")
+    spread = " ".join(" ".join(claims.read_over(frame)).split())  # round 36: the notes' lead
     # round 29: the ladder's own time is its table's, no longer repeated in the paragraph
     assert f"the naive loop {there:.2f} ms per step in notebook 01" in spread or \
         f"the naive loop at batch {batch}, {n} tokens: {there:.2f} ms per step in notebook 01" \
@@ -77,13 +77,12 @@ def test_claim_5_note_rescales_both_gains_to_notebook_04s_loops(run):
                       r"than (.+))\.$", note[0])
     # round 28c: the four times are printed once, in the shared-loops paragraph above the note
     assert note[0].startswith("Claim 5 over notebook 04's eager loops: the static gain's lead")
-    spread = " ".join(claims.numbers(frame)).replace("\n", " ")
+    spread = " ".join(" ".join(claims.read_over(frame)).split())  # round 36: the notes' lead
     for loop, there, here in (("static-cache", s_there, s_here), ("KV-cache", k_there, k_here)):
-        assert re.search(rf"the {loop} loop (at batch {batch}, {n} tokens: )?{there:.2f}( and the "
-                         rf"[\w-]+ loop \d+\.\d\d)? ms per step in notebook 04", spread) or \
-            re.search(rf"the {loop} loop {there:.2f} ms per step in notebook 04", spread) or \
-            re.search(rf"and the {loop} loop {there:.2f} ms per step in notebook 04", spread), \
-            spread  # round 29: no ladder ms; round 33: "ms per step in notebook 04" said once
+        assert re.search(rf"the {loop} loop {there:.2f}( ms per step)?( and the [\w-]+ loop "
+                         rf"\d+\.\d\d)? in notebook 04", spread) or \
+            re.search(rf"the {loop} loop {there:.2f}( ms per step)?,", spread), \
+            spread  # round 29: no ladder ms; "ms per step" said once
     dyn = [stats.method_trials(ladder, a, seq_len=n) for a in (claims.KV_COMPILED, claims.KV)]
     sta = [stats.method_trials(ladder, a, seq_len=n) for a in (claims.STATIC_COMPILED, claims.STATIC)]
     more = stats.speedup_growth(dyn, sta)
@@ -135,7 +134,8 @@ def test_the_numbers_keep_the_times_only_and_no_lean(run):
     assert "differ at batch" not in " ".join(claims.notes(frame))  # said once, under the figure
     one = frame.iloc[0]["number"]
     if one.startswith("x"):
-        k = float(re.search(r"to the power (\d+\.\d\d)", one)[1])
+        assert "to the power" not in one  # round 36: the exponent in the saved detail only
+        k = float(re.search(r"to the power (\d+\.\d\d)", frame.iloc[0]["detail"])[1])
         assert one.startswith(f"x{2 ** k:.2f} per doubling") or abs(2 ** k - float(one[1:5])) < .02
         assert one.count(one[1:one.index(" ")]) == 1  # round 28c: the factor said once
 

@@ -64,7 +64,8 @@ def test_04_published_drawn_and_ops_lines():
                          "nothing measured here explains: the table above gives every length.")
     ops = c04.ops_line(table, lens, OPS)
     # round 33: the printed idle times' gap at the priced length (400 here), the table's elsewhere
-    assert "static minus dynamic: +0.99, +2.08 and +0.73 ms at 100, 200 and 400 tokens." in ops
+    # round 36: only the lengths the rounds tell apart (200 here), at the budget sentence's gap
+    assert ops.endswith("static minus dynamic: +2.09 ms at 200 tokens.")
     assert "at every length" not in ops  # round 28: the count was made on one short cache
 
 
@@ -72,7 +73,11 @@ def test_04_published_drawn_and_ops_lines():
 def test_04_ops_line_gaps_add_up(run):
     table, lens = t04(run)
     ops = c04.ops_line(table, lens, OPS)
-    ratios = c04.host_ratios(table, lens)
+    ratios = {n: r for n, r in c04.host_ratios(table, lens).items()
+              if c04._told_apart(table, n) is not None}  # round 36: told-apart lengths only
+    if not ratios:
+        assert ops == ""
+        return
     at = list(ratios)[-1]  # no point given: the longest length is priced (round 33: its printed
     # idle times' gap; the others as the table above gives them)
     gaps = [f"{round(s - d if n == at else c04._table_gap(table, n), 2) + 0.0:+.2f}"
@@ -100,8 +105,7 @@ def test_05_summary_quotes_the_first_graph_cost(run):
     assert "new process" not in summary  # round 28: said nowhere
     if runs:
         span = f"{min(runs)}" if min(runs) == max(runs) else f"{min(runs)} to {max(runs)}"
-        assert (f"; this process's first graph took {found[0]:.1f} s, which would take {span} "
-                "runs to repay.") in summary
+        assert "first graph" not in summary  # round 36: the repay line's alone
         # the same numbers as the compilation cell's line
         line = c05.repay_line(ct, table)
         # round 33: the first graph's time once, in the check graphs' list or its own line
@@ -113,9 +117,7 @@ def test_05_summary_quotes_the_first_graph_cost(run):
 def test_05_published_summary():
     table, point, methods = t05("9bd8862")
     summary = c05.summary_line(table, c05.compilation(table), methods, point, True)
-    assert summary.endswith("compiling the timed graph took 7.0 to 7.3 s, repaid after 16 to 23 "
-                            "runs of 100 tokens; this process's first graph took 12.1 s, which "
-                            "would take 27 to 38 runs to repay.")
+    assert summary.endswith("compiling the timed graph took 7.0 to 7.3 s.")  # round 36
 
 
 @pytest.mark.parametrize("run", RUNS05)

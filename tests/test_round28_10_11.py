@@ -42,14 +42,14 @@ def test_10s_4_per_launch_is_read_per_decode_step_and_only_a_slower_step_is_unex
     ratio = stats.row_speedup(table, MOST, GRAPH, seq_len=n)
     steps, per = floor.per_step_ratio(ratio, n, 4)
     # round 33: per decode step first; whole runs in words only where they read otherwise
-    assert f", per decode step (a run at 4 per launch does {steps} steps, not {n - 1}): " \
-           f"{stats.plain(per)}" in line
-    assert (f"Whole runs of {n} new tokens" in line) == (stats.verdict(ratio) != stats.verdict(per))
+    assert f"Per decode step, 4 steps per launch against 1 (time at 1 ÷ at 4): {stats.plain(per)}" in line
+    differs = stats.verdict(ratio) != stats.verdict(per)  # round 36: the steps said where they explain
+    assert (f"A whole run is " in line) == differs == (f"does {steps} steps, not {n - 1}" in line)
     assert "why it is slower" not in line  # the review: the cause named, then disowned
     assert line.endswith("this lesson does not measure.") == (stats.verdict(per) == stats.SLOWER)
     if name == "10_cuda_graph_step-898ea06.csv":  # the review's line: per step, can't tell apart
-        assert "can't tell apart on this machine (0.986–1.004). Whole runs" in line
-        assert line.endswith("are 1.02x slower at 4 per launch, for that extra step.")
+        assert "can't tell apart on this machine (0.986–1.004). A whole run" in line
+        assert line.endswith("is 1.02x slower at 4 per launch, because it does 100 steps, not 99.")
 
 
 def launch_pace10(name, eager, floor_ms):

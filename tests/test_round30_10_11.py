@@ -115,13 +115,12 @@ def test_10s_per_launch_line_is_two_short_sentences_with_one_range(name):
     if (read := per_launch10(name)) is None:  # the workshop preset: graph_steps [1]
         return
     table, n, line = read
-    first, dot, second = line.partition(". Whole runs")
-    assert first.startswith("4 steps per launch against 1 (time at 1 ÷ at 4), per decode step")
+    first, dot, second = line.partition(". A whole run")
+    assert first.startswith("Per decode step, 4 steps per launch against 1 (time at 1 ÷ at 4)")
     assert len(RANGE.findall(first)) == 1 and not RANGE.search(second)
     assert line.endswith(".") and len(second) < 120
     per = floor.per_step_ratio(stats.row_speedup(table, MOST, GRAPH, seq_len=n), n, 4)[1]
-    assert f"not {n - 1}): {stats.plain(per)}" in first
+    assert f"(time at 1 ÷ at 4): {stats.plain(per)}" in first
     if name == "10_cuda_graph_step-74b9f45.csv":  # the review's line
-        assert line == ("4 steps per launch against 1 (time at 1 ÷ at 4), per decode step (a run "
-                        "at 4 per launch does 100 steps, not 99): can't tell apart on this "
-                        "machine (0.97–1.01).")
+        assert line == ("Per decode step, 4 steps per launch against 1 (time at 1 ÷ at 4): "
+                        "can't tell apart on this machine (0.97–1.01).")

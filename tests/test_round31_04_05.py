@@ -97,9 +97,7 @@ def test_05_first_graph_repay_is_a_what_if(path):
                              if m in set(t["method"])]
     summary = c05.summary_line(t, ct, methods, point, True)
     assert not re.search(r"first graph took \d+\.\d s, repaid", summary)
-    if found and [k for k, _, n in found[4] if n == point]:
-        assert re.search(r"first graph took \d+\.\d s, which would take \d+( to \d+)? runs to "
-                         r"repay\.$", summary), summary
+    assert "first graph" not in summary, summary  # round 36: the repay line's alone
 
 
 def test_05_reviewed_run():

@@ -16,9 +16,9 @@ def test_06_profiler_line_says_one_point(run):
     assert line.count(". ") == 1 and "slowed" not in line and "queues ahead" not in line
     assert (f"idles {gaps.at[eos_sync.CHECK, 'gap_before_us']:.0f} µs before each step with the "
             "check, after the CPU's wait") in line
-    assert "That gap shows where the check's cost lies, not its size: timed without the" in line
-    if run == "94d1a85":
-        assert line.endswith("the check costs 290 µs per step in this lesson's runs.")
+    assert "That gap shows where the check's cost lies, not its size: " in line
+    if run == "94d1a85":  # round 36: the timed µs said once, under the figure
+        assert line.endswith("the timed runs give that, under the figure.")
 
 
 @pytest.mark.parametrize("run", RUNS06)
@@ -36,12 +36,11 @@ def test_06_eager_row_in_one_sentence(run):
     adds = {r: w[f"{r}, check every step"] / w[f"{r}, no check"] - 1 for r in ("eager", "CUDA graph")}
     told = "eager" not in eos_sync.unresolved(cost)  # round 33: else the rounds can't show it
     assert ("adds little" in line) == (told and adds["eager"] < adds["CUDA graph"] / 2)
-    assert ("its rounds cannot show what the check adds" in line) == (line != "" and not told)
+    assert "its rounds cannot show what the check adds" not in line  # round 36: said once, below
     assert "(" not in line  # no range added
     if run == "94d1a85":
         assert line == ("With the eager step the GPU idles 71% of the step even without the check: "
-                        "the host sets that step's pace; its rounds cannot show what the check adds "
-                        "to it.")
+                        "the host sets that step's pace.")
     assert "eos_sync.eager_row_line(view, step_budget)" in source("06_eos_sync")
 
 

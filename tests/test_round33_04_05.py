@@ -94,7 +94,7 @@ def test_04_idle_gaps_agree_with_what_the_reader_checks(path):
     line = c04.ops_line(table, lens, _ops(lens), point).split("\n")[0]
     shown = c04.shown(table)
     gaps = []
-    for n in lens:
+    for n in [n for n in lens if c04._told_apart(table, n) is not None]:  # round 36
         if n == point:  # the budget sentence's printed idle times, subtracted
             steps = budget.per_step(table, c04.METHODS, seq_len=n).set_index("method")
             s, d = (budget.printed_idle(steps.loc[m]) for m in (c04.STATIC, c04.DYNAMIC))
@@ -102,7 +102,7 @@ def test_04_idle_gaps_agree_with_what_the_reader_checks(path):
             s, d = ((shown.at[(n, m), "wall ms"] - shown.at[(n, m), "GPU ms"]) / n
                     for m in (c04.STATIC, c04.DYNAMIC))
         gaps.append(f"{round(s - d, 2) + 0.0:+.2f}")
-    assert f"static minus dynamic: {stats.listed(gaps)} ms" in line, line
+    assert (f"static minus dynamic: {stats.listed(gaps)} ms" in line) if gaps else line == "", line
 
 
 def test_04_published_idle_gaps():

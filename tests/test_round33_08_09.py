@@ -30,37 +30,34 @@ def test_08_says_why_the_same_loops_differ_and_names_the_baseline(run):
     frame = pd.read_csv(DATA / f"08_results_summary_claims-{run}.csv")
     if "same_loop" not in frame:
         pytest.skip("an old table without the shared loops")
-    spread = claims._spread(frame, claims._noted(frame))
+    spread = " ".join(claims.read_over(frame)).replace("\n", " ")  # round 36: the times lead it
     if not spread:
         return
-    assert "The host's speed moves between notebooks run minutes apart (lesson 00's noise)" in spread
-    noted = claims._noted(frame)
-    assert ("each claim compares loops timed in the same rounds" in spread) == bool(noted)
-    if 7 in noted:
-        assert re.search(r"claims? [\d and,]*7 takes? the ladder's (naive loop|eager loops) as "
-                         r"(its|their) baselines?", spread), spread
-    for times in frame["same_loop"].dropna():  # every time of the other notebooks, once
-        for ms in re.findall(r": (\d+\.\d\d) ms per step", times):
-            assert spread.count(ms) == 1, (ms, spread)
+    assert "the host's speed moves between notebooks, lesson 00)" in spread
+    assert ", not the ladder (" in spread  # the ladder's loops are the claims' baselines
+    if any("ms per step" in n for n in claims.notes(frame)):  # 5274887, 9bd8862
+        pytest.skip("notes an older 08 wrote into the table, which give the times themselves")
+    books = set(re.findall(r"notebook (\d\d)", " ".join(claims.notes(frame))))
+    for times in frame["same_loop"].dropna():  # every time of the notes' notebooks, once
+        for ms, book in re.findall(r": (\d+\.\d\d) ms per step in notebook (\d\d)", times):
+            assert spread.count(ms) == (book in books), (ms, spread)
 
 
 def test_08_published_spread():
     frame = pd.read_csv(DATA / "08_results_summary_claims-4448ee4.csv")
-    assert claims._spread(frame, claims._noted(frame)) == (
-        "The same eager loops timed in their own notebooks, at batch 32, 100 tokens: the naive "
-        "loop 11.98 ms per step in notebook 01; the static-cache loop 13.22 and the KV-cache loop "
-        "8.85 ms per step in notebook 04. The host's speed moves between notebooks run minutes "
-        "apart (lesson 00's noise), so each claim compares loops timed in the same rounds: claims "
-        "5 and 7 take the ladder's eager loops as their baselines, and the last line reads them "
-        "over these times.")  # round 34: the two notes folded into one line
+    assert " ".join(claims.read_over(frame)).replace("\n", " ") == (
+        "Claims 5 and 7 over the eager loops as their own notebooks timed them, not the ladder "
+        "(batch 32, 100 tokens: the naive loop 11.98 ms per step in notebook 01, the static-cache "
+        "loop 13.22 and the KV-cache loop 8.85 in notebook 04; the host's speed moves between "
+        "notebooks, lesson 00): about 3.29–4.29x and 9.72–12.23x, the same verdicts."
+    )  # round 36: the shared loops' paragraph and the folded notes, one line
 
 
 def test_08_claim_1_in_plain_words_and_pdl_defined():
     from tests.test_round25_08 import _printed
     _, _, frame, lines = _printed("4448ee4")
     one = frame.iloc[0]["number"]
-    assert one == ("x2.26 per doubling (the whole run's time grows as the length to the power "
-                   "1.18 over 100, 200 and 300 tokens; claim: x3.5 to x4.5)")
+    assert one == "x2.26 per doubling, fitted over 100, 200 and 300 tokens (claim: x3.5 to x4.5)"
     assert "N^k" not in " ".join(lines) and "k =" not in " ".join(lines)
     assert "Programmatic Dependent Launch" in _text("08_results_summary")
 

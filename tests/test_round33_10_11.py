@@ -85,30 +85,36 @@ def test_11s_summary_drops_the_hedge_and_prints_the_gemm_line_only_when_judged()
     assert "(interleaved runs, not medians)" in text["## What it means"]  # (2)
 
 
+def per_launch_case(name):
+    """10's 4-per-launch line on a frozen table with its whole-run ratio, the steps, the
+    per-step ratio and the run's length; None on a workshop table (graph_steps [1])."""
+    table = pd.read_csv(DATA / name)
+    if MOST not in set(table["method"]):
+        return None
+    n = int(table["seq_len"].max())
+    ratio = stats.row_speedup(table, MOST, GRAPH, seq_len=n)
+    return (floor.per_launch_line(table, MOST, GRAPH, n, 4, True), ratio,
+            *floor.per_step_ratio(ratio, n, 4), n)
+
+
 @pytest.mark.parametrize("name", TENS)
 def test_10s_per_launch_line_leads_with_the_per_step_verdict(name):
     """(3) One verdict, the per-step one; whole runs said in words only where they read otherwise."""
-    table = pd.read_csv(DATA / name)
-    if MOST not in set(table["method"]):  # the workshop preset: graph_steps [1]
+    if (case := per_launch_case(name)) is None:
         return
-    n = int(table["seq_len"].max())
-    line = floor.per_launch_line(table, MOST, GRAPH, n, 4, True)
-    ratio = stats.row_speedup(table, MOST, GRAPH, seq_len=n)
-    steps, per = floor.per_step_ratio(ratio, n, 4)
-    assert line.startswith(f"4 steps per launch against 1 (time at 1 ÷ at 4), per decode step (a run "
-                           f"at 4 per launch does {steps} steps, not {n - 1}): {stats.plain(per)}")
+    line, ratio, steps, per, n = case
+    assert line.startswith(f"Per decode step, 4 steps per launch against 1 (time at 1 ÷ at 4): "
+                           f"{stats.plain(per)}")  # round 36: two short sentences
     assert len(RANGE.findall(line)) == 1 and line.count("can't tell apart on this machine") <= 1
     differs = stats.verdict(ratio) != stats.verdict(per)
-    assert (f". Whole runs of {n} new tokens, as the table and the figure time them, are " in line) \
-        == differs
+    assert (f". A whole run is " in line) == differs == (f"does {steps} steps, not {n - 1}." in line)
     assert line.endswith("this lesson does not measure.") == (stats.verdict(per) == stats.SLOWER)
     if name == "10_cuda_graph_step-4448ee4.csv":  # the review's line
-        assert line == ("4 steps per launch against 1 (time at 1 ÷ at 4), per decode step (a run at "
-                        "4 per launch does 100 steps, not 99): can't tell apart on this machine "
-                        "(0.999–1.005). Whole runs of 100 new tokens, as the table and the figure "
-                        "time them, are 1.01x slower at 4 per launch, for that extra step.")
+        assert line == ("Per decode step, 4 steps per launch against 1 (time at 1 ÷ at 4): can't "
+                        "tell apart on this machine (0.999–1.005). A whole run is 1.01x slower at "
+                        "4 per launch, because it does 100 steps, not 99.")
     if name == "10_cuda_graph_step-5274887.csv":  # faster per step, no faster per run
-        assert line.endswith("are no faster at 4 per launch, for that extra step.")
+        assert line.endswith("is no faster at 4 per launch, because it does 100 steps, not 99.")
 
 
 def prompt_graph_case(name, eager):

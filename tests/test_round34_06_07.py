@@ -36,7 +36,7 @@ def test_07_eager_only_table_keeps_its_row():
     """A smoke run times the eager step only: its table still shows it."""
     t, _ = table07("4448ee4")
     shown = late_check.view(late_check.summary(t[t["regime"] == "eager"]), compact=True)
-    assert len(shown) == 1 and ("ms/step", "sync") in shown.columns
+    assert len(shown) == 1 and "sync" in shown.columns  # round 36: one-level headers
 
 
 @pytest.mark.parametrize("run", RUNS07)

@@ -257,13 +257,13 @@ def claim_quadratic(ctx):
     low, high = QUADRUPLE_RANGE
     verdict = REPRODUCED if low <= 2**k <= high else NOT_REPRODUCED
     # round 26: how a doubling is read off 100, 200 and 300 tokens; round 28c: x2.57 said once
-    # round 33: the fit said in plain words, "N^k" and "k" gone
-    fit = (f"x{2**k:.2f} per doubling (the whole run's time grows as the length to the power "
-           f"{k:.2f} over {stats.listed([int(t) for t in times.index])} tokens")
+    # round 36: the fit named, its exponent left to the saved detail
+    fit = (f"x{2**k:.2f} per doubling, fitted over "
+           f"{stats.listed([int(t) for t in times.index])} tokens (")
     return verdict, (f"x{2**k:.2f} per doubling of the length, fitted to the medians "
                      f"(quadrupling: x{low:g} to x{high:g})"), \
         (f"naive loop's medians {_ms(times)}: time grows as the length to the power "
-         f"{k:.2f}"), "", "", f"{fit}; claim: x{low:g} to x{high:g})"
+         f"{k:.2f}"), "", "", f"{fit}claim: x{low:g} to x{high:g})"
 
 
 def claim_kv_gain(ctx):
@@ -397,17 +397,60 @@ def notes(verdicts) -> list:
 _SAME = re.compile(r"Claim (\d) over (.+?): .+? would be about (\S+x), \w+, the same verdict\.$")
 
 
-def read_over(verdicts) -> list:
-    """The notes as printed under the claims' numbers: where every note keeps its claim's
-    verdict, one line for all (round 34: two lines that each ended "the same verdict"): "Over
-    notebook 04's eager loops and notebook 01's naive loop, claims 5 and 7 would read about
-    3.29–4.29x and 9.72–12.23x: the same verdicts." A note whose verdict differs stands whole."""
+def read_over(verdicts, width=100) -> list:
+    """The notes as printed under the claims' numbers, led by the shared loops' times as their
+    own notebooks timed them (``_loop_times``): where every note keeps its claim's verdict, one
+    line for all (round 36: a paragraph above the numbers and a line below them, said once):
+    "Claims 5 and 7 over the eager loops as their own notebooks timed them, not the ladder (batch
+    32, 100 tokens: the naive loop 9.87 ms per step in notebook 01, ...; the host's speed moves
+    between notebooks, lesson 00): about 1.74–3.01x and 7.74–10.54x, the same verdicts." Where a
+    note's verdict differs, the lead ends in a colon and the notes follow whole."""
     found = notes(verdicts)
+    if not found:
+        return []
     got = [_SAME.match(n) for n in found]
-    if len(found) < 2 or not all(got):
-        return found
-    return [f"Over {stats.listed([g[2] for g in got])}, claims {stats.listed([g[1] for g in got])} "
-            f"would read about {stats.listed([g[3] for g in got])}: the same verdicts."]
+    who = [n[6] for n in found]  # "Claim 5 over ..."
+    many = len(found) > 1
+    books = re.findall(r"notebook (\d\d)", " ".join(found))
+    times = _loop_times(verdicts, books)
+    naive = who == ["7"]  # claim 7 alone: its baseline is the naive loop
+    lead = (f"Claim{'s' * many} {stats.listed(who)} over the "
+            f"{'naive loop' if naive else 'eager loops'} as {'their' if many else 'its'} own "
+            f"notebook{'s' * many} timed {'it' if naive else 'them'}, not the ladder ("
+            + (f"{times}; " if times else "") + "the host's speed moves between notebooks, "
+            "lesson 00)")
+    if all(got):
+        lines = [f"{lead}: about {stats.listed([g[3] for g in got])}, the same "
+                 f"verdict{'s' * many}."]
+    else:
+        lines = [lead + ":"] + found
+    return [textwrap.fill(line, width, break_on_hyphens=False) for line in lines]
+
+
+def _loop_times(verdicts, books) -> str:
+    """The eager loops 08's ladder shares with notebooks ``books`` (same batch and length), each
+    with its own notebook's time, the sizes said once where they share them: "batch 32, 100
+    tokens: the naive loop 9.87 ms per step in notebook 01, the static-cache loop 7.58 and the
+    KV-cache loop 7.15 in notebook 04" (the ladder's own times are its table's). Empty where they
+    share none."""
+    if "same_loop" not in verdicts:
+        return ""
+    pairs = [re.match(r"(.+?) at (batch \d+, \d+ tokens): ([\d.]+) ms per step in notebook "
+                      r"(\d\d)", p).groups()
+             for loops in verdicts["same_loop"] if isinstance(loops, str) and loops
+             for p in loops.split("; ")]
+    pairs = [p for p in pairs if p[3] in books]
+    if not pairs:
+        return ""
+    where = {w for _, w, _, _ in pairs}
+    one = where.pop() if len(where) == 1 else ""
+    said, unit = [], " ms per step"
+    for book in dict.fromkeys(p[3] for p in pairs):
+        mine = [(loop, w, ms) for loop, w, ms, b in pairs if b == book]
+        said.append(stats.listed([f"{loop}{'' if one else ' at ' + w} {ms}{unit if i == 0 else ''}"
+                                  for i, (loop, w, ms) in enumerate(mine)]) + f" in notebook {book}")
+        unit = ""
+    return (f"{one}: " if one else "") + ", ".join(said)
 
 
 def _partly(named, outcomes) -> tuple:
@@ -541,9 +584,9 @@ def _baselines(ctx, source, methods, n) -> dict:
 
 def _rescaled(number, ratio, scale, loops, what, verdict_of, verdict) -> str:
     """Claim ``number``'s range read over its eager baseline(s) as their own notebook timed them
-    (``loops``: words naming them; their times are printed once, in the shared-loops paragraph
-    above the notes, ``_spread``), ``scale`` the factor that moves it, with the verdict the
-    claim's own rule (``verdict_of(low, high)``) would give beside this run's: "Claim 7 over
+    (``loops``: words naming them; their times are printed once, in the line that leads the
+    notes, ``read_over``), ``scale`` the factor that moves it, with the verdict the claim's own
+    rule (``verdict_of(low, high)``) would give beside this run's: "Claim 7 over
     notebook 01's naive loop: the range would be about 5.29–7.38x, reproduced rather than
     exceeded." (round 26: the note said only "smaller")."""
     low, high = round(ratio.low, 2) * scale, round(ratio.high, 2) * scale  # as a reader scales them
@@ -567,7 +610,7 @@ def _gains_note(ctx, number, ratio, verdict, n) -> str:
         return ""
     (s_here, s_there), (k_here, k_there) = times[STATIC], times[KV]
     scale = (s_there / s_here) / (k_there / k_here)  # the static gain scales by the first, the dynamic by the second
-    loops = "notebook 04's eager loops"  # their times: the shared-loops paragraph (``_spread``)
+    loops = "notebook 04's eager loops"  # their times: ``read_over``'s lead
     return _rescaled(number, ratio, scale, loops, "the static gain's lead",  # the claim's own rule
                      lambda lo, hi: _expect(replace(ratio, low=lo, high=hi), stats.FASTER), verdict)
 
@@ -813,8 +856,6 @@ def numbers(verdicts, width=100) -> list:
     doubling (claim: x3.5 to x4.5)". A claim of parts has no line of its own: its parts do."""
     shown = rows(verdicts)
     lines = ["This run's numbers (in parentheses: the table each comes from)."]
-    if "same_loop" in verdicts and (spread := _spread(verdicts, _noted(verdicts))):
-        lines.append(textwrap.fill(spread, width, break_on_hyphens=False))  # "static-cache" whole
     for label, row in shown[shown["this run's number"] != ""].iterrows():
         number = row["this run's number"]
         lines.append(textwrap.fill(f"{label:<3}({row['from']}) {number}", width,
@@ -823,55 +864,9 @@ def numbers(verdicts, width=100) -> list:
     return lines
 
 
-def _noted(verdicts) -> list:
-    """The claims (their numbers) with a note reading them over their notebooks' own loops."""
-    return [i for i, n in enumerate(verdicts["note"], 1) if isinstance(n, str) and n]
-
-
 def _edges(verdicts) -> list:
     """The claims (their numbers) whose note gives another verdict over those loops."""
     return [i for i, n in enumerate(verdicts["note"], 1) if isinstance(n, str) and RATHER in n]
-
-
-def _spread(verdicts, noted=()) -> str:
-    """The loops 08's ladder shares with the other notebooks (same batch and length), each with
-    its own notebook's time (the ladder's are its table's), the sizes said once where they share
-    them, and which claims that gap could move (``noted``, the claims read again over those
-    loops): "The same eager loops timed in their own notebooks, at batch 32, 100 tokens: the
-    naive loop 9.15 ms per step in notebook 01; .... The host's speed moves between notebooks
-    run minutes apart (lesson 00's noise), so each claim compares loops timed in the same
-    rounds: claims 5 and 7 take the ladder's eager loops ..." (round 27: the gap left
-    unexplained beside the claims it touches; round 29: ten lines cut to three; round 33: the
-    gap said in plain words as lesson 00's noise). Empty where they share none."""
-    pairs = [re.match(r"(.+?) at (batch \d+, \d+ tokens): (.+)", p).groups()
-             for loops in verdicts["same_loop"] if isinstance(loops, str) and loops
-             for p in loops.split("; ")]
-    if not pairs:
-        return ""
-    where = {w for _, w, _ in pairs}
-    one = where.pop() if len(where) == 1 else ""
-    said = "; ".join(f"{loop} {times}" if one else f"{loop} at {w}: {times}"
-                     for loop, w, times in pairs)
-    who = stats.listed([str(i) for i in noted]) if noted else ""  # none on a smoke run
-    many = len(noted) > 1
-    lines = len(read_over(verdicts)) > 1 if noted else False  # round 34: notes folded
-    # round 33: why the same loop's times differ, said plainly, and the ladder named as the
-    # baseline; words paid for by naming a notebook's "ms per step" once for its two loops
-    naive = list(noted) == [7]  # claim 7 alone: its baseline is the ladder's naive loop
-    moves = (f": claim{'s' * many} {who} take{'' if many else 's'} the ladder's "
-             f"{'naive loop' if naive else 'eager loops'} as {'their' if many else 'its'} "
-             f"baseline{'' if naive else 's'}, and the last "
-             f"line{'s' * lines} read{'' if lines else 's'} {'them' if many else 'it'} over these "
-             f"times." if noted else ", so a loop's times are compared only within one notebook.")
-    # round 29: ten lines cut to three; the ladder's times are its table's, printed above, and
-    # what the two timings do differently (no cause measured) is left to the notebooks
-    said = re.sub(r", [\d.]+ in the ladder", "", said)
-    said = re.sub(r"(the [\w-]+ loop [\d.]+) ms per step in (notebook \d\d); "
-                  r"(the [\w-]+ loop [\d.]+ ms per step in) \2\b", r"\1 and \3 \2", said)
-    return ("The same eager loops timed in their own notebooks" + (f", at {one}" if one else "")
-            + ": " + said + ". The host's speed moves between notebooks run minutes apart "
-            "(lesson 00's noise)" + (", so each claim compares loops timed in the same rounds"
-                                     if noted else "") + moves)
 
 
 def _origin(source) -> str:

@@ -351,8 +351,10 @@ def _first_line(found, checks=()) -> str:
 
 def idle_line(steps_budget, methods) -> str:
     """Each compiled step against the eager one (``methods``, eager first; ``budget.per_step``'s
-    numbers, rounded as the budget sentence prints them): how much of the change is GPU idle (the
-    host's time), as ms and as a share of the eager step's idle, and how much GPU work."""
+    numbers, rounded as the budget sentences print them): the share of the eager step's GPU idle
+    it removed. Round 36: the ms it saved are the budget sentences' (printed there, not again
+    here); the share answers the lesson's question, how much of the host's share compiling
+    removes."""
     frame = steps_budget.set_index("method")
     shown = [m for m in methods if m in frame.index]
     if not shown or frame["idle_ms"].isna().all():
@@ -362,32 +364,24 @@ def idle_line(steps_budget, methods) -> str:
     eager, parts = shown[0], []
     idle = wall[eager] - gpu[eager]
     for method in shown[1:]:
-        mode = method.split("(")[-1].rstrip(")")
-        dw, dg = wall[eager] - wall[method], gpu[eager] - gpu[method]
-        di = dw - dg
+        di = idle - (wall[method] - gpu[method])
         # the share of the eager step's idle removed, named so: the budget sentences' share is
         # another one, the idle share of a loop's own step (round 21 read 64% and 65% as one)
-        # round 30: "4.90 ms shorter ... the eager step's 4.90 ms of idle" read as a contradiction
-        # where the two happened to match: the wall clock is named, the eager idle left to the
-        # budget sentence above
-        share = (f", removing {di / idle:.0%} of the eager step's idle"
-                 if di > 0 and idle > 0 else "")
-        parts.append(f"{mode} {abs(dw):.2f} ms {'shorter' if dw >= 0 else 'longer'} in wall clock "
-                     f"({abs(di):.2f} ms {'less' if di >= 0 else 'more'} GPU idle{share}; "
-                     f"{abs(dg):.2f} ms {'less' if dg >= 0 else 'more'} GPU work)")
-    line = "Per step against eager: " + "; ".join(parts) + "."
+        parts.append(f"{_mode(method)} by {di / idle:.0%}" if di > 0 and idle > 0
+                     else f"{_mode(method)} not at all")
+    line = "Against eager, the GPU's idle time per step fell: " + ", ".join(parts)
     if len(shown) > 1 and all(wall[eager] - wall[m] > 0 and wall[eager] - wall[m] > 2 * (
             gpu[eager] - gpu[m]) for m in shown[1:]):
-        line += (f" Most of {'each' if len(shown) > 2 else 'the'} gain is time the GPU waited on "
-                 "the host, not faster kernels.")
-    return line
+        line += (f"; most of {'each' if len(shown) > 2 else 'the'} gain is time the GPU waited on "
+                 "the host, not faster kernels")
+    return line + "."
 
 
 def _compile_spans(compile_table, table):
     """(seconds, runs): the timed graphs' compile times and "repaid after" counts as
     ``repay_line`` prints them (0.1 s; whole runs), for the summary's "from ... to ...". Round 26:
     the float32 check graphs (never timed, never repaid) and this process's first graph are
-    left to ``repay_line`` and ``_fresh_clause``; this quotes the timed graphs' own figures."""
+    left to ``repay_line``; this quotes the timed graphs' own figures."""
     seconds = [round(x, 1) for x in compile_table["compile s"]]
     runs = [int(k) for k in compile_table["runs to repay"] if k == k]
     return seconds, runs
@@ -401,10 +395,10 @@ def _span(values, fmt, unit) -> str:
 def summary_line(table, compile_table, methods, point, judge: bool) -> str:
     """The lesson in one line: each compiled loop of ``methods`` (the last first) against the
     eager static-cache loop it compiles, at ``point`` tokens, as the rounds give it (ratio and
-    range: ``medians_line`` says once why the table's medians differ); then what compiling cost
-    and the runs that repay it, from the smallest to the largest ``repay_line`` prints (notebook
-    04's time of the eager loop is ``baseline_line``'s, not repeated). Empty in a run that
-    judges nothing."""
+    range: ``medians_line`` says once why the table's medians differ); then what compiling the
+    timed graphs cost. Round 36: the runs that repay it and this process's first graph are
+    ``repay_line``'s, said once there with the host they hold for (notebook 04's time of the
+    eager loop is ``baseline_line``'s). Empty in a run that judges nothing."""
     if not judge or len(methods) < 2:
         return ""
     each = [f"{m.split('(')[-1].rstrip(')')} "
@@ -412,29 +406,10 @@ def summary_line(table, compile_table, methods, point, judge: bool) -> str:
             for m in methods[1:][::-1]]
     line = (f"In one line: at {point} tokens, against the eager static-cache loop: "
             + stats.listed(each))
-    seconds, runs = _compile_spans(compile_table[compile_table["tokens"] == point], table)
+    seconds, _ = _compile_spans(compile_table[compile_table["tokens"] == point], table)
     if seconds:
         line += f"; compiling the timed graph took {_span(seconds, '.1f', ' s')}"
-        if runs:
-            line += f", repaid after {_span(runs, 'd', '')} runs of {point} tokens"
-        line += _fresh_clause(compile_table, table, point)
     return line + "."
-
-
-def _fresh_clause(compile_table, table, point) -> str:
-    """The summary's second compile cost (round 27: it quoted only the timed graphs, compiled
-    after the check graphs in a warm process): this process's first graph and the runs of
-    ``point`` tokens that repay it (``_fresh``'s; round 28: no untimed new process). Empty where
-    a timed graph was the first (its own count is that cost already)."""
-    found = _fresh(compile_table, table)
-    if found is None:
-        return ""
-    cost, _, _, _, runs = found
-    runs = [k for k, _, n in runs if n == point]
-    if not runs:
-        return ""
-    return (f"; this process's first graph took {cost:.1f} s, which would take "
-            f"{_span(runs, 'd', '')} runs to repay")
 
 
 def medians_line(table, methods, point, judge: bool) -> str:
@@ -537,8 +512,8 @@ def baseline_line(table, point, methods, earlier_ms) -> str:
     where = "within" if low <= theirs <= high else "outside"
     line += (f": {ratio:.2f}x {word} here; notebook 04's time lies {where} the spread of this "
              f"lesson's own eager runs ({low:.2f} to {high:.2f} ms per step). Compiling removes "
-             "host time, so the speedups and repay counts above hold for this host's speed in "
-             "these rounds")
+             "host time, so the speedups and repay counts hold for this host's speed in these "
+             "rounds")
     if not each:
         return line + "."
     # round 35: "the speedups above are unaffected" was wrong: the eager step's extra time on a

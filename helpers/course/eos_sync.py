@@ -5,9 +5,20 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import budget, harness, plotting, stats
+from . import budget, harness, plotting, results, stats
 
 CHECK, FREE = "check every step", "no check"  # the two loops' names in every table and figure
+
+
+def stop_view(table: pd.DataFrame) -> pd.DataFrame:
+    """The early-stop table as the lesson shows it, narrow enough not to wrap (round 36): its
+    ``status`` column only where some row is not ok."""
+    columns = ["method", "seq_len", "tokens", "useful", "status", "median_s", "min_s", "max_s",
+               "tokens_per_s"]
+    if (table["status"] == harness.OK).all():
+        columns.remove("status")
+    return results.pretty(table, columns=columns).rename(
+        columns={"seq_len": "cap"})
 
 
 def stop_bound(table: pd.DataFrame, cap: int, judge: bool = True) -> str:
@@ -350,9 +361,9 @@ QUEUED_AHEAD_US = 50  # a median GPU gap below this without the check: the CPU q
 def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -> str:
     """The profiled CUDA-graph steps in words (``gaps``: a row per loop, medians of
     ``gap_before_us``): the GPU's idle before a step with the check, after the CPU's wait, and
-    without it; then that this gap shows where the check's cost lies, not its size, beside the
-    cost timed without the profiler in this lesson's runs (``step_budget``), or that the rounds
-    left it unresolved (``unclear``). Round 32: five sentences cut to that one point."""
+    without it; then that this gap shows where the check's cost lies, not its size, which the
+    timed runs give under the figure (round 36: not repeated here), or that the rounds left it
+    unresolved (``unclear``). Round 32: five sentences cut to that one point."""
     with_gap, free_gap = gaps.at[CHECK, "gap_before_us"], gaps.at[FREE, "gap_before_us"]
     text = (f"Profiled, the GPU idles {with_gap:.0f} µs before each step with the check, after "
             f"the CPU's wait, and {free_gap:.0f} µs without it.")
@@ -364,8 +375,7 @@ def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -
     if "CUDA graph" in unclear or not wall[check] > wall[free]:
         return text + ("timed without the profiler, the rounds can't tell the check's cost apart "
                        "(above).")
-    return (text + f"timed without the profiler, the check costs "
-            f"{1e3 * (wall[check] - wall[free]):.0f} µs per step in this lesson's runs.")
+    return text + "the timed runs give that, under the figure."  # round 36: the µs said once
 
 
 def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:
@@ -432,8 +442,8 @@ def eager_row_line(view: pd.DataFrame, step_budget: pd.DataFrame) -> str:
     eager step without the check and who sets its pace (lesson 00's rule); where the host does
     and the check adds, by the medians (``step_budget``), under half the CUDA-graph step's share,
     that the check has little to add; where the eager rounds can't tell the loops apart (the
-    table's "can't tell"), that they cannot show what it adds (round 33). Empty where the host
-    does not set that pace."""
+    table's "can't tell"), nothing more: ``cost_line`` gives that verdict, once (round 36). Empty
+    where the host does not set that pace."""
     rows = {f"{r}, {m}" for r in ("eager", "CUDA graph") for m in (CHECK, FREE)}
     share = _free_share(view, "eager") if rows <= set(view.index) else None
     if share is None or budget.pace(share, why=False) != "the host sets the pace":
@@ -444,8 +454,7 @@ def eager_row_line(view: pd.DataFrame, step_budget: pd.DataFrame) -> str:
     told = isinstance(view.at[f"eager, {CHECK}", "the check adds ms"], (int, float))
     return (f"With the eager step the GPU idles {share:.0f}% of the step even without the check: "
             "the host sets that step's pace" + (", so the check adds little to it." if told and little
-                                                else "; its rounds cannot show what the check adds "
-                                                "to it." if not told else "."))
+                                                else "."))  # round 36: "can't tell" once, below
 
 
 def timed_verdict(cost: pd.DataFrame, step_budget: pd.DataFrame, regime: str) -> str:
@@ -490,7 +499,7 @@ def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True, stop
     """The lesson's takeaway in one line for its summary, a number in every preset (round 30):
     where the batch stopped (``stopped`` of the ``cap``'s tokens, as a share of the cap); then,
     timed, the check's cost with the CUDA-graph step, how many times as long it made the step (the
-    rounds' estimate, the lesson's answer; the table's medians in ms and their ratio beside it) where its rounds
+    rounds' estimate, the lesson's answer, as the line under the figure quotes it) where its rounds
     resolve it, else (with ``cost``) its GPU idle before and
     after and the rounds' verdict in a few words (``stats.short``, no range); a smoke run says
     it makes no timing claim. Empty with nothing to say."""
@@ -506,10 +515,9 @@ def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True, stop
         # the medians' 1.47x); the ms stay the table's medians, named so
         times = (stats.row_speedup(cost, free, check).estimate if cost is not None
                  else wall[check] / wall[free])
-        # round 35: the medians' own ratio named (1.29x), so the bracket is not read as 1.30x
+        # round 36: the ratio alone; the ms and the medians' ratio are under the figure, once
         parts.append(f"with the CUDA-graph step the check's idle made each step {times:.2f}x as "
-                     f"long (the table's medians: {wall[free]:.2f} -> {wall[check]:.2f} ms, "
-                     f"{wall[check] / wall[free]:.2f}x)")
+                     f"long")
     elif judge and graph and cost is not None:
         idle = step_budget.set_index("method")["idle_ms"]
         said = stats.short(stats.row_speedup(cost, free, check))

@@ -163,7 +163,7 @@ def view(summary_frame, compact=False) -> pd.DataFrame:
     costs). ``compact`` (round 34: the table wrapped into three blocks): where CUDA-graph rows
     exist, the eager row (two loops timed, the rest "not timed") is left out, ``eager_line`` says
     its result; the step column goes where one step remains (the plan line names it); the
-    headers are grouped by unit."""
+    headers are one level, short (``SHORT``; round 36: the two-level header read as one)."""
     if compact and (summary_frame["regime"] != "eager").any():
         summary_frame = summary_frame[summary_frame["regime"] != "eager"]
     out = summary_frame[[c for c in UNITS if c in summary_frame]]
@@ -183,16 +183,14 @@ def view(summary_frame, compact=False) -> pd.DataFrame:
         return out.rename(columns=UNITS).reset_index(drop=True)
     if out["regime"].nunique() == 1:
         out = out.drop(columns="regime")
-    out.columns = pd.MultiIndex.from_tuples([GROUPED[c] for c in out.columns])
-    return out.reset_index(drop=True)
+    return out.rename(columns=SHORT).reset_index(drop=True)
 
 
-GROUPED = {"regime": ("", "step"), "batch_size": ("", "batch"),  # ``view(compact=True)``'s headers
-           "sync": ("ms/step", "sync"), "interleaved": ("ms/step", "two streams"),
-           "event": ("ms/step", "event"), "no_check": ("ms/step", "no check"),
-           "check_cost_us": ("check's", "cost, \u00b5s"),
-           "interleaved_recovered_pct": ("win back, %", "two streams"),
-           "event_recovered_pct": ("win back, %", "event")}
+# ``view(compact=True)``'s headers, one level; the prose above the table says the loops' times
+# are ms per step, "cost" the check's and "won" the share of it a late loop wins back
+SHORT = {"regime": "step", "batch_size": "batch", "sync": "sync", "interleaved": "two streams",
+         "event": "event", "no_check": "no check", "check_cost_us": "cost \u00b5s",
+         "interleaved_recovered_pct": "streams won %", "event_recovered_pct": "event won %"}
 
 
 def step_budget(model, table, params, methods):
@@ -735,7 +733,7 @@ PROFILED_LONGER = 1.02  # a profiled step this much over the timed one reads as 
 def profile_line(gaps, timed_us=None, rounds=None) -> str:
     """The profiled CUDA-graph steps in words (``gaps``: a row per loop, medians over the steps of
     ``gap_before_us``, and ``cpu_us``, ``cpu_wait_us``, ``busy_us`` where known): each loop's GPU
-    gap before a step, a late loop's also as a share of the per-step sync's. Then the loops the
+    gap before a step, a late loop's also as a share of the per-step sync's ("of it" once). Then the loops the
     profiler slowed: their host worked longer per step (CPU time less its waits) than the GPU,
     and their profiled step ran over ``profiling.PROFILER_SLOWED`` times the step timed without the
     profiler (``timed_us``, by loop); their gap holds the profiler's launches too. Else, where the
@@ -750,8 +748,8 @@ def profile_line(gaps, timed_us=None, rounds=None) -> str:
         "under 1%" if 100 * gap[n] / gap["sync"] < 0.5 else f"{100 * gap[n] / gap['sync']:.0f}%")
     text = ("Profiled, the GPU's idle before a step, the median over the profiled steps: "
             f"{gap['sync']:.0f} µs with the per-step sync; with a late read " + stats.listed(
-                [f"{gap[n]:.0f} µs ({LOOP_LABELS[n]}, {share(n)} of the per-step sync's "
-                 f"{gap['sync']:.0f} µs)" for n in late]) + ".")
+                [f"{gap[n]:.0f} µs ({LOOP_LABELS[n]}, {share(n)}" + (" of it)" if n == late[0] else ")")
+                 for n in late]) + ".")  # round 36: the per-step sync's gap said once
     known = timed_us is not None and {"cpu_us", "busy_us"} <= set(gaps.columns)
     own = {n: gaps.at[n, "cpu_us"] - (gaps.at[n, "cpu_wait_us"] if "cpu_wait_us" in gaps else 0)
            for n in loops} if known else {}

@@ -309,11 +309,13 @@ def _table_gap(table, n) -> float:
 
 def ops_line(table, seq_lens, inputs=None, point=None) -> str:
     """The gap in the GPU's idle time per step (static minus dynamic, as the budget sentence's
-    idle times) at each length: at ``point`` (the figure's length; else the longest) as the
-    budget sentence prints it, at the others from the table. Round 35: the estimate that priced
-    the extra operations compared itself with the medians' gap, not the rounds' verdict; cut.
-    ``inputs`` is accepted and unused. Empty on a CPU run."""
-    ratios = host_ratios(table, seq_lens)
+    idle times) at each length the rounds tell the caches apart: at ``point`` (the figure's
+    length; else the longest) as the budget sentence prints it, at the others from the table.
+    Round 36: a length the rounds cannot tell apart is left out, as its gap is only the medians'
+    reading (2f157b6 printed -3.09 ms at 400 tokens beside "can't tell apart"). ``inputs`` is
+    accepted and unused. Empty on a CPU run and where the rounds tell no length apart."""
+    ratios = {n: r for n, r in host_ratios(table, seq_lens).items()
+              if _told_apart(table, n) is not None}
     if not ratios:
         return ""
     lens = list(ratios)
