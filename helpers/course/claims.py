@@ -409,7 +409,7 @@ def read_over(verdicts, width=100) -> list:
     if not found:
         return []
     got = [_SAME.match(n) for n in found]
-    who = [n[6] for n in found]  # "Claim 5 over ..."
+    who = [re.match(r"Claim (\d+)", n).group(1) for n in found]  # "Claim 5 over ..."
     many = len(found) > 1
     books = re.findall(r"notebook (\d\d)", " ".join(found))
     times = _loop_times(verdicts, books)
