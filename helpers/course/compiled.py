@@ -276,7 +276,7 @@ def _saves(table, method, n) -> str:
 
 
 def _fresh(compile_table, table):
-    """(cost, what, timed_first, later, runs) behind ``_fresh_line``: this process's first graph
+    """(cost, what, timed_first, later, runs) behind ``_first_line``: this process's first graph
     (``first_graph``), every later graph's compile time, and the runs of each compiled loop that
     repay the first graph's cost ((runs, mode, tokens); whole runs, as ``compilation`` counts
     them; a loop whose timed graph was the first is counted in ``compilation`` already). None
@@ -307,19 +307,14 @@ def _first_listed(found, checks) -> bool:
         f"{found[0]:.1f} s ({found[1].split(chr(39) + 's ')[0]})" in checks
 
 
-def _fresh_line(compile_table, table, checks=()) -> str:
-    """This process's first graph: its compile time, said once and plainly beside the later
-    graphs' (round 28: a three-times-repeated sentence about a new process, never timed, hid the
+def _first_line(found, checks=()) -> str:
+    """This process's first graph (``found``: ``_fresh``'s tuple): its compile time, said once
+    and plainly beside the later graphs' (round 28: a three-times-repeated sentence about a new process, never timed, hid the
     cost; the cause of the first graph's extra time is not measured, so it is said as likely),
     and the runs of each compiled loop that repay it. Where the timed graph was the first, only
     that (its count above is at that cost). Round 33: where the first graph is a check graph whose
     time ``checks`` (``repay_line``'s "13.8 s (default)") already prints, the sentence names it
     without repeating its time or the later graphs' (all on the lines above)."""
-    return _first_line(_fresh(compile_table, table), checks)
-
-
-def _first_line(found, checks=()) -> str:
-    """``_fresh_line`` from ``_fresh``'s tuple (``found``), for a caller that has it already."""
     if found is None:
         return ""
     cost, what, timed_first, later, runs = found
