@@ -182,6 +182,20 @@ def test_compare_other_errors_propagate():
 def test_bound_from_busy_share():
     assert harness.bound(0.9, 1.0) == "GPU-bound"
     assert harness.bound(0.3, 1.0) == "CPU-bound"
+    assert harness.bound(0.5, 1.0) == "CPU-bound"  # idle 50%: the host sets the pace
+    assert harness.bound(0.63, 1.0) == "shared"  # 01's 200 tokens in run cabd252: 37% idle
+    assert harness.bound(0.8, 1.0) == "GPU-bound"
+    assert harness.bound(0.796, 1.0) == "GPU-bound"  # idle 20.4% prints as 20%: the GPU's pace
+
+
+def test_bound_labels_agree_with_the_lessons_pace_words():
+    """The table's label and budget.pace's words come from one rule, at every idle share."""
+    from helpers.course import budget
+    words = {"CPU-bound": "the host sets the pace", "GPU-bound": "the GPU sets the pace",
+             "shared": "host and GPU share the pace"}
+    for idle in [x / 10 for x in range(0, 1000, 7)]:
+        label = harness.bound(1 - idle / 100, 1.0)
+        assert budget.pace(idle, why=False) == words[label], idle
     assert harness.bound(float("nan"), 1.0) == ""
 
 

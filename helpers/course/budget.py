@@ -226,7 +226,7 @@ def printed_share(row) -> float:
 
 IDLE_WHY = ("waiting while the host issues the decode steps and the prompt's forward, or in "
             "gaps between kernels")
-HOST_PACE_PCT = 50  # the GPU idle at least this share of the step: the host sets the pace
+HOST_PACE_PCT = harness.HOST_IDLE_PCT  # the GPU idle at least this share: the host sets the pace
 GPU_PACE_PCT = 100 - harness.BOUND_BUSY_PCT  # idle at most this (busy 80%): the GPU does, as
                                              # the tables' 'GPU-bound' label says
 

@@ -162,14 +162,21 @@ def busy_ns(intervals) -> int:
 
 
 BOUND_BUSY_PCT = 80  # GPU busy at least this share of the wall clock: the GPU sets the pace
+HOST_IDLE_PCT = 50  # GPU idle at least this share of the wall clock: the host sets the pace
 
 
 def bound(busy_s, wall_s) -> str:
-    """'GPU-bound' when the GPU was busy for most of the wall clock, 'CPU-bound' when it mostly
-    waited for the host (launches, Python, syncs), '' when unknown (no GPU)."""
+    """Lesson 00's pace rule as a table label (budget.pace words it): 'GPU-bound' where the GPU
+    idles at most 20% of the wall clock, 'CPU-bound' where it idles 50% or more (waiting for the
+    host's launches, Python, syncs), 'shared' in between; '' when unknown (no GPU). The idle
+    share is rounded as the lessons print it, so a table's label and a lesson's words agree (the
+    round-37 review of 01 read 'CPU-bound' beside 'host and GPU share the pace' at 37% idle)."""
     if not (busy_s > 0 and wall_s > 0):
         return ""
-    return "GPU-bound" if 100 * busy_s / wall_s >= BOUND_BUSY_PCT else "CPU-bound"
+    idle_pct = round(100 - 100 * busy_s / wall_s)
+    if idle_pct >= HOST_IDLE_PCT:
+        return "CPU-bound"
+    return "GPU-bound" if idle_pct <= 100 - BOUND_BUSY_PCT else "shared"
 
 
 def _loop_s(n=20000) -> float:
