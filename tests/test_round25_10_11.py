@@ -96,7 +96,7 @@ def cells(stem):
 def test_the_floor_ratio_is_printed_once_from_the_table():
     """10 printed 6.28x (÷ the rounded 0.220 ms) beside the table's 6.29; 11 3.13x beside 3.138:
     the budget sentence is read without its floor clause, the tables' ratio printed instead."""
-    for stem, call in [("10_cuda_graph_step", "budget.sentence(b.assign(floor_ms=math.nan), GRAPH, EAGER)"),
+    for stem, call in [("10_cuda_graph_step", "budget.sentence(b.assign(floor_ms=math.nan), GRAPH, EAGER,"),  # round 37: why=
                        ("11_toward_the_floor",
                         'budget.sentence(b.assign(floor_ms=float("nan")), TRITON, EARLIER)')]:
         code = "\n".join("".join(c["source"]) for c in cells(stem) if c["cell_type"] == "code")

@@ -47,8 +47,9 @@ def test_10s_one_line_gives_the_rounds_ratio_and_the_decode_step_alone():
     one = next(c for c in code if 'print("In one line: "' in c)
     assert "floor.rounds_ratio(table, best, EAGER, judge, seq_len=n, apart=True)" in one  # round 29
     assert "by the table's" not in one  # round 28: no repeat of the lines above it
-    answer = next(c for c in code if "alone = ms[best] - eager_prompt[0] / n" in c)
-    assert "the decode step alone, less the prompt's share" in answer
+    # round 37: the answer line is floor.graph_answer_line, each ratio beside its time
+    answer = next(c for c in code if "floor.graph_answer_line(b, best, eager_prompt, n" in c)
+    assert "alone" not in answer
     prose = "\n".join(code)
     assert "hundreds of kernel" not in prose and "transformers' own, run eagerly" not in prose
 

@@ -34,7 +34,8 @@ def test_10s_per_launch_bound_keeps_its_numbers_once_shorter(name, eager):
 
 def test_10s_one_line_gives_the_answer_without_the_ms_printed_above_it():
     one = next(c for c in code("10_cuda_graph_step") if 'print("In one line: "' in c)
-    assert "floor.rounds_ratio(table, best, EAGER" in one and "floor_ratio" in one
+    # round 37: the floor as the GPU's own work's multiple (gpu_floor_clause), not the step's
+    assert "floor.rounds_ratio(table, best, EAGER" in one and "floor.gpu_floor_clause(b, best)" in one
     assert "ms per step" not in one  # printed by What it means' first line and the budget
 
 

@@ -29,7 +29,7 @@ def text(stem, kind):
 def test_10s_what_it_means_prints_the_answer_the_ratios_and_the_launch_verdict_only():
     """(1) The worst remark: a PDL bound 10 never teaches and a medians note crowded the answer."""
     code = next("".join(c["source"]) for c in cells("10_cuda_graph_step")
-                if "alone = ms[best] - eager_prompt[0] / n" in "".join(c["source"]))
+                if "floor.graph_answer_line(b, best, eager_prompt" in "".join(c["source"]))
     for cut in ("gpu_gap_line", "launch_pace_line", "rounds_note"):
         assert cut not in code, cut
     assert "floor.rounds_ratio(table, new, old" in code and "floor.per_launch_line(" in code

@@ -52,7 +52,8 @@ def test_10_names_its_class_and_why_launch_takes_prompt_len():
     it, and the profiler's replays pass it; so it stays, and the prose says what it is for."""
     flat = " ".join(" ".join(cells("10_cuda_graph_step")).split())
     assert "`GraphDecoder` is the class this lesson builds" in flat and "is the lesson." not in flat
-    assert "(`prompt_len`: for notebook 11's subclass)" in flat
+    # round 37: the reader saw both arguments ignored; the prose now says so
+    assert "(ignoring its arguments, which notebook 11's subclass reads)" in flat
     assert "prompt_len" in inspect.getsource(graphs.BucketedGraphDecoder.launch).split('"""')[-1]
     assert list(inspect.signature(graphs.GraphDecoder.launch).parameters) == ["self", "launch", "prompt_len"]
 

@@ -110,6 +110,81 @@ def peer_idle_line(budget_frame, method: str) -> str:
     return text + f": {budget.pace(share, why=False)}."
 
 
+GRAPH_IDLE_WHY = ("the eager prompt's forward, sized on the next line, and gaps between "
+                  "kernels or launches, which this lesson does not measure")
+# 10's budget sentence for its graph (round 37: the markdown said "the eager prompt's forward and
+# most likely gaps between the graph's kernels", budget.IDLE_WHY printed "the host issues the
+# decode steps and the prompt's forward": two accounts of the same idle time)
+
+
+def empty_slots_ms(config, batch_size, prompt_len, new_tokens, bandwidth) -> float:
+    """What 10's ``decode_step`` reads beyond the floor, per step on average, in ms at the copy
+    ``bandwidth`` (bytes/s): it attends over every slot of the cache (``prompt_len`` +
+    ``new_tokens``), filled or not, where the floor counts the filled positions only. NaN
+    without a bandwidth (no GPU)."""
+    slots = 2 * config.n_layer * batch_size * (prompt_len + new_tokens) * config.n_embd * 4
+    extra = slots - kv_bytes_per_step(config, batch_size, prompt_len, new_tokens)
+    return 1e3 * extra / bandwidth if bandwidth > 0 else math.nan
+
+
+def graph_answer_line(budget_frame, method: str, eager, new_tokens: int, batch_size: int) -> str:
+    """10's answer (``budget_frame``: ``budget.per_step`` with the floor), each floor ratio beside
+    the time it divides (round 37: "1.314 ms per step (... about 1.213 ms), 8.42x the floor" read
+    as 1.213's ratio): the step's time and its ratio (the table's ÷ floor), then, less the eager
+    prompt's share (``eager``: ``prefill_cost``), the decode step alone and its ratio (a division
+    of the printed values). Without a floor (no GPU): the time only."""
+    row = budget_frame.set_index("method").loc[method]
+    wall, floor = row["wall_ms"], row["floor_ms"]
+    text = f"{new_tokens} tokens, batch {batch_size}: '{method}' takes {wall:.3f} ms per step"
+    if not (math.isfinite(floor) and floor > 0):
+        return text + " (no floor without a GPU)."
+    low = round(floor, 3)
+    text += f", {wall / floor:.2f}x the floor of {low:.3f} ms"
+    if math.isfinite(eager[0]) and new_tokens > 0:
+        alone = round(wall - eager[0] / new_tokens, 3)
+        text += (f"; less the eager prompt's share, the decode step alone takes about "
+                 f"{alone:.3f} ms, {alone / low:.2f}x the floor")
+    return text + "."
+
+
+def gpu_floor_line(budget_frame, method: str, empty_ms: float = math.nan) -> str:
+    """The second half of 10's question, how far from the floor, once the host is out of the
+    way (round 37: the lesson never said it): the GPU's own work per step as the figure draws it
+    and its multiple of the floor (printed values divided), what reading the empty cache slots
+    costs of it (``empty_slots_ms``), the GPU's idle share as the budget sentence prints it, who
+    sets the pace, and, where the GPU does, that the rest is in the kernels, notebook 11's
+    subject. Empty without GPU numbers."""
+    from . import budget  # budget imports this module
+    row = budget_frame.set_index("method").loc[method]
+    if not (math.isfinite(row["gpu_ms"]) and math.isfinite(row["floor_ms"]) and row["floor_ms"] > 0):
+        return ""
+    gpu, share = round(row["gpu_ms"], 2), budget.printed_share(row)
+    text = (f"The GPU's own work: {gpu:.2f} ms per step, "
+            f"{gpu / round(row['floor_ms'], 3):.2f}x the floor")
+    if math.isfinite(empty_ms):
+        text += (f" (reading the empty cache slots too costs about {budget.ms_or_us(empty_ms)} of "
+                 "it at the copy bandwidth)")
+    text += f"; the GPU idles {share:.0f}% of the step, so {budget.pace(share, why=False)}"
+    if round(share) <= budget.GPU_PACE_PCT:
+        text += (": with the host out of the way, what separates the step from the floor is its "
+                 "kernels, which notebook 11 rebuilds")
+    return text + "."
+
+
+def gpu_floor_clause(budget_frame, method: str) -> str:
+    """10's closing line on the floor: the GPU's own work as a multiple of it (as
+    ``graph_answer_line`` prints it), and that notebook 11 goes after the kernels where the GPU
+    sets the pace; empty without GPU numbers."""
+    from . import budget  # budget imports this module
+    row = budget_frame.set_index("method").loc[method]
+    if not (math.isfinite(row["gpu_ms"]) and math.isfinite(row["floor_ms"]) and row["floor_ms"] > 0):
+        return ""
+    text = f"; its GPU work is {round(row['gpu_ms'], 2) / round(row['floor_ms'], 3):.2f}x the floor"
+    if round(budget.printed_share(row)) <= budget.GPU_PACE_PCT:
+        text += ", and notebook 11 goes after the kernels"
+    return text
+
+
 def prefill_cost(decoder, input_ids, device, repeats) -> tuple:
     """(wall clock, GPU work) in ms of ``decoder``'s prompt forward alone, which every run pays
     once before its first step: the median of ``repeats`` timed runs and one profiled run (GPU
@@ -650,12 +725,15 @@ def rungs_scope_line(inductor_reference: bool, bf16: bool) -> str:
     return text  # round 34: what rung 2 does is said once, in the intro
 
 
-def ladder_line(table, rungs, judge: bool, **where) -> str:
+def ladder_line(table, rungs, judge: bool, tenth_ms: float = math.nan, **where) -> str:
     """11's closing line, from its own first rung: rung 1's time per step and its floor ratio,
     the last rung's time and floor ratio, and what the ladder gained (``stats.short`` of the
     rounds' ratio, last rung against rung 1) (round 22: the line had
-    credited one rung with a drop measured from notebook 10's step, two rungs before). Without
-    ``judge`` (a smoke run) no timing is read."""
+    credited one rung with a drop measured from notebook 10's step, two rungs before); then,
+    where ``tenth_ms`` (notebook 10's step, ``this_run_ms``) is known, the last rung against it,
+    as ``against_tenth`` divides the two tables' medians (round 37: the line gave only the gain
+    from rung 1, a start slower than where notebook 10 ended). Without ``judge`` (a smoke run)
+    no timing is read."""
     if not judge:
         return "every float32 rung checked gives the naive loop's tokens (smoke run)."
     rows = table.set_index("method")
@@ -671,8 +749,13 @@ def ladder_line(table, rungs, judge: bool, **where) -> str:
     # range, and the medians' ratio where it differs (a bare 3.73x beside 1.569 and 0.448 ms,
     # whose ratio is 3.50, read as an error)
     medians = rows.loc[rungs[0], "per_step_ms"] / rows.loc[rungs[-1], "per_step_ms"]
-    return (f"\u201c{rungs[0]}\u201d takes {at(rungs[0])}; {_rung(rungs[-1])} takes "
-            f"{at(rungs[-1])}; against rung 1: {stats.plain(ratio, medians=medians)}.")
+    text = (f"\u201c{rungs[0]}\u201d takes {at(rungs[0])}; {_rung(rungs[-1])} takes "
+            f"{at(rungs[-1])}; against rung 1: {stats.plain(ratio, medians=medians)}")
+    if math.isfinite(tenth_ms) and tenth_ms > 0:
+        last = round(rows.loc[rungs[-1], "per_step_ms"], 3)
+        text += (f"; against notebook 10's step ({round(tenth_ms, 3):.3f} ms): "
+                 f"{_as_said(round(tenth_ms, 3) / last)} (the two tables' medians)")
+    return text + "."
 
 
 def largest_after_line(table, rungs, after: str, host, judge: bool, **where) -> str:

@@ -394,15 +394,17 @@ def gemm_rows(table: pd.DataFrame, model, batch_size, names=None) -> pd.DataFram
 
 def bf16_bytes_line(bf16_ms, float32_ms) -> str:
     """The bf16 rung's time per step against the float32 rung's: half the bytes, and how much
-    of the time went with them (a step bound by its bytes would take about half as long). The
-    share divides the printed times (round 35: 0.331 / 0.451 printed as 74%, which they give as 73%)."""
+    faster the step got for them (a step bound by its bytes would be about twice as fast). The
+    ratio divides the printed times (round 35: 0.331 / 0.451 printed as 74%, which they give as
+    73%); round 37: a ratio, not a share, since the line above prints the tokens' agreement as
+    a percentage too (two unrelated 74%s), and no second "timed in different rounds"."""
     ratio = round(bf16_ms, 3) / round(float32_ms, 3)
     how = ("so bytes are not what bounds this step" if ratio > 0.75 else
-           "so bytes bound only part of it" if ratio > 0.6 else "as this one nearly does: bytes "
+           "so bytes bound only part of it" if ratio > 0.6 else "as this one nearly is: bytes "
            "bound much of it")
-    return (f"Half the bytes took the step from {float32_ms:.3f} ms (float32) to {bf16_ms:.3f} ms, "
-            f"{ratio:.0%} of its time (timed in different rounds); a step bound by its bytes "
-            f"would take about half as long, {how}.")
+    moved = f"{1 / ratio:.2f}x faster" if ratio <= 1 else f"{ratio:.2f}x slower"
+    return (f"Half the bytes made the step {moved}, from {float32_ms:.3f} ms (float32) to "
+            f"{bf16_ms:.3f} ms; a step bound by its bytes would be about twice as fast, {how}.")
 
 
 def bf16_rung(build, model, model16, input_ids, new_tokens, params, name="bf16") -> dict:
