@@ -72,7 +72,7 @@ def test_02_pace_lines_state_numbers_only(name):
     text = "\n".join(lines)
     assert "took longer per step" not in text and "say more about the host" not in text
     assert "Divided, these give gains" not in text
-    assert len(lines) in (3, 4), lines
+    assert len(lines) in (3, 4, 5), lines  # round 37: the host line
 
 
 def test_02_the_medians_gain_is_reconciled_once_where_the_figure_is_read():

@@ -55,7 +55,7 @@ def test_03_reviewed_run_reads_as_the_review_asked():
     assert expandable.buys_line(mem, {}, 399, OLD, NEW, 400) == (
         "What expandable_segments:True bought on this loop at 400 tokens, in memory the run added "
         "to the reserve it started from (the table's `added by the run`): 1302 MiB against 8958 "
-        "MiB (7656 MiB less, 85% less), for a peak allocated of 1585 MiB against 1586 MiB.")
+        "MiB (7656 MiB less), for a peak allocated of 1585 MiB against 1586 MiB.")
     assert expandable.answer_line(mem, OLD, NEW, 400) == (
         "In one line: at 400 tokens the same loop added 1302 MiB to the allocator's reserve with "
         "expandable_segments:True, 15% of the 8958 MiB it added with default.")
@@ -74,7 +74,7 @@ def test_03_notebook_answer_figures_and_caveat():
     text = "\n".join(src)
     # round 32: the intro names the answer's measure (`added by the run`), not cell 9
     assert "**adds** to the reserve (`added by the run`)." in text  # round 33: `unused %`'s
-    assert "what the process held before the prefill: the answer. Its `unused %`" in text  # caveat by the table
+    assert "less what the process held before the prefill) answers the question" in text  # round 37
     assert "the one to compare." not in text
     assert "mem = lesson.memory(table, history).loc[point]" in text
     assert "lesson.cache_line(table, history, old, new, skip=point)" in text
@@ -139,7 +139,7 @@ def test_02_growth_verdict_is_its_own_ratio_and_the_prose_says_so():
     assert stats.verdict(stats.row_growth(t, "kv_cache", "naive", 30, 120)) == stats.FASTER
     assert "over the whole range it grew" in growth.growth_line(t, "kv_cache", "naive", True)
     text = "\n".join(cells("notebooks/02_kv_cache.ipynb"))
-    assert "is answered from the later gain ÷ the earlier, round by\nround, not from whether the ranges above overlap: the answer reads each step up in length" in text  # round 35
+    assert "read round by round, the later gain ÷ the earlier\n(a range that holds 1: no clear change), not from whether the ranges above overlap" in text  # round 37
     assert "can still grow with the length" not in text  # the hedge, cut for the sentence above
     # 02 (4): the takeaway keeps the float32 qualifier
     assert "the tokens are exactly the naive loop's (in float32)." in text

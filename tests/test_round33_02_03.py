@@ -76,14 +76,14 @@ def test_02_why_line_in_plain_clauses(path):
 def test_02_prose_promises_only_the_printed_ratio():
     text = "\n".join(markdown("02_kv_cache.ipynb"))
     assert "each from its\nown ratio" not in text
-    assert "prints that ratio from the first length to the last" in text
+    assert "the later gain ÷ the earlier" in text  # round 37: the method in one sentence
 
 
 def test_03_caveat_by_the_table_and_summary_agrees_with_the_body():
     cells = markdown("03_expandable_segments.ipynb")
     assert "unused %" not in cells[0]
     measure = next(c for c in cells if c.startswith("## Measure"))
-    assert "`unused %`, 1 − peak allocated ÷ peak\nreserved, also counts free space" in measure
+    assert "`unused %` (1 − peak allocated ÷ peak reserved) also count free space" in measure
     summary = next(c for c in cells if "A cache that grows by one position" in c)
     assert "it can still run out of memory" not in summary
     assert "on this loop the default allocator then frees" in summary
