@@ -36,8 +36,8 @@ def test_medians_line_divides_the_eager_run_by_the_compiled(path):
     line = c05.medians_line(t, methods, point, True)
     if not line:
         return
-    assert "each divides the eager loop's middle run by that loop's" in line
-    assert "each divides one loop's middle run by the eager loop's" not in line
+    # round 37: the line gives the medians only (the markdown says once why they can differ);
+    # each is still the eager loop's middle run over the compiled loop's, checked below
     eager = stats.method_trials(t, c05.EAGER, seq_len=point)
     for m in methods[1:]:
         compiled = stats.method_trials(t, m, seq_len=point)
@@ -48,7 +48,7 @@ def test_medians_line_divides_the_eager_run_by_the_compiled(path):
 def test_the_run_the_review_read():
     t = pd.read_csv(DATA / "05_torch_compile-2518203-workshop.csv")
     line = c05.medians_line(t, list(dict.fromkeys(t["method"])), 50, True)
-    assert "reduce-overhead 6.29x: each divides the eager loop's middle run by that loop's" in line
+    assert line == "The table's medians give reduce-overhead 6.29x."  # 519.8 / 82.6
 
 
 def test_prose_refers_only_to_what_the_preset_prints():

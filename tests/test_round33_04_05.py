@@ -51,10 +51,9 @@ def test_04_figure_line_says_where_the_bars_fall_outside_the_range(path):
     assert ("They give" in line or "The bars, each loop's median run, give" in line) == (
         outside is not None), line
     if outside:
-        assert f"give {outside}" in line and ("the note under What it means" in line
-                                              or "the note there says which to go by" in line)
-        # the note it points to is printed
-        assert c04.medians_note(table, lens, True).startswith("Where a line adds the table's medians")
+        # round 37: no pointer forward; why the bars differ is said once, above the plot
+        assert f"give {outside}" in line and "What it means says" not in line
+        assert "different rounds" not in line
     assert c04.drawn_line(table, lens, point, False).count(".") == 1  # a smoke run: no note
 
 
@@ -63,8 +62,7 @@ def test_04_published_figure_line():
     assert c04.drawn_line(table, lens, 100, True) == (
         "The figure draws 100 tokens, the length where the rounds tell the caches apart most "
         "clearly: the static cache 1.14\u20131.48x slower, a range from the rounds; the bars are "
-        "each loop's median run. They give 1.49x, outside that range: the two medians can come "
-        "from different rounds, and the note under What it means says which to go by.")
+        "each loop's median run. They give 1.49x, outside that range.")  # round 37: no pointer
 
 
 @pytest.mark.parametrize("path", TABLES04, ids=lambda p: p.stem)
@@ -125,7 +123,9 @@ def test_05_baseline_line_says_what_the_move_means(path):
     table, lens, methods = _t05(path)
     for earlier in (13.22, 6.5, 20.0):
         line = c05.baseline_line(table, max(lens), methods, earlier)
-        if c05.against_04(table, max(lens), methods, earlier) is None:
+        low, high = (c05._ms_per_step(table, c05.EAGER, max(lens), c) for c in ("min_s", "max_s"))
+        if c05.against_04(table, max(lens), methods, earlier) is None or low <= earlier <= high:
+            # round 37: within this lesson's own eager runs the two baselines are not told apart
             assert "depends on the host" not in line
             continue
         # round 35: "unaffected" was wrong: compiling removes host time (tests/test_round35_04_05.py)

@@ -195,6 +195,8 @@ def _medians_time(table, took, n, low=None, high=None, digits=2) -> str:
     outside = low is not None and not round(low, digits) <= round(1 / medians, digits) <= round(high, digits)
     if not (stats.medians_apart(medians, 1 / took) or outside):
         return ""
+    if f"{medians:.2f}" == "1.00":  # round 37: 0.997 printed "1.00x faster", a direction it lacks
+        return "; the table's medians: about the same"
     return "; the table's medians: " + (f"{1 / medians:.2f}x {stats.SLOWER}" if medians < 1
                                         else f"{medians:.2f}x {stats.FASTER}")
 
@@ -227,10 +229,18 @@ def _told_apart(table, n):
 
 
 def memory_line(table, model, seq_len) -> str:
-    """The two loops' allocated peak above the weights at one length, in whole MiB, read as one
-    conclusion: about the same (within ``SAME_MEMORY``) or the static cache's smaller or larger
-    by so much. Allocated memory counts no fragments (those show in the memory reserved,
-    notebook 03's measure), and the line says so. On a CPU run (no peak) a short note."""
+    """The two loops' memory at one length, in whole MiB, each read as one conclusion (about the
+    same within ``SAME_MEMORY``, else the static cache's smaller or larger by so much):
+
+    - allocated: each loop run alone (``own_peak_bytes``), its peak above what was allocated
+      before, so its cache and temporaries only;
+    - reserved but held by no tensor: a timed run's peak reserved minus its peak allocated, the
+      fragments the article's static cache is meant to avoid (round 37: the line sent the reader
+      to notebook 03 while this table held them). A timed run's peaks each count every live
+      tensor, the weights and, in the dynamic loop's, the static cache kept for the other loop's
+      trials (round 37: 2444 against 1569 MiB read as the loops' own); their difference does not.
+
+    On a CPU run (no peak) a short note."""
     rows = table[(table["seq_len"] == seq_len) & table["method"].isin(EAGER)].set_index("method")
     rows = rows.dropna(subset=["own_peak_bytes"])
     if not {DYNAMIC, STATIC} <= set(rows.index):
@@ -238,12 +248,25 @@ def memory_line(table, model, seq_len) -> str:
     s, d = (int(f"{rows.at[m, 'own_peak_bytes'] / 2**20:.0f}") for m in (STATIC, DYNAMIC))
     if d <= 0:
         return f"Memory at {seq_len} tokens: no allocated peak on a CPU run."
-    how = ("about the same" if abs(s / d - 1) <= SAME_MEMORY
-           else f"{abs(s - d)} MiB {'smaller' if s < d else 'larger'} with the static cache")
-    return (f"Memory at {seq_len} tokens, one run's allocated peak above the weights (its cache "
-            f"included): {d} MiB with the dynamic cache, {s} MiB with the static one: {how}. "
-            "Allocated memory cannot show fragmentation, the article's reason for the static "
-            "cache: that would show in the memory reserved, which notebook 03 compares.")
+    line = (f"Memory at {seq_len} tokens, each loop's peak allocated, run alone (its cache and "
+            f"temporaries): {d} MiB with the dynamic cache, {s} MiB with the static one: "
+            f"{_memory_said(s, d)}.")
+    unused = rows["peak_reserved_bytes"] - rows["peak_allocated_bytes"]
+    if unused.isna().any() or unused[DYNAMIC] <= 0:
+        return line
+    us, ud = (int(f"{unused[m] / 2**20:.0f}") for m in (STATIC, DYNAMIC))
+    line += (f" Reserved by the allocator but held by no tensor (a timed run's peak reserved "
+             f"minus its peak allocated): {ud} MiB with the dynamic cache, {us} MiB with the "
+             f"static one: {_memory_said(us, ud)}")
+    shows = us < ud and abs(us / ud - 1) > SAME_MEMORY
+    return line + (". Less fragmentation is the article's reason for the static cache; this run "
+                   + ("shows it." if shows else f"does not show it at {seq_len} tokens."))
+
+
+def _memory_said(s, d) -> str:
+    """The static cache's MiB against the dynamic cache's, in words."""
+    return ("about the same" if abs(s / d - 1) <= SAME_MEMORY
+            else f"{abs(s - d)} MiB {'smaller' if s < d else 'larger'} with the static cache")
 
 
 SAME_MEMORY = 0.05  # peaks within 5% read "about the same"
@@ -307,6 +330,21 @@ def _table_gap(table, n) -> float:
     return float(idle[STATIC] - idle[DYNAMIC])
 
 
+def _gaps(table, seq_lens, point=None) -> dict:
+    """{length: the GPU's idle time per step, static minus dynamic, in ms} at each length the
+    rounds tell the caches apart, as ``ops_line`` prints them; empty on a CPU run."""
+    ratios = {n: r for n, r in host_ratios(table, seq_lens).items()
+              if _told_apart(table, n) is not None}
+    if not ratios:
+        return {}
+    at = point if point in ratios else list(ratios)[-1]
+    # round 33: at the figure's length the gap of the idle times the budget sentence prints; at
+    # the others, as a reader redoes it from the table above (1.44 ms, where rounding each step's
+    # idle first gave 1.43)
+    return {n: round(r[0] - r[1] if n == at else _table_gap(table, n), 2) + 0.0
+            for n, r in ratios.items()}
+
+
 def ops_line(table, seq_lens, inputs=None, point=None) -> str:
     """The gap in the GPU's idle time per step (static minus dynamic, as the budget sentence's
     idle times) at each length the rounds tell the caches apart: at ``point`` (the figure's
@@ -314,20 +352,38 @@ def ops_line(table, seq_lens, inputs=None, point=None) -> str:
     Round 36: a length the rounds cannot tell apart is left out, as its gap is only the medians'
     reading (2f157b6 printed -3.09 ms at 400 tokens beside "can't tell apart"). ``inputs`` is
     accepted and unused. Empty on a CPU run and where the rounds tell no length apart."""
-    ratios = {n: r for n, r in host_ratios(table, seq_lens).items()
-              if _told_apart(table, n) is not None}
-    if not ratios:
+    gaps = _gaps(table, seq_lens, point)
+    if not gaps:
         return ""
-    lens = list(ratios)
-    at = point if point in ratios else lens[-1]
-    # round 33: at the figure's length the gap of the idle times the budget sentence prints; at
-    # the others, as a reader redoes it from the table above (1.44 ms, where rounding each step's
-    # idle first gave 1.43)
-    gaps = [round(r[0] - r[1] if n == at else _table_gap(table, n), 2) + 0.0
-            for n, r in ratios.items()]
     return (f"The GPU's idle time per step, static minus dynamic: "
-            f"{stats.listed([f'{g:+.2f}' for g in gaps])} ms at "
-            f"{stats.listed([str(n) for n in lens])} tokens.")
+            f"{stats.listed([f'{g:+.2f}' for g in gaps.values()])} ms at "
+            f"{stats.listed([str(n) for n in gaps])} tokens.")
+
+
+GAP_CHANGES = 1.5  # idle gaps this many times apart across lengths: not a fixed cost per step
+
+
+def growth_line(table, seq_lens, inputs=None, point=None) -> str:
+    """Round 37: the extra operations per step were the lesson's reason for the host's gap, but
+    their count does not grow with the cache's length, while the gap grew (+1.35 ms at 200
+    tokens, +3.94 at 400). Where ``ops_line``'s gaps share a sign and grow (or shrink) with length,
+    the largest ``GAP_CHANGES`` times the smallest or more, a sentence saying that the count cannot
+    explain it (with the two counts of ``inputs``, ``attention_inputs``'s table, where given) and
+    that this lesson does not measure why; else empty (a gap that rises and falls may be noise)."""
+    gaps = list(_gaps(table, seq_lens, point).values())
+    sizes = [abs(g) for g in gaps]
+    if len(sizes) < 2 or len({g > 0 for g in gaps}) > 1 or not min(sizes) > 0 \
+            or max(sizes) / min(sizes) < GAP_CHANGES \
+            or sizes not in (sorted(sizes), sorted(sizes)[::-1]):
+        return ""
+    way = "grows" if sizes == sorted(sizes) else "shrinks"
+    counted = ""
+    if inputs is not None and "ops per step" in inputs:
+        ops = inputs["ops per step"]
+        counted = f" ({int(ops[STATIC])} against {int(ops[DYNAMIC])} per step)"
+    return (f"The extra operations counted above{counted} do not {way[:-1]} with the cache's "
+            f"length, so they cannot explain a gap that {way} with it; this lesson does not "
+            f"measure why the gap {way}.")
 
 
 def drawn_length(table, seq_lens, judge: bool, inputs=None) -> int:
@@ -366,8 +422,8 @@ def drawn_line(table, seq_lens, point, judge: bool, inputs=None) -> str:
 def _bars_note(table, point, ratio, quoted=True) -> str:
     """Round 33: the bars (each loop's median run) gave 1.49x beside "1.14\u20131.48x slower": where
     the bars' ratio, in the range's direction and digits, prints outside the range just quoted,
-    a sentence saying so and pointing to the medians note (which ``eager_verdict`` then prints:
-    the same medians, the same test); else empty. ``quoted`` False: the line quotes no range (one
+    a sentence saying so (round 37: why the medians differ is said once, in the markdown above
+    the plot); else empty. ``quoted`` False: the line quotes no range (one
     length), so the sentence names the verdict's and the direction. ``ratio``: ``_told_apart``'s
     at ``point``, which the caller has."""
     walls = {m: wall for (_, m), (wall, _) in _per_step(table, [point]).items()}
@@ -382,10 +438,9 @@ def _bars_note(table, point, ratio, quoted=True) -> str:
     if not quoted:
         return (f" The bars, each loop's median run, give {bars:.{digits}f}x "
                 f"{stats.SLOWER if slower else stats.FASTER}, outside the range of the verdict "
-                "under What it means: the two medians can come from different rounds, and the note "
-                "there says which to go by.")
-    return (f" They give {bars:.{digits}f}x, outside that range: the two medians can come from "
-            "different rounds, and the note under What it means says which to go by.")
+                "under What it means.")
+    # round 37: why the two differ is said once, above the plot
+    return f" They give {bars:.{digits}f}x, outside that range."
 
 
 def _slowest_note(table, seq_lens, point) -> str:
@@ -423,6 +478,22 @@ def plot_runs_range(ax, table, seq_len, methods=EAGER):
     ax.legend(loc="lower left", bbox_to_anchor=(0, 1.0), ncol=2, fontsize=8, borderaxespad=0.2,
               handlelength=1.2, columnspacing=1.0)
     return ax
+
+
+def budget_line(sentence, steps) -> str:
+    """``budget.sentence``'s reading of the static cache against the dynamic one as this lesson
+    prints it: a change in the GPU's work under 1.2x said in percent (round 37: 2.38 -> 2.24 ms
+    printed "fell 1.1x", which reads larger than 6%). On a CPU run (``sentence`` empty) a note."""
+    if not sentence:
+        return f"{STATIC} against {DYNAMIC}: no GPU time on a CPU run."
+    gpu = steps.set_index("method")["gpu_ms"]
+    before, after = round(float(gpu[DYNAMIC]), 2), round(float(gpu[STATIC]), 2)
+    said = f"the GPU's work {budget._moved(gpu[DYNAMIC], gpu[STATIC])} "
+    if not min(before, after) > 0 or said.split()[3] not in ("fell", "rose") \
+            or max(before, after) / min(before, after) >= 1.2:
+        return sentence
+    return sentence.replace(said, f"the GPU's work {said.split()[3]} "
+                                  f"{abs(after / before - 1):.0%} ", 1)
 
 
 def _times(steps, point) -> str:
@@ -492,11 +563,11 @@ def article_clause(words) -> str:
 
 def medians_note(table, seq_lens, judge: bool) -> str:
     """Round 29: "1.18x slower (1.14–1.24; the table's medians: 1.26x)" left the reader unsure
-    which to believe. Where a verdict line (``eager_verdict``) adds the table's medians, two
-    sentences after the verdicts: go by the verdict, as each round runs the two loops back to back
-    (notebook 00) while the medians can come from different rounds; runs vary, the widest spread
-    of one loop's runs among those lengths named once (round 34: a list of rounds per length was
-    more than the reader needs). Empty where no line adds them, and in a smoke run."""
+    which to believe. Where a verdict line (``eager_verdict``) adds the table's medians, one
+    sentence after the verdicts: runs vary, the widest spread of one loop's runs among those
+    lengths named once (round 34: a list of rounds per length was more than the reader needs;
+    round 37: which ratio to go by, and why, is the markdown's, said once above the plot).
+    Empty where no line adds them, and in a smoke run."""
     if not judge:
         return ""
     told = [n for n in seq_lens if "the table's medians" in eager_verdict(table, n, judge)
@@ -505,9 +576,7 @@ def medians_note(table, seq_lens, judge: bool) -> str:
         return ""
     runs = {(n, m): stats.method_trials(table, m, seq_len=n) for n in told for m in (DYNAMIC, STATIC)}
     n, wide = max(runs, key=lambda k: max(runs[k]) / min(runs[k]))
-    return ("Where a line adds the table's medians, go by its verdict: each round runs the two "
-            "loops back to back (notebook 00), while the two medians can come from different "
-            f"rounds. Runs vary from round to round: at {n} tokens the {wide} cache's "
+    return (f"Runs vary from round to round: at {n} tokens the {wide} cache's "
             f"runs took {1e3 * min(runs[n, wide]):.0f} to {1e3 * max(runs[n, wide]):.0f} ms.")
 
 
