@@ -66,9 +66,9 @@ def test_07_where_line_reads_the_table(run):
 def test_07_published_run_says_where_it_pays():
     t = table("07_stream_interleaving", "published")
     summary = late_check.summary(t)
-    assert late_check.where_line(t, summary) == (  # round 35: the speedups first
-        "Where it pays: two streams gain most over the per-step sync at batch 32 (1.36x faster); "
-        "batch 1's (1.34x faster) and batch 128's (1.28x faster) can't be told apart from it. "
+    assert late_check.where_line(t, summary) == (  # round 37: the speedups in the claim's line
+        "Where it pays: two streams gain most over the per-step sync at batch 32; "
+        "batch 1's and batch 128's can't be told apart from it. "
         "The check takes the largest share of the step at batch 1 "
         "(619 µs, 66% of the 0.94 ms step without it), so a late read could gain most there, but "
         "the late loops win back least of it there.")

@@ -86,8 +86,8 @@ def test_07_profile_line_names_the_share_and_the_timed_left_over(run):
         part = t[(t["regime"] == "compiled") & (t["batch_size"] == b)]
         timed = 1e3 * part.set_index("method")["ms_per_step"]
         line = late_check.profile_line(gaps, timed)
-        assert "(two streams, under 1% of it)" in line  # round 36: the 960 µs said once
-        assert "0% of it" not in line
+        assert "960 µs with the per-step sync, 4 µs with two streams" in line  # round 37: µs only
+        assert "% of it" not in line and line.count("960 µs") == 1
         left = [1e3 * (round(timed[n] / 1e3, 3) - round(timed["no_check"] / 1e3, 3))
                 for n in ("interleaved", "event")]
         assert ("still run" in line) == (min(left) > 4.0)

@@ -75,7 +75,8 @@ def test_07_closing_line_holds_what_the_summary_promises(run):
         assert re.search(r"largest share of the step at batch \d+ \(\d+ µs, \d+% of the [\d.]+ ms "
                          r"step without it\)", where), where
         assert re.match(r"Where it pays: two streams gain most over the per-step sync at batch "
-                        r"\d+ \(", where), where  # round 35: the speedups first
+                        r"\d+; ", where), where  # round 37: the speedups in the claim's line only
+        assert not re.search(r"\dx faster", where)
         return
     line = late_check.shares_line(summary, batch)
     if not line:  # no CUDA-graph step at the preset's batch (an eager-only run)

@@ -58,17 +58,6 @@ def test_06_summary_prints_a_number_in_every_preset(run):
     assert "print(eos_sync.summary_line(step_budget, unclear, judge, int(lengths.max())" in text
 
 
-@pytest.mark.parametrize("run", RUNS06)
-def test_06_pace_verdicts_agree_or_say_why(run):
-    """(2) Where the timeline's "the host sets the pace" differs from the timed pace, it says why."""
-    cost, steps, unclear, view, fig, _ = lines06(run)
-    tl = eos_sync.timeline_line(pd.read_csv(DATA / f"06_eos_sync_gaps-{run}.csv"), 1, 3, view)
-    timed = re.search(r"idles \d+% of this step: (.*?) \(", fig).group(1)
-    if "host sets the pace in both panels" in tl and timed != "the host sets the pace":
-        assert f"(timed, {timed}: the profiler slows the host)" in tl
-    assert "eos_sync.timeline_line(gap_table, 1, P.timeline_steps, view)" in source("06_eos_sync")
-
-
 def test_06_simple_model_wording():
     text = source("06_eos_sync")
     assert "idles through\n  all of that work" not in text and "all of that work" not in text

@@ -11,14 +11,15 @@ from tests.test_round28_06_07 import RUNS06, gap_line06
 
 @pytest.mark.parametrize("run", RUNS06)
 def test_06_profiler_line_says_one_point(run):
-    """(1) Two sentences: the gap after the wait, and that its size is not the cost."""
+    """(1) The gap after the wait; round 37: then, at most, why it differs from the timed cost."""
     line, steps, gaps = gap_line06(run)
-    assert line.count(". ") == 1 and "slowed" not in line and "queues ahead" not in line
+    assert line.count(". ") <= 1 and "slowed" not in line and "queues ahead" not in line
     assert (f"idles {gaps.at[eos_sync.CHECK, 'gap_before_us']:.0f} µs before each step with the "
             "check, after the CPU's wait") in line
-    assert "That gap shows where the check's cost lies, not its size: " in line
-    if run == "94d1a85":  # round 36: the timed µs said once, under the figure
-        assert line.endswith("the timed runs give that, under the figure.")
+    assert "not its size" not in line
+    if run == "94d1a85":
+        assert line.endswith("(1949 µs against 1565 µs timed), and after the check the GPU waits "
+                             "for the host.")
 
 
 @pytest.mark.parametrize("run", RUNS06)

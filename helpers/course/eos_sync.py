@@ -360,22 +360,42 @@ QUEUED_AHEAD_US = 50  # a median GPU gap below this without the check: the CPU q
 
 def gap_line(gaps: pd.DataFrame, step_budget: pd.DataFrame = None, unclear=()) -> str:
     """The profiled CUDA-graph steps in words (``gaps``: a row per loop, medians of
-    ``gap_before_us``): the GPU's idle before a step with the check, after the CPU's wait, and
-    without it; then that this gap shows where the check's cost lies, not its size, which the
-    timed runs give under the figure (round 36: not repeated here), or that the rounds left it
-    unresolved (``unclear``). Round 32: five sentences cut to that one point."""
+    ``gap_before_us``, ``cpu_us`` and, where known, ``idle_inside_us``): the GPU's idle before a
+    step with the check, after the CPU's wait, and without it. Then (round 37) why the gap the
+    check adds differs from its timed cost (``step_budget``): the profiled host step with the
+    check against the timed one, said only where the two differ the same way (after the check
+    the GPU waits for the host, so a slower host widens the gap), and not where the two are about
+    the same (``budget.about_same``); or that the rounds left the
+    cost unresolved (``unclear``). Last, where the CPU queued ahead without the check (a median
+    gap under ``QUEUED_AHEAD_US``), that the timed idle without it (its share of the step) lies
+    inside the steps, between a replay's kernels, and in the prefill, not between steps."""
     with_gap, free_gap = gaps.at[CHECK, "gap_before_us"], gaps.at[FREE, "gap_before_us"]
     text = (f"Profiled, the GPU idles {with_gap:.0f} µs before each step with the check, after "
             f"the CPU's wait, and {free_gap:.0f} µs without it.")
-    wall = None if step_budget is None else step_budget.set_index("method")["wall_ms"]
+    ahead = free_gap < QUEUED_AHEAD_US  # the gap is then the check's alone
+    data = None if step_budget is None else step_budget.set_index("method")
     check, free = f"CUDA graph, {CHECK}", f"CUDA graph, {FREE}"
-    if wall is None or not {check, free} <= set(wall.index):
+    if data is None or not {check, free} <= set(data.index):
         return text
-    text += " That gap shows where the check's cost lies, not its size: "
+    wall = data["wall_ms"]
     if "CUDA graph" in unclear or not wall[check] > wall[free]:
-        return text + ("timed without the profiler, the rounds can't tell the check's cost apart "
-                       "(above).")
-    return text + "the timed runs give that, under the figure."  # round 36: the µs said once
+        text += (" Timed without the profiler, the rounds can't tell the check's cost apart "
+                 "(above).")
+    else:
+        cost, timed, host = 1e3 * (wall[check] - wall[free]), 1e3 * wall[check], gaps.at[CHECK, "cpu_us"]
+        added = with_gap if ahead else with_gap - free_gap
+        if (added > cost) == (host > timed) and not budget.about_same(added, cost):
+            text += (f" {'The gap' if ahead else f'The gap the check adds ({added:.0f} µs)'} is "
+                     f"{'wider' if added > cost else 'narrower'} than the check's timed cost "
+                     f"({cost:.0f} µs) because the host's step with the check ran "
+                     f"{'longer' if host > timed else 'shorter'} under the profiler ({host:.0f} µs "
+                     f"against {timed:.0f} µs timed), and after the check the GPU waits for the host.")
+    if ahead and "idle_inside_us" in gaps and "idle_ms" in data:
+        share = 100 * round(data.at[free, "idle_ms"], 3) / round(wall[free], 3)  # as the view prints
+        text += (f" Without the check the GPU's idle ({share:.0f}% of the timed step) lies inside "
+                 f"the steps, {gaps.at[FREE, 'idle_inside_us']:.0f} µs between the kernels of each "
+                 "replay (profiled), and in the prompt's prefill, not between steps.")
+    return text
 
 
 def unresolved(cost: pd.DataFrame, judge: bool = True) -> list:
@@ -488,12 +508,6 @@ def _free_share(view: pd.DataFrame, regime: str):
     return 100 * idle / wall if wall > 0 else None
 
 
-def _timed_pace(view: pd.DataFrame, regime: str = "CUDA graph") -> str:
-    """``pace_note``'s verdict alone ("host and GPU share the pace"), or "" without ``view``."""
-    share = None if view is None else _free_share(view, regime)
-    return "" if share is None else budget.pace(share, why=False)
-
-
 def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True, stopped: int = None,
                  cap: int = None, cost: pd.DataFrame = None) -> str:
     """The lesson's takeaway in one line for its summary, a number in every preset (round 30):
@@ -528,35 +542,3 @@ def summary_line(step_budget: pd.DataFrame, unclear=(), judge: bool = True, stop
     elif not judge and parts:
         parts.append("a smoke run: no timing claim")
     return f"This run: {'; '.join(parts)}." if parts else ""
-
-
-def timeline_line(gap_table: pd.DataFrame, first_step: int, steps: int,
-                  view: pd.DataFrame = None) -> str:
-    """What the timeline draws, from its own data (``gap_table``: ``step_table``'s rows of both
-    loops; the figure's steps ``first_step`` to ``first_step + steps - 1``): the GPU's idle before
-    each drawn step with the check and without it, and where under the profiler the GPU idles
-    before a step without the check too (median gap from ``QUEUED_AHEAD_US``) and the host's step
-    there (its median) outlasts the GPU's work, that the host sets the pace in both
-    panels, so the figure locates the check's wait but does not show its size (round 29: the "no
-    check" panel's grey bands were as large as the check's). With ``view`` (the timed budget,
-    as ``pace_note`` reads it), where the timed pace differs, that the profiler slows the host
-    (round 30: "host and GPU share the pace" then "the host sets the pace" read as a
-    contradiction). Two sentences (round 34): the gaps, then the pace. Empty without both loops."""
-    drawn = gap_table[(gap_table["step"] > first_step) & (gap_table["step"] < first_step + steps)]
-    gaps = {m: drawn.loc[drawn["method"] == m, "gap_before_us"].dropna() for m in (CHECK, FREE)}
-    if any(g.empty for g in gaps.values()):
-        return ""
-    span = lambda g: (f"{g.min():.0f}" if round(g.min()) == round(g.max())  # noqa: E731
-                      else f"{g.min():.0f} to {g.max():.0f}")
-    text = (f"In the steps drawn, the GPU idles {span(gaps[CHECK])} µs before a step with the "
-            f"check and {span(gaps[FREE])} µs without it")
-    free = gap_table[gap_table["method"] == FREE]
-    host, work = free["cpu_us"].median(), free["busy_us"].median()
-    if free["gap_before_us"].median() >= QUEUED_AHEAD_US and host > work:
-        timed = _timed_pace(view)
-        differs = timed and timed != "the host sets the pace"
-        text += (f". Under the profiler the host's step without the check ({host:.0f} µs) outlasts "
-                 f"the GPU's work ({work:.0f} µs), so the host sets the pace in both panels"
-                 + (f" (timed, {timed}: the profiler slows the host)" if differs else "")
-                 + ", and the figure shows where the check's wait lies, not its size")
-    return text + "."

@@ -398,9 +398,6 @@ def _short_path(path: str) -> str:
     return Path(path).name
 
 
-PROFILER_SLOWED = 1.10  # a profiled step this much longer than the timed one: the profiler slowed it
-
-
 def recovered_pct(sync_s, method_s, free_s) -> float:
     """How much of the time the per-step check costs (``sync_s - free_s``, against the loop with
     no check) a loop gets back, in %; NaN when the check costs nothing measurable here."""
