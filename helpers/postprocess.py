@@ -32,8 +32,8 @@ def postprocess_per_row(prompt_ids, prompt_mask, completion_ids, completion_mask
 
 
 def postprocess_on_host(prompt_ids, prompt_mask, completion_ids, completion_mask):
-    """The same lists after copying the four tensors to the CPU (four copies, four syncs in all,
-    whatever the batch size); the per-row indexing then runs on host memory."""
+    """The same lists after copying the four tensors to the CPU once; the per-row indexing then
+    runs on host memory."""
     tensors = [t.cpu() for t in (prompt_ids, prompt_mask, completion_ids, completion_mask)]
     return postprocess_per_row(*tensors)
 
@@ -456,11 +456,11 @@ def length_reading(wide, batch_size, condition="alone") -> str:
 def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
     """The host copy's growth with the length as far as this lesson measures it: its copies (its
     GPU work) at both lengths, with ``prompt_len`` the bytes they move (``copy_bytes``: the
-    round-26 review, "0.02 to 1.60 ms" gave nothing to judge the rate by) and the rate of each,
-    bytes over the GPU's time on them, and the rest, its host
-    work, from the printed ms so the parts add up as printed (round 33: no cause read for it;
-    copies under 0.1 ms with three decimals); a line of its own, empty without the GPU's work
-    at both points."""
+    round-26 review, "0.02 to 1.60 ms" gave nothing to judge the rate by), named as the GPU's
+    side of pageable copies (round 37: their bytes over these times, "35 and 3.1 GB/s", read as
+    the link's bandwidth), and the rest, its host work, from the printed ms so the parts add up
+    as printed (round 33: no cause read for it; copies under 0.1 ms with three decimals); a line
+    of its own, empty without the GPU's work at both points."""
     parts = [call_budget(table, batch_size, n) for n in (short_n, long_n)]
     if any(len(p) < 2 or p["gpu_ms"].isna().any() for p in parts):
         return ""
@@ -471,12 +471,7 @@ def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
     c, d = round(c, 2), round(d, 2)
     moved = ("" if prompt_len is None else " of " + " and ".join(
         f"{copy_bytes(batch_size, prompt_len, n) / 1e6:.2f}" for n in (short_n, long_n)) + " MB")
-    pageable = "" if prompt_len is None else " (into pageable host memory; exercise 2 uses pinned)"
-    if prompt_len is not None and min(a, b) > 0:  # the round-29 review: rates 10x apart, unsaid
-        rates = [copy_bytes(batch_size, prompt_len, n) / (ms * 1e6) for n, ms in
-                 zip((short_n, long_n), (a, b))]  # GB/s, from the times as printed (round 33)
-        pageable = (" (about " + " and ".join(f"{r:.0f}" if r >= 10 else f"{r:.1f}" for r in rates)
-                    + " GB/s, " + pageable[2:])
+    pageable = "" if prompt_len is None else ", the GPU's side of pageable copies (exercise 2 uses pinned)"
     # round 33: the CPU's masking, a cause no timing here shows, no longer said as fact
     return (f"Of the host copy's time, its copies{moved} take {_copy_ms(a)} and {_copy_ms(b)} "
             f"ms{pageable}; the rest, its host work over the rows, goes from {c - a:.2f} to "
@@ -485,7 +480,7 @@ def _host_growth(table, batch_size, short_n, long_n, prompt_len=None) -> str:
 
 def _copy_ms(ms) -> str:
     """A copy's GPU time as ``_host_growth`` prints it: three decimals under 0.1 ms ("0.017"),
-    two above, enough digits to check the bandwidth printed beside it."""
+    two above."""
     return f"{ms:.3f}" if ms < 0.1 else f"{ms:.2f}"
 
 

@@ -302,8 +302,10 @@ def test_measure_times_every_method_in_one_call_and_records_a_failure(tiny6):
     assert summary.fastest(ahead, 3)["method"] == "KV cache"
     assert summary.fastest(ahead, 3, taught=True)["method"] == "naive loop"
     line = summary.one_line(ahead, 3, judge=False)
-    assert "with lessons 01-07 (naive loop)" in line and "ahead," in line and "in lesson 11" in line
-    assert line.startswith("In one line: per decode step (medians), from ") and "x the" not in line
+    assert "lessons 01-07 reach" in line and "ms (naive loop)" in line and "ahead," in line \
+        and "in lesson 11" in line
+    assert line.startswith("In one line: per decode step (medians), lessons 01-07 reach ") \
+        and "x the" not in line  # round 37: the naive loop's ms is the figure's line's
     assert "estimate" not in line and "\u2013" not in line  # the medians, no interval
     assert any("taught so far" in r for r in summary.reading(ahead, 3, judge=False))
     # too few rounds (2): the table's × columns are ratios of the medians shown, named so

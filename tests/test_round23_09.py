@@ -157,4 +157,4 @@ def test_notebook_prints_no_run_log_and_reads_the_bounds():
     assert "length_line(wide, max(P.batch_sizes), table=table," in code
     assert "call_sentence(call, per_row)" in code
     assert "sync_cost_line(wide, syncs, big, longest_len)" in code
-    assert "the line on the side load gives how each call's time changed" in prose  # round 29
+    assert "the lines that close this lesson give how each call's\n  time changed under it" in prose  # round 37

@@ -37,8 +37,8 @@ def test_published_run_reads_as_its_numbers():
         "Saved per sync removed at batch 256, completions of 2048: about 44 µs = (64.07 - 19.08 "
         "ms) / (1024 - 4 syncs), the loop's small kernels and indexing included; a saving at this "
         "size, not a fixed cost of a sync: 36 to 55 µs over the 6 points timed alone.")
-    assert ("its copies of 0.59 and 5.01 MB take 0.017 and 1.60 ms (about 35 and 3.1 GB/s, into pageable host memory; "
-            "exercise 2 uses pinned); the rest, its host work over "
+    assert ("its copies of 0.59 and 5.01 MB take 0.017 and 1.60 ms, the GPU's side of pageable copies "
+            "(exercise 2 uses pinned); the rest, its host work over "
             "the rows, goes from 9.77 to 17.48 ms.") in \
         postprocess.length_line(wide, 256, table=table, prompt_len=128)
     assert list(postprocess.sync_table(syncs)["syncs per row"]) == \

@@ -60,13 +60,6 @@ def test_claim_4a_on_the_published_run():
 
 
 @pytest.mark.parametrize("run", RUNS)
-def test_the_readings_line_says_it_reads_the_ladder_only(run):
-    table = pd.read_csv(DATA / f"08_results_summary-{run}.csv")
-    line = summary.readings(table, int(table["seq_len"].iloc[0]), True)
-    assert "On this table the two readings" in line and "Here the two" not in line
-
-
-@pytest.mark.parametrize("run", RUNS)
 def test_the_same_loop_line_says_what_differs_without_a_cause(run):
     """The worst remark: the same loop 12-26% apart and only "not measured here"."""
     _, _, frame, lines = _printed(run)

@@ -25,8 +25,8 @@ from . import floor, harness, stats
 from .budget import pace, printed_share
 from .budget import sentence as _sentence
 from .budget import printed_idle as _idle  # the idle time as the figure's labels give it
-from .claims import (CANT_TELL, KV, KV_COMPILED, LATE, NAIVE, STATIC, STATIC_COMPILED, TABLES,
-                     say)
+from .claims import (CACHE_DYNAMIC, CACHE_STATIC, CANT_TELL, KV, KV_COMPILED, LATE, NAIVE, STATIC,
+                     STATIC_COMPILED, TABLES, say)
 
 PEERS = ("generate()", "generate() static")
 FUSED = "CUDA graph, fused kernels"
@@ -159,13 +159,19 @@ def measure(methods, prompt, lengths, *, device, repeats, budget_s=0) -> list:
 
 
 def add_columns(frame, floor_ms) -> pd.DataFrame:
-    """Per-step time, ratio to the floor (``floor_ms`` per step, one value or by length), and
-    the speedups against the naive loop and each peer as ratios of the medians the table shows
-    (``bench.add_ladder_columns``): the table's columns agree with its own ms column, and the
-    printed lines (``stats.say``) carry each comparison's estimate and interval from the rounds."""
+    """Per-step time, ratio to the floor (``floor_ms`` per step, one value or by length), the
+    speedups against the naive loop and each peer as ratios of the medians
+    (``bench.add_ladder_columns``: ``speedup_vs_naive``, ...), and, where the rounds give them,
+    the rounds' estimates the lesson shows and quotes, saved beside them as
+    ``speedup_vs_naive_rounds``, ... (round 37: the saved CSV held only the medians' ratios, under
+    names like the displayed "(rounds)" columns)."""
     floors = ({n: v / 1e3 for n, v in floor_ms.items()} if isinstance(floor_ms, dict)
               else floor_ms / 1e3)
-    return bench.add_ladder_columns(frame, floors, reference=NAIVE)
+    frame = bench.add_ladder_columns(frame, floors, reference=NAIVE)
+    for column in BASES:
+        if column in frame and (rounds := _by_the_rounds(frame, column)) is not None:
+            frame[f"{column}_rounds"] = rounds
+    return frame
 
 
 COLUMNS = {"notebook": "lesson", "method": "method", "seq_len": "tokens",
@@ -213,59 +219,6 @@ def view(table) -> pd.DataFrame:
     if "speedup_vs_generate_static" in out:  # one peer column: the faster peer's, where it ran
         out = out.drop(columns="speedup_vs_generate", errors="ignore")
     return out.rename(columns=names).reset_index(drop=True)
-
-
-def readings(table, seq_len, judge) -> str:
-    """The one line that says how far the rounds' reading (every speed-up printed in words, every
-    verdict) lies from two of the table's medians divided, for the pair where they differ most,
-    over every pair a line or verdict reads: the × columns' (against the naive loop and the peer),
-    claim 5's (each compiled rung against its eager loop) and the rung ahead against the fastest
-    taught (round 26: claim 5's 1.54x against the medians' 1.35x lay outside the line's "up to
-    8%"): "... by up to 14%: KV cache, compiled over KV cache is 1.35x by the medians, 1.54x by
-    the rounds." (the markdown above the table names the two readings). Empty on a smoke run or
-    without rounds."""
-    if not judge:
-        return ""
-    ok = table[(table["seq_len"] == seq_len) & (table["status"] == harness.OK)]
-    names = list(ok["method"])
-    peer = next((p for p in PEERS[::-1] if p in names), None)  # the column view() shows
-    pairs = [(name, base) for base in (NAIVE, peer) if base in names for name in names
-             if name != base]
-    pairs += [(KV_COMPILED, KV), (STATIC_COMPILED, STATIC)]  # claim 5's two gains
-    if len(ok) and "notebook" in ok:
-        best, taught = fastest(table, seq_len)["method"], fastest(table, seq_len, True)["method"]
-        pairs.append((best, taught))  # "What it means": the rung ahead against 07's
-    found = []
-    for name, base in dict.fromkeys(pairs):
-        if name == base or not {name, base} <= set(names):
-            continue
-        cand, ref = (stats.method_trials(ok, m, seq_len=seq_len) for m in (name, base))
-        if len(cand) != len(ref) or len(cand) < stats.MIN_TRIALS:
-            continue
-        medians, rounds = stats.medians_ratio(cand, ref), stats.speedup(cand, ref).estimate
-        if medians > 0 and rounds > 0:
-            found.append((max(medians / rounds, rounds / medians), name, base, medians, rounds))
-    if not found:
-        return ""
-    _, name, base, medians, rounds = max(found)
-    medians, rounds = round(medians, 2), round(rounds, 2)  # the gap as a reader divides them
-    apart = max(medians / rounds, rounds / medians)
-    # round 26: "every speed-up in words is the rounds'" read as broken by the lines that print
-    # "by the medians" in words; each kind is named by how it reads, in the markdown above the
-    # table (round 28c: the line repeated it)
-    head = "On this table the two readings"
-    if apart <= 1 + stats.MEDIANS_APART:  # round 28: claim 4's pairs (notebook 04's) name their own
-        return f"{head} lie within {stats.MEDIANS_APART:.0%} of each other for every pair the lesson reads from it."
-    # round 29: "4.42x by the medians, 4.81x by the rounds" read as two answers for one pair:
-    # the rounds' is the answer, the medians' a note beside it
-    # round 30: the pair read as arbitrary (lesson 11's rung over 07's): it is the one where the
-    # two readings lie furthest apart, said in a few words
-    # the lead, round 30: a pair below 1 printed "generate() over generate() static: 0.37x";
-    # a slower pair reads as "2.70x slower", the medians' ratio the same way round
-    said = (lambda x: f"{x:.2f}x faster") if rounds >= 1 else (lambda x: f"{1 / x:.2f}x slower")
-    return (f"{head} lie up to {apart - 1:.0%} apart, furthest for {name} against "
-            f"{'the ' if base == NAIVE else ''}{base}: {said(rounds)} by the rounds, the answer to "
-            f"quote (the table's medians: {said(medians)}).")
 
 
 def fastest(table, seq_len, taught=False) -> pd.Series:
@@ -346,14 +299,13 @@ def _generate_note(table, seq_len, peer="generate()") -> str:
 
 
 def one_line(table, seq_len, judge) -> str:
-    """The summary's closing sentence: the naive loop's ms per step, the fastest taught rung's
-    and the fastest rung ahead's, by the medians, with no ratio (the speedup over the naive loop
-    is claim 7's, the distance to the floor the budget's first line: each said once)."""
+    """The summary's closing sentence: the fastest taught rung's ms per step and the fastest rung
+    ahead's, by the medians, with no ratio (the speedup over the naive loop is claim 7's, the
+    distance to the floor and the naive loop's time the budget's first line, round 37: each said
+    once)."""
     best, taught = fastest(table, seq_len), fastest(table, seq_len, taught=True)
-    naive = table[(table["method"] == NAIVE) & (table["seq_len"] == seq_len)].iloc[0]
-    text = (f"In one line: per decode step (medians), from {naive['per_step_s'] * 1e3:.2f} ms "
-            f"(naive loop) to {taught['per_step_s'] * 1e3:.2f} ms with lessons 01-07 "
-            f"({taught['method']})")
+    text = (f"In one line: per decode step (medians), lessons 01-07 reach "
+            f"{taught['per_step_s'] * 1e3:.2f} ms ({taught['method']})")
     if best["method"] != taught["method"]:  # second: where the lessons ahead go
         text += (f"; ahead, {best['per_step_s'] * 1e3:.2f} ms in lesson {best['notebook']} "
                  f"({best['method']})")
@@ -381,20 +333,21 @@ def figure_line(budget, names, table, seq_len) -> str:
     return _sentence(budget, names[best], names[before])
 
 
-def compile_gap(budget, names, table=None, seq_len=None) -> str:
+def compile_gap(budget, names, table=None, seq_len=None, tables=None) -> str:
     """What the static cache (04, where no faster than the KV cache: ``_eager_cache``) and
     compiling alone (05, ``_no_graphs``) do to the GPU's work and idle time, read from the budget
     (empty without GPU numbers); the naive loop and the KV cache are read in the summary
     (``kv_gain``), the CUDA-graph rungs off the figure and the budget's first line. ``table``
-    (the ladder) and ``seq_len``: the rounds' verdict on the static cache, where given."""
+    (the ladder) and ``seq_len``: the rounds' verdict on the static cache, where given;
+    ``tables`` (this run's, ``claims.this_run_tables``): notebook 04's own verdict on the pair."""
     data = budget.set_index("method")
     if data["gpu_ms"].isna().any():
         return ""
-    parts = (_eager_cache(data, names, table, seq_len), _no_graphs(data, names))
+    parts = (_eager_cache(data, names, table, seq_len, tables), _no_graphs(data, names))
     return "\n".join(p.strip() for p in parts if p.strip())  # a short line per rung
 
 
-def _eager_cache(data, names, table=None, seq_len=None) -> str:
+def _eager_cache(data, names, table=None, seq_len=None, tables=None) -> str:
     """Where the static cache (04) is no faster than the KV cache (02) by the medians, one
     sentence: both wall clocks and GPU work, and, where the GPU's work grew by less than half the
     extra wall clock, that most of it is the host's (all of it where the GPU's work did not
@@ -402,7 +355,9 @@ def _eager_cache(data, names, table=None, seq_len=None) -> str:
     (every preset; claim 4 reads them only at the full preset's sizes). Where the ladder's
     rounds (``table``) can't tell the two apart, that they take about the same time, nothing
     attributed (round 29: the host's share is read only from a gap clearly above the noise).
-    Empty where it is faster."""
+    Where notebook 04's own rounds (``tables``) give the pair another verdict, both verdicts with
+    each notebook's ms per step, in place of the host's share (``_other_04``). Empty where it is
+    faster."""
     new, old = names.get(STATIC), names.get(KV)
     if not {new, old} <= set(data.index):
         return ""
@@ -416,6 +371,8 @@ def _eager_cache(data, names, table=None, seq_len=None) -> str:
     by = "by the medians"
     if table is not None and {STATIC, KV} <= set(table["method"]):
         ratio = stats.row_speedup(table, STATIC, KV, seq_len=seq_len)
+        if other := _other_04(ratio, tables, table, seq_len, (new, old), (b, a)):
+            return other  # round 37: "1.26x slower" here beside claim 4a's "can't tell apart"
         if stats.verdict(ratio) == stats.NOISE:  # too few rounds read as NOISE too
             return (f"The {new} and the {old} take about the same time by the rounds "
                     f"({CANT_TELL}), {work}. ")
@@ -435,6 +392,30 @@ def _eager_cache(data, names, table=None, seq_len=None) -> str:
         text += f", so most of the {extra:.2f} ms it adds is the host's"
     # its range: notebook 04's own rounds, timed on every preset (claim 4 is not judged on all)
     return text + one_call + ". "
+
+
+def _other_04(ratio, tables, ladder, seq_len, labels, rows) -> str:
+    """The static against the KV cache where this ladder's rounds (``ratio``) and notebook 04's
+    (its eager loops at the ladder's batch and length, in ``tables``) give different verdicts:
+    both, each with its notebook's ms per step, and why two notebooks can disagree (round 37:
+    the ladder's "1.26x slower" stood beside claim 4a's "can't tell apart", 9.60 and 6.19 ms here,
+    9.28 and 9.30 in notebook 04). Empty where they agree or notebook 04 lacks the pair."""
+    frame = _ok_rows((tables or {}).get(TABLES["04"]), (CACHE_DYNAMIC, CACHE_STATIC))
+    if frame is None or "batch_size" not in frame or ladder is None:
+        return ""
+    frame = frame[(frame["batch_size"] == ladder["batch_size"].iloc[0])
+                  & (frame["seq_len"] == seq_len)]
+    theirs = stats.row_speedup(frame, CACHE_STATIC, CACHE_DYNAMIC, seq_len=seq_len)
+    if theirs.n < stats.MIN_TRIALS or stats.verdict(theirs) == stats.verdict(ratio):
+        return ""
+    ms = frame.groupby("method")["median_s"].median() / seq_len * 1e3
+    word = lambda r: CANT_TELL if stats.verdict(r) == stats.NOISE else stats.short(r)  # noqa: E731
+    (new, old), (b, a) = labels, rows
+    return (f"The {new} against the {old}: {word(ratio)} by this ladder's rounds "
+            f"({b['wall_ms']:.2f} against {a['wall_ms']:.2f} ms per step), {word(theirs)} by "
+            f"notebook 04's ({ms[CACHE_STATIC]:.2f} against {ms[CACHE_DYNAMIC]:.2f} ms). Both "
+            "loops are eager and host-bound, and the host's speed moves between notebooks: "
+            "their order is not settled. ")
 
 
 def kv_gain(budget, names, table, tables, seq_len, judge) -> str:
@@ -457,9 +438,9 @@ def kv_gain(budget, names, table, tables, seq_len, judge) -> str:
     share = printed_share(b)
     said = CANT_TELL if stats.verdict(ratio) == stats.NOISE else _by_rounds(
         ratio, table, KV, NAIVE, seq_len)
-    text = (f"The {kv} cut the GPU's work {a['gpu_ms'] / b['gpu_ms']:.2f}x "
-            f"({a['gpu_ms']:.2f} -> {b['gpu_ms']:.2f} ms per step); its wall clock against the "
-            f"naive loop's here: {said}. The GPU idles {share:.0f}% of its step: "
+    # round 37: the GPU's work in ms is the figure's line's and the compile line's, not repeated
+    text = (f"The {kv} cut the GPU's work {a['gpu_ms'] / b['gpu_ms']:.2f}x; its wall clock "
+            f"against the naive loop's here: {said}. The GPU idles {share:.0f}% of its step: "
             f"{pace(share, why=False)}.")
     own = _ok_rows((tables or {}).get(TABLES["02"]))
     if own is None:
@@ -498,12 +479,13 @@ def _by_rounds(ratio, table, name, base, seq_len) -> str:
     return f"{said} by the rounds (the table's medians: {note})"
 
 
-def _ok_rows(frame):
-    """A table's rows that ran (``claims._ok``); None without the naive and KV-cache loops."""
+def _ok_rows(frame, loops=("naive", "kv_cache")):
+    """A table's rows that ran (``claims._ok``); None without ``loops`` (by default notebook
+    02's naive and KV-cache loops)."""
     if frame is None or not {"method", "seq_len"} <= set(frame):
         return None
     frame = frame[frame["status"] == harness.OK] if "status" in frame else frame
-    return frame if {"naive", "kv_cache"} <= set(frame["method"]) else None
+    return frame if set(loops) <= set(frame["method"]) else None
 
 
 def _no_graphs(data, names) -> str:
