@@ -146,16 +146,16 @@ def test_idle_reading_on_the_published_run_follows_its_numbers():
         "Peak reserved (memory the allocator held from the driver): up to 78.0 GiB, at 200 and "
         "300 tokens.",
         "At 300 tokens the GPU's work per step (13.83 ms) outlasted the whole 100-token step "
-        "(9.33 ms), yet the idle time per step was largest there (4.09 ms): longer GPU work did "
+        "(9.33 ms), yet the idle time per step was largest there (4.10 ms): longer GPU work did "
         "not hide more of it. The allocator's retries were the most there too (15); which part "
         "grew is not measured here."]
     # the numbers are the budget line's: its wall clock, GPU work and idle time per step
     ns, step = _steps(table)
     line = budget.sentence(step, "300 tokens", "100 tokens", why=intro.IDLE_WHY)
     assert "(5.68 -> 13.83 ms)" in line and "from 9.33 to 17.92 ms" in line
-    assert "from 3.65 ms to 4.09 ms per step" in line
+    assert "from 3.65 ms to 4.09 ms per step" in line  # budget.sentence: rounded wall − rounded work
     said = intro.growth_why(table, 16)
-    assert ("- Idle: 365 -> 693 ms (1.90x) while N grew 2x; per step 3.65, 3.46 and 4.09 ms at "
+    assert ("- Idle: 365 -> 693 ms (1.90x) while N grew 2x; per step 3.65, 3.46 and 4.10 ms at "  # round 37
             "100, 200 and 300 tokens,") in said
     assert "about the same" not in said
     assert intro.takeaway(table) == (
@@ -201,4 +201,4 @@ def test_notebook_01_mends():
     assert "print(intro.idle_reading(table))" in code and "idle_parts" not in code
     # round 28c: "is not measured here" is printed (growth_why's Sum line), no longer repeated here
     assert "does not hide" not in text
-    assert "this run's sizes" in text and "The workshop preset" not in text  # round 24: dropped
+    assert "The workshop preset" not in text  # round 24: dropped; round 37: "this run's sizes" too

@@ -53,10 +53,10 @@ def test_00_the_reviewed_run_names_its_boundary():
 def test_00_idea_2_no_longer_promises_that_rounds_move_together():
     text = _text("00_setup.ipynb")
     assert "A change of speed between rounds moves A and B together" not in text
-    # round 34: one bullet for both slow spells, the boundary drawn as A B | B A
+    # round 37: one sentence; the boundary spell is named where it happens (intro.reach)
     text = " ".join(text.split())
-    assert "over one round, both lines rise and its ratio cancels it" in text
-    assert "across two rounds (A B | B A), one line alone rises in both" in text
+    assert "a slow spell over one round raises both of its runs, and the round's ratio cancels it" in text
+    assert "one loop slow alone moves its round's ratio" in text
 
 
 def test_00_gpu_work_prose_names_the_legend():

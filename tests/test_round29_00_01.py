@@ -62,19 +62,21 @@ def test_00_reviewed_run_prints_the_mended_lines(model, monkeypatch):
                for x in lines)  # round 34
     assert ("The loop that ran first took longer in 6 of the 8 rounds; alternating the order keeps "
             "such a cost out of the estimate.") in lines  # round 34: its own line
+    assert lines[5].startswith("In the right panel, runs over 10% from the median")  # round 37
     assert lines[-1].endswith("the floor is 0.196 ms, and in this loop the host and the allocator "
                               "set the pace.")
-    assert len(lines) == 8  # was 9: the interval's reach is cut; round 34: the order count apart
+    assert len(lines) == 9  # round 37: the right panel read (intro.panel), one more line
     assert sum(len(RANGE.findall(x)) for x in lines) == 1
 
 
 def test_00_idea_2_is_three_effects_and_the_pace_names_the_allocator():
     text, code = _markdown("00_setup.ipynb"), _code("00_setup.ipynb")
-    for effect in ("a slow spell", "a cost of running first"):  # round 34: two bullets
-        assert f"- **{effect}**" in text, effect
+    # round 37: no bullets; what this run's panel shows is printed (intro.panel)
+    for effect in ("a slow spell over one round", "one loop slow alone", "a cost of running first"):
+        assert effect in text, effect
     assert "Within a round, position itself can matter" not in text
     assert "{intro.who_paces(idle)}" in code and "{budget.pace(idle)}" not in code
-    assert len(RANGE.findall(text)) == 4  # the three verdict examples and the summary's, as before
+    assert len(RANGE.findall(text)) == 3  # the three verdict examples (round 37: the summary's cut)
     assert intro.who_paces(80) == "the host and the allocator set the pace"
     assert intro.who_paces(30, why=False) == "host, allocator and GPU share the pace"
     assert intro.who_paces(10) == "the GPU sets the pace"
@@ -111,7 +113,7 @@ def test_01_reviewed_run_prints_the_mended_lines():
     why = intro.growth_why(table, 16).split("\n")
     assert why[0].startswith("Why: the lines below split the median run into the GPU's "
                              "work and its idle time; from 100 to 200 tokens")  # round 32
-    assert why[1] == "The answer's 2.82x above reads every round instead."  # round 33
+    assert why[1] == "The answer's 2.82x above reads every round instead: keep that one."  # round 33
     assert why[2].startswith("- Work: ")
     assert why[-1] == ("- Sum: the median run grew less than the work's 3.43x: the work's and "
                        "the idle time's growths weighted by their shares of the 100-token run, "

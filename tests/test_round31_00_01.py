@@ -46,7 +46,7 @@ def test_00_prose_says_which_number_to_quote():
     assert "The verdict is the estimate." not in md
     assert "The verdict's first number is the speedup" in md  # round 35
     assert "Identical code can be told apart by chance" in md
-    assert len(RANGE.findall(md)) == 4  # the four ranges the prose had: none added
+    assert len(RANGE.findall(md)) == 3  # round 37: the summary's example range cut, none added
 
 
 @pytest.mark.parametrize("path", ONE, ids=lambda p: p.stem)
@@ -64,15 +64,16 @@ def test_01_idle_line_says_what_the_per_step_idle_did(path):
     tries = [int(t) for t in table.sort_values("seq_len")["alloc_retries"].fillna(0)] \
         if "alloc_retries" in table else [0]
     rose = all(x <= y for x, y in zip(tries, tries[1:])) and tries[-1] > tries[0]
-    assert ("Their cost does not show" in retries) == (down and rose), retries
+    assert "Their cost does not show" not in retries, retries  # round 37: the run cannot say
 
 
 def test_01_the_reviewed_run_shrank_despite_the_retries():
     table = pd.read_csv(DATA / "01_naive_generation-94d1a85.csv")
-    assert ("per step 2.23, 1.89 and 1.84 ms at 100, 200 and 300 tokens, 28%, 16% and 12% of the "
+    # round 37: per step from the unrounded median and work (2.22, not 2.23)
+    assert ("per step 2.22, 1.89 and 1.84 ms at 100, 200 and 300 tokens, 28%, 16% and 12% of the "
             "step: it shrank as the length grew") in intro.growth_why(table, 16)
-    assert ("0, 5 and 15 at 100, 200 and 300 tokens. Their cost does not show in the idle time per "
-            "step, which shrank.") in intro.idle_reading(table)
+    assert intro.idle_reading(table).split("\n")[1].endswith(  # round 37: no claim on their cost
+        "0, 5 and 15 at 100, 200 and 300 tokens.")
 
 
 def test_01_bullet_names_both_parts_and_no_number():

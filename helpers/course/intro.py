@@ -51,6 +51,39 @@ def floor_reading(model, device, batch_size, prompt_len, new_tokens, floor_ms) -
             f"{kv_last / 1e6:.0f} MB)")
 
 
+# Notebook 00: a run is read as slow or fast where it lies this far from the median of all runs
+OFF = 0.10
+
+
+def panel(by_round) -> str:
+    """Notebook 00's right panel read round by round, ahead of ``reach`` (round 37: the lesson's
+    list of what to look for named a slow spell and a cost of running first, while the reviewed
+    run's two largest events were one loop alone slow inside a round, and no line said what
+    happened in the rounds it named): against the median of all runs, each round with a run more
+    than ``OFF`` from it, as both loops slow (or fast) together or one loop alone. No ratios and
+    no back-to-back runs: ``reach`` names the farthest rounds with both. No cause is claimed.
+    Empty under 3 rounds."""
+    if by_round is None or len(by_round) < 3:
+        return ""
+    a, b = (by_round[k].to_numpy(dtype=float) for k in ("A ms", "B ms"))
+    names = by_round["round"].astype(int).to_numpy()
+    mid = float(np.median(np.concatenate([a, b])))
+    off = lambda t: "slow" if t > (1 + OFF) * mid else "fast" if t < (1 - OFF) * mid else ""
+    of = f"{OFF:.0%} from the median of all {2 * len(a)} ({mid:.1f} ms)"
+    items = []
+    for i in range(len(a)):
+        oa, ob = off(a[i]), off(b[i])
+        if oa and oa == ob:
+            items.append(f"round {names[i]}, both {oa}")
+        elif oa and ob:
+            items.append(f"round {names[i]}, A {oa} and B {ob}")
+        elif oa or ob:
+            items.append(f"round {names[i]}, {'A' if oa else 'B'} alone {oa or ob}")
+    if not items:
+        return f"In the right panel, no run lay over {of}: no slow spell."
+    return f"In the right panel, runs over {of}: " + "; ".join(items) + "."
+
+
 def reach(ratio, judge: bool, by_round=None) -> str:
     """What notebook 00's A/A comparison means for reading an A/B, from this run, in two lines.
     First the two rounds whose A / B lay farthest from 1, in round order (the twenty-fourth
@@ -131,18 +164,19 @@ def _outlier(a, b, names) -> str:
 
 def _first_place(a, b, order) -> str:
     """Notebook 00: in how many rounds the loop that ran first (or, where it took longer in fewer
-    rounds, second) took longer than the other (the twenty-eighth review: in the published run
-    the first was the slower in 7 of 8 rounds, the two farthest rounds included, and the text read
-    them as plain noise), and why alternating the order keeps a steady cost of either position out
-    of the estimate. Round 32: the
-    largest differences each way are gone; they repeated the farthest rounds' ratios. No cause is
-    claimed; on other runs the count is about half."""
+    rounds, second) took longer than the other (the twenty-eighth review), and what that says.
+    Where the count is about half (within one round of it), as chance gives, the run shows no cost
+    of either position, said plainly (round 37: "4 of the 8 rounds; alternating the order keeps
+    such a cost out" read as if there were one); else alternating the order keeps such a cost
+    out of the estimate. No cause is claimed."""
     q = np.where(order == "A", a, b) / np.where(order == "A", b, a)
     k, longer, shorter = len(q), int(np.sum(q > 1)), int(np.sum(q < 1))
-    # round 36: name the position that took longer in more rounds ("first ... in 2 of the 8" left
-    # the reader to see that running second took longer in 6); at a tie, the first
+    # round 36: name the position that took longer in more rounds; at a tie, the first
     who, m = ("first", longer) if longer >= shorter else ("second", shorter)
     count = f"all {k}" if m == k else f"{m} of the {k}"
+    if 2 * m - k <= 2:  # round 37: about half, as chance gives
+        return (f"The loop that ran {who} took longer in {count} rounds, about half: this run "
+                f"shows no cost of running {who}.")
     largely = "" if k % 2 == 0 else " largely"  # with an odd count, A went first once more
     return (f"The loop that ran {who} took longer in {count} rounds; alternating the order keeps "
             f"such a cost{largely} out of the estimate.")
@@ -258,9 +292,9 @@ def _parts(table):
     the median run, the GPU's work and its idle time per run at both, in whole ms as printed
     (the idle time the rounded median minus the rounded work, so the printed parts add up), and
     their growth as divisions of those printed values; the rounds' ratio (``doubling``'s); the
-    idle time per step at every length (as ``budget.sentence`` prints it: the rounded wall clock
-    minus the rounded work), and the idle share of each length's step; None without GPU work or
-    without idle time at n."""
+    idle time per step at every length, from the unrounded median and work (round 37: 13.53 −
+    8.52 printed 5.01 ms for an idle time of 5.004), and the idle share of each length's step;
+    None without GPU work or without idle time at n."""
     got, split = _growth(table), _split(table)
     if got is None or split is None:
         return None
@@ -274,13 +308,13 @@ def _parts(table):
     idle = (t[0] - w[0], t[1] - w[1])
     if not idle[0] > 0:
         return None
-    walls = [round(1e3 * float(t) / k, 2) for t, k in zip(ok["median_s"], ns)]
-    per = [w - round(g / k, 2) for w, g, k in zip(walls, work, ns)]
+    runs = [1e3 * float(t) for t in ok["median_s"]]
+    per = [(t - g) / k for t, g, k in zip(runs, work, ns)]  # round 37: unrounded
     values = f"{stats.listed([f'{q:.2f}' for q in per], ' ms')} at {stats.listed(ns, ' tokens')}"
     return dict(n=n, m=m, ns=ns, medians=t, work=w, idle=idle, rounds=got[2].estimate,
                 idle_step=(per[i], per[j]), per=per,
                 grew=t[1] / t[0], work_grew=w[1] / w[0], idle_grew=idle[1] / idle[0],
-                values=values, shares=[100 * p / w for p, w in zip(per, walls)])
+                values=values, shares=[100 * (t - g) / t for t, g in zip(runs, work)])
 
 
 def growth_why(table, prompt_len: int) -> str:
@@ -290,8 +324,11 @@ def growth_why(table, prompt_len: int) -> str:
     double is the GPU's work (the profiled run) plus its idle time (the rest of the median); the
     lines state how each grew and the idle time per step at every length, with no judgement
     chosen by thresholds. The split needs one run per length, so it reads the table's medians,
-    whose growth its head names, once (round 32). The idle times printed are the rounded median
-    minus the rounded work, so the printed parts add up. Empty without GPU work (a CPU run)."""
+    whose growth its head names, once (round 32). The idle times per run printed are the rounded
+    median minus the rounded work, so the printed parts add up; those per step come from the
+    unrounded values (round 37). Before the Sum line, which of the two reasons for growing
+    less than N² weighs more in this run (``_larger_reason``, round 37). Empty without GPU work (a CPU
+    run)."""
     p = _parts(table)
     if p is None:
         return ""
@@ -321,11 +358,29 @@ def growth_why(table, prompt_len: int) -> str:
         # round 35: the sum is always that of its printed terms ("0.52 × 3.36 + 0.48 × 0.93 ≈
         # 2.18" gave 2.19); the shares get a third decimal where two miss the median run's growth
         a, b, total, d = _sum_terms(w0 / t0, f"{work:.2f}", f"{grew:.2f}", f"{grown:.2f}")
+        # round 37: first, which of the two reasons weighs more in this run
+        lines.append("- Below N²: " + _larger_reason(r * r, positions(m) / positions(n), work, grown))
         lines.append(f"- Sum: the median run grew {'less' if grew < work else 'more'} "
                      f"than the work's {work:.2f}x: the work's and the idle time's growths "
                      f"weighted by their shares of the {n}-token run, {a:.{d}f} \u00d7 {work:.2f} + "
                      f"{b:.{d}f} \u00d7 {grew:.2f} = {total}.")
     return "\n".join(lines)
+
+
+def _larger_reason(pure: float, positions: float, work: float, grown: float) -> str:
+    """``growth_why``: which of the two reasons the lesson gives for growing less than N² weighs
+    more in this run (the round-37 review: the lesson put the prompt term first, while the idle
+    time took the run from the work's 3.37x to 2.33x and the prompt term the work only from 4x
+    to 3.53x): each as the step it took, compared as ratios of the printed values. Where the idle
+    time grew more than the work, it is no such reason."""
+    p, w, g = (float(f"{x:.2f}") for x in (positions, work, grown))
+    prompt = f"took the work from {pure:.3g}x to {p:.2f}x"
+    if not g < w:
+        return f"the idle time grew more than the work; the prompt term {prompt}."
+    idle = f"took the median run from the work's {w:.2f}x to {g:.2f}x"
+    if pure / p > w / g:
+        return f"the prompt term weighs more here: it {prompt}; the idle time {idle}."
+    return f"the idle time weighs more here: it {idle}; the prompt term {prompt}."
 
 
 def _sum_terms(share: float, work: str, idle: str, grown: str):
@@ -345,7 +400,8 @@ def _sum_terms(share: float, work: str, idle: str, grown: str):
 def _rounds_against_medians(table, p) -> str:
     """``growth_why``'s second head line, after the medians' growth (the thirty-third review: the answer's
     2.16x, from the rounds, stood above a split of the medians' 1.98x, and nothing said why the
-    two differ): that the answer reads every round, where the two print apart; where they differ
+    two differ): that the answer, which reads every round, is the one to carry forward (round 37),
+    where the two print apart; where they differ
     by 5% or more, the run that the medians leave out and the rounds count, the one farthest
     from its length's median among those that move the rounds' ratio the way of the gap (in the
     H200 run of 4448ee4, the 100-token run of round 5: 848 ms against a median of 1198). No
@@ -353,7 +409,8 @@ def _rounds_against_medians(table, p) -> str:
     said, grown = f"{p['rounds']:.2f}", f"{p['grew']:.2f}"
     if said == grown:
         return ""
-    text = f"The answer's {said}x above reads every round instead"
+    # round 37: which of the two to carry forward (the review could not tell)
+    text = f"The answer's {said}x above reads every round instead: keep that one"
     gap = float(said) / float(grown) - 1
     if abs(gap) < 0.05:
         return text + "."
@@ -375,7 +432,7 @@ def _rounds_against_medians(table, p) -> str:
     ratio = runs[m][i] / runs[n][i]
     t, mid = runs[k][i], float(np.median(runs[k]))
     return (text + f"; the two differ by {abs(gap):.0%}: the rounds count every run, the medians "
-            f"leave out those far from the middle, and the farthest, the {k}-token length's "
+            f"leave out the far ones; the farthest, the {k}-token length's "
             f"{'fastest' if t < mid else 'slowest'} run (round {i + 1}: {t:.0f} ms against a median "
             f"of {mid:.0f}), {'raised' if gap > 0 else 'lowered'} that round's ratio to {ratio:.2f}x.")
 
@@ -454,7 +511,7 @@ def idle_reading(table) -> str:
     ok = table[table["status"] == harness.OK].sort_values("seq_len")
     walls = [round(1e3 * float(t) / k, 2) for t, k in zip(ok["median_s"], ns)]
     works = [round(w / k, 2) for w, k in zip(work, ns)]
-    per = [w - g for w, g in zip(walls, works)]  # as budget.sentence prints it
+    per = [(1e3 * float(t) - g) / k for t, g, k in zip(ok["median_s"], work, ns)]  # unrounded
     at = stats.listed(ns, " tokens")
     lines = ["The idle time holds the host's Python and launches, the wait of each step's EOS check, "
              "the allocator getting memory from the driver and gaps between kernels; this run does "
@@ -467,11 +524,8 @@ def idle_reading(table) -> str:
                 "over each length's timed runs")
         line = (f"Allocator retries (out of driver memory, it freed its whole cache and asked "
                 f"again), {over}: {stats.listed(tries)} at {at}.")
-        shown = [round(q, 2) for q in per]
-        rose = all(x <= y for x, y in zip(tries, tries[1:])) and tries[-1] > tries[0]
-        if rose and all(x > y for x, y in zip(shown, shown[1:])):  # the thirty-first review;
-            # the H200 run of 4448ee4: 0, 0 and 10 retries rose too, not at every length
-            line += " Their cost does not show in the idle time per step, which shrank."
+        # round 37: no claim on the retries' cost (the idle time per step shrank in the reviewed
+        # run, but might have shrunk further without them: the run does not measure it)
         lines.append(line)
     if "peak_reserved_bytes" in ok and ok["peak_reserved_bytes"].gt(0).any():
         gib = [float(b) / 2**30 for b in ok["peak_reserved_bytes"].fillna(0)]
