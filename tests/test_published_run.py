@@ -198,3 +198,23 @@ def test_a_resume_on_another_machine_is_recorded_and_refused(monkeypatch):
     # a run recorded before hosts were named (no host) reads as one machine
     assert published.mixed_hosts(RUN_A) == []
     assert "resumed_on_hosts" not in published.run_identity({published.RUN_KEY: RUN_A}, resume=True)
+
+
+def test_the_host_id_tells_two_gpus_apart_behind_one_host_name(monkeypatch):
+    """Two lent machines can share a container's host name; their GPUs' UUIDs differ, and so
+    must their host ids. Without a GPU the id is the host name's hash alone, and stable."""
+    import types
+
+    from helpers.course import env
+    monkeypatch.setattr(env.platform, "node", lambda: "same-container-name")
+    monkeypatch.setattr(env.torch.cuda, "is_available", lambda: False)
+    cpu = env.host_id()
+    assert cpu == env.host_id() and len(cpu) == 8
+    monkeypatch.setattr(env.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(env.torch.cuda, "device_count", lambda: 1)
+    ids = []
+    for uuid in ("GPU-1111", "GPU-2222"):
+        monkeypatch.setattr(env.torch.cuda, "get_device_properties",
+                            lambda i, u=uuid: types.SimpleNamespace(uuid=u))
+        ids.append(env.host_id())
+    assert ids[0] != ids[1] and cpu not in ids

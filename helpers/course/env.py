@@ -68,9 +68,15 @@ def cpu_model() -> str:
 
 
 def host_id() -> str:
-    """A short stable name for this machine (a hash of its host name, so no name is published):
-    two lent machines of the same GPU model differ here, where the GPU and CPU names agree."""
-    return hashlib.sha256(platform.node().encode()).hexdigest()[:8]
+    """A short stable name for this machine: a hash (so nothing identifying is published) of its
+    host name and, with a CUDA GPU, that GPU's UUID. Two lent machines of the same GPU model
+    differ here, where the GPU and CPU names agree; the UUID is what tells them apart where the
+    host name does not (a container's host name may repeat: a fresh H200 lent on 2026-11-28 gave the
+    published run's host-name hash, and that name alone cannot say whether it was the same machine)."""
+    name = platform.node()
+    if torch.cuda.is_available() and torch.cuda.device_count():  # a real device, not a test's stand-in
+        name += f"/{getattr(torch.cuda.get_device_properties(0), 'uuid', '')}"
+    return hashlib.sha256(name.encode()).hexdigest()[:8]
 
 
 def environment() -> dict:
