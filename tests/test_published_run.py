@@ -218,3 +218,19 @@ def test_the_host_id_tells_two_gpus_apart_behind_one_host_name(monkeypatch):
                             lambda i, u=uuid: types.SimpleNamespace(uuid=u))
         ids.append(env.host_id())
     assert ids[0] != ids[1] and cpu not in ids
+
+
+def test_a_resume_on_another_machine_says_so_when_it_starts(gpu_course, monkeypatch, capsys):
+    """The runner says at once that a --resume landed on another machine (the run cannot be
+    published as one), not only when publish.py refuses it after the device time is spent."""
+    monkeypatch.setattr(runner, "execute", _gpu_execute("ok"))
+    monkeypatch.setattr(published, "host_id", lambda: "aaaa1111")
+    runner.run(gpu_course["paths"][:1], "full", gpu_course["run_root"], echo=False)
+    assert "another machine" not in capsys.readouterr().out
+    runner.run(gpu_course["paths"], "full", gpu_course["run_root"], resume=True, echo=False)
+    assert "another machine" not in capsys.readouterr().out  # the same machine: nothing said
+    monkeypatch.setattr(published, "host_id", lambda: "bbbb2222")
+    runner.run(gpu_course["paths"], "full", gpu_course["run_root"], resume=True, echo=False)
+    out = capsys.readouterr().out
+    assert "on another machine (host bbbb2222, started on aaaa1111)" in out
+    assert "start a new run (without --resume)" in out

@@ -675,6 +675,10 @@ def run(paths: list[Path], preset: str, run_root: Path, resume: bool = False, ec
     with run_lock(run_root):
         status = load_status(run_root, strict=resume)
         identity = status[published.RUN_KEY] = published.run_identity(status, resume)  # --resume keeps it
+        if mixed := published.mixed_hosts(identity):  # said now, not only when publishing refuses
+            print(f"  note    {mixed[-1]}: the notebooks of this run cannot be published together; "
+                  "to publish, start a new run (without --resume) and keep one machine for all of it",
+                  flush=True)
         os.environ["COURSE_RUN_ID"] = identity["id"]  # each kernel records it (results.RUN_ID_ENV)
         os.environ["PYTHONWARNINGS"] = kernel_warnings(os.environ.get("PYTHONWARNINGS", ""))
         this = {}
