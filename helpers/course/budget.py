@@ -236,11 +236,10 @@ def pace(idle_pct: float, why: bool = True) -> str:
     the host where the GPU waits most of the step (00's definition), the GPU where it waits
     little, and both in between (then faster kernels and less host work both pay; said unless
     ``why`` is False)."""
-    if not math.isnan(idle_pct):  # as printed beside it: "20%" never reads "share the pace"
-        idle_pct = round(idle_pct)
-    if idle_pct >= HOST_PACE_PCT:
+    label = harness.pace_label(idle_pct)  # the tables' 'bound' label, by the same rule
+    if label == "CPU-bound":
         return "the host sets the pace"
-    if idle_pct <= GPU_PACE_PCT:
+    if label == "GPU-bound":
         return "the GPU sets the pace"
     # no "(the GPU works N% of the step)": every caller prints the idle share beside it (the
     # sixteenth review read "28% of 0.72 ms ... the GPU works 72%" as the same thing twice)

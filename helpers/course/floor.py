@@ -147,6 +147,19 @@ def graph_answer_line(budget_frame, method: str, eager, new_tokens: int, batch_s
     return text + "."
 
 
+def _gpu_floor(budget_frame, method: str):
+    """(the GPU's work per step as printed, its multiple of the floor from the printed values,
+    the idle share as the budget sentence prints it, whether the GPU sets the pace) of
+    ``method``'s row, which ``gpu_floor_line`` and ``gpu_floor_clause`` both read; None without
+    GPU numbers."""
+    from . import budget  # budget imports this module
+    row = budget_frame.set_index("method").loc[method]
+    if not (math.isfinite(row["gpu_ms"]) and math.isfinite(row["floor_ms"]) and row["floor_ms"] > 0):
+        return None
+    gpu, share = round(row["gpu_ms"], 2), budget.printed_share(row)
+    return gpu, gpu / round(row["floor_ms"], 3), share, round(share) <= budget.GPU_PACE_PCT
+
+
 def gpu_floor_line(budget_frame, method: str, empty_ms: float = math.nan) -> str:
     """The second half of 10's question, how far from the floor, once the host is out of the
     way (round 37: the lesson never said it): the GPU's own work per step as the figure draws it
@@ -155,17 +168,15 @@ def gpu_floor_line(budget_frame, method: str, empty_ms: float = math.nan) -> str
     sets the pace, and, where the GPU does, that the rest is in the kernels, notebook 11's
     subject. Empty without GPU numbers."""
     from . import budget  # budget imports this module
-    row = budget_frame.set_index("method").loc[method]
-    if not (math.isfinite(row["gpu_ms"]) and math.isfinite(row["floor_ms"]) and row["floor_ms"] > 0):
+    if (read := _gpu_floor(budget_frame, method)) is None:
         return ""
-    gpu, share = round(row["gpu_ms"], 2), budget.printed_share(row)
-    text = (f"The GPU's own work: {gpu:.2f} ms per step, "
-            f"{gpu / round(row['floor_ms'], 3):.2f}x the floor")
+    gpu, times, share, gpu_paced = read
+    text = f"The GPU's own work: {gpu:.2f} ms per step, {times:.2f}x the floor"
     if math.isfinite(empty_ms):
         text += (f" (reading the empty cache slots too costs about {budget.ms_or_us(empty_ms)} of "
                  "it at the copy bandwidth)")
     text += f"; the GPU idles {share:.0f}% of the step, so {budget.pace(share, why=False)}"
-    if round(share) <= budget.GPU_PACE_PCT:
+    if gpu_paced:
         text += (": with the host out of the way, what separates the step from the floor is its "
                  "kernels, which notebook 11 rebuilds")
     return text + "."
@@ -173,16 +184,13 @@ def gpu_floor_line(budget_frame, method: str, empty_ms: float = math.nan) -> str
 
 def gpu_floor_clause(budget_frame, method: str) -> str:
     """10's closing line on the floor: the GPU's own work as a multiple of it (as
-    ``graph_answer_line`` prints it), and that notebook 11 goes after the kernels where the GPU
+    ``gpu_floor_line`` prints it), and that notebook 11 goes after the kernels where the GPU
     sets the pace; empty without GPU numbers."""
-    from . import budget  # budget imports this module
-    row = budget_frame.set_index("method").loc[method]
-    if not (math.isfinite(row["gpu_ms"]) and math.isfinite(row["floor_ms"]) and row["floor_ms"] > 0):
+    if (read := _gpu_floor(budget_frame, method)) is None:
         return ""
-    text = f"; its GPU work is {round(row['gpu_ms'], 2) / round(row['floor_ms'], 3):.2f}x the floor"
-    if round(budget.printed_share(row)) <= budget.GPU_PACE_PCT:
-        text += ", and notebook 11 goes after the kernels"
-    return text
+    _, times, _, gpu_paced = read
+    return f"; its GPU work is {times:.2f}x the floor" + (
+        ", and notebook 11 goes after the kernels" if gpu_paced else "")
 
 
 def prefill_cost(decoder, input_ids, device, repeats) -> tuple:

@@ -511,7 +511,7 @@ def _why_line(rows, values, candidate, baseline, cand: str, base: str, table=Non
     # round 30: one loop per sentence (the review needed three readings to pair each number
     # with its loop and length); the baseline's said as it was, median and fastest apart (round
     # 29: "which the naive loop does not show" beside its medians' 4.08 -> 5.66 ms)
-    rose = lambda x, y: y > x * (1 + budget.SAME_WORK)  # noqa: E731
+    rose = lambda x, y: _moved(x, y) == "grew"  # noqa: E731
     theirs = {(True, True): "grew too", (True, False): "grew only in its median runs",
               (False, True): "grew only in its fastest run", (False, False): "did not grow"}[
         (rose(n_med_a, n_med_b), rose(n_min_a, n_min_b))]

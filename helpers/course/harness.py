@@ -173,7 +173,15 @@ def bound(busy_s, wall_s) -> str:
     round-37 review of 01 read 'CPU-bound' beside 'host and GPU share the pace' at 37% idle)."""
     if not (busy_s > 0 and wall_s > 0):
         return ""
-    idle_pct = round(100 - 100 * busy_s / wall_s)
+    return pace_label(100 - 100 * busy_s / wall_s)
+
+
+def pace_label(idle_pct: float) -> str:
+    """Lesson 00's pace rule on a step whose GPU idles ``idle_pct`` % of it, rounded as printed
+    ("20%" never reads "shared"): 'CPU-bound' (the host sets the pace), 'GPU-bound' or 'shared';
+    an unknown share (NaN) reads 'shared'. The one rule ``bound`` and ``budget.pace`` apply."""
+    if not math.isnan(idle_pct):
+        idle_pct = round(idle_pct)
     if idle_pct >= HOST_IDLE_PCT:
         return "CPU-bound"
     return "GPU-bound" if idle_pct <= 100 - BOUND_BUSY_PCT else "shared"
